@@ -1,0 +1,77 @@
+"""CpuBackend: host memory as flat numpy arrays; kernels in C (cffi) and GEMM through numpy's BLAS."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from rumus_contracts import (
+    BackendUnavailable, Capabilities, Device, DType, Kernel, TensorArg, bool_, float32, float64, int8, int16,
+    int32, int64, uint8,
+)
+
+CPU = Device("cpu", 0)
+DTYPES: tuple[DType, ...] = (float32, float64, int64, int32, int16, int8, uint8, bool_)
+
+
+class CpuBackend:
+    """The "cpu" backend. A buffer is a 1-D C-contiguous numpy array of `dtype.numpy` elements."""
+
+    name = "cpu"
+
+    def __init__(self, num_threads: int | None = None) -> None:
+        try:
+            from . import _lib  # noqa: F401  (loads the compiled kernels)
+            from .plugin import kernel_table
+            from .threads import default_num_threads, set_num_threads
+        except ImportError as exc:
+            raise BackendUnavailable(
+                f"the CPU kernels are not compiled ({exc}); run `python csrc/build_cpu_kernels.py` in a "
+                f"source checkout, or reinstall with `pip install -e .`") from None
+        set_num_threads(num_threads if num_threads is not None else default_num_threads())
+        self.kernels: Mapping[str, Kernel] = kernel_table()
+        self._copy = self.kernels["copy"]
+
+    def devices(self) -> list[Device]:
+        return [CPU]
+
+    def allocate(self, device: Device, numel: int, dtype: DType) -> np.ndarray:
+        return np.empty(numel, dtype.numpy)
+
+    def from_numpy(self, device: Device, array: np.ndarray, dtype: DType) -> np.ndarray:
+        return np.array(array, dtype=dtype.numpy, order="C", copy=True).reshape(-1)
+
+    def to_numpy(self, arg: TensorArg) -> np.ndarray:
+        buf = arg.buffer
+        if 0 in arg.shape:
+            return np.empty(arg.shape, buf.dtype)
+        isz = buf.itemsize
+        view = np.ndarray(arg.shape, buf.dtype, buf, arg.offset * isz, tuple(s * isz for s in arg.strides))
+        return np.array(view, order="C", copy=True)
+
+    def copy_(self, dst: TensorArg, src: TensorArg) -> None:
+        self._copy([dst], [src], {"dtype": dst.dtype})
+
+    def synchronize(self, device: Device) -> None:
+        return None
+
+    def capabilities(self, device: Device) -> Capabilities:
+        from .threads import get_num_threads, has_openmp
+        threads = get_num_threads()
+        openmp = has_openmp()
+        return Capabilities(
+            dtypes=DTYPES,
+            features=("openmp",) if openmp else (),
+            limits={"max_dims": 64, "num_threads": threads},
+            description=f"host CPU: C kernels via cffi ({threads} thread{'s' if threads != 1 else ''}"
+                        f"{', OpenMP' if openmp else ', no OpenMP'}), GEMM via numpy's BLAS")
+
+    def __repr__(self) -> str:
+        return "CpuBackend()"
+
+
+def create() -> Any:
+    """The factory the plugin registers (a function, so importing the plugin builds nothing)."""
+    return CpuBackend()

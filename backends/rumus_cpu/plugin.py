@@ -1,0 +1,50 @@
+"""pluggy hooks of the CPU backend: the "cpu" backend factory and every CPU kernel.
+
+Kernels live in modules named in KERNEL_MODULES, one idea per module; each exposes
+``KERNELS: list[(op name, kernel, dtypes)]``. Adding a module is adding its name here.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from rumus_contracts import BackendRegistry, Kernel, KernelRegistry, hookimpl
+
+BACKEND = "cpu"
+KERNEL_MODULES: tuple[str, ...] = (
+    "kernels_elementwise",
+    "kernels_reduce",
+    "kernels_linalg",
+    "kernels_memory",
+    "kernels_optim",
+)
+
+
+def kernel_entries() -> list[tuple[str, Kernel, tuple[object, ...]]]:
+    """(op, kernel, dtypes) of every module in KERNEL_MODULES (imports the compiled kernels)."""
+    out = []
+    for name in KERNEL_MODULES:
+        module = importlib.import_module(f"{__package__}.{name}")
+        out.extend(module.KERNELS)
+    return out
+
+
+def kernel_table() -> dict[str, Kernel]:
+    """op -> kernel (a later module's kernel for the same op wins, as in the registry)."""
+    return {op: kernel for op, kernel, _ in kernel_entries()}
+
+
+@hookimpl
+def rumus_register_backends(registry: BackendRegistry) -> None:
+    from .backend import create
+    registry.register(BACKEND, create)
+
+
+@hookimpl
+def rumus_register_kernels(registry: KernelRegistry) -> None:
+    try:
+        entries = kernel_entries()
+    except ImportError:
+        return  # not compiled: the backend factory reports it (BackendUnavailable) with the fix
+    for op, kernel, dtypes in entries:
+        registry.register(op, BACKEND, kernel, dtypes=dtypes)

@@ -1,0 +1,233 @@
+"""Elementwise kernels: unary math, binary arithmetic, comparisons, where, clamp, copy and fill.
+
+One WGSL skeleton (shaders/elementwise.wgsl) serves every op: Python writes the op's expression for
+the input dtype's compute kind (f32 math for float32/float16, i32, emulated int64, bool) and picks
+the 1-D indexing variant when every operand coalesces to a single strided dim (the contiguous and
+scalar-broadcast fast path) or the general N-D variant otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rumus_contracts import DType, RumusError, TensorArg
+
+from .layout import (
+    STORAGE_TYPE, WG, coalesce, convert, dealias, device_of, f32_bits, grid, i32_word, kind, load, store,
+)
+from .pipelines import render
+
+MAX_DIMS = 8
+# expressions over a, b, c (the inputs in their compute kind), by compute kind
+UNARY: dict[str, dict[str, str]] = {
+    "neg": {"f": "-a", "i": "-a", "l": "i64_neg(a)"},
+    "abs": {"f": "abs(a)", "i": "abs(a)", "l": "i64_abs(a)"},
+    "relu": {"f": "max(a, 0.0)", "i": "max(a, 0)", "l": "select(a, vec2<u32>(0u), i64_is_neg(a))"},
+    "exp": {"f": "exp(a)"},
+    "log": {"f": "log(a)"},
+    "sqrt": {"f": "sqrt(a)"},
+    "rsqrt": {"f": "inverseSqrt(a)"},
+    "sin": {"f": "sin(a)"},
+    "cos": {"f": "cos(a)"},
+    "tanh": {"f": "tanh(clamp(a, -15.0, 15.0))"},  # exp-based tanh would overflow to NaN
+    "sigmoid": {"f": "1.0 / (1.0 + exp(-a))"},
+}
+BINARY: dict[str, dict[str, str]] = {
+    "add": {"f": "a + b", "i": "a + b", "l": "i64_add(a, b)"},
+    "sub": {"f": "a - b", "i": "a - b", "l": "i64_sub(a, b)"},
+    "mul": {"f": "a * b", "i": "a * b", "l": "i64_mul(a, b)"},
+    "div": {"f": "a / b"},
+    "pow": {"f": "spow(a, b)"},
+    "maximum": {"f": "max(a, b)", "i": "max(a, b)", "l": "i64_max(a, b)"},
+    "minimum": {"f": "min(a, b)", "i": "min(a, b)", "l": "i64_min(a, b)"},
+}
+COMPARE: dict[str, dict[str, str]] = {
+    "eq": {"f": "a == b", "i": "a == b", "l": "i64_eq(a, b)"},
+    "ne": {"f": "a != b", "i": "a != b", "l": "!i64_eq(a, b)"},
+    "lt": {"f": "a < b", "i": "a < b", "l": "i64_lt(a, b)"},
+    "le": {"f": "a <= b", "i": "a <= b", "l": "!i64_lt(b, a)"},
+    "gt": {"f": "a > b", "i": "a > b", "l": "i64_lt(b, a)"},
+    "ge": {"f": "a >= b", "i": "a >= b", "l": "!i64_lt(a, b)"},
+}
+CLAMP = {
+    "f": "min(max(a, bitcast<f32>(cfg.p.x)), bitcast<f32>(cfg.p.y))",
+    "i": "clamp_i(a)",
+    "l": "clamp_l(a)",
+}
+CLAMP_HELPERS = """
+fn clamp_i(a: i32) -> i32 {
+    let t = select(a, bitcast<i32>(cfg.p.y), a < bitcast<i32>(cfg.p.x));
+    return select(t, bitcast<i32>(cfg.p.w), t > bitcast<i32>(cfg.p.z));
+}
+fn clamp_l(a: vec2<u32>) -> vec2<u32> {
+    let t = select(a, cfg.p.zw, i64_lt(a, cfg.p.xy));
+    return select(t, cfg.q.zw, i64_lt(cfg.q.xy, t));
+}
+"""
+FILL = {"f": "bitcast<f32>(cfg.p.x)", "i": "bitcast<i32>(cfg.p.x)", "l": "cfg.p.xy", "b": "(cfg.p.x != 0u)"}
+NAMES = "abc"
+
+
+class MapSpec:
+    """How one op maps its inputs: expression table, operand kind rule and result kind rule."""
+
+    def __init__(self, op: str, exprs: Mapping[str, str], result: str = "same", helpers: str = "") -> None:
+        self.op, self.exprs, self.result, self.helpers = op, exprs, result, helpers
+
+
+def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases: Mapping[int, int],
+            nd: bool) -> str:
+    n_out = 1
+    bindings = [f"@group(0) @binding(0) var<storage, read_write> out0: array<{STORAGE_TYPE[out_dtype.name]}>;"]
+    slot = n_out
+    for k, dt in enumerate(in_dtypes):
+        if k in aliases:
+            continue
+        bindings.append(f"@group(0) @binding({slot}) var<storage, read> in{k}: array<{STORAGE_TYPE[dt.name]}>;")
+        slot += 1
+    # operand kind: where's condition is bool, its values set the kind; compare bools as ints
+    op_kind = kind(in_dtypes[1] if spec.op == "where" else in_dtypes[0]) if in_dtypes else kind(out_dtype)
+    if spec.result == "compare" and op_kind == "b":
+        op_kind = "i"
+    lines = []
+    for k, dt in enumerate(in_dtypes):
+        ref = "out0[o.x]" if k in aliases else f"in{k}[o[{k + 1}]]"
+        want = "b" if spec.op == "where" and k == 0 else op_kind
+        lines.append(f"    let {NAMES[k]} = {convert(load(dt, ref), kind(dt), want)};")
+    if spec.op == "copy":
+        expr, res_kind = "a", kind(in_dtypes[0])
+    elif spec.op == "fill":
+        expr, res_kind = FILL[kind(out_dtype)], kind(out_dtype)
+    else:
+        if op_kind not in spec.exprs:
+            raise RumusError(f"wgpu: no {spec.op} kernel for {in_dtypes[0]}")
+        expr = spec.exprs[op_kind]
+        res_kind = "b" if spec.result == "compare" else op_kind
+    lines.append(f"    let r = {expr};")
+    lines.append(f"    out0[o.x] = {store(out_dtype, convert('r', res_kind, kind(out_dtype)))};")
+    helpers = spec.helpers
+    scalar = "f16" if any(d.name == "float16" for d in (out_dtype, *in_dtypes)) else "f32"
+    return render("elementwise", scalar=scalar, BINDINGS="\n".join(bindings), CONFIG=str(slot),
+                  HELPERS=helpers, OFFSETS="offsets_nd" if nd else "offsets_1d", BODY="\n".join(lines))
+
+
+def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
+            params: Sequence[int] = ()) -> None:
+    out = outputs[0]
+    numel = out.numel
+    if numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    inputs, aliases = dealias(dev, outputs, inputs, allow_identical=True)
+    sizes, dims = coalesce(out.shape, [out.strides, *(t.strides for t in inputs)])
+    if len(sizes) > MAX_DIMS:
+        raise RumusError(f"wgpu {spec.op}: operands with more than {MAX_DIMS} non-mergeable dims "
+                         f"(shape {out.shape}) are not supported")
+    nd = len(sizes) > 1
+    in_dtypes = tuple(t.dtype for t in inputs)
+    alias_key = tuple(sorted(aliases.items()))
+    prog = dev.programs.get(("map", spec.op, out.dtype.name, tuple(d.name for d in in_dtypes), alias_key, nd),
+                            lambda: _source(spec, out.dtype, in_dtypes, aliases, nd))
+    x, y, z = grid((numel + WG - 1) // WG, dev.max_groups)
+    words = [numel, len(sizes), x * WG, 0]
+    words += [*params, *([0] * (8 - len(params)))]
+    words += [out.offset, *(t.offset for t in inputs), *([0] * (3 - len(inputs)))]
+    words += [*sizes, *([1] * (MAX_DIMS - len(sizes)))]
+    for st in dims or [[0] * (1 + len(inputs))]:
+        words += [i32_word(s) for s in st] + [0] * (3 - len(inputs))
+    data = struct.pack(f"<{len(words)}I", *words)
+    buffers = [out.buffer, *(t.buffer for k, t in enumerate(inputs) if k not in aliases)]
+    dev.recorder.dispatch(prog, buffers, data, (x, y, z))
+
+
+def _unary(op: str) -> Any:
+    spec = MapSpec(op, UNARY[op])
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        run_map(spec, outputs, inputs)
+    return kernel
+
+
+def _binary(op: str, table: Mapping[str, Mapping[str, str]], result: str = "same") -> Any:
+    spec = MapSpec(op, table[op], result)
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        run_map(spec, outputs, inputs)
+    return kernel
+
+
+_WHERE = MapSpec("where", {k: "select(c, b, a)" for k in "fil"} | {"b": "select(c, b, a)"})
+_CLAMP = MapSpec("clamp", CLAMP, helpers=CLAMP_HELPERS)
+_COPY = MapSpec("copy", {})
+_FILL = MapSpec("fill", {})
+
+
+def where(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    run_map(_WHERE, outputs, inputs)
+
+
+def _i64_words(v: int) -> list[int]:
+    v = max(-(1 << 63), min((1 << 63) - 1, int(v)))
+    return [v & 0xFFFFFFFF, (v >> 32) & 0xFFFFFFFF]
+
+
+def clamp(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    lo, hi = attrs.get("min"), attrs.get("max")
+    k = kind(inputs[0].dtype)
+    if k == "f":
+        params = [f32_bits(-math.inf if lo is None else float(lo)), f32_bits(math.inf if hi is None else float(hi))]
+    else:
+        # integers: x < ceil(lo) becomes trunc(lo), then x > floor(hi) becomes trunc(hi), as numpy's
+        # float bounds followed by a truncating cast
+        big = (1 << 31) - 1 if k == "i" else (1 << 63) - 1
+        lo_cmp, lo_val = (-big - 1, 0) if lo is None else (math.ceil(lo), math.trunc(lo))
+        hi_cmp, hi_val = (big, 0) if hi is None else (math.floor(hi), math.trunc(hi))
+        vals = [max(-big - 1, min(big, v)) for v in (lo_cmp, lo_val, hi_cmp, hi_val)]
+        params = [i32_word(v) for v in vals] if k == "i" else [w for v in vals for w in _i64_words(v)]
+    run_map(_CLAMP, outputs, inputs, params)
+
+
+def copy(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    dst, src = outputs[0], inputs[0]
+    if src.dtype == dst.dtype and _copy_as_bytes(dst, src):
+        return
+    run_map(_COPY, outputs, inputs)
+
+
+def _copy_as_bytes(dst: TensorArg, src: TensorArg) -> bool:
+    """Same-dtype contiguous copies between different buffers go through copy_buffer_to_buffer."""
+    if dst.buffer is src.buffer or not (dst.is_contiguous() and src.is_contiguous()):
+        return False
+    item = 4 if dst.dtype.is_bool else dst.dtype.itemsize
+    n, so, do = dst.numel * item, src.offset * item, dst.offset * item
+    if n % 4 or so % 4 or do % 4:
+        return False
+    if n:
+        dst.buffer.dev.recorder.copy(src.buffer, so, dst.buffer, do, n)
+    return True
+
+
+def fill(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    out = outputs[0]
+    value = attrs.get("value", 0.0)
+    k = kind(out.dtype)
+    if k == "f":
+        params = [f32_bits(float(value))]
+    elif k == "i":
+        params = [i32_word(int(value))]
+    elif k == "l":
+        params = _i64_words(int(value))
+    else:
+        params = [1 if value else 0]
+    run_map(_FILL, outputs, [], params)
+
+
+def kernels() -> dict[str, Any]:
+    table: dict[str, Any] = {op: _unary(op) for op in UNARY}
+    table.update({op: _binary(op, BINARY) for op in BINARY})
+    table.update({op: _binary(op, COMPARE, "compare") for op in COMPARE})
+    table.update({"where": where, "clamp": clamp, "copy": copy, "fill": fill})
+    return table

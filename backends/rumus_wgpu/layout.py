@@ -1,0 +1,147 @@
+"""Host-side helpers shared by the kernel groups: dtypes in WGSL, dim coalescing, grids, aliasing."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Any
+
+from rumus_contracts import DType, DTypeError, RumusError, TensorArg
+
+from .pool import WgpuBuffer, storage_itemsize
+
+WG = 256
+# WGSL storage element type and compute kind of each dtype with kernels: f = f32 math (f16 storage is
+# widened), i = i32, l = int64 as vec2<u32>, b = bool stored as one u32 (0 or 1) per element.
+STORAGE_TYPE = {"float32": "f32", "float16": "f16", "int32": "i32", "int64": "vec2<u32>", "bool": "u32"}
+KIND = {"float32": "f", "float16": "f", "int32": "i", "int64": "l", "bool": "b"}
+COMPUTE_TYPE = {"f": "f32", "i": "i32", "l": "vec2<u32>", "b": "bool"}
+
+
+def kind(dtype: DType) -> str:
+    try:
+        return KIND[dtype.name]
+    except KeyError:
+        raise DTypeError(f"the wgpu backend has no kernels for {dtype}; it computes in float32, float16, "
+                         f"int32, int64 and bool") from None
+
+
+def load(dtype: DType, ref: str) -> str:
+    """WGSL expression: a stored element as its compute kind."""
+    if dtype.name == "float16":
+        return f"f32({ref})"
+    if dtype.is_bool:
+        return f"({ref} != 0u)"
+    return ref
+
+
+def store(dtype: DType, value: str) -> str:
+    if dtype.name == "float16":
+        return f"f16({value})"
+    if dtype.is_bool:
+        return f"select(0u, 1u, {value})"
+    return value
+
+
+_CONVERT = {
+    ("f", "i"): "i32({})", ("f", "l"): "i64_from_f32({})", ("f", "b"): "({} != 0.0)",
+    ("i", "f"): "f32({})", ("i", "l"): "i64_from_i32({})", ("i", "b"): "({} != 0)",
+    ("l", "f"): "i64_to_f32({})", ("l", "i"): "bitcast<i32>(({}).x)", ("l", "b"): "any(({}) != vec2<u32>(0u))",
+    ("b", "f"): "select(0.0, 1.0, {})", ("b", "i"): "select(0, 1, {})", ("b", "l"): "vec2<u32>(select(0u, 1u, {}), 0u)",
+}
+
+
+def convert(value: str, src: str, dst: str) -> str:
+    """WGSL expression converting between compute kinds (floats to ints truncate toward zero)."""
+    return value if src == dst else _CONVERT[(src, dst)].format(value)
+
+
+def f32_bits(x: float) -> int:
+    return int(struct.unpack("<I", struct.pack("<f", x))[0])
+
+
+def i32_word(x: int) -> int:
+    return int(x) & 0xFFFFFFFF
+
+
+def coalesce(shape: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
+    """Drop size-1 dims and merge neighbours that are contiguous in every tensor at once.
+
+    Returns (sizes, per-dim strides) with per-dim strides listing each tensor's stride.
+    """
+    sizes: list[int] = []
+    dims: list[list[int]] = []
+    for d, size in enumerate(shape):
+        if size == 1:
+            continue
+        st = [s[d] for s in strides]
+        if sizes and all(p == c * size for p, c in zip(dims[-1], st)):
+            sizes[-1] *= size
+            dims[-1] = st
+        else:
+            sizes.append(size)
+            dims.append(st)
+    return sizes, dims
+
+
+def grid(groups: int, max_groups: int) -> tuple[int, int, int]:
+    """A 2-D grid holding `groups` workgroups (x * y >= groups)."""
+    x = max(1, min(groups, max_groups))
+    y = (groups + x - 1) // x
+    if y > max_groups:
+        raise RumusError(f"wgpu: {groups} workgroups exceed the dispatch limit of this device")
+    return x, y, 1
+
+
+def device_of(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg]) -> Any:
+    for t in (*outputs, *inputs):
+        buf = t.buffer
+        if isinstance(buf, WgpuBuffer):
+            return buf.dev
+        raise RumusError(f"wgpu kernel got a buffer of another backend ({type(buf).__name__}); "
+                         f"move the tensors to the wgpu device first")
+    raise RumusError("wgpu kernel called without tensors")
+
+
+def new_buffer(dev: Any, nbytes: int, label: str = "") -> WgpuBuffer:
+    gpu, size = dev.pool.acquire(nbytes, label)
+    return WgpuBuffer(gpu, nbytes, size, dev)
+
+
+def same_view(a: TensorArg, b: TensorArg) -> bool:
+    return a.offset == b.offset and tuple(a.shape) == tuple(b.shape) and tuple(a.strides) == tuple(b.strides) \
+        and a.dtype == b.dtype
+
+
+def dealias(dev: Any, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
+            allow_identical: bool = False) -> tuple[list[TensorArg], dict[int, int]]:
+    """WebGPU forbids binding one buffer as writable and readable in one dispatch.
+
+    Inputs sharing a buffer with an output are read from a fresh copy of that buffer, except (when the
+    kernel supports it) inputs that are exactly an output's view: those map input index -> output
+    index and the kernel reads them through the output's binding.
+    """
+    out_bufs = {id(o.buffer): j for j, o in enumerate(outputs)}
+    if not out_bufs:
+        return list(inputs), {}
+    result = list(inputs)
+    aliases: dict[int, int] = {}
+    copies: dict[int, WgpuBuffer] = {}
+    for k, t in enumerate(inputs):
+        j = out_bufs.get(id(t.buffer))
+        if j is None:
+            continue
+        if allow_identical and same_view(t, outputs[j]):
+            aliases[k] = j
+            continue
+        src = t.buffer
+        tmp = copies.get(id(src))
+        if tmp is None:
+            tmp = copies[id(src)] = new_buffer(dev, src.nbytes)
+            dev.recorder.copy(src, 0, tmp, 0, (src.nbytes + 3) & ~3)
+        result[k] = TensorArg(tmp, t.shape, t.strides, t.offset, t.dtype)
+    return result, aliases
+
+
+def nbytes_of(numel: int, dtype: DType) -> int:
+    return numel * storage_itemsize(dtype)

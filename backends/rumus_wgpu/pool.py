@@ -1,0 +1,107 @@
+"""Size-bucketed GPU buffer pool, and the tensor buffer handle whose collection feeds it.
+
+A `WgpuBuffer` is what the core holds as `Storage.buffer`. When its last user is garbage-collected,
+`__del__` hands the GPU buffer back to the pool. A buffer used by a recorded but not yet submitted
+command cannot come back early: the recorder keeps the handle alive until the batch is submitted,
+and anything recorded afterwards runs after that batch in queue order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rumus_contracts import DType, RumusError
+
+STORAGE, COPY_SRC, COPY_DST, MAP_READ = 0x80, 0x4, 0x8, 0x1  # wgpu.BufferUsage bits (no wgpu import here)
+MIN_BUCKET = 256
+
+
+def bucket_size(nbytes: int) -> int:
+    """Round up to 256 bytes, then to one of four steps per power of two (at most 25% waste)."""
+    n = max(MIN_BUCKET, (nbytes + 255) & ~255)
+    top = 1 << (n - 1).bit_length()
+    step = max(top // 8, MIN_BUCKET)  # top/2 .. top in steps of top/8
+    return min(top, (n + step - 1) // step * step)
+
+
+def storage_itemsize(dtype: DType) -> int:
+    """Bytes per storage element on the GPU: bool is widened to one u32 per element."""
+    return 4 if dtype.is_bool else dtype.itemsize
+
+
+class WgpuBuffer:
+    """A tensor's GPU memory: `gpu` (a wgpu GPUBuffer), `nbytes` used, and its owning device."""
+
+    __slots__ = ("gpu", "nbytes", "bind_size", "size", "dev", "__weakref__")
+
+    def __init__(self, gpu: Any, nbytes: int, size: int, dev: Any) -> None:
+        self.gpu = gpu
+        self.nbytes = nbytes
+        self.size = size
+        # storage bindings cover whole 16-byte words so the GEMM may view a buffer as array<vec4<f32>>
+        self.bind_size = min(size, max(16, (nbytes + 15) & ~15))
+        self.dev = dev
+
+    def __del__(self) -> None:
+        try:
+            self.dev.pool.release(self.gpu, self.size)
+        except Exception:  # interpreter shutdown: the device may already be gone
+            pass
+
+    def __repr__(self) -> str:
+        return f"WgpuBuffer({self.nbytes} bytes on {self.dev.name})"
+
+
+class BufferPool:
+    """Free GPU buffers by bucket size; `stats()` counts hits (reused) and misses (new buffers)."""
+
+    def __init__(self, device: Any, max_binding: int, max_buffer: int,
+                 usage: int = STORAGE | COPY_SRC | COPY_DST) -> None:
+        self._device = device
+        self._usage = usage
+        self._free: dict[int, list[Any]] = {}
+        self.max_binding, self.max_buffer = max_binding, max_buffer
+        self.hits = self.misses = self.releases = 0
+        self.cached_bytes = self.allocated_bytes = 0
+
+    def acquire(self, nbytes: int, label: str = "") -> tuple[Any, int]:
+        """A GPU buffer of at least `nbytes` bytes and its real size."""
+        if nbytes > self.max_binding:
+            raise RumusError(f"a {label or 'tensor'} of {nbytes} bytes is larger than this device's maximum "
+                             f"storage binding size of {self.max_binding} bytes (max-storage-buffer-binding-size); "
+                             f"split it into smaller tensors")
+        size = bucket_size(nbytes)
+        if size > self.max_buffer:
+            size = (nbytes + 15) & ~15
+        free = self._free.get(size)
+        if free:
+            self.hits += 1
+            self.cached_bytes -= size
+            return free.pop(), size
+        self.misses += 1
+        try:
+            buf = self._device.create_buffer(size=size, usage=self._usage)
+        except Exception:
+            self.empty()  # out of memory: give cached buffers back to the driver and try once more
+            buf = self._device.create_buffer(size=size, usage=self._usage)
+        self.allocated_bytes += size
+        return buf, size
+
+    def release(self, buf: Any, size: int) -> None:
+        self.releases += 1
+        self.cached_bytes += size
+        self._free.setdefault(size, []).append(buf)
+
+    def empty(self) -> None:
+        """Destroy every cached buffer (like torch.cuda.empty_cache)."""
+        for size, bufs in self._free.items():
+            for b in bufs:
+                b.destroy()
+                self.allocated_bytes -= size
+        self._free.clear()
+        self.cached_bytes = 0
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "releases": self.releases,
+                "cached_bytes": self.cached_bytes, "cached_buffers": sum(len(v) for v in self._free.values()),
+                "allocated_bytes": self.allocated_bytes}

@@ -1,0 +1,135 @@
+"""Command recording: dispatches go into one command encoder and are submitted in batches.
+
+The host waits only in `read` (to_numpy), `synchronize`, never per kernel. A batch is submitted
+(without waiting) when it reaches `max_dispatches` or its uniform memory is full. Uniform data of a
+batch lives in one host bytearray, uploaded with a single `queue.write_buffer` right before the
+submit, and each dispatch binds its slice through a dynamic offset: no buffer allocation per call.
+Reusing the same uniform buffer for the next batch is safe because queue writes are ordered after
+earlier submissions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+UNIFORM_ALIGN = 256  # >= every adapter's min-uniform-buffer-offset-alignment
+
+
+class Recorder:
+    def __init__(self, dev: Any, max_dispatches: int = 256, uniform_capacity: int = 256 * 1024) -> None:
+        import wgpu
+
+        self._wgpu = wgpu
+        self.dev = dev
+        self.device = dev.device
+        self.queue = dev.device.queue
+        self.max_dispatches = max_dispatches
+        self.capacity = uniform_capacity
+        self.uniform_gpu = self.device.create_buffer(
+            size=uniform_capacity, usage=wgpu.BufferUsage.UNIFORM | wgpu.BufferUsage.COPY_DST)
+        self.host = bytearray(uniform_capacity)
+        self.used = 0
+        self.count = 0
+        self.encoder: Any = None
+        self.cpass: Any = None
+        self.keep: list[Any] = []  # buffer handles used by the pending batch (kept alive until submitted)
+        self._staging: dict[int, list[Any]] = {}
+        self.submits = self.syncs = self.dispatches = self.copies = 0
+
+    # -- recording -------------------------------------------------------------------------------
+    def _compute_pass(self) -> Any:
+        if self.cpass is None:
+            if self.encoder is None:
+                self.encoder = self.device.create_command_encoder()
+            self.cpass = self.encoder.begin_compute_pass()
+        return self.cpass
+
+    def _plain_encoder(self) -> Any:
+        if self.cpass is not None:
+            self.cpass.end()
+            self.cpass = None
+        if self.encoder is None:
+            self.encoder = self.device.create_command_encoder()
+        return self.encoder
+
+    def dispatch(self, program: Any, buffers: list[Any], uniform: bytes | None,
+                 groups: tuple[int, int, int]) -> None:
+        """Record one dispatch: `buffers` (WgpuBuffer handles) in binding order, then the uniform bytes."""
+        if self.count >= self.max_dispatches:
+            self.flush()
+        offsets: list[int] = []
+        if program.uniform_size:
+            data = uniform or b""
+            need = (max(len(data), program.uniform_size) + UNIFORM_ALIGN - 1) & ~(UNIFORM_ALIGN - 1)
+            if self.used + need > self.capacity:
+                self.flush()
+            off = self.used
+            self.host[off:off + len(data)] = data
+            self.used = off + need
+            offsets.append(off)
+        bind_group = program.bind_group(buffers, self.uniform_gpu)
+        cpass = self._compute_pass()
+        cpass.set_pipeline(program.pipeline)
+        cpass.set_bind_group(0, bind_group, offsets)
+        cpass.dispatch_workgroups(*groups)
+        self.keep.extend(buffers)
+        self.count += 1
+        self.dispatches += 1
+
+    def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        """Buffer-to-buffer copy between handles (byte offsets and size multiples of 4)."""
+        if self.count >= self.max_dispatches:
+            self.flush()
+        self._plain_encoder().copy_buffer_to_buffer(src.gpu, src_offset, dst.gpu, dst_offset, nbytes)
+        self.keep.extend((src, dst))
+        self.count += 1
+        self.copies += 1
+
+    def flush(self) -> None:
+        """Submit the pending batch without waiting for it."""
+        if self.encoder is None:
+            return
+        encoder, self.encoder = self.encoder, None
+        try:
+            if self.cpass is not None:
+                self.cpass.end()
+            if self.used:
+                self.queue.write_buffer(self.uniform_gpu, 0, memoryview(self.host)[:self.used])
+            self.queue.submit([encoder.finish()])
+            self.submits += 1
+        finally:
+            self.cpass = None
+            self.used = self.count = 0
+            self.keep = []  # handles whose tensors died during recording go back to the pool now
+
+    # -- host synchronisation ----------------------------------------------------------------------
+    def read(self, buf: Any, offset: int, nbytes: int) -> memoryview:
+        """Bytes [offset, offset + nbytes) of a handle (both multiples of 4), after all recorded work."""
+        wgpu = self._wgpu
+        size = max(256, 1 << (nbytes - 1).bit_length())
+        free = self._staging.setdefault(size, [])
+        staging = free.pop() if free else self.device.create_buffer(
+            size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
+        self._plain_encoder().copy_buffer_to_buffer(buf.gpu, offset, staging, 0, nbytes)
+        self.keep.append(buf)
+        self.flush()
+        self.syncs += 1
+        staging.map_sync(wgpu.MapMode.READ, 0, nbytes)
+        try:
+            data = staging.read_mapped(0, nbytes)
+        finally:
+            staging.unmap()
+        if len(free) < 4:
+            free.append(staging)
+        else:
+            staging.destroy()
+        return memoryview(data)
+
+    def synchronize(self) -> None:
+        self.flush()
+        self.syncs += 1
+        self.queue.on_submitted_work_done_sync()
+
+    def stats(self) -> dict[str, int]:
+        return {"submits": self.submits, "syncs": self.syncs, "dispatches": self.dispatches,
+                "copies": self.copies, "pending": self.count}

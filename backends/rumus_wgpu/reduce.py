@@ -1,0 +1,221 @@
+"""Row kernels: sum / prod / amax / amin over dims, argmax / argmin, softmax / log_softmax.
+
+Every output owns a row (the reduced elements); a power-of-two group of invocations reduces one row,
+so short rows pack many per workgroup and long rows get a whole workgroup. A long row with few
+outputs (a full reduction) is split across workgroups: partials first, then a second pass. Strided
+reductions over an outer dim with many outputs use small groups, so neighbouring invocations read
+neighbouring addresses.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rumus_contracts import DType, RumusError, TensorArg, float32, int64
+
+from .layout import (
+    COMPUTE_TYPE, STORAGE_TYPE, coalesce, convert, dealias, device_of, grid, i32_word, kind, load, new_buffer,
+    store,
+)
+from .pipelines import render, shader_source
+
+MAX_DIMS = 8
+NINF = 0xFF800000
+SPLIT_CHUNK = 4096
+ACC_KIND = {  # op -> compute kind of the input -> accumulator kind
+    "sum": {"f": "f", "i": "l", "l": "l"}, "prod": {"f": "f", "i": "l", "l": "l"},
+    "amax": {"f": "f", "i": "i", "l": "l"}, "amin": {"f": "f", "i": "i", "l": "l"},
+}
+IDENTITY = {
+    "sum": {"f": "0.0", "l": "vec2<u32>(0u)"},
+    "prod": {"f": "1.0", "l": "vec2<u32>(1u, 0u)"},
+    "amax": {"f": "bitcast<f32>(cfg.ninf)", "i": "bitcast<i32>(0x80000000u)", "l": "vec2<u32>(0u, 0x80000000u)"},
+    "amin": {"f": "bitcast<f32>(cfg.ninf ^ 0x80000000u)", "i": "bitcast<i32>(0x7fffffffu)",
+             "l": "vec2<u32>(0xffffffffu, 0x7fffffffu)"},
+}
+COMBINE = {
+    "sum": {"f": "a + b", "l": "i64_add(a, b)"},
+    "prod": {"f": "a * b", "l": "i64_mul(a, b)"},
+    "amax": {"f": "max(a, b)", "i": "max(a, b)", "l": "i64_max(a, b)"},
+    "amin": {"f": "min(a, b)", "i": "min(a, b)", "l": "i64_min(a, b)"},
+}
+BETTER = {"argmax": {"f": "a > b", "i": "a > b", "l": "i64_lt(b, a)"},
+          "argmin": {"f": "a < b", "i": "a < b", "l": "i64_lt(a, b)"}}
+ZERO = {"f": "0.0", "i": "0", "l": "vec2<u32>(0u)"}
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << max(0, n.bit_length() - 1)
+
+
+def _pad(values: Sequence[int], n: int, fill: int = 0) -> list[int]:
+    if len(values) > n:
+        raise RumusError(f"wgpu reductions support at most {n} non-mergeable dims, got {len(values)}")
+    return [*values, *([fill] * (n - len(values)))]
+
+
+class Rows:
+    """The row decomposition of one reduction: kept dims (rows) and reduced dims (row elements)."""
+
+    def __init__(self, x: TensorArg, out: TensorArg, dims: Sequence[int]) -> None:
+        kept = [d for d in range(len(x.shape)) if d not in dims]
+        self.ksizes, kst = coalesce([x.shape[d] for d in kept], [[x.strides[d] for d in kept],
+                                                                  [out.strides[d] for d in kept]])
+        self.kin, self.kout = [s[0] for s in kst], [s[1] for s in kst]
+        self.rsizes, rst = coalesce([x.shape[d] for d in dims], [[x.strides[d] for d in dims]])
+        self.rstr = [s[0] for s in rst]
+        self.rows = out.numel
+        self.rlen = 1
+        for d in dims:
+            self.rlen *= x.shape[d]
+        self.in_offset, self.out_offset = x.offset, out.offset
+        self.out_rstride = 0
+
+    def group(self) -> int:
+        if self.rlen <= 1:
+            return 1
+        t = min(256, _pow2_ceil(self.rlen))
+        if self.rstr and self.rstr[-1] != 1 and self.rows >= 2048:
+            # an outer-dim reduction: neighbouring rows are neighbouring addresses, keep groups small
+            t = max(1, min(t, _pow2_floor(65536 // self.rows)))
+        return t
+
+    def pack(self, t: int, grid_x: int, chunk: int, splits: int) -> bytes:
+        words = [self.rows, self.rlen, t, grid_x, chunk, len(self.ksizes), len(self.rsizes), splits,
+                 self.in_offset, self.out_offset, NINF, i32_word(self.out_rstride)]
+        words += _pad(self.ksizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.kin, MAX_DIMS)]
+        words += [i32_word(s) for s in _pad(self.kout, MAX_DIMS)]
+        words += _pad(self.rsizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.rstr or [0], MAX_DIMS)]
+        return struct.pack(f"<{len(words)}I", *words)
+
+
+def _bindings(out_type: str, in_type: str) -> str:
+    return (f"@group(0) @binding(0) var<storage, read_write> out0: array<{out_type}>;\n"
+            f"@group(0) @binding(1) var<storage, read> in0: array<{in_type}>;")
+
+
+def _reduce_source(op: str, in_dtype: DType, out_dtype: DType | None, in_is_acc: bool) -> str:
+    """out_dtype None: write partials (accumulator type) for a second pass over them."""
+    acc = kind(in_dtype) if in_is_acc else ACC_KIND[op][kind(in_dtype)]
+    acc_type = COMPUTE_TYPE[acc]
+    value = convert(load(in_dtype, "in0[u32(base.x + elem_offset(r))]"), kind(in_dtype), acc)
+    if out_dtype is None:
+        out_type, write = acc_type, "out0[o * cfg.splits + wid.z] = acc;"
+    else:
+        out_type = STORAGE_TYPE[out_dtype.name]
+        write = f"out0[u32(base.y)] = {store(out_dtype, convert('acc', acc, kind(out_dtype)))};"
+    return render("reduce", include=("rows",), BINDINGS=_bindings(out_type, STORAGE_TYPE[in_dtype.name]),
+                  ACC=acc_type, IDENTITY=IDENTITY[op][acc], COMBINE=COMBINE[op][acc], LOAD=value, STORE=write,
+                  CONFIG="2")
+
+
+def _acc_dtype(op: str, in_dtype: DType) -> DType:
+    k = ACC_KIND[op][kind(in_dtype)]
+    return {"f": float32, "l": int64}.get(k, in_dtype)
+
+
+def reduce_kernel(op: str) -> Any:
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        out, x = outputs[0], inputs[0]
+        if out.numel == 0:
+            return
+        dev = device_of(outputs, inputs)
+        (x,), _ = dealias(dev, outputs, [x])
+        rows = Rows(x, out, tuple(attrs.get("dims", ())))
+        t = rows.group()
+        per_wg = 256 // t
+        groups = (rows.rows + per_wg - 1) // per_wg
+        splits = 1
+        if t == 256 and groups < 128 and rows.rlen > 2 * SPLIT_CHUNK:
+            splits = min((rows.rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, 1024 // groups), dev.max_groups)
+        chunk = (rows.rlen + splits - 1) // splits
+        gx, gy, _ = grid(groups, dev.max_groups)
+        if splits == 1:
+            prog = dev.programs.get(("reduce", op, x.dtype.name, out.dtype.name),
+                                    lambda: _reduce_source(op, x.dtype, out.dtype, False))
+            dev.recorder.dispatch(prog, [out.buffer, x.buffer], rows.pack(t, gx, chunk, 0), (gx, gy, 1))
+            return
+        acc = _acc_dtype(op, x.dtype)
+        part = new_buffer(dev, rows.rows * splits * acc.itemsize, "reduction partials")
+        prog = dev.programs.get(("reduce", op, x.dtype.name, None),
+                                lambda: _reduce_source(op, x.dtype, None, False))
+        dev.recorder.dispatch(prog, [part, x.buffer], rows.pack(t, gx, chunk, splits), (gx, gy, splits))
+        # second pass: rows of `splits` partials, contiguous
+        rows2 = Rows.__new__(Rows)
+        rows2.__dict__.update(rows.__dict__)
+        contiguous, acc_stride = [], splits
+        for s in reversed(rows.ksizes):
+            contiguous.insert(0, acc_stride)
+            acc_stride *= s
+        rows2.kin, rows2.rsizes, rows2.rstr, rows2.rlen, rows2.in_offset = contiguous, [splits], [1], splits, 0
+        t2 = min(256, _pow2_ceil(splits))
+        per_wg2 = 256 // t2
+        gx2, gy2, _ = grid((rows.rows + per_wg2 - 1) // per_wg2, dev.max_groups)
+        prog2 = dev.programs.get(("reduce2", op, acc.name, out.dtype.name),
+                                 lambda: _reduce_source(op, acc, out.dtype, True))
+        dev.recorder.dispatch(prog2, [out.buffer, part], rows2.pack(t2, gx2, splits, 0), (gx2, gy2, 1))
+    return kernel
+
+
+def _arg_source(op: str, dtype: DType) -> str:
+    k = kind(dtype)
+    value = load(dtype, "in0[u32(base.x + elem_offset(r))]")
+    return render("argreduce", include=("rows",), BINDINGS=_bindings("vec2<u32>", STORAGE_TYPE[dtype.name]),
+                  VAL=COMPUTE_TYPE[k], LOAD=value, WORST=ZERO[k], BETTER=BETTER[op][k], CONFIG="2")
+
+
+def arg_kernel(op: str) -> Any:
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        out, x = outputs[0], inputs[0]
+        if out.numel == 0:
+            return
+        dev = device_of(outputs, inputs)
+        (x,), _ = dealias(dev, outputs, [x])
+        dims = (int(attrs.get("dim", 0)),) if x.shape else ()
+        rows = Rows(x, out, dims)
+        t = rows.group()
+        per_wg = 256 // t
+        gx, gy, _ = grid((rows.rows + per_wg - 1) // per_wg, dev.max_groups)
+        prog = dev.programs.get(("argreduce", op, x.dtype.name), lambda: _arg_source(op, x.dtype))
+        dev.recorder.dispatch(prog, [out.buffer, x.buffer], rows.pack(t, gx, rows.rlen, 0), (gx, gy, 1))
+    return kernel
+
+
+def softmax_kernel(log: bool) -> Any:
+    finish = "let ls = log(s);" if log else ""
+    expr = "x - ls" if log else "exp(x) / s"
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        out, x = outputs[0], inputs[0]
+        if out.numel == 0:
+            return
+        dev = device_of(outputs, inputs)
+        (x,), _ = dealias(dev, outputs, [x])
+        if not x.shape:  # a 0-d tensor is a row of one element
+            x = TensorArg(x.buffer, (1,), (1,), x.offset, x.dtype)
+            out = TensorArg(out.buffer, (1,), (1,), out.offset, out.dtype)
+        dim = int(attrs.get("dim", 0))
+        rows = Rows(x, out, (dim,))
+        rows.rsizes, rows.rstr = [x.shape[dim]], [x.strides[dim]]
+        rows.out_rstride = out.strides[dim]
+        t = min(256, _pow2_ceil(rows.rlen))
+        per_wg = 256 // t
+        gx, gy, _ = grid((rows.rows + per_wg - 1) // per_wg, dev.max_groups)
+        scalar = "f16" if x.dtype.name == "float16" else "f32"
+        prog = dev.programs.get(("softmax", log, x.dtype.name), lambda: render(
+            "softmax", scalar=scalar, include=("rows",), FINISH=finish, OUT=expr, CONFIG="2"))
+        dev.recorder.dispatch(prog, [out.buffer, x.buffer], rows.pack(t, gx, rows.rlen, 0), (gx, gy, 1))
+    return kernel
+
+
+def kernels() -> dict[str, Any]:
+    table: dict[str, Any] = {op: reduce_kernel(op) for op in ACC_KIND}
+    table.update({op: arg_kernel(op) for op in BETTER})
+    table.update({"softmax": softmax_kernel(False), "log_softmax": softmax_kernel(True)})
+    return table

@@ -1,0 +1,39 @@
+// sum / prod / amax / amin over a row. reduce.py fills ACC (accumulator type), IDENTITY, COMBINE(a, b),
+// LOAD(x) (a stored element as ACC) and STORE (the final or partial write of `acc`).
+{{BINDINGS}}
+
+var<workgroup> partials: array<{{ACC}}, 256>;
+
+fn combine(a: {{ACC}}, b: {{ACC}}) -> {{ACC}} {
+    return {{COMBINE}};
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t = cfg.group;
+    let o = row_index(lid, wid);
+    let lane = lid % t;
+    let valid = o < cfg.rows;
+    var acc: {{ACC}} = {{IDENTITY}};
+    var base = vec2<i32>(0, 0);
+    if (valid) {
+        base = row_offsets(o);
+        let begin = wid.z * cfg.chunk;
+        let end = min(cfg.rlen, begin + cfg.chunk);
+        for (var r = begin + lane; r < end; r += t) {
+            acc = combine(acc, {{LOAD}});
+        }
+    }
+    partials[lid] = acc;
+    workgroupBarrier();
+    for (var s = t / 2u; s > 0u; s = s / 2u) {
+        if (lane < s) {
+            partials[lid] = combine(partials[lid], partials[lid + s]);
+        }
+        workgroupBarrier();
+    }
+    if (valid && lane == 0u) {
+        let acc = partials[lid];
+        {{STORE}}
+    }
+}

@@ -1,0 +1,36 @@
+"""Shared timing helper for the benchmark scripts: best-of-N medians, same process, same inputs."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+
+def bench(fn: Callable[[], object], min_time: float = 0.3, repeats: int = 5) -> float:
+    """Seconds per call: the median of `repeats` timed batches, each at least `min_time` long."""
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= min_time / repeats or n > 1 << 24:
+            break
+        n *= 2
+    samples = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        samples.append((time.perf_counter() - t0) / n)
+    return statistics.median(samples)
+
+
+def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |"
+    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
+    body = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
+    return "\n".join([line, sep, *body])

@@ -1,0 +1,268 @@
+"""Running one op sample on the backend under test and comparing with the float64 reference."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import rumus
+from rumus import _runtime
+from rumus._creation import from_storage
+from rumus_contracts import (
+    BackendUnavailable, DType, ErrorSample, OpSchema, Sample, float64, parse_dtype,
+)
+
+from .tolerances import forward_tolerance, gradient_tolerance
+
+
+def backend_name() -> str:
+    return (os.environ.get("RUMUS_BACKEND", "").strip() or "cpu").split(":")[0]
+
+
+@dataclass(frozen=True)
+class Claim:
+    op: str
+    dtype: DType
+    status: str  # "claimed", "missing" (backend has the dtype, op lacks a kernel), "unsupported" (no such dtype)
+
+
+def _backend_dtypes(name: str) -> tuple[DType, ...] | None:
+    try:
+        be = _runtime.backend(name)
+        return be.capabilities(be.devices()[0]).dtypes
+    except BackendUnavailable:
+        return None
+
+
+def claims(name: str | None = None) -> list[Claim]:
+    """What the backend claims for every registered op and each dtype the op is defined for."""
+    name = name or backend_name()
+    reg = _runtime.plugins()
+    caps = _backend_dtypes(name) or ()
+    out = []
+    for schema in reg.ops:
+        for dtype in schema.dtypes:
+            if schema.composite:
+                status = "claimed" if dtype in caps else "unsupported"
+            elif reg.kernels.find(schema.name, name, dtype) is not None:
+                status = "claimed"
+            elif dtype in caps or dtype.is_packed and any(
+                    e.dtypes and any(d.is_packed for d in e.dtypes) for e in reg.kernels.entries(schema.name, name)):
+                status = "missing"
+            else:
+                status = "missing" if dtype in caps else "unsupported"
+            out.append(Claim(schema.name, dtype, status))
+    return out
+
+
+# ---- building inputs -------------------------------------------------------------------------------
+
+def _host_for(arr: np.ndarray, dtype: DType) -> np.ndarray:
+    """Sample values as the dtype under test can hold them (ints truncate, unsigned take |x|)."""
+    if dtype.is_bool:
+        return arr != 0
+    if dtype.is_integer:
+        vals = np.trunc(np.abs(arr) if dtype.kind == "u" else arr)
+        info = np.iinfo(dtype.numpy)
+        return np.clip(vals, info.min, info.max).astype(dtype.numpy)
+    return arr
+
+
+def input_dtype(arr: np.ndarray, dtype: DType, explicit: DType | None) -> DType:
+    if explicit is not None:
+        return explicit
+    if arr.dtype == np.float64:
+        return dtype
+    if arr.dtype == np.bool_:
+        return parse_dtype("bool")
+    return parse_dtype("int64")
+
+
+def make_input(arr: Any, dtype: DType, explicit: DType | None, device: str, noncontiguous: bool) -> rumus.Tensor:
+    arr = np.asarray(arr)
+    dt = input_dtype(arr, dtype, explicit)
+    if explicit is not None and dt.is_packed:
+        host = arr
+        if noncontiguous and arr.ndim >= 1 and arr.size > 1:
+            big = np.stack([np.zeros_like(arr), arr], axis=-1)
+            return from_storage(big, dt, device)[..., 1]
+        return from_storage(host, dt, device)
+    host = _host_for(arr, dt) if arr.dtype == np.float64 else arr
+    if noncontiguous and host.ndim >= 1 and host.size > 1:
+        # every other element of a wider buffer, starting at offset 1: strided and offset
+        big = np.stack([np.zeros_like(host), host], axis=-1)
+        return rumus.tensor(big, dtype=dt, device=device)[..., 1]
+    return rumus.tensor(host, dtype=dt, device=device)
+
+
+def as_float64(t: rumus.Tensor) -> np.ndarray:
+    if t.dtype.is_fixed:
+        return t.fixed_i16_data()
+    arr = t.numpy()
+    return arr if arr.dtype == np.bool_ or t.dtype.is_integer else arr.astype(np.float64)
+
+
+def skip_reason(schema: OpSchema, sample: Sample, dtype: DType, caps: Sequence[DType]) -> str | None:
+    """A sample this backend cannot run for a reason other than a missing kernel (e.g. no int64 at all)."""
+    for i, arr in enumerate(sample.inputs):
+        explicit = sample.dtypes[i] if sample.dtypes else None
+        dt = input_dtype(np.asarray(arr), dtype, explicit)
+        if dt not in caps and not dt.is_packed:
+            return f"input {i} needs dtype {dt}, which this backend does not hold"
+    target = sample.attrs.get("dtype")
+    if target is not None and parse_dtype(target) not in caps:
+        return f"target dtype {target} is not held by this backend"
+    return None
+
+
+def prepare_attrs(schema: OpSchema, sample: Sample, dtype: DType) -> dict[str, Any]:
+    attrs = dict(sample.attrs)
+    if not schema.inputs and "dtype" in schema.attrs:
+        attrs["dtype"] = dtype.name  # creation ops: the dtype under test is the output's
+    return attrs
+
+
+@dataclass
+class Outcome:
+    outputs: list[np.ndarray]
+    inputs_after: list[np.ndarray]
+    ref_inputs: list[np.ndarray]
+    out_dtypes: list[DType]
+
+
+def run(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguous: bool) -> Outcome:
+    explicit = list(sample.dtypes) if sample.dtypes else [None] * len(sample.inputs)
+    # inputs an in-place kernel writes must be contiguous (the dispatcher refuses others): only the
+    # read-only inputs get the strided variant
+    tensors = [make_input(a, dtype, e, device, noncontiguous and i not in schema.mutates_idx)
+               for i, (a, e) in enumerate(zip(sample.inputs, explicit))]
+    ref_inputs = [as_float64(t) for t in tensors]
+    attrs = prepare_attrs(schema, sample, dtype)
+    if not tensors:
+        attrs["device"] = device
+    out = rumus.ops.call(schema.name, *tensors, **attrs)
+    outs = [] if out is None else list(out) if isinstance(out, tuple) else [out]
+    return Outcome([as_float64(o) for o in outs], [as_float64(t) for t in tensors], ref_inputs,
+                   [o.dtype for o in outs])
+
+
+def reference(schema: OpSchema, sample: Sample, dtype: DType, ref_inputs: list[np.ndarray]) -> list[np.ndarray]:
+    assert schema.reference is not None, f"op '{schema.name}' has no reference"
+    attrs = prepare_attrs(schema, sample, dtype)
+    if not schema.inputs:
+        res = schema.reference(**attrs)
+    else:
+        ins = [a if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer) and sample.dtypes else
+               a.astype(np.float64) if a.dtype != np.bool_ else a for a in ref_inputs]
+        res = schema.reference(*ins, **attrs)
+    return [np.asarray(r) for r in (res if isinstance(res, tuple) else (res,))]
+
+
+def compare(name: str, got: np.ndarray, want: np.ndarray, out_dtype: DType, rtol: float, atol: float) -> str | None:
+    """None when equal within tolerance, else a message with the worst element."""
+    want = np.asarray(want)
+    if got.shape != want.shape:
+        return f"{name}: shape {got.shape}, expected {want.shape}"
+    if out_dtype.is_bool or not out_dtype.is_floating:
+        # integer results wrap around like C (and PyTorch) do: compare in the output's own dtype
+        cast = want.astype(bool) if out_dtype.is_bool else np.asarray(want).astype(np.int64).astype(out_dtype.numpy)
+        g = got.astype(bool) if out_dtype.is_bool else got.astype(out_dtype.numpy)
+        if not np.array_equal(g, cast):
+            idx = np.argwhere(g != cast)[0]
+            return f"{name}: at index {tuple(idx)} got {g[tuple(idx)]}, expected {cast[tuple(idx)]} (exact)"
+        return None
+    want = want.astype(np.float64)
+    both_nan = np.isnan(got) & np.isnan(want)
+    diff = np.where(both_nan, 0.0, np.abs(got - want))
+    bound = atol + rtol * np.abs(want)
+    bad = ~(diff <= bound)
+    if bad.any():
+        idx = tuple(np.argwhere(bad)[0])
+        return (f"{name}: {int(bad.sum())} of {bad.size} elements differ; worst at {idx}: got {got[idx]!r}, "
+                f"expected {want[idx]!r} (rtol {rtol}, atol {atol})")
+    return None
+
+
+def check_forward(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguous: bool) -> str | None:
+    res = run(schema, sample, dtype, device, noncontiguous)
+    want = reference(schema, sample, dtype, res.ref_inputs)
+    rtol, atol = forward_tolerance(schema, dtype)
+    if schema.inplace:
+        for i in schema.mutates_idx:
+            msg = compare(f"{schema.inputs[i]} (updated in place)", res.inputs_after[i], want[i], dtype, rtol, atol)
+            if msg:
+                return msg
+        return None
+    if len(want) != len(res.outputs):
+        return f"{len(res.outputs)} outputs, reference has {len(want)}"
+    for k, (got, w, odt) in enumerate(zip(res.outputs, want, res.out_dtypes)):
+        msg = compare(f"output {k}", got, w, odt, *((rtol, atol) if odt.is_floating else (0.0, 0.0)))
+        if msg:
+            return msg
+    return None
+
+
+def _finite_difference(fn: Callable[[list[np.ndarray]], np.ndarray], inputs: list[np.ndarray], i: int,
+                       cot: np.ndarray, eps: float = 1e-6) -> np.ndarray:
+    x = inputs[i]
+    grad = np.zeros_like(x, dtype=np.float64)
+    flat = grad.reshape(-1)
+    for j in range(x.size):
+        plus = [a.copy() for a in inputs]
+        minus = [a.copy() for a in inputs]
+        plus[i].reshape(-1)[j] += eps
+        minus[i].reshape(-1)[j] -= eps
+        flat[j] = (np.sum(fn(plus) * cot) - np.sum(fn(minus) * cot)) / (2 * eps)
+    return grad
+
+
+def check_gradient(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguous: bool) -> str | None:
+    explicit = list(sample.dtypes) if sample.dtypes else [None] * len(sample.inputs)
+    tensors = [make_input(a, dtype, e, device, noncontiguous) for a, e in zip(sample.inputs, explicit)]
+    diff_idx = [i for i in schema.differentiable_idx if tensors[i].dtype.is_floating]
+    for i in diff_idx:
+        tensors[i] = tensors[i].detach().requires_grad_(True)
+    ref_inputs = [as_float64(t) for t in tensors]
+    attrs = prepare_attrs(schema, sample, dtype)
+    out = rumus.ops.call(schema.name, *tensors, **attrs)
+    rng = np.random.default_rng(1234)
+    cot = rng.uniform(-1, 1, out.shape)
+    out.backward(rumus.tensor(cot, dtype=out.dtype, device=device))
+
+    def fn(ins: list[np.ndarray]) -> np.ndarray:
+        return np.asarray(reference(schema, sample, dtype, ins)[0], dtype=np.float64)
+
+    rtol, atol = gradient_tolerance(schema, dtype)
+    for i in diff_idx:
+        want = _finite_difference(fn, ref_inputs, i, cot)
+        grad = tensors[i].grad
+        if grad is None:
+            if np.allclose(want, 0):
+                continue
+            return f"input '{schema.inputs[i]}' got no gradient"
+        msg = compare(f"d/d{schema.inputs[i]}", as_float64(grad), want, dtype, rtol, atol)
+        if msg:
+            return msg
+    return None
+
+
+def check_error(schema: OpSchema, err: ErrorSample, device: str) -> str | None:
+    explicit = list(err.dtypes) if err.dtypes else [None] * len(err.inputs)
+    default = parse_dtype("float32")
+    tensors = [make_input(a, default, e, device, False) for a, e in zip(err.inputs, explicit)]
+    try:
+        rumus.ops.call(schema.name, *tensors, **dict(err.attrs))
+    except err.error as exc:
+        if err.match and err.match not in str(exc):
+            return f"raised {type(exc).__name__} but the message {str(exc)!r} lacks {err.match!r}"
+        return None
+    except Exception as exc:
+        return f"raised {type(exc).__name__}: {exc}, expected {err.error.__name__}"
+    return f"accepted bad input; expected {err.error.__name__}"
+
+
+_ = float64

@@ -1,0 +1,87 @@
+"""Every op x dtype the backend claims: forward values, non-contiguous inputs, gradients, error inputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from rumus import _runtime
+from rumus_contracts import RumusError
+
+from . import harness
+from .cases import error_samples, samples
+
+BACKEND = harness.backend_name()
+try:
+    _be = _runtime.backend(BACKEND)
+    DEVICE = str(_be.devices()[0])
+    CAPS = _be.capabilities(_be.devices()[0]).dtypes
+    UNAVAILABLE = ""
+except RumusError as exc:
+    DEVICE, CAPS, UNAVAILABLE = BACKEND, (), str(exc)
+
+CLAIMS = [c for c in harness.claims(BACKEND) if c.status != "unsupported"]
+SCHEMAS = {s.name: s for s in _runtime.plugins().ops}
+
+
+def _id(c: harness.Claim) -> str:
+    return f"{c.op}-{c.dtype.name}"
+
+
+def _run_all(claim: harness.Claim, check: Callable[..., str | None], **kw: bool) -> None:
+    if UNAVAILABLE:
+        pytest.fail(f"backend unavailable: {UNAVAILABLE}")
+    if claim.status == "missing":
+        pytest.skip(f"MISSING: backend '{BACKEND}' has no kernel for {claim.op} / {claim.dtype}")
+    schema = SCHEMAS[claim.op]
+    failures, ran = [], 0
+    for sample in samples(schema):
+        if kw.get("grad") and not sample.grad:
+            continue
+        if sample.dtypes and sample.dtypes[schema.dispatch_on] not in (None, claim.dtype):
+            continue  # samples with explicit dtypes run under their own dispatch dtype only
+        reason = harness.skip_reason(schema, sample, claim.dtype, CAPS)
+        if reason:
+            continue
+        ran += 1
+        try:
+            msg = check(schema, sample, claim.dtype, DEVICE, kw.get("noncontiguous", False))
+        except Exception as exc:  # a crash in one sample is a failure of that sample
+            msg = f"raised {type(exc).__name__}: {exc}"
+        if msg:
+            failures.append(f"[{sample.name or '?'} attrs={dict(sample.attrs)}] {msg}")
+    if failures:
+        pytest.fail(f"{len(failures)} of {ran} samples failed:\n" + "\n".join(failures[:8]))
+    if ran == 0:
+        pytest.skip("no sample applies to this dtype on this backend")
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=_id)
+def test_forward(claim: harness.Claim) -> None:
+    _run_all(claim, harness.check_forward)
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=_id)
+def test_noncontiguous(claim: harness.Claim) -> None:
+    _run_all(claim, harness.check_forward, noncontiguous=True)
+
+
+GRAD_CLAIMS = [c for c in CLAIMS if c.dtype.is_floating and SCHEMAS[c.op].differentiable
+               and not SCHEMAS[c.op].inplace]
+
+
+@pytest.mark.parametrize("claim", GRAD_CLAIMS, ids=_id)
+def test_gradient(claim: harness.Claim) -> None:
+    _run_all(claim, harness.check_gradient, grad=True)
+
+
+ERROR_OPS = [s.name for s in SCHEMAS.values() if s.error_samples is not None]
+
+
+@pytest.mark.parametrize("op", ERROR_OPS)
+def test_error_inputs(op: str) -> None:
+    if UNAVAILABLE:
+        pytest.fail(f"backend unavailable: {UNAVAILABLE}")
+    failures = [msg for err in error_samples(SCHEMAS[op]) if (msg := harness.check_error(SCHEMAS[op], err, DEVICE))]
+    assert not failures, "\n".join(failures)

@@ -1,0 +1,86 @@
+"""The Backend port: a buffer allocator plus kernels. It knows nothing of autograd or modules."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .device import Device
+from .dtype import DType
+from .tensor_arg import TensorArg
+
+# A kernel writes into preallocated outputs: kernel(outputs, inputs, attrs) -> None.
+# Inputs keep their strides (kernels must honour them) unless the op schema asks for contiguity.
+Kernel = Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]], None]
+
+
+@dataclass
+class Capabilities:
+    """What a backend offers on one device; `rumus info` and the conformance matrix print it."""
+
+    dtypes: tuple[DType, ...]
+    features: tuple[str, ...] = ()
+    limits: Mapping[str, int] = field(default_factory=dict)
+    description: str = ""
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """What the core relies on. Buffers are opaque to the core; only the backend reads them."""
+
+    name: str
+
+    def devices(self) -> list[Device]:
+        """Devices this backend drives, index 0 first (the default)."""
+        ...
+
+    def allocate(self, device: Device, numel: int, dtype: DType) -> Any:
+        """An uninitialised contiguous buffer of `numel` storage elements of `dtype.numpy`."""
+        ...
+
+    def from_numpy(self, device: Device, array: np.ndarray[Any, Any], dtype: DType) -> Any:
+        """A new buffer holding a copy of the C-contiguous storage array `array`."""
+        ...
+
+    def to_numpy(self, arg: TensorArg) -> np.ndarray[Any, Any]:
+        """The logical contents of `arg` as a new host array (the only host sync point)."""
+        ...
+
+    def copy_(self, dst: TensorArg, src: TensorArg) -> None:
+        """Strided copy with dtype conversion between two tensors of this backend."""
+        ...
+
+    def synchronize(self, device: Device) -> None:
+        """Wait until everything recorded for `device` has run."""
+        ...
+
+    def capabilities(self, device: Device) -> Capabilities:
+        ...
+
+
+class ShaderKernel:
+    """A kernel given as shader source (for a GPU backend to compile), not as a Python function.
+
+    language    -- "wgsl".
+    source      -- the shader text; bindings: group 0, outputs first then inputs, then one uniform
+                   buffer of u32/f32 words produced by `params`.
+    entry_point -- the compute entry point.
+    workgroups  -- (outputs, inputs, attrs) -> (x, y, z) dispatch size.
+    params      -- (outputs, inputs, attrs) -> list of numbers packed as the uniform buffer
+                   (ints as u32/i32, floats as f32), or None for no uniform buffer.
+    """
+
+    def __init__(self, language: str, source: str, entry_point: str,
+                 workgroups: Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]],
+                                      tuple[int, int, int]],
+                 params: Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]],
+                                  Sequence[int | float]] | None = None) -> None:
+        self.language, self.source, self.entry_point = language, source, entry_point
+        self.workgroups, self.params = workgroups, params
+
+    def __call__(self, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
+                 attrs: Mapping[str, Any]) -> None:
+        raise TypeError("a ShaderKernel is compiled by its backend, never called directly")

@@ -1,0 +1,153 @@
+"""OpSchema: one record per op, shared by the core's dispatcher, every backend and the conformance suite.
+
+Following PyTorch's OpInfo idea, the record carries the op's meta rules (shape, dtype), a float64 numpy
+`reference` and a `samples` generator, so registering an op is all it takes for the conformance
+suite to test it on every backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .dtype import FLOAT_DTYPES, DType
+from .errors import PluginError, RumusError
+
+Shape = tuple[int, ...]
+ShapeRule = Callable[[Sequence[Shape], Mapping[str, Any]], list[Shape]]
+DTypeRule = Callable[[Sequence[DType], Mapping[str, Any]], list[DType]]
+Reference = Callable[..., Any]  # (*float64 arrays, **attrs) -> array | tuple of arrays
+
+
+@dataclass
+class Sample:
+    """One call of an op: numpy inputs (any dtype; cast to the dtype under test), attributes.
+
+    Float64 arrays are cast to the dtype under test; bool and integer arrays keep their dtype. `dtypes`
+    gives explicit per-input dtypes instead (e.g. fixed_i16(4)): those arrays are raw storage values and
+    the reference works on raw values too. `grad` says whether gradient checks apply (False at points
+    where the op is not differentiable). The suite also feeds non-contiguous copies of every input.
+    """
+
+    inputs: Sequence[Any]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    grad: bool = True
+    name: str = ""
+    dtypes: Sequence[DType | None] | None = None  # explicit input dtypes (packed/fixed ops): raw storage arrays
+
+
+@dataclass
+class ErrorSample:
+    """An input the op must refuse with `error` (a RumusError subclass) whose message contains `match`."""
+
+    inputs: Sequence[Any]
+    attrs: Mapping[str, Any]
+    error: type[RumusError]
+    match: str = ""
+    dtypes: Sequence[DType | None] | None = None  # explicit input dtypes, as in Sample
+
+
+SampleGen = Callable[[np.random.Generator], Iterable[Sample]]
+ErrorGen = Callable[[], Iterable[ErrorSample]]
+
+
+def _same_dtype(dtypes: Sequence[DType], attrs: Mapping[str, Any]) -> list[DType]:
+    return [dtypes[0]]
+
+
+@dataclass
+class OpSchema:
+    """The contract of one op.
+
+    name        -- `rumus.ops.<name>`; a kernel registers under the same name.
+    inputs      -- names of tensor inputs (in call order).
+    attrs       -- attribute names with default values (attributes are Python values, not tensors).
+    shape       -- output shapes from input shapes and attrs; raises ShapeError on a mismatch.
+    dtype       -- output dtypes from input dtypes and attrs.
+    broadcast   -- elementwise op: inputs are broadcast (NumPy rules) and handed to the kernel already
+                   expanded to the output shape (stride 0 on broadcast dims).
+    contiguous  -- inputs that the kernel needs contiguous; the dispatcher copies the others.
+    differentiable -- inputs gradients flow to (backward formulas live in the core, or in `backward`).
+    dtypes      -- dtypes the op is defined for (the conformance suite tests each one a backend claims).
+    composite   -- implemented in the core from other ops; no backend kernel is needed.
+    inplace     -- the kernel updates its inputs (optimizer steps); it has no outputs.
+    dispatch_on -- the input whose dtype selects the kernel and is the "dtype under test".
+    reference   -- float64 numpy implementation used by the conformance suite.
+    samples / error_samples -- conformance inputs.
+    backward    -- for plugin ops: fn(ctx, *grad_outputs) over rumus tensors, like torch.autograd.Function.
+    tolerance   -- per-dtype (rtol, atol) overrides with `tolerance_reason` saying why.
+    """
+
+    name: str
+    inputs: tuple[str, ...]
+    shape: ShapeRule
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    dtype: DTypeRule = _same_dtype
+    broadcast: bool = False
+    contiguous: tuple[str, ...] = ()
+    differentiable: tuple[str, ...] = ()
+    dtypes: tuple[DType, ...] = FLOAT_DTYPES
+    composite: bool = False
+    inplace: bool = False
+    num_outputs: int = 1
+    mutates: tuple[str, ...] = ()  # in-place ops: the inputs the kernel writes (must be contiguous)
+    dispatch_on: int = 0  # index of the input whose dtype selects the kernel (no inputs: output dtype)
+    reference: Reference | None = None
+    samples: SampleGen | None = None
+    error_samples: ErrorGen | None = None
+    backward: Callable[..., Any] | None = None
+    tolerance: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    tolerance_reason: str = ""
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        self.contiguous_idx = tuple(self.inputs.index(n) for n in self.contiguous)
+        self.differentiable_idx = tuple(self.inputs.index(n) for n in self.differentiable)
+        self.mutates_idx = tuple(self.inputs.index(n) for n in self.mutates)
+
+    def bind_attrs(self, given: Mapping[str, Any]) -> dict[str, Any]:
+        """Defaults filled in; unknown attribute names are refused."""
+        unknown = set(given) - set(self.attrs)
+        if unknown:
+            raise RumusError(f"op '{self.name}' got unknown attribute(s) {sorted(unknown)}; "
+                             f"it takes {sorted(self.attrs)}")
+        out = dict(self.attrs)
+        out.update(given)
+        return out
+
+
+class OpRegistry:
+    """All op schemas, the core's and every plugin's."""
+
+    def __init__(self) -> None:
+        self._ops: dict[str, OpSchema] = {}
+        self.owner: dict[str, str] = {}
+
+    def register(self, schema: OpSchema, owner: str = "rumus") -> OpSchema:
+        if schema.name in self._ops:
+            raise PluginError(f"op '{schema.name}' is registered twice (by '{self.owner[schema.name]}' "
+                              f"and '{owner}'); rename one of them")
+        self._ops[schema.name] = schema
+        self.owner[schema.name] = owner
+        return schema
+
+    def get(self, name: str) -> OpSchema:
+        try:
+            return self._ops[name]
+        except KeyError:
+            raise RumusError(f"unknown op '{name}'; is the plugin that defines it installed?") from None
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._ops
+
+    def __iter__(self) -> Iterator[OpSchema]:
+        return iter(sorted(self._ops.values(), key=lambda s: s.name))
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def names(self) -> list[str]:
+        return sorted(self._ops)

@@ -1,0 +1,52 @@
+"""What a kernel sees of a tensor: its buffer plus a strided view of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .dtype import DType
+
+
+class TensorArg:
+    """buffer (backend-owned), shape, strides and offset in elements, dtype.
+
+    Broadcast inputs of elementwise ops arrive already expanded to the output shape with stride 0
+    on broadcast dims, so kernels never implement broadcasting rules themselves.
+    """
+
+    __slots__ = ("buffer", "shape", "strides", "offset", "dtype")
+
+    def __init__(self, buffer: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
+                 dtype: DType) -> None:
+        self.buffer = buffer
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self.dtype = dtype
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    def __repr__(self) -> str:
+        return f"TensorArg(shape={self.shape}, strides={self.strides}, offset={self.offset}, dtype={self.dtype})"
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides = [0] * len(shape)
+    acc = 1
+    for i in range(len(shape) - 1, -1, -1):
+        strides[i] = acc
+        acc *= max(shape[i], 1)
+    return tuple(strides)

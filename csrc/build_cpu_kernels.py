@@ -1,0 +1,97 @@
+"""cffi (API mode) builder for the CPU kernels: every csrc/*.c is compiled, every csrc/*.h is the cdef.
+
+Headers fed to cdef must stay plain prototypes (no macros, no includes); private helpers live in
+csrc/internal/*.h, which only the .c files include. OpenMP is used when the compiler accepts
+-fopenmp and silently left out otherwise (the kernels then run single-threaded).
+
+    python csrc/build_cpu_kernels.py      # builds backends/rumus_cpu/_kernels*.so in place
+    pip install -e . / pip wheel .        # setup.py's cffi_modules builds it the same way
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+from cffi import FFI
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+MODULE = "rumus_cpu._kernels"
+BASE_FLAGS = ["-O3", "-std=c11", "-fwrapv", "-fno-math-errno", "-D_GNU_SOURCE"]
+
+
+def _rel(path: str) -> str:
+    """Paths relative to the working directory when possible: setuptools prefers relative sources."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive on Windows
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def _compiler() -> list[str]:
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return cc.split()
+
+
+def _has_openmp() -> bool:
+    """Whether the C compiler builds and links a tiny OpenMP program."""
+    if os.environ.get("RUMUS_NO_OPENMP"):
+        return False
+    src = "#include <omp.h>\nint main(void){int n=0;\n#pragma omp parallel\n{n=omp_get_num_threads();}\nreturn n<1;}\n"
+    tmp = tempfile.mkdtemp(prefix="rumus_omp_")
+    try:
+        c_file = os.path.join(tmp, "t.c")
+        with open(c_file, "w") as f:
+            f.write(src)
+        cmd = [*_compiler(), "-fopenmp", c_file, "-o", os.path.join(tmp, "t")]
+        return subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _make_builder(absolute: bool = False) -> FFI:
+    """`absolute`: ffi.compile() changes into its tmpdir, so in-place builds need absolute paths."""
+    fix = (lambda p: p) if absolute else _rel
+    headers = sorted(glob.glob(os.path.join(HERE, "*.h")))
+    sources = sorted(glob.glob(os.path.join(HERE, "*.c")))
+    builder = FFI()
+    for h in headers:
+        with open(h) as f:
+            builder.cdef(f.read())
+    openmp = _has_openmp()
+    compile_args = [*BASE_FLAGS, *(["-fopenmp"] if openmp else [])]
+    builder.set_source(
+        MODULE,
+        "#include <stdint.h>\n" + "".join(f'#include "{os.path.basename(h)}"\n' for h in headers),
+        sources=[fix(s) for s in sources],
+        include_dirs=[fix(HERE)],
+        extra_compile_args=compile_args,
+        extra_link_args=["-fopenmp"] if openmp else [],
+        libraries=["m"] if sys.platform != "win32" else [],
+    )
+    return builder
+
+
+ffibuilder = _make_builder()
+
+
+def build_in_place() -> str:
+    """Compile into backends/rumus_cpu/ for a source checkout; returns the path of the library."""
+    tmpdir = os.path.join(ROOT, "build", "cffi_rumus_cpu")
+    os.makedirs(tmpdir, exist_ok=True)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    target = os.path.join(ROOT, "backends", "rumus_cpu", "_kernels" + suffix)
+    return str(_make_builder(absolute=True).compile(tmpdir=tmpdir, target=target, verbose=False))
+
+
+if __name__ == "__main__":
+    print(build_in_place())

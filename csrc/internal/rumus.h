@@ -1,0 +1,80 @@
+/* Private helpers shared by the kernel files (never fed to cffi's cdef). */
+#ifndef RUMUS_INTERNAL_H
+#define RUMUS_INTERNAL_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define RUMUS_MAX_DIMS 64
+#define RUMUS_MAX_OPS 4
+
+/* One contiguous run of an elementwise loop: n elements, p[k] the k-th operand (output first),
+   s[k] its byte stride along the run; ctx carries the op's scalar parameters. */
+typedef void (*rumus_loop_fn)(int64_t n, char **p, const int64_t *s, const void *ctx);
+
+/* A named loop with the item size of each operand, so strides can arrive in elements. */
+typedef struct {
+    const char *name;
+    rumus_loop_fn fn;
+    int isz[RUMUS_MAX_OPS];
+} rumus_loop_entry;
+
+/* Threads to use for `work` elements: 1 below the parallel threshold or without OpenMP. */
+int rumus_threads_for(int64_t work);
+
+/* Run `fn` over an N-d strided iteration space.  meta (in elements):
+   [ndim, shape[ndim], strides of operand 0 [ndim], ..., strides of operand nops-1 [ndim]].
+   base[k] already includes the operand's offset. */
+void rumus_iterate(int nops, const int64_t *meta, char **base, const int *isz, rumus_loop_fn fn,
+                   const void *ctx);
+
+/* Layout of a reduction, parsed from meta (in elements):
+   [nk, kept shape[nk], kept out strides[nk], kept in strides[nk], nr, reduced shape[nr], reduced in strides[nr]];
+   strides are converted to bytes. outer = product of kept sizes, inner = product of reduced sizes. */
+typedef struct {
+    int nk, nr;
+    int64_t ksh[RUMUS_MAX_DIMS], kout[RUMUS_MAX_DIMS], kin[RUMUS_MAX_DIMS];
+    int64_t rsh[RUMUS_MAX_DIMS], rin[RUMUS_MAX_DIMS];
+    int64_t outer, inner;
+} rumus_rlayout;
+
+void rumus_rlayout_parse(const int64_t *meta, int64_t osz, int64_t xsz, rumus_rlayout *L);
+
+/* Byte offsets (into output and input) of kept position i, for outputs walked one by one. */
+static inline void rumus_kept_offsets(const rumus_rlayout *L, int nk, int64_t i, int64_t *oo, int64_t *xo) {
+    int64_t a = 0, b = 0;
+    for (int d = nk - 1; d >= 0; d--) {
+        const int64_t q = i % L->ksh[d];
+        i /= L->ksh[d];
+        a += q * L->kout[d];
+        b += q * L->kin[d];
+    }
+    *oo = a;
+    *xo = b;
+}
+
+int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const char *name);
+
+/* Type lists: M(suffix, C type, ...) once per dtype; the trailing arguments pass through. */
+#define RUMUS_EACH_FLOAT(M, ...) M(f32, float, __VA_ARGS__) M(f64, double, __VA_ARGS__)
+#define RUMUS_EACH_INT(M, ...) M(i64, int64_t, __VA_ARGS__) M(i32, int32_t, __VA_ARGS__) \
+    M(i16, int16_t, __VA_ARGS__) M(i8, int8_t, __VA_ARGS__) M(u8, uint8_t, __VA_ARGS__)
+#define RUMUS_EACH_SINT(M, ...) M(i64, int64_t, __VA_ARGS__) M(i32, int32_t, __VA_ARGS__) \
+    M(i16, int16_t, __VA_ARGS__) M(i8, int8_t, __VA_ARGS__)
+#define RUMUS_EACH_NUMERIC(M, ...) RUMUS_EACH_FLOAT(M, __VA_ARGS__) RUMUS_EACH_INT(M, __VA_ARGS__)
+#define RUMUS_EACH_SIGNED(M, ...) RUMUS_EACH_FLOAT(M, __VA_ARGS__) RUMUS_EACH_SINT(M, __VA_ARGS__)
+/* bool is stored as one byte holding 0 or 1 (numpy's layout). */
+#define RUMUS_EACH_ALL(M, ...) RUMUS_EACH_NUMERIC(M, __VA_ARGS__) M(b, uint8_t, __VA_ARGS__)
+
+#define RUMUS_UNUSED(x) (void)(x)
+
+/* A parallel loop over `nt` threads (a variable named nt must be in scope); nothing without OpenMP. */
+#ifdef _OPENMP
+#define RUMUS_PARALLEL_FOR _Pragma("omp parallel for num_threads(nt) schedule(static)")
+#else
+#define RUMUS_PARALLEL_FOR
+#endif
+
+#endif

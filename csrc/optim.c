@@ -1,0 +1,84 @@
+/* Fused optimizer steps (PyTorch's Adam/AdamW and SGD update rules), in place, computed in double. */
+#include "internal/rumus.h"
+#include "optim.h"
+
+typedef struct {
+    double lr, beta1, beta2, eps, wd, step_size, sqrt_bc2;
+    int decoupled;
+} adam_ctx;
+
+typedef struct {
+    double lr, momentum, dampening, wd;
+    int nesterov, first;
+} sgd_ctx;
+
+/* operands: param, grad, exp_avg, exp_avg_sq */
+#define DEF_ADAM(sfx, TT, ...)                                                                   \
+    static void adam_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {             \
+        typedef TT T;                                                                            \
+        const adam_ctx *c = (const adam_ctx *)ctx;                                               \
+        const double wd = c->wd, b1 = c->beta1, b2 = c->beta2;                                   \
+        const double decay = c->decoupled ? 1.0 - c->lr * wd : 1.0, l2 = c->decoupled ? 0.0 : wd; \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            T *pp = (T *)(p[0] + i * s[0]), *pm = (T *)(p[2] + i * s[2]), *pv = (T *)(p[3] + i * s[3]); \
+            double P = (double)*pp, G = (double)*(const T *)(p[1] + i * s[1]);                   \
+            if (wd != 0.0) {                                                                     \
+                P *= decay;                                                                      \
+                G += l2 * P;                                                                     \
+            }                                                                                    \
+            const double M = b1 * (double)*pm + (1.0 - b1) * G;                                  \
+            const double V = b2 * (double)*pv + (1.0 - b2) * G * G;                              \
+            *pm = (T)M;                                                                          \
+            *pv = (T)V;                                                                          \
+            *pp = (T)(P - c->step_size * M / (sqrt(V) / c->sqrt_bc2 + c->eps));                  \
+        }                                                                                        \
+    }
+
+/* operands: param, grad, momentum_buffer */
+#define DEF_SGD(sfx, TT, ...)                                                                    \
+    static void sgd_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {              \
+        typedef TT T;                                                                            \
+        const sgd_ctx *c = (const sgd_ctx *)ctx;                                                 \
+        for (int64_t i = 0; i < n; i++) {                                                        \
+            T *pp = (T *)(p[0] + i * s[0]), *pb = (T *)(p[2] + i * s[2]);                        \
+            const double P = (double)*pp;                                                        \
+            double G = (double)*(const T *)(p[1] + i * s[1]);                                    \
+            if (c->wd != 0.0) G += c->wd * P;                                                    \
+            if (c->momentum != 0.0) {                                                            \
+                const double B = c->first ? G : c->momentum * (double)*pb + (1.0 - c->dampening) * G; \
+                *pb = (T)B;                                                                      \
+                G = c->nesterov ? G + c->momentum * B : B;                                       \
+            }                                                                                    \
+            *pp = (T)(P - c->lr * G);                                                            \
+        }                                                                                        \
+    }
+
+RUMUS_EACH_FLOAT(DEF_ADAM, _)
+RUMUS_EACH_FLOAT(DEF_SGD, _)
+
+#define ENT_OPTIM(sfx, TT, ...)                                                                  \
+    {"adam_" #sfx, adam_##sfx, {sizeof(TT), sizeof(TT), sizeof(TT), sizeof(TT)}},               \
+    {"sgd_" #sfx, sgd_##sfx, {sizeof(TT), sizeof(TT), sizeof(TT), 0}},
+
+static const rumus_loop_entry TABLE[] = {RUMUS_EACH_FLOAT(ENT_OPTIM, _)};
+#define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
+
+int64_t rumus_optim_find(const char *name) { return rumus_table_find(TABLE, TABLE_SIZE, name); }
+
+void rumus_adam_run(int64_t loop, const int64_t *meta, char *p, int64_t po, char *g, int64_t go, char *m, int64_t mo,
+                    char *v, int64_t vo, double lr, double beta1, double beta2, double eps, double weight_decay,
+                    int decoupled, double step_size, double sqrt_bc2) {
+    const rumus_loop_entry *e = &TABLE[loop];
+    char *base[4] = {p + po * e->isz[0], g + go * e->isz[1], m + mo * e->isz[2], v + vo * e->isz[3]};
+    const adam_ctx c = {lr, beta1, beta2, eps, weight_decay, step_size, sqrt_bc2, decoupled};
+    rumus_iterate(4, meta, base, e->isz, e->fn, &c);
+}
+
+void rumus_sgd_run(int64_t loop, const int64_t *meta, char *p, int64_t po, char *g, int64_t go, char *buf,
+                   int64_t bo, double lr, double momentum, double dampening, double weight_decay, int nesterov,
+                   int first) {
+    const rumus_loop_entry *e = &TABLE[loop];
+    char *base[3] = {p + po * e->isz[0], g + go * e->isz[1], buf + bo * e->isz[2]};
+    const sgd_ctx c = {lr, momentum, dampening, weight_decay, nesterov, first};
+    rumus_iterate(3, meta, base, e->isz, e->fn, &c);
+}

@@ -1,0 +1,239 @@
+/* Reductions (sum, prod, amax, amin) and argmax/argmin, writing the keepdim output.
+
+   The Python side lists kept dims and reduced dims separately (meta, see rumus_rlayout), each
+   collapsed, so a kernel sees "outer x inner" with strides.  Three strategies, chosen from the
+   sizes only (never from the thread count, so results do not depend on RUMUS_NUM_THREADS):
+     columns  -- the kept innermost dim is contiguous but the reduced one is not (sum over dim 0):
+                 accumulate blocks of contiguous outputs row by row, cache friendly;
+     split    -- few outputs with long reductions: 64 fixed chunks reduced in parallel, then combined;
+     outputs  -- otherwise one output at a time (in parallel across outputs).
+   float32 sums and products accumulate in double; integer and bool ones in int64. */
+#include "internal/rumus.h"
+#include "reduce.h"
+
+
+#define COLUMN_BLOCK 256
+#define SPLIT_CHUNKS 64
+
+typedef void (*reduce_fn)(const rumus_rlayout *L, char *o, const char *x);
+typedef struct {
+    const char *name;
+    reduce_fn fn;
+    int osz, xsz;
+} reduce_entry;
+
+#define ACC_SUM(a, v) ((a) += (v))
+#define ACC_PROD(a, v) ((a) *= (v))
+#define ACC_MAX(a, v)                                                                           \
+    do {                                                                                         \
+        if ((v) > (a) || (v) != (v)) (a) = (v);                                                  \
+    } while (0)
+#define ACC_MIN(a, v)                                                                           \
+    do {                                                                                         \
+        if ((v) < (a) || (v) != (v)) (a) = (v);                                                  \
+    } while (0)
+
+/* One reduction (op, input type TI, accumulator TA, output TO). */
+#define DEF_REDUCE(NAME, TI, TA, TO, INIT, ACC)                                                  \
+    static TA NAME##_part(const char *x, const rumus_rlayout *L, int64_t start, int64_t end) {    \
+        TA acc = (INIT);                                                                         \
+        if (start >= end) return acc;                                                            \
+        const int nr = L->nr;                                                                    \
+        if (nr == 0) {                                                                           \
+            ACC(acc, (TA) * (const TI *)x);                                                      \
+            return acc;                                                                          \
+        }                                                                                        \
+        const int last = nr - 1;                                                                 \
+        const int64_t st = L->rin[last];                                                         \
+        int64_t idx[RUMUS_MAX_DIMS], rem = start;                                                \
+        for (int d = last; d >= 0; d--) {                                                        \
+            idx[d] = rem % L->rsh[d];                                                            \
+            rem /= L->rsh[d];                                                                    \
+        }                                                                                        \
+        int64_t pos = start;                                                                     \
+        while (pos < end) {                                                                      \
+            const char *q = x;                                                                   \
+            for (int d = 0; d < nr; d++) q += idx[d] * L->rin[d];                                \
+            int64_t n = L->rsh[last] - idx[last];                                                \
+            if (n > end - pos) n = end - pos;                                                    \
+            if (st == (int64_t)sizeof(TI)) {                                                     \
+                const TI *v = (const TI *)q;                                                     \
+                TA a0 = (INIT), a1 = (INIT), a2 = (INIT), a3 = (INIT);                           \
+                int64_t i = 0;                                                                   \
+                for (; i + 4 <= n; i += 4) {                                                     \
+                    ACC(a0, (TA)v[i]);                                                           \
+                    ACC(a1, (TA)v[i + 1]);                                                       \
+                    ACC(a2, (TA)v[i + 2]);                                                       \
+                    ACC(a3, (TA)v[i + 3]);                                                       \
+                }                                                                                \
+                for (; i < n; i++) ACC(a0, (TA)v[i]);                                            \
+                ACC(a0, a1);                                                                     \
+                ACC(a2, a3);                                                                     \
+                ACC(a0, a2);                                                                     \
+                ACC(acc, a0);                                                                    \
+            } else {                                                                             \
+                for (int64_t i = 0; i < n; i++) ACC(acc, (TA) * (const TI *)(q + i * st));       \
+            }                                                                                    \
+            pos += n;                                                                            \
+            idx[last] += n;                                                                      \
+            if (idx[last] >= L->rsh[last]) {                                                     \
+                idx[last] = 0;                                                                   \
+                for (int d = last - 1; d >= 0; d--) {                                            \
+                    if (++idx[d] < L->rsh[d]) break;                                             \
+                    idx[d] = 0;                                                                  \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+        return acc;                                                                              \
+    }                                                                                            \
+    static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
+        for (int64_t i = s; i < e; i++) {                                                        \
+            int64_t oo, xo;                                                                      \
+            rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                           \
+            *(TO *)(o + oo) = (TO)NAME##_part(x + xo, L, 0, L->inner);                           \
+        }                                                                                        \
+    }                                                                                            \
+    static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
+        const int64_t K = L->ksh[L->nk - 1], nb = (K + COLUMN_BLOCK - 1) / COLUMN_BLOCK;         \
+        const int nr = L->nr;                                                                    \
+        TA acc[COLUMN_BLOCK];                                                                    \
+        for (int64_t u = s; u < e; u++) {                                                        \
+            const int64_t j0 = (u % nb) * COLUMN_BLOCK;                                          \
+            const int64_t bl = K - j0 < COLUMN_BLOCK ? K - j0 : COLUMN_BLOCK;                    \
+            int64_t oo, xo;                                                                      \
+            rumus_kept_offsets(L, L->nk - 1, u / nb, &oo, &xo);                                  \
+            for (int64_t j = 0; j < bl; j++) acc[j] = (INIT);                                    \
+            const char *base = x + xo + j0 * (int64_t)sizeof(TI);                                \
+            int64_t ridx[RUMUS_MAX_DIMS] = {0}, roff = 0;                                        \
+            for (int64_t r = 0; r < L->inner; r++) {                                             \
+                const TI *v = (const TI *)(base + roff);                                         \
+                for (int64_t j = 0; j < bl; j++) ACC(acc[j], (TA)v[j]);                          \
+                for (int d = nr - 1; d >= 0; d--) {                                              \
+                    roff += L->rin[d];                                                           \
+                    if (++ridx[d] < L->rsh[d]) break;                                            \
+                    roff -= L->rin[d] * L->rsh[d];                                               \
+                    ridx[d] = 0;                                                                 \
+                }                                                                                \
+            }                                                                                    \
+            TO *out = (TO *)(o + oo) + j0;                                                       \
+            for (int64_t j = 0; j < bl; j++) out[j] = (TO)acc[j];                                \
+        }                                                                                        \
+    }                                                                                            \
+    static void NAME(const rumus_rlayout *L, char *o, const char *x) {                           \
+        if (L->outer == 0) return;                                                               \
+        const int64_t work = L->outer * (L->inner > 0 ? L->inner : 1);                           \
+        int nt = rumus_threads_for(work);                                                        \
+        if (L->nk >= 1 && L->nr >= 1 && L->inner > 0 && L->kin[L->nk - 1] == (int64_t)sizeof(TI) && \
+            L->kout[L->nk - 1] == (int64_t)sizeof(TO) && L->rin[L->nr - 1] != (int64_t)sizeof(TI)) { \
+            const int64_t K = L->ksh[L->nk - 1];                                                 \
+            const int64_t units = (L->outer / K) * ((K + COLUMN_BLOCK - 1) / COLUMN_BLOCK);      \
+            if (nt > units) nt = (int)units;                                                     \
+            if (nt <= 1) {                                                                       \
+                NAME##_columns(L, o, x, 0, units);                                               \
+                return;                                                                          \
+            }                                                                                    \
+            RUMUS_PARALLEL_FOR                         \
+            for (int t = 0; t < nt; t++)                                                         \
+                NAME##_columns(L, o, x, units * t / nt, units * (t + 1) / nt);                   \
+            return;                                                                              \
+        }                                                                                        \
+        if (L->outer < 16 && L->inner >= 65536) {                                                \
+            for (int64_t i = 0; i < L->outer; i++) {                                             \
+                int64_t oo, xo;                                                                  \
+                rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                       \
+                TA parts[SPLIT_CHUNKS];                                                          \
+                const int64_t inner = L->inner;                                                  \
+                RUMUS_PARALLEL_FOR                     \
+                for (int c = 0; c < SPLIT_CHUNKS; c++)                                           \
+                    parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
+                TA acc = (INIT);                                                                 \
+                for (int c = 0; c < SPLIT_CHUNKS; c++) ACC(acc, parts[c]);                       \
+                *(TO *)(o + oo) = (TO)acc;                                                       \
+            }                                                                                    \
+            return;                                                                              \
+        }                                                                                        \
+        if (nt > L->outer) nt = (int)L->outer;                                                   \
+        if (nt <= 1) {                                                                           \
+            NAME##_outputs(L, o, x, 0, L->outer);                                                \
+            return;                                                                              \
+        }                                                                                        \
+        RUMUS_PARALLEL_FOR                             \
+        for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
+    }
+
+/* Per dtype: suffix, input type, sum accumulator, sum output type, lowest value, highest value. */
+#define EACH_REDUCE(M)                                                                           \
+    M(f32, float, double, float, -INFINITY, INFINITY)                                            \
+    M(f64, double, double, double, -INFINITY, INFINITY)                                          \
+    M(i64, int64_t, int64_t, int64_t, INT64_MIN, INT64_MAX)                                      \
+    M(i32, int32_t, int64_t, int64_t, INT32_MIN, INT32_MAX)                                      \
+    M(i16, int16_t, int64_t, int64_t, INT16_MIN, INT16_MAX)                                      \
+    M(i8, int8_t, int64_t, int64_t, INT8_MIN, INT8_MAX)                                          \
+    M(u8, uint8_t, int64_t, int64_t, 0, UINT8_MAX)                                               \
+    M(b, uint8_t, int64_t, int64_t, 0, 1)
+
+#define DEF_ALL_REDUCE(sfx, TI, TA, TO, LOW, HIGH)                                               \
+    DEF_REDUCE(sum_##sfx, TI, TA, TO, 0, ACC_SUM)                                                \
+    DEF_REDUCE(prod_##sfx, TI, TA, TO, 1, ACC_PROD)                                              \
+    DEF_REDUCE(amax_##sfx, TI, TI, TI, LOW, ACC_MAX)                                             \
+    DEF_REDUCE(amin_##sfx, TI, TI, TI, HIGH, ACC_MIN)
+
+/* argmax / argmin along one dim (nr <= 1); the first index wins ties, a NaN wins over numbers. */
+#define DEF_ARG(NAME, TI, BETTER)                                                                \
+    static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
+        const int64_t n = L->nr ? L->rsh[0] : 1, st = L->nr ? L->rin[0] : 0;                     \
+        for (int64_t i = s; i < e; i++) {                                                        \
+            int64_t oo, xo;                                                                      \
+            rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                           \
+            const char *q = x + xo;                                                              \
+            TI best = *(const TI *)q;                                                            \
+            int64_t bi = 0;                                                                      \
+            for (int64_t j = 1; j < n; j++) {                                                    \
+                const TI v = *(const TI *)(q + j * st);                                          \
+                if (BETTER) {                                                                    \
+                    best = v;                                                                    \
+                    bi = j;                                                                      \
+                }                                                                                \
+            }                                                                                    \
+            *(int64_t *)(o + oo) = n > 0 ? bi : 0;                                               \
+        }                                                                                        \
+    }                                                                                            \
+    static void NAME(const rumus_rlayout *L, char *o, const char *x) {                           \
+        if (L->outer == 0 || L->inner == 0) return;                                              \
+        int nt = rumus_threads_for(L->outer * L->inner);                                         \
+        if (nt > L->outer) nt = (int)L->outer;                                                   \
+        if (nt <= 1) {                                                                           \
+            NAME##_outputs(L, o, x, 0, L->outer);                                                \
+            return;                                                                              \
+        }                                                                                        \
+        RUMUS_PARALLEL_FOR                             \
+        for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
+    }
+
+#define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH)                                                     \
+    DEF_ARG(argmax_##sfx, TI, v > best || (v != v && best == best))                              \
+    DEF_ARG(argmin_##sfx, TI, v < best || (v != v && best == best))
+
+EACH_REDUCE(DEF_ALL_REDUCE)
+EACH_REDUCE(DEF_ARGS)
+
+#define ENT_ALL(sfx, TI, TA, TO, LOW, HIGH)                                                      \
+    {"sum_" #sfx, sum_##sfx, sizeof(TO), sizeof(TI)}, {"prod_" #sfx, prod_##sfx, sizeof(TO), sizeof(TI)}, \
+    {"amax_" #sfx, amax_##sfx, sizeof(TI), sizeof(TI)}, {"amin_" #sfx, amin_##sfx, sizeof(TI), sizeof(TI)}, \
+    {"argmax_" #sfx, argmax_##sfx, 8, sizeof(TI)}, {"argmin_" #sfx, argmin_##sfx, 8, sizeof(TI)},
+
+static const reduce_entry TABLE[] = {EACH_REDUCE(ENT_ALL)};
+#define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
+
+int64_t rumus_reduce_find(const char *name) {
+    for (int64_t i = 0; i < TABLE_SIZE; i++)
+        if (strcmp(TABLE[i].name, name) == 0) return i;
+    return -1;
+}
+
+void rumus_reduce_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo) {
+    const reduce_entry *e = &TABLE[loop];
+    rumus_rlayout L;
+    rumus_rlayout_parse(meta, e->osz, e->xsz, &L);
+    e->fn(&L, o + oo * e->osz, x + xo * e->xsz);
+}

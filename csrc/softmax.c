@@ -1,0 +1,103 @@
+/* softmax / log_softmax along one dim, max-shifted, computed in double.
+
+   meta (elements): [nk, kept shape[nk], kept out strides[nk], kept in strides[nk], n, out stride, in stride]. */
+#include "internal/rumus.h"
+#include "softmax.h"
+
+typedef struct {
+    rumus_rlayout L;
+    int64_t n, so, si;
+} smax_layout;
+
+typedef void (*smax_fn)(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e);
+typedef struct {
+    const char *name;
+    smax_fn fn;
+    int sz;
+} smax_entry;
+
+#define DEF_SOFTMAX(sfx, TT, ...)                                                                \
+    static void softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) { \
+        typedef TT T;                                                                            \
+        const int64_t n = S->n, so = S->so, si = S->si;                                          \
+        for (int64_t r = s; r < e; r++) {                                                        \
+            int64_t oo, xo;                                                                      \
+            rumus_kept_offsets(&S->L, S->L.nk, r, &oo, &xo);                                     \
+            const char *q = x + xo;                                                              \
+            char *w = o + oo;                                                                    \
+            double m = -INFINITY, sum = 0.0;                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                const double v = (double)*(const T *)(q + i * si);                               \
+                if (v > m || v != v) m = v;                                                      \
+            }                                                                                    \
+            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);   \
+            const double inv = 1.0 / sum;                                                        \
+            for (int64_t i = 0; i < n; i++)                                                      \
+                *(T *)(w + i * so) = (T)(exp((double)*(const T *)(q + i * si) - m) * inv);       \
+        }                                                                                        \
+    }                                                                                            \
+    static void log_softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) { \
+        typedef TT T;                                                                            \
+        const int64_t n = S->n, so = S->so, si = S->si;                                          \
+        for (int64_t r = s; r < e; r++) {                                                        \
+            int64_t oo, xo;                                                                      \
+            rumus_kept_offsets(&S->L, S->L.nk, r, &oo, &xo);                                     \
+            const char *q = x + xo;                                                              \
+            char *w = o + oo;                                                                    \
+            double m = -INFINITY, sum = 0.0;                                                     \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                const double v = (double)*(const T *)(q + i * si);                               \
+                if (v > m || v != v) m = v;                                                      \
+            }                                                                                    \
+            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);   \
+            const double lse = log(sum);                                                         \
+            for (int64_t i = 0; i < n; i++)                                                      \
+                *(T *)(w + i * so) = (T)(((double)*(const T *)(q + i * si) - m) - lse);          \
+        }                                                                                        \
+    }
+#define ENT_SOFTMAX(sfx, TT, ...)                                                                \
+    {"softmax_" #sfx, softmax_##sfx, sizeof(TT)}, {"log_softmax_" #sfx, log_softmax_##sfx, sizeof(TT)},
+
+RUMUS_EACH_FLOAT(DEF_SOFTMAX, _)
+
+static const smax_entry TABLE[] = {RUMUS_EACH_FLOAT(ENT_SOFTMAX, _)};
+#define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
+
+int64_t rumus_softmax_find(const char *name) {
+    for (int64_t i = 0; i < TABLE_SIZE; i++)
+        if (strcmp(TABLE[i].name, name) == 0) return i;
+    return -1;
+}
+
+void rumus_softmax_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo) {
+    const smax_entry *e = &TABLE[loop];
+    smax_layout S;
+    /* reuse the reduction parser for the kept part; the softmax dim follows it */
+    const int nk = (int)meta[0];
+    const int64_t *d = meta + 1 + 3 * nk;
+    S.L.nk = nk;
+    S.L.nr = 0;
+    S.L.inner = 1;
+    S.L.outer = 1;
+    for (int k = 0; k < nk; k++) {
+        S.L.ksh[k] = meta[1 + k];
+        S.L.kout[k] = meta[1 + nk + k] * e->sz;
+        S.L.kin[k] = meta[1 + 2 * nk + k] * e->sz;
+        S.L.outer *= S.L.ksh[k];
+    }
+    S.n = d[0];
+    S.so = d[1] * e->sz;
+    S.si = d[2] * e->sz;
+    const int64_t rows = S.L.outer;
+    if (rows == 0 || S.n == 0) return;
+    char *ob = o + oo * e->sz;
+    const char *xb = x + xo * e->sz;
+    int nt = rumus_threads_for(rows * S.n);
+    if (nt > rows) nt = (int)rows;
+    if (nt <= 1) {
+        e->fn(&S, ob, xb, 0, rows);
+        return;
+    }
+RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) e->fn(&S, ob, xb, rows * t / nt, rows * (t + 1) / nt);
+}

@@ -1,0 +1,1 @@
+"""rumus-hello: an example RUMUS plugin package."""

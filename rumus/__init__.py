@@ -1,0 +1,96 @@
+"""RUMUS: PyTorch-style eager tensors with autograd on pluggable, inspectable backends.
+
+    import rumus as rm
+    x = rm.randn(3, 4, requires_grad=True)
+    (x @ x.T).sum().backward()
+"""
+
+from __future__ import annotations
+
+from rumus_contracts import (
+    AutogradError, BackendUnavailable, Device, DeviceMismatch, DType, DTypeError, FormatError, KernelNotFound,
+    RumusError, ShapeError, bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8,
+)
+from rumus_contracts import bool_ as bool  # noqa: A001  (rumus.bool mirrors torch.bool)
+
+from . import _composites, ops  # noqa: F401  (registers composite implementations)
+from ._creation import (
+    arange, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
+    randint, randn, randn_like, randperm, tensor, zeros, zeros_like,
+)
+from ._math import (
+    abs, add, all, allclose, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, concat, cos, div, dot, eq,
+    exp, ge, gt, isclose, le, log, log_softmax, logical_and, logical_not, logical_or, logsumexp, lt, matmul,
+    max, maximum, mean, min, minimum, mm, mul, ne, neg, outer, pow, prod, reciprocal, relu, rsqrt, sigmoid,
+    sign, sin, softmax, sqrt, square, stack, std, sub, sum, tanh, var, where,
+)
+from ._runtime import default_device, set_default_device
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import formulas as _formulas  # noqa: F401  (registers backward formulas)
+from .random import Generator, initial_seed, manual_seed
+from .tensor import Tensor
+
+__version__ = "0.1.0"
+
+
+def device(spec: str) -> Device:
+    return Device.parse(spec)
+
+
+def synchronize(dev: str | Device | None = None) -> None:
+    """Wait for everything queued on the device (GPU backends record work and run it lazily)."""
+    from . import _runtime
+    d = Device.parse(dev) if dev is not None else _runtime.default_device()
+    _runtime.backend(d.backend).synchronize(d)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    return x.flatten(start_dim, end_dim)
+
+
+def reshape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    return x.reshape(shape)
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    return x.transpose(dim0, dim1)
+
+
+def permute(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    return x.permute(dims)
+
+
+def squeeze(x: Tensor, dim: int | None = None) -> Tensor:
+    return x.squeeze(dim)
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    return x.unsqueeze(dim)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    return x.chunk(chunks, dim)
+
+
+def split(x: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]:
+    return x.split(split_size, dim)
+
+
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    return x.narrow(dim, start, length)
+
+
+def clone(x: Tensor) -> Tensor:
+    return x.clone()
+
+
+def numel(x: Tensor) -> int:
+    return x.numel()
+
+
+__all__ = [n for n in dir() if not n.startswith("_")]
+
+from . import io, nn, optim  # noqa: E402
+
+save = io.save_file
+load = io.load_file

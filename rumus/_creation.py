@@ -1,0 +1,224 @@
+"""Creation functions; every one takes dtype= and device= (float32 and RUMUS_BACKEND's device by default)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rumus_contracts import Device, DType, DTypeError, RumusError, float32, int64, parse_dtype
+from rumus_contracts import bool_ as rbool
+from rumus_contracts.dtype import from_numpy_dtype
+
+from . import _runtime
+from ._storage import Storage
+from .random import Generator, default_generator
+from .tensor import Tensor, make_tensor
+
+
+def _device(device: Any) -> Device:
+    return _runtime.default_device() if device is None else Device.parse(device)
+
+
+def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = tuple(int(s) for s in size)
+    if any(s < 0 for s in shape):
+        raise RumusError(f"negative dimension in shape {shape}")
+    return shape
+
+
+def _bfloat16_bits(a: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns, round to nearest even."""
+    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+    return (rounded >> 16).astype(np.uint16)
+
+
+def from_host(array: np.ndarray, dtype: DType, device: Device, requires_grad: bool = False) -> Tensor:
+    """Upload a host array as a new contiguous tensor (values converted to `dtype`)."""
+    if dtype.is_packed:
+        raise DTypeError(f"{dtype} tensors have their own constructors (see rumus.fixed / rumus.quant)")
+    if dtype.name == "bfloat16":
+        host = _bfloat16_bits(np.asarray(array, dtype=np.float32))
+    else:
+        host = np.ascontiguousarray(array, dtype=dtype.numpy)
+    backend = _runtime.backend(device.backend)
+    buf = backend.from_numpy(device, host.reshape(-1), dtype)
+    t = make_tensor(Storage(buf, device, dtype, backend, host.size), tuple(host.shape))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def from_storage(host: np.ndarray, dtype: DType, device: Device | str | None = None) -> Tensor:
+    """A tensor whose storage is exactly `host` (already in dtype.numpy layout; packed dtypes allowed)."""
+    dev = _device(device)
+    host = np.ascontiguousarray(host, dtype=dtype.numpy)
+    backend = _runtime.backend(dev.backend)
+    buf = backend.from_numpy(dev, host.reshape(-1), dtype)
+    return make_tensor(Storage(buf, dev, dtype, backend, host.size), tuple(host.shape))
+
+
+def _rebuild(host: np.ndarray, dtype: DType, device: str, requires_grad: bool) -> Tensor:
+    t = from_storage(host, dtype, device)
+    return t.requires_grad_(True) if requires_grad else t
+
+
+def _infer_dtype(data: Any, arr: np.ndarray) -> DType:
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        if arr.dtype == np.float16:
+            return parse_dtype("float16")
+        return from_numpy_dtype(arr.dtype)
+    if arr.dtype.kind == "b":
+        return rbool
+    if arr.dtype.kind in "iu":
+        return int64
+    if arr.dtype.kind == "f" or arr.size == 0:
+        return float32
+    raise DTypeError(f"cannot make a tensor from {type(data).__name__} with numpy dtype {arr.dtype}")
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A new tensor copied from Python numbers, nested lists, numpy arrays or another tensor."""
+    if isinstance(data, Tensor):
+        out = data.detach().to(dtype=dtype, device=device) if dtype or device else data.detach().clone()
+        if out._storage is data._storage:
+            out = out.clone()
+        return out.requires_grad_(requires_grad) if requires_grad else out
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
+        data = _nested_numpy(data)
+    try:
+        arr = np.asarray(data)
+    except (ValueError, TypeError) as exc:
+        raise RumusError(f"cannot make a tensor from {type(data).__name__}: {exc}") from None
+    if arr.dtype == object:
+        raise RumusError("cannot make a tensor from ragged nested sequences: every row needs the same length")
+    dt = parse_dtype(dtype) if dtype is not None else _infer_dtype(data, arr)
+    return from_host(arr, dt, _device(device), requires_grad)
+
+
+def _flat(seq: Any) -> list[Any]:
+    out = []
+    for x in seq:
+        out.extend(_flat(x) if isinstance(x, (list, tuple)) else [x])
+    return out
+
+
+def _nested_numpy(seq: Any) -> Any:
+    if isinstance(seq, Tensor):
+        return seq.numpy()
+    if isinstance(seq, (list, tuple)):
+        return [_nested_numpy(x) for x in seq]
+    return seq
+
+
+def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
+    """A tensor with the array's dtype and contents (copied to the device's memory)."""
+    if not isinstance(array, np.ndarray):
+        raise RumusError(f"from_numpy expects a numpy array, got {type(array).__name__}")
+    return from_host(array, _infer_dtype(array, array), _device(device))
+
+
+def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    shape = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
+    if dtype is None:
+        dtype = rbool if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
+    dt, dev = parse_dtype(dtype), _device(device)
+    from . import ops
+    out = ops.fill(shape=shape, value=fill_value, dtype=dt.name, device=dev)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(size), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+
+
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return full(_shape(size), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+
+
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    from ._dispatch import empty as _empty
+    out = _empty(_shape(size), parse_dtype(dtype or float32), _device(device))
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def ones_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def full_like(t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False) -> Tensor:
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
+
+
+def empty_like(t: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
+    return empty(t.shape, dtype=dtype or t.dtype, device=device or t.device)
+
+
+def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False) -> Tensor:
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RumusError("arange: step must be non-zero")
+    all_int = all(isinstance(v, int) for v in (start, end, step))
+    dt = parse_dtype(dtype) if dtype is not None else (int64 if all_int else float32)
+    return from_host(np.arange(start, end, step, dtype=np.float64 if not all_int else np.int64), dt,
+                     _device(device), requires_grad)
+
+
+def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False) -> Tensor:
+    if steps < 0:
+        raise RumusError(f"linspace: steps must be non-negative, got {steps}")
+    return from_host(np.linspace(start, end, steps), parse_dtype(dtype or float32), _device(device), requires_grad)
+
+
+def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    return from_host(np.eye(n, m), parse_dtype(dtype or float32), _device(device), requires_grad)
+
+
+def _gen(generator: Generator | None) -> np.random.Generator:
+    return (generator or default_generator).rng
+
+
+def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+         requires_grad: bool = False) -> Tensor:
+    return from_host(_gen(generator).random(_shape(size)), parse_dtype(dtype or float32), _device(device),
+                     requires_grad)
+
+
+def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
+          requires_grad: bool = False) -> Tensor:
+    return from_host(_gen(generator).standard_normal(_shape(size)), parse_dtype(dtype or float32),
+                     _device(device), requires_grad)
+
+
+def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
+            dtype: Any = None, device: Any = None) -> Tensor:
+    if high is None:
+        low, high = 0, low
+    if high <= low:
+        raise RumusError(f"randint: high ({high}) must be greater than low ({low})")
+    return from_host(_gen(generator).integers(low, high, size=tuple(size)), parse_dtype(dtype or int64),
+                     _device(device))
+
+
+def rand_like(t: Tensor, generator: Generator | None = None) -> Tensor:
+    return rand(t.shape, generator=generator, dtype=t.dtype, device=t.device)
+
+
+def randn_like(t: Tensor, generator: Generator | None = None) -> Tensor:
+    return randn(t.shape, generator=generator, dtype=t.dtype, device=t.device)
+
+
+def randperm(n: int, generator: Generator | None = None, device: Any = None) -> Tensor:
+    return from_host(_gen(generator).permutation(n), int64, _device(device))

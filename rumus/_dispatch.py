@@ -1,0 +1,194 @@
+"""The per-op path: schema rules -> device check -> cached kernel -> output allocation -> kernel call ->
+autograd node. Kept short on purpose: it runs for every op (DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rumus_contracts import (
+    Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64, promote,
+)
+from rumus_contracts.shapes import broadcast_shapes
+
+from . import _runtime
+from ._storage import Storage
+from .autograd.grad_mode import state as grad_state
+from .autograd.graph import Node
+from .tensor import Tensor, make_tensor
+
+Formula = Callable[..., Any]
+# backward formulas of core ops: name -> (formula, saves inputs, saves outputs); filled by autograd.formulas
+FORMULAS: dict[str, tuple[Formula, bool, bool]] = {}
+# composite ops implemented in the core: name -> python function taking (*tensors, **attrs)
+COMPOSITES: dict[str, Callable[..., Any]] = {}
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+_scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
+
+
+def scalar_tensor(value: Any, dtype: DType, device: Device) -> Tensor:
+    """A 0-d constant (cached: the same small set of constants appears in every training step)."""
+    key = (value, type(value), dtype, device)
+    t = _scalar_cache.get(key)
+    if t is None:
+        from ._creation import full
+        t = full((), value, dtype=dtype, device=device)
+        if len(_scalar_cache) < 4096:
+            _scalar_cache[key] = t
+    return t
+
+
+def _scalar_dtype(value: Any, like: DType) -> DType:
+    kind = "b" if isinstance(value, bool) else "i" if isinstance(value, int) else "f"
+    if _KIND_RANK[like.kind if like.kind in _KIND_RANK else "f"] >= _KIND_RANK[kind]:
+        return like
+    return float32 if kind == "f" else int64
+
+
+def _as_tensors(name: str, args: Sequence[Any]) -> list[Tensor]:
+    """Python numbers become 0-d tensors of the tensor operands' dtype (PyTorch's weak scalars)."""
+    ref = next((a for a in args if isinstance(a, Tensor)), None)
+    if ref is None:
+        raise RumusError(f"{name}: needs at least one tensor argument")
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(a)
+        elif isinstance(a, (int, float, bool)):
+            out.append(scalar_tensor(a, _scalar_dtype(a, ref.dtype), ref._storage.device))
+        else:
+            raise RumusError(f"{name}: expected a Tensor or a number, got {type(a).__name__}")
+    return out
+
+
+class Op:
+    """A callable bound to one schema: `rumus.ops.<name>(*tensors, **attrs)`."""
+
+    def __init__(self, schema: OpSchema) -> None:
+        self.schema = schema
+        self.name = schema.name
+        self._kernels: dict[tuple[str, DType], Any] = {}
+        self._formula: tuple[Formula, bool, bool] | None = None
+        self.__doc__ = schema.doc
+
+    def __repr__(self) -> str:
+        return f"<rumus op {self.name}{self.schema.inputs}>"
+
+    def _backward(self) -> tuple[Formula, bool, bool] | None:
+        if self._formula is None:
+            f = FORMULAS.get(self.name)
+            if f is None and self.schema.backward is not None:
+                f = (_plugin_formula(self.schema.backward), True, True)
+            self._formula = f
+        return self._formula
+
+    def __call__(self, *args: Any, **attrs: Any) -> Any:
+        schema = self.schema
+        if schema.composite and self.name in COMPOSITES:
+            return COMPOSITES[self.name](*args, **attrs)
+        dev_attr = attrs.pop("device", None) if not args and attrs else None
+        if attrs or schema.attrs:
+            attrs = schema.bind_attrs(attrs)
+        inputs = args if all(type(a) is Tensor for a in args) else _as_tensors(self.name, args)
+        if inputs:
+            device = inputs[0]._storage.device
+            for t in inputs:
+                if t._storage.device != device:
+                    raise DeviceMismatch(f"{self.name}: inputs are on different devices: "
+                                         f"{', '.join(str(x._storage.device) for x in inputs)}; move them with "
+                                         f".to(device) first")
+        else:
+            device = _runtime.default_device() if dev_attr is None else Device.parse(dev_attr)
+        if schema.broadcast:
+            inputs = self._promote(list(inputs))
+        shapes = [t.shape for t in inputs]
+        if schema.broadcast and len(inputs) > 1 and any(s != shapes[0] for s in shapes):
+            out_shapes = [broadcast_shapes(self.name, *shapes)]
+        else:
+            out_shapes = schema.shape(shapes, attrs)
+        out_dtypes = schema.dtype([t.dtype for t in inputs], attrs)
+        key_dtype = inputs[schema.dispatch_on].dtype if inputs else out_dtypes[0]
+        backend = inputs[0]._storage.backend if inputs else _runtime.backend(device.backend)
+        kernel = self._kernels.get((backend.name, key_dtype))
+        if kernel is None:
+            if key_dtype not in schema.dtypes:
+                raise DTypeError(f"{self.name}: dtype {key_dtype} is not supported; the op takes "
+                                 f"{', '.join(str(d) for d in schema.dtypes)}")
+            kernel = self._kernels[(backend.name, key_dtype)] = _runtime.kernel(self.name, backend, key_dtype)
+        for i in schema.contiguous_idx:
+            if not inputs[i].is_contiguous():
+                if i in schema.mutates_idx:
+                    raise RumusError(f"{self.name}: input '{schema.inputs[i]}' is updated in place and must be "
+                                     f"contiguous (shape {inputs[i].shape}, strides {inputs[i]._strides})")
+                inputs = list(inputs)
+                inputs[i] = inputs[i].contiguous()
+        if schema.broadcast:
+            out_shape = out_shapes[0]
+            in_args = [t._arg if t.shape == out_shape else t._expanded_arg(out_shape) for t in inputs]
+        else:
+            in_args = [t._arg for t in inputs]
+        outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
+        kernel([o._arg for o in outputs], in_args, attrs)
+        if schema.inplace:
+            for i in schema.mutates_idx:
+                inputs[i]._storage.version += 1
+            return None
+        if grad_state.enabled and schema.differentiable and any(t.requires_grad for t in inputs):
+            self._record(inputs, outputs, attrs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _promote(self, inputs: list[Tensor]) -> list[Tensor]:
+        """Common dtype for elementwise ops; ints/bools go to float32 for float-only ops (div, exp...)."""
+        skip = 1 if self.name == "where" else 0
+        dts = [t.dtype for t in inputs[skip:]]
+        target = dts[0]
+        for d in dts[1:]:
+            if d != target:
+                target = promote(target, d)
+        if target not in self.schema.dtypes and not target.is_floating and float32 in self.schema.dtypes:
+            target = float32
+        if self.name == "where" and inputs[0].dtype != bool_:
+            inputs[0] = inputs[0].to(bool_)
+        return [t if i < skip or t.dtype == target else t.to(target) for i, t in enumerate(inputs)]
+
+    def _record(self, inputs: Sequence[Tensor], outputs: list[Tensor], attrs: dict[str, Any]) -> None:
+        formula = self._backward()
+        if formula is None:
+            raise RumusError(f"op '{self.name}' is marked differentiable but has no backward formula")
+        fn, save_in, save_out = formula
+        float_out = [o for o in outputs if o.dtype.is_floating]
+        if not float_out:
+            return
+        node = Node(self.name, fn, inputs, attrs, len(outputs), save_inputs=save_in,
+                    unbroadcast=self.schema.broadcast, differentiable=self.schema.differentiable_idx)
+        if save_out:
+            node.save_outputs(outputs)
+        for i, o in enumerate(outputs):
+            if o.dtype.is_floating:
+                o.requires_grad = True
+                o.grad_fn = node
+                o._output_nr = i
+
+
+def empty(shape: tuple[int, ...], dtype: DType, device: Device, backend: Any = None) -> Tensor:
+    if backend is None:
+        backend = _runtime.backend(device.backend)
+    numel = 1
+    for s in shape:
+        numel *= s
+    if dtype.is_packed:
+        raise DTypeError(f"{dtype} tensors are created by their own constructors, not by generic ops")
+    buf = backend.allocate(device, numel, dtype)
+    return make_tensor(Storage(buf, device, dtype, backend, numel), shape)
+
+
+def _plugin_formula(backward: Callable[..., Any]) -> Formula:
+    def formula(ctx: Any, *grads: Any) -> Any:
+        out = backward(ctx, *grads)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    return formula
+
+
+def arg_of(t: Tensor) -> TensorArg:
+    return t._arg

@@ -1,0 +1,488 @@
+"""User-facing math with PyTorch signatures, built on `rumus.ops` (the kernels) and `_views`."""
+
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from rumus_contracts import AutogradError, Device, DType, RumusError, ShapeError, bool_, parse_dtype, uint8
+from rumus_contracts.shapes import normalize_dim, normalize_dims
+
+from . import _views, ops
+from .autograd.grad_mode import state as grad_state
+from .autograd.graph import Context, Node
+from .tensor import Tensor, make_tensor
+
+ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
+
+
+def _t(x: Any, like: Tensor) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    from ._dispatch import _scalar_dtype, scalar_tensor
+    return scalar_tensor(x, _scalar_dtype(x, like.dtype), like.device)
+
+
+# ---- elementwise ---------------------------------------------------------------------------------
+
+def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
+    return ops.add(a, b if alpha == 1 else mul(b, alpha))
+
+
+def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
+    return ops.sub(a, b if alpha == 1 else mul(b, alpha))
+
+
+def mul(a: Any, b: Any) -> Tensor:
+    return ops.mul(a, b)
+
+
+def div(a: Any, b: Any) -> Tensor:
+    return ops.div(a, b)
+
+
+def pow(a: Any, b: Any) -> Tensor:
+    if isinstance(b, (int, float)) and isinstance(a, Tensor):
+        if b == 2:
+            return ops.mul(a, a)
+        if b == 1:
+            return a
+        if b == 0.5:
+            return ops.sqrt(a)
+    return ops.pow(a, b)
+
+
+def neg(x: Tensor) -> Tensor: return ops.neg(x)
+def abs(x: Tensor) -> Tensor: return ops.abs(x)
+def exp(x: Tensor) -> Tensor: return ops.exp(x)
+def log(x: Tensor) -> Tensor: return ops.log(x)
+def sqrt(x: Tensor) -> Tensor: return ops.sqrt(x)
+def rsqrt(x: Tensor) -> Tensor: return ops.rsqrt(x)
+def sin(x: Tensor) -> Tensor: return ops.sin(x)
+def cos(x: Tensor) -> Tensor: return ops.cos(x)
+def tanh(x: Tensor) -> Tensor: return ops.tanh(x)
+def sigmoid(x: Tensor) -> Tensor: return ops.sigmoid(x)
+def relu(x: Tensor) -> Tensor: return ops.relu(x)
+def square(x: Tensor) -> Tensor: return ops.mul(x, x)
+def reciprocal(x: Tensor) -> Tensor: return ops.div(1.0, x)
+def maximum(a: Any, b: Any) -> Tensor: return ops.maximum(a, b)
+def minimum(a: Any, b: Any) -> Tensor: return ops.minimum(a, b)
+def eq(a: Any, b: Any) -> Tensor: return ops.eq(a, b)
+def ne(a: Any, b: Any) -> Tensor: return ops.ne(a, b)
+def lt(a: Any, b: Any) -> Tensor: return ops.lt(a, b)
+def le(a: Any, b: Any) -> Tensor: return ops.le(a, b)
+def gt(a: Any, b: Any) -> Tensor: return ops.gt(a, b)
+def ge(a: Any, b: Any) -> Tensor: return ops.ge(a, b)
+
+
+def sign(x: Tensor) -> Tensor:
+    return sub(gt(x, 0).to(x.dtype), lt(x, 0).to(x.dtype))
+
+
+def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    if min is None and max is None:
+        raise RumusError("clamp: give at least one of min and max")
+    return ops.clamp(x, min=None if min is None else float(min), max=None if max is None else float(max))
+
+
+clip = clamp
+
+
+def where(cond: Tensor, a: Any, b: Any) -> Tensor:
+    like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
+    if like is None:
+        like = cond.to(parse_dtype("float32"))
+    return ops.where(cond, _t(a, like), _t(b, like))
+
+
+def logical_not(x: Tensor) -> Tensor:
+    return ops.eq(x.to(bool_), False)
+
+
+def logical_and(a: Tensor, b: Any) -> Tensor:
+    b = _t(b, a)
+    return ops.ne(ops.mul(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
+
+
+def logical_or(a: Tensor, b: Any) -> Tensor:
+    b = _t(b, a)
+    return ops.ne(ops.add(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
+
+
+def isclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> Tensor:
+    return le(ops.abs(sub(a, b)), add(mul(ops.abs(_t(b, a)), rtol), atol))
+
+
+def allclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    return bool(all(isclose(a, b, rtol, atol)))
+
+
+# ---- reductions -----------------------------------------------------------------------------------
+
+def _dims(op: str, x: Tensor, dim: int | Sequence[int] | None) -> tuple[int, ...]:
+    return normalize_dims(op, dim, x.ndim)
+
+
+def _finish(r: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
+    return r if keepdim or not dims else _views.squeeze(r, dims)
+
+
+def sum_dims(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """Keepdim sum over normalized dims (used by un-broadcasting)."""
+    return ops.sum(x, dims=dims)
+
+
+def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        x = x.to(parse_dtype(dtype))
+    dims = _dims("sum", x, dim)
+    return _finish(ops.sum(x, dims=dims), dims, keepdim)
+
+
+def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    dims = _dims("prod", x, dim)
+    return _finish(ops.prod(x, dims=dims), dims, keepdim)
+
+
+def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    dims = _dims("mean", x, dim)
+    return _finish(ops.mean(x, dims=dims), dims, keepdim)
+
+
+def _correction(unbiased: bool | None, correction: int | None) -> int:
+    if correction is not None:
+        return int(correction)
+    return 0 if unbiased is False else 1
+
+
+def var(x: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+        correction: int | None = None) -> Tensor:
+    dims = _dims("var", x, dim)
+    return _finish(ops.var(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
+
+
+def std(x: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
+        correction: int | None = None) -> Tensor:
+    dims = _dims("std", x, dim)
+    return _finish(ops.std(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
+
+
+def logsumexp(x: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    dims = _dims("logsumexp", x, dim)
+    return _finish(ops.logsumexp(x, dims=dims), dims, keepdim)
+
+
+def amax(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    dims = _dims("amax", x, dim)
+    return _finish(ops.amax(x, dims=dims), dims, keepdim)
+
+
+def amin(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    dims = _dims("amin", x, dim)
+    return _finish(ops.amin(x, dims=dims), dims, keepdim)
+
+
+def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if dim is None:
+        return ops.argmax(x.reshape(-1), dim=0).reshape(())
+    d = normalize_dim("argmax", dim, x.ndim)
+    return _finish(ops.argmax(x, dim=d), (d,) if x.ndim else (), keepdim)
+
+
+def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    if dim is None:
+        return ops.argmin(x.reshape(-1), dim=0).reshape(())
+    d = normalize_dim("argmin", dim, x.ndim)
+    return _finish(ops.argmin(x, dim=d), (d,) if x.ndim else (), keepdim)
+
+
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    if isinstance(dim, Tensor):
+        return maximum(x, dim)
+    if dim is None:
+        return amax(x)
+    return ValuesIndices(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+
+
+def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    if isinstance(dim, Tensor):
+        return minimum(x, dim)
+    if dim is None:
+        return amin(x)
+    return ValuesIndices(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+
+
+def any(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return gt(sum(ne(x, 0).to(uint8), dim, keepdim), 0)
+
+
+def all(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    return logical_not(any(logical_not(x), dim, keepdim))
+
+
+def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        x = x.to(parse_dtype(dtype))
+    return ops.softmax(x, dim=normalize_dim("softmax", dim, x.ndim) if x.ndim else 0)
+
+
+def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    if dtype is not None:
+        x = x.to(parse_dtype(dtype))
+    return ops.log_softmax(x, dim=normalize_dim("log_softmax", dim, x.ndim) if x.ndim else 0)
+
+
+# ---- linear algebra ---------------------------------------------------------------------------------
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """NumPy matmul semantics: 1-D operands are promoted and the added dim removed afterwards."""
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise RumusError("matmul: both operands must be tensors")
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both operands need at least 1 dim, got shapes {a.shape} and {b.shape}")
+    a2 = _views.unsqueeze(a, 0) if a.ndim == 1 else a
+    b2 = _views.unsqueeze(b, 1) if b.ndim == 1 else b
+    try:
+        out = ops.matmul(a2, b2)
+    except ShapeError:
+        raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied "
+                         f"({a.shape[-1]} vs {b.shape[-2] if b.ndim > 1 else b.shape[0]})") from None
+    if a.ndim == 1:
+        out = _views.squeeze(out, -2)
+    if b.ndim == 1:
+        out = _views.squeeze(out, -1)
+    return out
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"mm expects 2-D operands, got {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 3 or b.ndim != 3:
+        raise ShapeError(f"bmm expects 3-D operands, got {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    if a.ndim != 1 or b.ndim != 1:
+        raise ShapeError(f"dot expects 1-D operands, got {a.shape} and {b.shape}")
+    return matmul(a, b)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    return mul(_views.unsqueeze(a, 1), _views.unsqueeze(b, 0))
+
+
+# ---- copies, casts, devices -------------------------------------------------------------------------
+
+def cast(x: Tensor, dtype: DType) -> Tensor:
+    if x.dtype.is_fixed or dtype.is_fixed:
+        raise RumusError(f"casting between {x.dtype} and {dtype} is refused: fixed-point tensors are "
+                         f"converted explicitly with rumus.fixed (from_float / fixed_i16_data)")
+    return ops.copy(x, dtype=dtype.name)
+
+
+def clone(x: Tensor) -> Tensor:
+    return ops.copy(x)
+
+
+def copy_into(dst: Tensor, src: Tensor) -> None:
+    """Kernel-level strided copy of src (broadcast to dst's shape) into dst; no autograd, bumps version."""
+    if src.device != dst.device:
+        src = to_device(src.detach(), dst.device)
+    if src.shape != dst.shape:
+        src = _views.expand(src.detach(), dst.shape)
+    kernel = ops.get("copy")
+    from . import _runtime
+    k = _runtime.kernel("copy", dst._storage.backend, src.dtype)
+    k([dst._arg], [src._arg], {"dtype": dst.dtype.name})
+    dst._storage.version += 1
+    del kernel
+
+
+def _to_device_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (to_device(g, ctx.attrs["src"]),)
+
+
+def to_device(x: Tensor, device: Any) -> Tensor:
+    dev = Device.parse(device)
+    if dev == x.device:
+        return x
+    from ._creation import from_host
+    if x.dtype.is_fixed:
+        raise RumusError(f"fixed-point tensors live on the CPU only; cannot move {x.dtype} to {dev}")
+    host = x._storage.backend.to_numpy(x._arg)
+    out = from_host(host, x.dtype, dev) if x.dtype.name != "bfloat16" else from_host(x.numpy(), x.dtype, dev)
+    if grad_state.enabled and x.requires_grad:
+        out.requires_grad = True
+        out.grad_fn = Node("to_device", _to_device_back, [x], {"src": x.device}, save_inputs=False)
+    return out
+
+
+# ---- joining ----------------------------------------------------------------------------------------
+
+def _cat_back(ctx: Context, g: Tensor) -> list[Tensor]:
+    dim, sizes = ctx.attrs["dim"], ctx.attrs["sizes"]
+    return list(_views.split(g, sizes, dim))
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise RumusError("cat: expected a non-empty sequence of tensors")
+    ref = next((t for t in tensors if t.shape != (0,)), tensors[0])
+    tensors = [t for t in tensors if t.shape != (0,) or t is ref]  # PyTorch skips legacy empty tensors
+    d = normalize_dim("cat", dim, ref.ndim)
+    for t in tensors:
+        if t.ndim != ref.ndim or builtins.any(t.shape[i] != ref.shape[i] for i in range(ref.ndim) if i != d):
+            raise ShapeError(f"cat: shapes {[x.shape for x in tensors]} differ outside dim {d}")
+        if t.device != ref.device:
+            raise RumusError(f"cat: tensors are on different devices {[str(x.device) for x in tensors]}")
+    dtype = ref.dtype
+    for t in tensors:
+        if t.dtype != dtype:
+            from rumus_contracts import promote
+            dtype = promote(dtype, t.dtype)
+    sizes = [t.shape[d] for t in tensors]
+    shape = (*ref.shape[:d], builtins.sum(sizes), *ref.shape[d + 1:])
+    from ._dispatch import empty
+    out = empty(shape, dtype, ref.device)
+    start = 0
+    for t, s in zip(tensors, sizes):
+        if s:
+            copy_into(_views.raw_index(out, (slice(None),) * d + (slice(start, start + s),)), t)
+        start += s
+    if grad_state.enabled and builtins.any(t.requires_grad for t in tensors) and dtype.is_floating:
+        out.requires_grad = True
+        out.grad_fn = Node("cat", _cat_back, tensors, {"dim": d, "sizes": sizes}, save_inputs=False)
+    return out
+
+
+concat = cat
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    tensors = list(tensors)
+    if not tensors:
+        raise RumusError("stack: expected a non-empty sequence of tensors")
+    shapes = {t.shape for t in tensors}
+    if len(shapes) != 1:
+        raise ShapeError(f"stack: all tensors need the same shape, got {[t.shape for t in tensors]}")
+    d = normalize_dim("stack", dim, tensors[0].ndim + 1)
+    return cat([_views.unsqueeze(t, d) for t in tensors], d)
+
+
+# ---- in-place ---------------------------------------------------------------------------------------
+
+def _inplace(x: Tensor, result: Tensor, name: str) -> Tensor:
+    """Write `result` into x's storage, bump the version, and rebase x's autograd history on result."""
+    if x.dtype.is_fixed:
+        raise RumusError(f"{name} is refused on a fixed-point tensor: in-place writes to fixed-point "
+                         f"tensors are not allowed (build a new tensor with rumus.fixed.tensor)")
+    tracked = grad_state.enabled and (x.requires_grad or result.requires_grad)
+    if tracked:
+        if x.grad_fn is None and x.requires_grad:
+            raise AutogradError(f"{name}: a leaf tensor that requires grad is used in an in-place operation; "
+                                f"wrap the update in `with rumus.no_grad():` (as optimizers do)")
+        if x._base is not None and (x._base.requires_grad or result.requires_grad):
+            raise AutogradError(f"{name}: in-place ops on views of tensors that take part in autograd are "
+                                f"not supported; use the out-of-place op")
+    if result.shape != x.shape:
+        raise ShapeError(f"{name}: the result of shape {result.shape} cannot be written into a tensor of "
+                         f"shape {x.shape}")
+    copy_into(x, result.detach())
+    x._arg_cache = None
+    if tracked:
+        x.requires_grad = True
+        x.grad_fn = result.grad_fn
+        x._output_nr = result._output_nr
+    return x
+
+
+def add_(x: Tensor, o: Any, alpha: float = 1) -> Tensor: return _inplace(x, add(x, o, alpha), "add_")
+def sub_(x: Tensor, o: Any, alpha: float = 1) -> Tensor: return _inplace(x, sub(x, o, alpha), "sub_")
+def mul_(x: Tensor, o: Any) -> Tensor: return _inplace(x, mul(x, o), "mul_")
+def div_(x: Tensor, o: Any) -> Tensor: return _inplace(x, div(x, o), "div_")
+def pow_(x: Tensor, o: Any) -> Tensor: return _inplace(x, pow(x, o), "pow_")
+def clamp_(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    return _inplace(x, clamp(x, min, max), "clamp_")
+def neg_(x: Tensor) -> Tensor: return _inplace(x, neg(x), "neg_")
+def exp_(x: Tensor) -> Tensor: return _inplace(x, exp(x), "exp_")
+def sqrt_(x: Tensor) -> Tensor: return _inplace(x, sqrt(x), "sqrt_")
+def relu_(x: Tensor) -> Tensor: return _inplace(x, relu(x), "relu_")
+
+
+def fill_(x: Tensor, value: float) -> Tensor:
+    if x.dtype.is_fixed:
+        raise RumusError("fill_ is refused on a fixed-point tensor: in-place writes to fixed-point tensors are "
+                         "not allowed")
+    if grad_state.enabled and x.requires_grad and x.grad_fn is None:
+        raise AutogradError("fill_: a leaf tensor that requires grad is used in an in-place operation; "
+                            "wrap it in `with rumus.no_grad():`")
+    from . import _runtime
+    k = _runtime.kernel("fill", x._storage.backend, x.dtype)
+    k([x._arg], [], {"shape": x.shape, "value": value, "dtype": x.dtype.name})
+    x._storage.version += 1
+    return x
+
+
+def zero_(x: Tensor) -> Tensor:
+    return fill_(x, 0)
+
+
+def copy_(x: Tensor, src: Any) -> Tensor:
+    if not isinstance(src, Tensor):
+        from ._creation import tensor
+        src = tensor(src, dtype=x.dtype, device=x.device)
+    if src.shape != x.shape:
+        src = _views.expand(src, x.shape)
+    if src.device != x.device:
+        src = to_device(src, x.device)
+    return _inplace(x, src if src.dtype == x.dtype else cast(src, x.dtype), "copy_") if (
+        grad_state.enabled and src.requires_grad) else _plain_copy(x, src)
+
+
+def _plain_copy(x: Tensor, src: Tensor) -> Tensor:
+    if x.dtype.is_fixed:
+        raise RumusError("copy_ is refused on a fixed-point tensor: in-place writes to fixed-point tensors are "
+                         "not allowed")
+    if grad_state.enabled and x.requires_grad and x.grad_fn is None:
+        raise AutogradError("copy_: a leaf tensor that requires grad is used in an in-place operation; "
+                            "wrap it in `with rumus.no_grad():`")
+    copy_into(x, src)
+    return x
+
+
+def setitem(x: Tensor, index: Any, value: Any) -> None:
+    """x[index] = value: a strided copy into the view (no autograd through the assignment)."""
+    if x.dtype.is_fixed:
+        raise RumusError("item assignment is refused on a fixed-point tensor: in-place writes to fixed-point "
+                         "tensors are not allowed")
+    if grad_state.enabled and x.requires_grad:
+        raise AutogradError("item assignment into a tensor that requires grad is not supported; build the "
+                            "result with rumus.where / cat, or do it under rumus.no_grad()")
+    target = _views.raw_index(x, index)
+    if isinstance(value, Tensor):
+        copy_into(target, value if value.dtype == x.dtype else cast(value.detach(), x.dtype))
+    else:
+        fill_(target, value)
+        x._storage.version += 0  # fill_ already bumped the shared storage version
+
+
+# Every public function above whose first argument is a tensor is also a Tensor method.
+METHODS: dict[str, Callable[..., Any]] = {}
+for _name, _fn in list(globals().items()):
+    if callable(_fn) and not _name.startswith("_") and getattr(_fn, "__module__", None) == __name__:
+        METHODS[_name] = _fn
+for _skip in ("cat", "concat", "stack", "where", "copy_into", "cast", "to_device", "setitem", "sum_dims"):
+    METHODS.pop(_skip, None)
+METHODS["where"] = lambda self, cond, other: where(cond, self, other)
+METHODS["masked_fill"] = lambda self, mask, value: where(mask, _t(value, self), self)
+METHODS["add"] = add
+del _name, _fn, _skip
+_ = make_tensor

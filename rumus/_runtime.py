@@ -1,0 +1,77 @@
+"""The process-wide plugin state: registries, backends, the default device, cached kernel lookups."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+from rumus_contracts import (
+    Backend, BackendUnavailable, Device, DType, Kernel, KernelNotFound, LoadedPlugins, hookimpl, load_plugins,
+)
+from rumus_contracts.ops import register_core_ops
+
+
+class _CorePlugin:
+    """The core's own op schemas, registered through the same hook as any plugin's."""
+
+    @hookimpl
+    def rumus_register_ops(self, registry: Any) -> None:
+        register_core_ops(registry)
+
+
+_lock = threading.Lock()
+_loaded: LoadedPlugins | None = None
+_default_device: Device | None = None
+_kernel_cache: dict[tuple[str, str, DType], Kernel] = {}
+
+
+def plugins() -> LoadedPlugins:
+    global _loaded
+    if _loaded is None:
+        with _lock:
+            if _loaded is None:
+                _loaded = load_plugins([("rumus-core", _CorePlugin())])
+    return _loaded
+
+
+def backend(name: str) -> Backend:
+    return plugins().backends.get(name)
+
+
+def kernel(op: str, backend_obj: Backend, dtype: DType) -> Kernel:
+    """Cached (op, backend, dtype) -> kernel; GPU backends adapt shader kernels once, here."""
+    key = (op, backend_obj.name, dtype)
+    hit = _kernel_cache.get(key)
+    if hit is not None:
+        return hit
+    found = plugins().kernels.find(op, backend_obj.name, dtype)
+    if found is None:
+        raise KernelNotFound(op, backend_obj.name, dtype, plugins().kernels.backends_for(op, dtype))
+    adapt = getattr(backend_obj, "adapt_kernel", None)
+    if adapt is not None:
+        found = adapt(found)
+    _kernel_cache[key] = found
+    return found
+
+
+def default_device() -> Device:
+    """RUMUS_BACKEND (e.g. "cpu", "wgpu", "wgpu:1") or cpu; an unknown name lists the installed ones."""
+    global _default_device
+    if _default_device is None:
+        spec = os.environ.get("RUMUS_BACKEND", "").strip() or "cpu"
+        dev = Device.parse(spec)
+        be = backend(dev.backend)
+        devices = be.devices()
+        if not any(d.index == dev.index for d in devices):
+            raise BackendUnavailable(f"RUMUS_BACKEND={spec}: backend '{dev.backend}' has devices "
+                                     f"{[str(d) for d in devices]}")
+        _default_device = dev
+    return _default_device
+
+
+def set_default_device(spec: str | Device | None) -> None:
+    global _default_device
+    _default_device = None if spec is None else Device.parse(spec)
+    if _default_device is not None:
+        backend(_default_device.backend)

@@ -1,0 +1,207 @@
+"""Backward formulas of the core ops, written with core ops so every backend gets gradients from its
+forward kernels alone. Each returns one gradient per input (None where none flows); broadcast ops
+return output-shaped gradients and the graph sums them down to each input's shape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _math as M
+from .. import _views
+from .._dispatch import FORMULAS
+from ..tensor import Tensor
+from .graph import Context, _unbroadcast
+
+
+def formula(name: str, inputs: bool = False, outputs: bool = False) -> Any:
+    def register(fn: Any) -> Any:
+        FORMULAS[name] = (fn, inputs, outputs)
+        return fn
+    return register
+
+
+@formula("add")
+def _add(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor]:
+    return g, g
+
+
+@formula("sub")
+def _sub(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor]:
+    return g, M.neg(g)
+
+
+@formula("mul", inputs=True)
+def _mul(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    need_a, need_b = ctx.needs_input_grad
+    return (M.mul(g, ctx.inputs[1]) if need_a else None), (M.mul(g, ctx.inputs[0]) if need_b else None)
+
+
+@formula("div", inputs=True)
+def _div(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor | None]:
+    b = ctx.inputs[1]
+    ga = M.div(g, b)
+    return ga, (M.neg(M.div(M.mul(ga, ctx.inputs[0]), b)) if ctx.needs_input_grad[1] else None)
+
+
+@formula("pow", inputs=True, outputs=True)
+def _pow(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor]:
+    (a, b), (out,) = ctx.inputs, ctx.outputs
+    ga = M.mul(g, M.mul(b, M.pow(a, M.sub(b, 1))))
+    gb = M.mul(g, M.mul(out, M.log(a))) if ctx.needs_input_grad[1] else None
+    return ga, gb  # type: ignore[return-value]
+
+
+def _minmax(ctx: Context, g: Tensor, op: str) -> tuple[Tensor, Tensor]:
+    a, b = ctx.inputs
+    win = M.gt(a, b) if op == "max" else M.lt(a, b)
+    tie = M.eq(a, b)
+    half = M.mul(g, 0.5)
+    zero = M.mul(g, 0.0)
+    ga = M.where(win, g, M.where(tie, half, zero))
+    gb = M.where(win, zero, M.where(tie, half, g))
+    return ga, gb
+
+
+@formula("maximum", inputs=True)
+def _maximum(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor]:
+    return _minmax(ctx, g, "max")
+
+
+@formula("minimum", inputs=True)
+def _minimum(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor]:
+    return _minmax(ctx, g, "min")
+
+
+@formula("neg")
+def _neg(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.neg(g),)
+
+
+@formula("abs", inputs=True)
+def _abs(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.mul(g, M.sign(ctx.inputs[0])),)
+
+
+@formula("exp", outputs=True)
+def _exp(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.mul(g, ctx.outputs[0]),)
+
+
+@formula("log", inputs=True)
+def _log(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.div(g, ctx.inputs[0]),)
+
+
+@formula("sqrt", outputs=True)
+def _sqrt(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.div(M.mul(g, 0.5), ctx.outputs[0]),)
+
+
+@formula("rsqrt", outputs=True)
+def _rsqrt(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    y = ctx.outputs[0]
+    return (M.mul(M.mul(g, -0.5), M.mul(y, M.mul(y, y))),)
+
+
+@formula("sin", inputs=True)
+def _sin(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.mul(g, M.cos(ctx.inputs[0])),)
+
+
+@formula("cos", inputs=True)
+def _cos(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.neg(M.mul(g, M.sin(ctx.inputs[0]))),)
+
+
+@formula("tanh", outputs=True)
+def _tanh(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    y = ctx.outputs[0]
+    return (M.mul(g, M.sub(1.0, M.mul(y, y))),)
+
+
+@formula("sigmoid", outputs=True)
+def _sigmoid(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    y = ctx.outputs[0]
+    return (M.mul(g, M.mul(y, M.sub(1.0, y))),)
+
+
+@formula("relu", outputs=True)
+def _relu(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.where(M.gt(ctx.outputs[0], 0), g, 0.0),)
+
+
+@formula("clamp", inputs=True)
+def _clamp(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    x = ctx.inputs[0]
+    lo, hi = ctx.attrs["min"], ctx.attrs["max"]
+    keep = g
+    if lo is not None:
+        keep = M.where(M.ge(x, lo), keep, 0.0)
+    if hi is not None:
+        keep = M.where(M.le(x, hi), keep, 0.0)
+    return (keep,)
+
+
+@formula("where", inputs=True)
+def _where(ctx: Context, g: Tensor) -> tuple[None, Tensor, Tensor]:
+    cond = ctx.inputs[0]
+    return None, M.where(cond, g, 0.0), M.where(cond, 0.0, g)
+
+
+@formula("copy")
+def _copy(ctx: Context, g: Tensor) -> tuple[Tensor | None]:
+    src = ctx.node.input_dtypes[0]
+    if not src.is_floating:
+        return (None,)
+    return (g if g.dtype == src else M.cast(g, src),)
+
+
+@formula("sum")
+def _sum(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (_views.expand(g, ctx.input_shapes[0]),)
+
+
+@formula("prod", inputs=True, outputs=True)
+def _prod(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (M.div(M.mul(g, ctx.outputs[0]), ctx.inputs[0]),)
+
+
+def _extremum(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    x, out = ctx.inputs[0], ctx.outputs[0]
+    mask = M.eq(x, out).to(g.dtype)
+    count = M.sum_dims(mask, tuple(ctx.attrs["dims"]))
+    return (M.mul(mask, M.div(g, count)),)
+
+
+FORMULAS["amax"] = (_extremum, True, True)
+FORMULAS["amin"] = (_extremum, True, True)
+
+
+@formula("softmax", outputs=True)
+def _softmax(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    y = ctx.outputs[0]
+    dim = ctx.attrs["dim"]
+    if y.ndim == 0:
+        return (M.mul(g, 0.0),)
+    return (M.mul(y, M.sub(g, M.sum(M.mul(g, y), dim, keepdim=True))),)
+
+
+@formula("log_softmax", outputs=True)
+def _log_softmax(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    y = ctx.outputs[0]
+    if y.ndim == 0:
+        return (M.mul(g, 0.0),)
+    return (M.sub(g, M.mul(M.exp(y), M.sum(g, ctx.attrs["dim"], keepdim=True))),)
+
+
+@formula("matmul", inputs=True)
+def _matmul(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    a, b = ctx.inputs
+    need_a, need_b = ctx.needs_input_grad
+    ga = _unbroadcast(M.matmul(g, b.mT), a.shape) if need_a else None
+    gb = _unbroadcast(M.matmul(a.mT, g), b.shape) if need_b else None
+    return ga, gb
+
+
+def _unused(*_: Any) -> None:
+    return None

@@ -1,0 +1,255 @@
+"""The define-by-run graph: nodes hang off outputs; backward walks them in topological order (Kahn)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from rumus_contracts import AutogradError, ShapeError
+
+from .grad_mode import state
+
+if TYPE_CHECKING:
+    from ..tensor import Tensor
+
+Formula = Callable[..., Sequence["Tensor | None"]]
+
+
+class Context:
+    """What a backward formula sees: the forward's inputs/outputs (version-checked), attrs, shapes."""
+
+    __slots__ = ("node",)
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+    @property
+    def inputs(self) -> _Saved:
+        """Saved inputs; each one is version-checked when it is read, so only what a formula uses counts."""
+        return _Saved(self.node, self.node.saved_inputs, "input")
+
+    @property
+    def outputs(self) -> list[Tensor]:
+        return self.node.saved_values(self.node.saved_outputs, "output")
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self.node.attrs
+
+    @property
+    def input_shapes(self) -> list[tuple[int, ...]]:
+        return self.node.input_shapes
+
+    @property
+    def needs_input_grad(self) -> list[bool]:
+        return [e is not None for e in self.node.edges]
+
+
+class _Saved:
+    __slots__ = ("node", "saved", "what")
+
+    def __init__(self, node: Node, saved: list[tuple[Tensor, int]] | None, what: str) -> None:
+        self.node, self.saved, self.what = node, saved, what
+
+    def __getitem__(self, i: int) -> Tensor:
+        return self.node.check_saved(self.saved, self.what, i)
+
+    def __len__(self) -> int:
+        return len(self.saved or ())
+
+    def __iter__(self) -> Any:
+        return iter(self.node.saved_values(self.saved, self.what))
+
+
+class Node:
+    """One recorded op. `edges[i]` leads to where input i's gradient goes: a Node (output slot) or a
+    leaf Tensor, or None when input i needs no gradient."""
+
+    __slots__ = ("name", "formula", "edges", "attrs", "input_shapes", "saved_inputs", "saved_outputs",
+                 "num_outputs", "released", "unbroadcast", "input_dtypes", "__weakref__")
+
+    def __init__(self, name: str, formula: Formula, inputs: Sequence[Tensor], attrs: dict[str, Any],
+                 num_outputs: int = 1, save_inputs: bool = True, unbroadcast: bool = False,
+                 differentiable: Sequence[int] | None = None) -> None:
+        self.name = name
+        self.formula = formula
+        self.attrs = attrs
+        self.num_outputs = num_outputs
+        self.unbroadcast = unbroadcast
+        self.input_shapes = [t.shape for t in inputs]
+        self.input_dtypes = [t.dtype for t in inputs]
+        edges: list[tuple[Any, int] | None] = []
+        for i, t in enumerate(inputs):
+            if not t.requires_grad or (differentiable is not None and i not in differentiable):
+                edges.append(None)
+            elif t.grad_fn is not None:
+                edges.append((t.grad_fn, t._output_nr))
+            else:
+                edges.append((t, 0))  # a leaf: its gradient accumulates into .grad
+        self.edges = edges
+        self.saved_inputs = [(t, t._storage.version) for t in inputs] if save_inputs else None
+        self.saved_outputs: list[tuple[Tensor, int]] | None = None
+        self.released = False
+
+    def save_outputs(self, outputs: Sequence[Tensor]) -> None:
+        # detached aliases: share storage and version counter, but no grad_fn (no reference cycle)
+        self.saved_outputs = [(o.detach(), o._storage.version) for o in outputs]
+
+    def saved_values(self, saved: list[tuple[Tensor, int]] | None, what: str) -> list[Tensor]:
+        self._check_alive(saved, what)
+        return [self.check_saved(saved, what, i) for i in range(len(saved or ()))]
+
+    def _check_alive(self, saved: list[tuple[Tensor, int]] | None, what: str) -> None:
+        if self.released:
+            raise AutogradError(
+                f"trying to backward through the graph a second time (op '{self.name}'): its saved "
+                f"tensors were freed after the first backward. Pass retain_graph=True to the first "
+                f"backward() if you need to call it twice.")
+        if saved is None:
+            raise AutogradError(f"internal: op '{self.name}' did not save its {what}s")
+
+    def check_saved(self, saved: list[tuple[Tensor, int]] | None, what: str, i: int) -> Tensor:
+        self._check_alive(saved, what)
+        assert saved is not None
+        t, version = saved[i]
+        if t._storage.version != version:
+            raise AutogradError(
+                f"one of the tensors needed for gradient computation (the {what} {i} of '{self.name}', "
+                f"shape {t.shape}) has been modified by an in-place operation: it is at version "
+                f"{t._storage.version}, expected {version}. Use an out-of-place op instead, or clone() "
+                f"the tensor before modifying it.")
+        return t
+
+    def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
+        if self.released:
+            raise AutogradError(
+                f"trying to backward through the graph a second time (op '{self.name}'). Specify "
+                f"retain_graph=True on the first backward() if you need to backward twice.")
+        out = self.formula(Context(self), *grads)
+        if len(out) != len(self.edges):
+            raise AutogradError(f"backward of '{self.name}' returned {len(out)} gradients for "
+                                f"{len(self.edges)} inputs")
+        if self.unbroadcast:
+            out = [_unbroadcast(g, shape) if g is not None else None for g, shape in zip(out, self.input_shapes)]
+        return out
+
+    def release(self) -> None:
+        self.released = True
+        self.saved_inputs = None
+        self.saved_outputs = None
+
+    def __repr__(self) -> str:
+        return f"<{self.name}Backward>"
+
+
+def _unbroadcast(g: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """Sum a gradient of the broadcast shape back down to an input's shape."""
+    if g.shape == shape:
+        return g
+    from .. import _math
+    lead = g.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
+    r = _math.sum_dims(g, dims)  # keepdim shape
+    return r.reshape(shape)
+
+
+def _is_node(target: Any) -> bool:
+    return isinstance(target, Node)
+
+
+def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_graph: bool,
+                 create_graph: bool, capture: Sequence[Tensor] | None = None) -> list[Tensor | None] | None:
+    """Kahn's algorithm from the roots. With `capture`, return gradients for those tensors instead of
+    accumulating into leaves' .grad (rumus.autograd.grad)."""
+    from ..tensor import Tensor
+
+    # 1. dependency counts over the graph reachable from the roots
+    deps: dict[int, int] = {}
+    nodes: dict[int, Node] = {}
+    stack = [r.grad_fn for r in roots if r.grad_fn is not None]
+    for n in stack:
+        nodes[id(n)] = n
+    seen = {id(n) for n in stack}
+    while stack:
+        node = stack.pop()
+        for edge in node.edges:
+            if edge is None or not _is_node(edge[0]):
+                continue
+            child = edge[0]
+            deps[id(child)] = deps.get(id(child), 0) + 1
+            if id(child) not in seen:
+                seen.add(id(child))
+                nodes[id(child)] = child
+                stack.append(child)
+
+    captured: dict[int, Tensor | None] = {}
+    capture_leaf = {id(t): i for i, t in enumerate(capture or []) if t.grad_fn is None}
+    capture_node = {(id(t.grad_fn), t._output_nr): i for i, t in enumerate(capture or []) if t.grad_fn is not None}
+
+    buffers: dict[int, list[Tensor | None]] = {}
+
+    def accumulate(target: Any, slot: int, g: Tensor) -> None:
+        if _is_node(target):
+            buf = buffers.setdefault(id(target), [None] * target.num_outputs)
+            buf[slot] = g if buf[slot] is None else buf[slot] + g
+        elif capture is not None:
+            i = capture_leaf.get(id(target))
+            if i is not None:
+                prev = captured.get(i)
+                captured[i] = g if prev is None else prev + g
+        else:
+            leaf: Tensor = target
+            if g.shape != leaf.shape:
+                raise ShapeError(f"gradient of shape {g.shape} does not match leaf of shape {leaf.shape}")
+            g = g if create_graph else g.detach()
+            leaf.grad = g if leaf.grad is None else leaf.grad + g
+            for hook in leaf._hooks or ():
+                hook(leaf)
+
+    ready: list[Node] = []
+    for r, g in zip(roots, root_grads):
+        if r.grad_fn is None:
+            if not r.requires_grad:
+                raise AutogradError("element 0 of tensors does not require grad and does not have a grad_fn: "
+                                    "nothing to differentiate. Create inputs with requires_grad=True.")
+            accumulate(r, 0, g)
+            continue
+        accumulate(r.grad_fn, r._output_nr, g)
+    for r in roots:
+        if r.grad_fn is not None and deps.get(id(r.grad_fn), 0) == 0 and r.grad_fn not in ready:
+            ready.append(r.grad_fn)
+
+    prev_mode = state.enabled
+    state.enabled = create_graph
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(id(node), [None] * node.num_outputs)
+            if capture is not None:
+                for slot, g in enumerate(grads):
+                    i = capture_node.get((id(node), slot))
+                    if i is not None:
+                        captured[i] = g
+            if all(g is None for g in grads):
+                in_grads: Sequence[Tensor | None] = [None] * len(node.edges)
+            else:
+                in_grads = node.apply(grads)  # formulas of multi-output ops accept None grads
+            if not retain_graph:
+                node.release()
+            for edge, g in zip(node.edges, in_grads):
+                if edge is None:
+                    continue
+                target, slot = edge
+                if g is not None:
+                    if not isinstance(g, Tensor):
+                        raise AutogradError(f"backward of '{node.name}' returned {type(g).__name__}, not a Tensor")
+                    accumulate(target, slot, g)
+                if _is_node(target):
+                    deps[id(target)] -= 1
+                    if deps[id(target)] == 0:
+                        ready.append(target)
+    finally:
+        state.enabled = prev_mode
+    if capture is None:
+        return None
+    return [captured.get(i) for i in range(len(capture))]

@@ -1,0 +1,171 @@
+"""RecordWriter: streams records to a temporary file and renames it into place on finish().
+
+A crash or an exception inside `with RecordWriter(...)` never leaves a half-written file under the
+final name: until finish() the bytes live in a hidden temporary file in the same directory (same
+filesystem, so the final os.replace is atomic).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from array import array
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from rumus_contracts import DTypeError, RumusError
+
+from ..tensor import Tensor
+from .rrec_format import FLOAT16, FLOAT32, HEADER, HEADER_SIZE, MAGIC, MAX_NDIM, TAG_DTYPES, U32_MAX, VERSION
+from .rrec_format import block_header, padded
+
+# Largest integer magnitude below which every integer is exact in the stored float type.
+_EXACT_INT = {FLOAT32: 2**24, FLOAT16: 2**11}
+
+
+class RecordWriter:
+    """Write `.rrec` files: `append(input, target)` per record, then `finish()`.
+
+    Inputs and targets are rumus Tensors, numpy arrays or numbers. float32 and float16 are stored
+    as they are; float64/bfloat16 become float32, integers and bools too (refused when a value is
+    not exact in float32). `float16=True` stores every tensor as float16. Quantized and fixed-point
+    tensors are refused: the format has no tag for them.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], float16: bool = False) -> None:
+        self.path = os.fspath(path)
+        self._float16 = float16
+        directory = os.path.dirname(os.path.abspath(self.path))
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", suffix=".tmp", dir=directory)
+        self._file: Any = os.fdopen(fd, "wb")
+        self._file.write(bytes(HEADER_SIZE))  # zeros now; finish() patches the counts in
+        self._pos = HEADER_SIZE
+        self._index = array("Q")  # offset, length, offset, length, ...
+        self._state = "open"
+
+    def __len__(self) -> int:
+        return len(self._index) // 2
+
+    def append(self, input: Any, target: Any) -> None:  # noqa: A002  (PyTorch-style name)
+        if self._state != "open":
+            raise RumusError(f"RecordWriter({self.path!r}) is {self._state}; open a new writer to add records")
+        blocks = [self._encode(input, "input"), self._encode(target, "target")]
+        start = self._pos
+        for header, data, pad in blocks:
+            self._file.write(header)
+            self._file.write(data)
+            self._file.write(pad)
+            self._pos += len(header) + data.nbytes + len(pad)
+        self._index.append(start)
+        self._index.append(self._pos - start)
+
+    def finish(self) -> None:
+        """Write the index, patch the header, fsync and rename into place. A second call does nothing."""
+        if self._state == "finished":
+            return
+        if self._state != "open":
+            raise RumusError(f"RecordWriter({self.path!r}) was discarded; nothing to finish")
+        try:
+            index = np.frombuffer(self._index, dtype=np.uint64).astype("<u8")
+            self._file.write(index.tobytes())
+            self._file.seek(0)
+            self._file.write(HEADER.pack(MAGIC, VERSION, len(self), self._pos))
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
+            os.replace(self._tmp, self.path)
+        except BaseException:
+            self.discard()
+            raise
+        self._state = "finished"
+        _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
+
+    def discard(self) -> None:
+        """Drop everything written so far; the final path is left untouched."""
+        if self._state == "finished":
+            return
+        self._state = "discarded"
+        self._file.close()
+        try:
+            os.unlink(self._tmp)
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self) -> RecordWriter:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.finish()
+        else:
+            self.discard()
+
+    def __del__(self) -> None:
+        # never finish implicitly: a writer dropped mid-way is an error path, not a success
+        if getattr(self, "_state", None) == "open":
+            try:
+                self.discard()
+            except Exception:
+                pass
+
+    # ---- encoding ----------------------------------------------------------------------------------
+    def _encode(self, value: Any, what: str) -> tuple[bytes, np.ndarray, bytes]:
+        arr = _host_array(value, what)
+        if arr.ndim > MAX_NDIM:
+            raise RumusError(f"RecordWriter: the {what} has {arr.ndim} dimensions; .rrec readers accept at most "
+                             f"{MAX_NDIM}")
+        if any(d > U32_MAX for d in arr.shape):
+            raise RumusError(f"RecordWriter: the {what} has shape {arr.shape}; every dimension must fit in a u32")
+        tag = self._tag_for(arr, what)
+        data = np.ascontiguousarray(arr, dtype=TAG_DTYPES[tag])
+        return block_header(arr.shape, tag), data, bytes(padded(data.nbytes) - data.nbytes)
+
+    def _tag_for(self, arr: np.ndarray, what: str) -> int:
+        kind = arr.dtype.kind
+        if kind == "f":
+            return FLOAT16 if self._float16 or arr.dtype == np.float16 else FLOAT32
+        if kind in "iub":
+            tag = FLOAT16 if self._float16 else FLOAT32
+            limit = _EXACT_INT[tag]
+            if arr.size and kind != "b" and (int(arr.max()) > limit or int(arr.min()) < -limit):
+                name = "float16" if tag == FLOAT16 else "float32"
+                raise DTypeError(f"RecordWriter: the {what} holds integers beyond ±{limit}, which {name} (the only "
+                                 f"element types of .rrec besides float16/float32) cannot represent exactly")
+            return tag
+        raise DTypeError(f"RecordWriter: the {what} has numpy dtype {arr.dtype}; .rrec stores float32/float16 "
+                         f"(integers and bools are converted), not {arr.dtype}")
+
+
+def _host_array(value: Any, what: str) -> np.ndarray:
+    if isinstance(value, Tensor):
+        dt = value.dtype
+        if dt.is_fixed:
+            raise DTypeError(f"RecordWriter: the {what} is a fixed-point tensor ({dt}); .rrec stores float32/float16 "
+                             f"only, so fixed-point data cannot be written - convert it to float32 first")
+        if dt.is_packed:
+            raise DTypeError(f"RecordWriter: the {what} is a quantized tensor ({dt}); .rrec stores float32/float16 "
+                             f"only - dequantize it first")
+        return value.numpy()  # layout-aware: a view gives its logical contents, not its raw storage
+    if isinstance(value, np.ndarray):
+        return value
+    arr = np.asarray(value)
+    if arr.dtype == object:
+        raise RumusError(f"RecordWriter: cannot store the {what} of type {type(value).__name__}")
+    return arr
+
+
+def _fsync_dir(directory: str) -> None:
+    """Persist the rename itself (POSIX); a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

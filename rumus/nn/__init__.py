@@ -1,0 +1,12 @@
+"""Neural-network layers with PyTorch's names, signatures, parameter names and layouts."""
+
+from . import functional, init
+from .activation import LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .containers import ModuleDict, ModuleList, Sequential
+from .linear import Flatten, Identity, Linear
+from .loss import L1Loss, MSELoss
+from .module import Module
+from .parameter import Buffer, Parameter
+
+__all__ = ["Buffer", "Flatten", "Identity", "L1Loss", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
+           "ModuleList", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init"]

@@ -1,0 +1,63 @@
+"""Stateless functions behind the nn layers (rumus.nn.functional, like torch.nn.functional)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rumus_contracts import RumusError, ShapeError
+
+from .. import _math as M
+from ..tensor import Tensor
+
+
+def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    # weight.mT is a free view; the GEMM kernels take transposed operands without copying
+    out = M.matmul(x, weight.mT)
+    return M.add(out, bias) if bias is not None else out
+
+
+def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    return M.relu(x)
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return M.sigmoid(x)
+
+
+def tanh(x: Tensor) -> Tensor:
+    return M.tanh(x)
+
+
+def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    return M.softmax(x, dim, dtype)
+
+
+def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    return M.log_softmax(x, dim, dtype)
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return M.mean(loss)
+    if reduction == "sum":
+        return M.sum(loss)
+    if reduction == "none":
+        return loss
+    raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _check_same(op: str, input: Tensor, target: Tensor) -> None:
+    if input.shape != target.shape:
+        raise ShapeError(f"{op}: input shape {input.shape} and target shape {target.shape} differ; "
+                         f"reshape the target (e.g. target.view({', '.join(map(str, input.shape))}))")
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    _check_same("mse_loss", input, target)
+    d = M.sub(input, target)
+    return _reduce(M.mul(d, d), reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    _check_same("l1_loss", input, target)
+    return _reduce(M.abs(M.sub(input, target)), reduction)

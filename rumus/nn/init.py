@@ -1,0 +1,98 @@
+"""Parameter initialisers (PyTorch's names and formulas); they write in place under no_grad."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
+from ..random import Generator, default_generator
+from ..tensor import Tensor
+
+
+def _fans(t: Tensor) -> tuple[int, int]:
+    if t.ndim < 2:
+        raise ValueError(f"fan in/out need a tensor with >= 2 dims, got shape {t.shape}")
+    receptive = int(np.prod(t.shape[2:])) if t.ndim > 2 else 1
+    return t.shape[1] * receptive, t.shape[0] * receptive
+
+
+def calculate_gain(nonlinearity: str, param: float | None = None) -> float:
+    if nonlinearity in ("linear", "conv1d", "conv2d", "sigmoid", "identity"):
+        return 1.0
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        slope = 0.01 if param is None else param
+        return math.sqrt(2.0 / (1 + slope**2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"unsupported nonlinearity {nonlinearity}")
+
+
+def _write(t: Tensor, values: np.ndarray) -> Tensor:
+    from .._creation import from_host
+    with no_grad():
+        t.copy_(from_host(values, t.dtype, t.device))
+    return t
+
+
+def uniform_(t: Tensor, a: float = 0.0, b: float = 1.0, generator: Generator | None = None) -> Tensor:
+    return _write(t, (generator or default_generator).rng.uniform(a, b, t.shape))
+
+
+def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator | None = None) -> Tensor:
+    return _write(t, (generator or default_generator).rng.normal(mean, std, t.shape))
+
+
+def constant_(t: Tensor, value: float) -> Tensor:
+    with no_grad():
+        return t.fill_(value)
+
+
+def zeros_(t: Tensor) -> Tensor:
+    return constant_(t, 0.0)
+
+
+def ones_(t: Tensor) -> Tensor:
+    return constant_(t, 1.0)
+
+
+def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator: Generator | None = None) -> Tensor:
+    fan_in, fan_out = _fans(t)
+    fan = fan_in if mode == "fan_in" else fan_out
+    bound = calculate_gain(nonlinearity, a) * math.sqrt(3.0 / fan) if fan else 0.0
+    return uniform_(t, -bound, bound, generator)
+
+
+def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator: Generator | None = None) -> Tensor:
+    fan_in, fan_out = _fans(t)
+    fan = fan_in if mode == "fan_in" else fan_out
+    return normal_(t, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(fan) if fan else 0.0, generator)
+
+
+def xavier_uniform_(t: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    fan_in, fan_out = _fans(t)
+    bound = gain * math.sqrt(6.0 / (fan_in + fan_out))
+    return uniform_(t, -bound, bound, generator)
+
+
+def xavier_normal_(t: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    fan_in, fan_out = _fans(t)
+    return normal_(t, 0.0, gain * math.sqrt(2.0 / (fan_in + fan_out)), generator)
+
+
+def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator: Generator | None = None) -> Tensor:
+    rng = (generator or default_generator).rng
+    vals = rng.normal(mean, std, t.shape)
+    bad = (vals < a) | (vals > b)
+    while bad.any():
+        vals[bad] = rng.normal(mean, std, int(bad.sum()))
+        bad = (vals < a) | (vals > b)
+    return _write(t, vals)

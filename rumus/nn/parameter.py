@@ -1,0 +1,43 @@
+"""Parameter: a Tensor that a Module registers automatically when assigned as an attribute."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor import Tensor, _init
+
+
+class Parameter(Tensor):
+    __slots__ = ()
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
+        from .._creation import empty
+        src = data if data is not None else empty(0)
+        p: Parameter = object.__new__(cls)
+        _init(p, src._storage, src.shape, src._strides, src._offset)
+        if requires_grad:
+            p.requires_grad_(True)
+        return p
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        raise TypeError("pickle Parameters through state_dict() and rumus.io.save_file")
+
+
+class Buffer(Tensor):
+    """Marker used as `self.x = Buffer(t)` to register a (persistent) buffer, like torch.nn.Buffer."""
+
+    __slots__ = ()
+
+    def __new__(cls, data: Tensor, persistent: bool = True) -> Buffer:
+        b: Buffer = object.__new__(cls)
+        _init(b, data._storage, data.shape, data._strides, data._offset)
+        return b
+
+    def __init__(self, data: Tensor, persistent: bool = True) -> None:
+        pass

@@ -1,0 +1,42 @@
+"""Adam and AdamW (decoupled weight decay), fused into one kernel per parameter."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from rumus_contracts import RumusError
+
+from .. import _creation, ops
+from ..tensor import Tensor
+from .optimizer import Optimizer
+
+
+class Adam(Optimizer):
+    decoupled = False
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0) -> None:
+        if lr < 0 or eps < 0 or not (0 <= betas[0] < 1 and 0 <= betas[1] < 1) or weight_decay < 0:
+            raise RumusError(f"{type(self).__name__}: invalid hyper-parameters lr={lr}, betas={betas}, eps={eps}, "
+                             f"weight_decay={weight_decay}")
+        super().__init__(params, {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay})
+
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        if "step" not in state:
+            state["step"] = 0
+            state["exp_avg"] = _creation.zeros_like(p)
+            state["exp_avg_sq"] = _creation.zeros_like(p)
+        state["step"] += 1
+        b1, b2 = group["betas"]
+        ops.adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], lr=float(group["lr"]), beta1=float(b1),
+                      beta2=float(b2), eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
+                      decoupled=self.decoupled, step=state["step"])
+
+
+class AdamW(Adam):
+    decoupled = True
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay)

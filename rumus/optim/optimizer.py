@@ -1,0 +1,95 @@
+"""Optimizer base: PyTorch-style param_groups; step() drains the gradients of its own parameters.
+
+Draining (setting .grad to None once consumed) means two optimizers over disjoint parameter sets (a GAN)
+never touch each other's gradients, and a parameter that got no gradient is simply skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from rumus_contracts import RumusError
+
+from ..autograd.grad_mode import no_grad
+from ..tensor import Tensor
+
+
+class Optimizer:
+    defaults: dict[str, Any]
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.param_groups: list[dict[str, Any]] = []
+        self.state: dict[int, dict[str, Any]] = {}
+        params = list(params)
+        if not params:
+            raise RumusError(f"{type(self).__name__} got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        for g in groups:
+            self.add_param_group(g)
+
+    def add_param_group(self, group: Mapping[str, Any]) -> None:
+        g = dict(self.defaults)
+        g.update(group)
+        g["params"] = list(group["params"])
+        for p in g["params"]:
+            if not isinstance(p, Tensor):
+                raise RumusError(f"{type(self).__name__}: parameters must be tensors, got {type(p).__name__}")
+            if not p.requires_grad:
+                raise RumusError(f"{type(self).__name__}: a parameter of shape {p.shape} does not require grad")
+        seen = {id(p) for grp in self.param_groups for p in grp["params"]}
+        if any(id(p) in seen for p in g["params"]):
+            raise RumusError(f"{type(self).__name__}: a parameter appears in more than one param group")
+        g.setdefault("initial_lr", g["lr"])
+        self.param_groups.append(g)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for g in self.param_groups:
+            for p in g["params"]:
+                p.grad = None
+
+    def step(self) -> None:
+        with no_grad():
+            for group in self.param_groups:
+                for p in group["params"]:
+                    grad = p.grad
+                    if grad is None:
+                        continue  # no gradient reached this parameter: nothing to do
+                    if grad.shape != p.shape:
+                        raise RumusError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
+                    if grad.device != p.device:
+                        grad = grad.to(p.device)
+                    self._update(p, grad.detach(), group, self.state.setdefault(id(p), {}))
+                    p.grad = None  # drained
+
+    def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    # ---- checkpointing ----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        index = {id(p): i for i, p in enumerate(p for g in self.param_groups for p in g["params"])}
+        groups = [{k: v for k, v in g.items() if k != "params"} | {"params": [index[id(p)] for p in g["params"]]}
+                  for g in self.param_groups]
+        state = {index[pid]: dict(s) for pid, s in self.state.items() if pid in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, sd: Mapping[str, Any]) -> None:
+        params = [p for g in self.param_groups for p in g["params"]]
+        if len(sd["param_groups"]) != len(self.param_groups):
+            raise RumusError("optimizer state_dict has a different number of parameter groups")
+        for g, saved in zip(self.param_groups, sd["param_groups"]):
+            if len(saved["params"]) != len(g["params"]):
+                raise RumusError("optimizer state_dict has groups of different sizes than this optimizer")
+            g.update({k: v for k, v in saved.items() if k != "params"})
+        self.state = {}
+        for i, s in sd["state"].items():
+            p = params[int(i)]
+            self.state[id(p)] = {k: (v.to(p.device) if isinstance(v, Tensor) else v) for k, v in s.items()}
+
+    def __repr__(self) -> str:
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
+        return "\n".join(lines + [")"])

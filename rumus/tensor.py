@@ -1,0 +1,440 @@
+"""Tensor = Storage (buffer, device, dtype, version) + Layout (shape, strides, offset) + autograd state.
+
+Methods are thin: the work lives in `_math` (ops with user-facing signatures), `_views` (metadata-only
+views that keep autograd) and `_dispatch` (the per-op path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rumus_contracts import (
+    AutogradError, Device, DType, DTypeError, RumusError, TensorArg, contiguous_strides, parse_dtype,
+)
+
+from ._storage import Storage
+
+if TYPE_CHECKING:
+    from .autograd.graph import Node
+
+
+class Tensor:
+    __slots__ = ("_storage", "shape", "_strides", "_offset", "requires_grad", "grad", "grad_fn", "_output_nr",
+                 "_base", "_arg_cache", "_hooks", "__weakref__")
+
+    _storage: Storage
+    shape: tuple[int, ...]
+    _strides: tuple[int, ...]
+    _offset: int
+    requires_grad: bool
+    grad: Tensor | None
+    grad_fn: Node | None
+    _output_nr: int
+    _base: Tensor | None
+    _arg_cache: TensorArg | None
+    _hooks: list[Callable[[Tensor], None]] | None
+
+    def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> None:
+        from ._creation import tensor as _tensor
+        src = _tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        _init(self, src._storage, src.shape, src._strides, src._offset)
+        self.requires_grad = requires_grad
+
+    # ---- layout and metadata -------------------------------------------------------------------
+    @property
+    def dtype(self) -> DType:
+        return self._storage.dtype
+
+    @property
+    def device(self) -> Device:
+        return self._storage.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self.shape
+        return self.shape[dim]
+
+    def stride(self, dim: int | None = None) -> Any:
+        return self._strides if dim is None else self._strides[dim]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise RumusError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self._strides)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    @property
+    def _arg(self) -> TensorArg:
+        a = self._arg_cache
+        if a is None:
+            a = self._arg_cache = TensorArg(self._storage.buffer, self.shape, self._strides, self._offset, self.dtype)
+        return a
+
+    def _expanded_arg(self, shape: tuple[int, ...]) -> TensorArg:
+        lead = len(shape) - len(self.shape)
+        strides = [0] * lead + [0 if s == 1 and shape[i + lead] != 1 else st
+                                for i, (s, st) in enumerate(zip(self.shape, self._strides))]
+        return TensorArg(self._storage.buffer, shape, tuple(strides), self._offset, self.dtype)
+
+    # ---- host access --------------------------------------------------------------------------
+    def _refuse_fixed(self, what: str) -> None:
+        if self.dtype.is_fixed:
+            raise DTypeError(f"{what} is refused on a fixed-point tensor ({self.dtype}): its values are raw "
+                             f"int16; use fixed_i16_data() to read them")
+
+    def numpy(self) -> np.ndarray:
+        """A host copy (the only sync point on GPU backends). bfloat16 widens to float32."""
+        self._refuse_fixed("numpy()")
+        if self.dtype.is_packed:
+            raise DTypeError(f"numpy() on a packed {self.dtype} tensor: dequantize it first")
+        if self.requires_grad and self.grad_fn is not None:
+            pass  # like .detach().numpy(); RUMUS does not force the detach
+        arr = self._storage.backend.to_numpy(self._arg)
+        if self.dtype.name == "bfloat16":
+            arr = (arr.astype(np.uint32) << 16).view(np.float32)
+        return arr
+
+    def fixed_i16_data(self) -> np.ndarray:
+        """The raw int16 values of a fixed-point tensor (q means q / 2**scale_log2)."""
+        if not self.dtype.is_fixed:
+            raise DTypeError(f"fixed_i16_data() needs a fixed-point tensor, this one is {self.dtype}")
+        return self._storage.backend.to_numpy(self._arg)
+
+    def __reduce__(self) -> Any:
+        # pickling (DataLoader workers, multiprocessing) goes through host memory
+        from ._creation import _rebuild
+        host = self._storage.backend.to_numpy(self._arg)
+        return (_rebuild, (host, self.dtype, str(self.device), self.requires_grad))
+
+    def item(self) -> Any:
+        if self.numel() != 1:
+            raise RumusError(f"item() needs a tensor with one element, this one has shape {self.shape}")
+        self._refuse_fixed("item()")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self) -> Any:
+        self._refuse_fixed("tolist()")
+        return self.numpy().tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype.is_floating:
+            raise RumusError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RumusError(f"the truth value of a tensor with {self.numel()} elements is ambiguous; "
+                             f"use .any() or .all()")
+        return bool(self.item())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = self.numpy()
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def __repr__(self) -> str:
+        if self.dtype.is_packed:
+            body = f"<{self.dtype} data, shape {self.shape}>"
+        else:
+            body = np.array2string(self.numpy(), separator=", ", prefix="tensor(", precision=4)
+        extra = []
+        if self.dtype.name not in ("float32", "int64", "bool") or self.dtype.is_packed:
+            extra.append(f"dtype={self.dtype}")
+        elif self.numel() == 0 or self.dtype.name == "int64" and False:
+            extra.append(f"dtype={self.dtype}")
+        if self.device.backend != "cpu":
+            extra.append(f"device='{self.device}'")
+        if self.grad_fn is not None:
+            extra.append(f"grad_fn={self.grad_fn!r}")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return f"tensor({body}{', ' if extra else ''}{', '.join(extra)})"
+
+    __hash__ = object.__hash__
+
+    def __iter__(self) -> Iterator[Tensor]:
+        if not self.shape:
+            raise RumusError("iteration over a 0-d tensor")
+        for i in range(self.shape[0]):
+            yield self[i]
+
+    # ---- autograd --------------------------------------------------------------------------------
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False) -> None:
+        from .autograd import backward
+        backward([self], [gradient] if gradient is not None else None, retain_graph, create_graph)
+
+    def detach(self) -> Tensor:
+        return make_tensor(self._storage, self.shape, self._strides, self._offset)
+
+    def detach_(self) -> Tensor:
+        self.grad_fn = None
+        self.requires_grad = False
+        return self
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if requires_grad and not self.dtype.is_floating:
+            raise AutogradError(f"only floating-point tensors can require gradients, not {self.dtype}"
+                                + (" (fixed-point tensors are inference-only)" if self.dtype.is_fixed else ""))
+        if not requires_grad and self.grad_fn is not None:
+            raise AutogradError("requires_grad_(False) on a non-leaf tensor; use detach() instead")
+        self.requires_grad = requires_grad
+        return self
+
+    def register_hook(self, hook: Callable[[Tensor], None]) -> None:
+        """Called with the tensor after its .grad was accumulated (leaves only)."""
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(hook)
+
+    def retain_grad(self) -> None:
+        raise AutogradError("retain_grad() is not supported; use rumus.autograd.grad(out, [t]) instead")
+
+    @property
+    def data(self) -> Tensor:
+        return self.detach()
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        if value.shape != self.shape or value.dtype != self.dtype:
+            raise RumusError(f".data assignment needs the same shape and dtype: {value.shape}/{value.dtype} vs "
+                             f"{self.shape}/{self.dtype}")
+        self._storage, self._strides, self._offset = value._storage, value._strides, value._offset
+        self._arg_cache = None
+
+    # ---- conversion ------------------------------------------------------------------------------
+    def to(self, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:
+        for a in args:
+            if isinstance(a, (DType, type)) or (isinstance(a, str) and _is_dtype_name(a)):
+                dtype = a
+            elif isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            else:
+                device = a
+        out = self
+        if dtype is not None and parse_dtype(dtype) != self.dtype:
+            out = _math.cast(out, parse_dtype(dtype))
+        if device is not None:
+            out = _math.to_device(out, device)
+        return out
+
+    def type(self, dtype: Any) -> Tensor:
+        return self.to(dtype=dtype)
+
+    def cpu(self) -> Tensor:
+        return self.to(device="cpu")
+
+    def float(self) -> Tensor:
+        return self.to(dtype="float32")
+
+    def double(self) -> Tensor:
+        return self.to(dtype="float64")
+
+    def half(self) -> Tensor:
+        return self.to(dtype="float16")
+
+    def long(self) -> Tensor:
+        return self.to(dtype="int64")
+
+    def int(self) -> Tensor:
+        return self.to(dtype="int32")
+
+    def bool(self) -> Tensor:
+        return self.to(dtype="bool")
+
+    def contiguous(self) -> Tensor:
+        return self if self.is_contiguous() else _math.clone(self)
+
+    def clone(self) -> Tensor:
+        return _math.clone(self)
+
+    # ---- views (metadata only, autograd kept) ------------------------------------------------------
+    def reshape(self, *shape: Any) -> Tensor:
+        return _views.reshape(self, _shape_args(shape))
+
+    def view(self, *shape: Any) -> Tensor:
+        return _views.view(self, _shape_args(shape))
+
+    def view_as(self, other: Tensor) -> Tensor:
+        return _views.view(self, other.shape)
+
+    def reshape_as(self, other: Tensor) -> Tensor:
+        return _views.reshape(self, other.shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+        return _views.flatten(self, start_dim, end_dim)
+
+    def unflatten(self, dim: int, sizes: Sequence[int]) -> Tensor:
+        return _views.unflatten(self, dim, tuple(sizes))
+
+    def transpose(self, dim0: int, dim1: int) -> Tensor:
+        return _views.transpose(self, dim0, dim1)
+
+    def swapaxes(self, dim0: int, dim1: int) -> Tensor:
+        return _views.transpose(self, dim0, dim1)
+
+    def t(self) -> Tensor:
+        if self.ndim > 2:
+            raise RumusError(f"t() expects a tensor with <= 2 dims, got shape {self.shape}; use transpose()")
+        return self if self.ndim < 2 else _views.transpose(self, 0, 1)
+
+    @property
+    def T(self) -> Tensor:
+        return _views.permute(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self) -> Tensor:
+        return _views.transpose(self, -2, -1)
+
+    def permute(self, *dims: Any) -> Tensor:
+        return _views.permute(self, _shape_args(dims))
+
+    def expand(self, *shape: Any) -> Tensor:
+        return _views.expand(self, _shape_args(shape))
+
+    def expand_as(self, other: Tensor) -> Tensor:
+        return _views.expand(self, other.shape)
+
+    def broadcast_to(self, shape: Sequence[int]) -> Tensor:
+        return _views.expand(self, tuple(shape))
+
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Tensor:
+        return _views.squeeze(self, dim)
+
+    def unsqueeze(self, dim: int) -> Tensor:
+        return _views.unsqueeze(self, dim)
+
+    def narrow(self, dim: int, start: int, length: int) -> Tensor:
+        return _views.narrow(self, dim, start, length)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+        return _views.chunk(self, chunks, dim)
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Tensor, ...]:
+        return _views.split(self, split_size, dim)
+
+    def unbind(self, dim: int = 0) -> tuple[Tensor, ...]:
+        return tuple(_views.select(self, dim, i) for i in range(self.shape[dim]))
+
+    def __getitem__(self, index: Any) -> Tensor:
+        return _views.getitem(self, index)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        _math.setitem(self, index, value)
+
+    # ---- math: every method forwards to rumus._math ----------------------------------------------
+    def __add__(self, o: Any) -> Tensor: return _math.add(self, o)
+    def __radd__(self, o: Any) -> Tensor: return _math.add(o, self)
+    def __sub__(self, o: Any) -> Tensor: return _math.sub(self, o)
+    def __rsub__(self, o: Any) -> Tensor: return _math.sub(o, self)
+    def __mul__(self, o: Any) -> Tensor: return _math.mul(self, o)
+    def __rmul__(self, o: Any) -> Tensor: return _math.mul(o, self)
+    def __truediv__(self, o: Any) -> Tensor: return _math.div(self, o)
+    def __rtruediv__(self, o: Any) -> Tensor: return _math.div(o, self)
+    def __pow__(self, o: Any) -> Tensor: return _math.pow(self, o)
+    def __rpow__(self, o: Any) -> Tensor: return _math.pow(o, self)
+    def __matmul__(self, o: Tensor) -> Tensor: return _math.matmul(self, o)
+    def __rmatmul__(self, o: Tensor) -> Tensor: return _math.matmul(o, self)
+    def __neg__(self) -> Tensor: return _math.neg(self)
+    def __pos__(self) -> Tensor: return self
+    def __abs__(self) -> Tensor: return _math.abs(self)
+    def __eq__(self, o: Any) -> Tensor: return _math.eq(self, o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> Tensor: return _math.ne(self, o)  # type: ignore[override]
+    def __lt__(self, o: Any) -> Tensor: return _math.lt(self, o)
+    def __le__(self, o: Any) -> Tensor: return _math.le(self, o)
+    def __gt__(self, o: Any) -> Tensor: return _math.gt(self, o)
+    def __ge__(self, o: Any) -> Tensor: return _math.ge(self, o)
+    def __invert__(self) -> Tensor: return _math.logical_not(self)
+    def __and__(self, o: Any) -> Tensor: return _math.logical_and(self, o)
+    def __or__(self, o: Any) -> Tensor: return _math.logical_or(self, o)
+    def __iadd__(self, o: Any) -> Tensor: return _math.add_(self, o)
+    def __isub__(self, o: Any) -> Tensor: return _math.sub_(self, o)
+    def __imul__(self, o: Any) -> Tensor: return _math.mul_(self, o)
+    def __itruediv__(self, o: Any) -> Tensor: return _math.div_(self, o)
+
+    def __getattr__(self, name: str) -> Any:
+        # every function in rumus._math taking the tensor first is also a method (x.exp(), x.sum(1) ...)
+        fn = _math.METHODS.get(name)
+        if fn is None:
+            raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        return lambda *a, **k: fn(self, *a, **k)
+
+
+def _init(t: Tensor, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None,
+          offset: int) -> None:
+    t._storage = storage
+    t.shape = shape
+    t._strides = strides if strides is not None else contiguous_strides(shape)
+    t._offset = offset
+    t.requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._output_nr = 0
+    t._base = None
+    t._arg_cache = None
+    t._hooks = None
+
+
+_new = object.__new__
+
+
+def make_tensor(storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
+                offset: int = 0) -> Tensor:
+    t: Tensor = _new(Tensor)
+    _init(t, storage, shape, strides, offset)
+    return t
+
+
+def _shape_args(args: tuple[Any, ...]) -> tuple[int, ...]:
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        return tuple(int(s) for s in args[0])
+    return tuple(int(s) for s in args)
+
+
+def _is_dtype_name(s: str) -> bool:
+    try:
+        parse_dtype(s)
+        return True
+    except RumusError:
+        return False
+
+
+from . import _math, _views  # noqa: E402  (methods above call into these at run time)
