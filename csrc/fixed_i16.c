@@ -20,6 +20,17 @@
 
 #define TILE_M 4
 #define TILE_N 256
+/* The hot loop is compiled twice on x86-64 (AVX2 and baseline) and picked at load time: integer
+   results are identical either way, only the speed differs. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define HOT_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef HOT_CLONES
+#define HOT_CLONES
+#endif
+
 /* Below this many multiply-adds a layer runs on the calling thread: thread start-up costs more. */
 #define PARALLEL_MACS ((int64_t)1 << 18)
 
@@ -79,7 +90,7 @@ static inline void mac_rows(int64_t acc[TILE_M][TILE_N], const int32_t *xv, int 
     }
 }
 
-static void linear_tile(const linear_args *a, int16_t *out, int64_t out_sm, int64_t out_sn, int64_t m0,
+HOT_CLONES static void linear_tile(const linear_args *a, int16_t *out, int64_t out_sm, int64_t out_sn, int64_t m0,
                         int rows, int64_t n0, int64_t nb) {
     int64_t acc[TILE_M][TILE_N];
     for (int r = 0; r < rows; r++)

@@ -88,9 +88,25 @@ def numel(x: Tensor) -> int:
     return x.numel()
 
 
-__all__ = [n for n in dir() if not n.startswith("_")]
 
 from . import io, nn, optim  # noqa: E402
 
 save = io.save_file
 load = io.load_file
+
+__all__ = [
+    'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',
+    'Generator', 'KernelNotFound', 'RumusError', 'ShapeError', 'Tensor', 'abs', 'add', 'all', 'allclose',
+    'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'autograd', 'bfloat16', 'bmm', 'bool', 'cat',
+    'chunk', 'clamp', 'clip', 'clone', 'concat', 'cos', 'default_device', 'device', 'div', 'dot', 'empty',
+    'empty_like', 'enable_grad', 'eq', 'exp', 'eye', 'flatten', 'float16', 'float32', 'float64', 'from_numpy',
+    'full', 'full_like', 'ge', 'gt', 'inference_mode', 'initial_seed', 'int16', 'int32', 'int64', 'int8',
+    'io', 'is_grad_enabled', 'isclose', 'le', 'linspace', 'load', 'log', 'log_softmax', 'logical_and',
+    'logical_not', 'logical_or', 'logsumexp', 'lt', 'manual_seed', 'matmul', 'max', 'maximum', 'mean', 'min',
+    'minimum', 'mm', 'mul', 'narrow', 'ne', 'neg', 'nn', 'no_grad', 'numel', 'ones', 'ones_like', 'ops',
+    'optim', 'outer', 'permute', 'pow', 'prod', 'rand', 'rand_like', 'randint', 'randn', 'randn_like',
+    'random', 'randperm', 'reciprocal', 'relu', 'reshape', 'rsqrt', 'save', 'set_default_device',
+    'set_grad_enabled', 'sigmoid', 'sign', 'sin', 'softmax', 'split', 'sqrt', 'square', 'squeeze', 'stack',
+    'std', 'sub', 'sum', 'synchronize', 'tanh', 'tensor', 'transpose', 'uint8', 'unsqueeze', 'var', 'where',
+    'zeros', 'zeros_like',
+]

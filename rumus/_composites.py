@@ -9,6 +9,7 @@ from . import _math as M
 from . import ops
 from ._dispatch import COMPOSITES
 from .tensor import Tensor
+from .ops import get as _op
 
 
 def _count(x: Tensor, dims: tuple[int, ...]) -> int:
@@ -23,12 +24,12 @@ def mean(x: Tensor, dims: tuple[int, ...] = ()) -> Tensor:
     if not x.dtype.is_floating:
         from rumus_contracts import RumusError
         raise RumusError(f"mean: needs a floating-point tensor, got {x.dtype}; cast it with .float()")
-    return M.div(ops.sum(x, dims=dims), float(_count(x, dims)))
+    return M.div(_op("sum")(x, dims=dims), float(_count(x, dims)))
 
 
 def var(x: Tensor, dims: tuple[int, ...] = (), correction: int = 1) -> Tensor:
     centred = M.sub(x, mean(x, dims))
-    return M.div(ops.sum(M.mul(centred, centred), dims=dims), float(max(_count(x, dims) - correction, 0)))
+    return M.div(_op("sum")(M.mul(centred, centred), dims=dims), float(max(_count(x, dims) - correction, 0)))
 
 
 def std(x: Tensor, dims: tuple[int, ...] = (), correction: int = 1) -> Tensor:
@@ -38,8 +39,8 @@ def std(x: Tensor, dims: tuple[int, ...] = (), correction: int = 1) -> Tensor:
 def logsumexp(x: Tensor, dims: tuple[int, ...] = ()) -> Tensor:
     if not dims:
         return M.add(x, 0.0)
-    m = ops.amax(x.detach(), dims=dims)  # the shift is a constant: gradients flow through exp/log only
-    return M.add(M.log(ops.sum(M.exp(M.sub(x, m)), dims=dims)), m)
+    m = _op("amax")(x.detach(), dims=dims)  # the shift is a constant: gradients flow through exp/log only
+    return M.add(M.log(_op("sum")(M.exp(M.sub(x, m)), dims=dims)), m)
 
 
 COMPOSITES.update({"mean": mean, "var": var, "std": std, "logsumexp": logsumexp})

@@ -15,6 +15,7 @@ from . import _runtime
 from ._storage import Storage
 from .random import Generator, default_generator
 from .tensor import Tensor, make_tensor
+from .ops import get as _op
 
 
 def _device(device: Any) -> Device:
@@ -39,6 +40,10 @@ def _bfloat16_bits(a: np.ndarray) -> np.ndarray:
 
 def from_host(array: np.ndarray, dtype: DType, device: Device, requires_grad: bool = False) -> Tensor:
     """Upload a host array as a new contiguous tensor (values converted to `dtype`)."""
+    if dtype.is_fixed:
+        raise DTypeError(f"casting values to the fixed-point dtype {dtype} is refused: build fixed-point tensors "
+                         f"from raw int16 values with rumus.fixed.tensor, or convert explicitly with "
+                         f"rumus.fixed.quantize / rumus.fixed.from_float")
     if dtype.is_packed:
         raise DTypeError(f"{dtype} tensors have their own constructors (see rumus.fixed / rumus.quant)")
     if dtype.name == "bfloat16":
@@ -127,8 +132,7 @@ def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requ
     if dtype is None:
         dtype = rbool if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
     dt, dev = parse_dtype(dtype), _device(device)
-    from . import ops
-    out = ops.fill(shape=shape, value=fill_value, dtype=dt.name, device=dev)
+    out = _op("fill")(shape=shape, value=fill_value, dtype=dt.name, device=dev)
     return out.requires_grad_(True) if requires_grad else out
 
 

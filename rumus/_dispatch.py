@@ -83,14 +83,26 @@ class Op:
             self._formula = f
         return self._formula
 
-    def __call__(self, *args: Any, **attrs: Any) -> Any:
+    def __call__(self, *args: Any, **attrs: Any) -> Tensor:
+        """One output (in-place ops return their first updated input, like PyTorch's `x.add_()`)."""
+        if self.schema.num_outputs > 1:
+            raise RumusError(f"op '{self.name}' has {self.schema.num_outputs} outputs: "
+                             f"call rumus.ops.{self.name}.multi(...)")
+        out = self._run(args, attrs)
+        return out[0] if out else args[self.schema.mutates_idx[0]]
+
+    def multi(self, *args: Any, **attrs: Any) -> tuple[Tensor, ...]:
+        return tuple(self._run(args, attrs))
+
+    def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema
         if schema.composite and self.name in COMPOSITES:
-            return COMPOSITES[self.name](*args, **attrs)
+            res = COMPOSITES[self.name](*args, **attrs)
+            return list(res) if isinstance(res, tuple) else [res]
         dev_attr = attrs.pop("device", None) if not args and attrs else None
         if attrs or schema.attrs:
             attrs = schema.bind_attrs(attrs)
-        inputs = args if all(type(a) is Tensor for a in args) else _as_tensors(self.name, args)
+        inputs: Sequence[Tensor] = args if all(type(a) is Tensor for a in args) else _as_tensors(self.name, args)
         if inputs:
             device = inputs[0]._storage.device
             for t in inputs:
@@ -133,10 +145,10 @@ class Op:
         if schema.inplace:
             for i in schema.mutates_idx:
                 inputs[i]._storage.version += 1
-            return None
+            return []
         if grad_state.enabled and schema.differentiable and any(t.requires_grad for t in inputs):
             self._record(inputs, outputs, attrs)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return outputs
 
     def _promote(self, inputs: list[Tensor]) -> list[Tensor]:
         """Common dtype for elementwise ops; ints/bools go to float32 for float-only ops (div, exp...)."""
@@ -177,7 +189,7 @@ def empty(shape: tuple[int, ...], dtype: DType, device: Device, backend: Any = N
     numel = 1
     for s in shape:
         numel *= s
-    if dtype.is_packed:
+    if dtype.kind == "q":  # quantized storage is not one element per logical element
         raise DTypeError(f"{dtype} tensors are created by their own constructors, not by generic ops")
     buf = backend.allocate(device, numel, dtype)
     return make_tensor(Storage(buf, device, dtype, backend, numel), shape)

@@ -14,6 +14,7 @@ from . import _views, ops
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
 from .tensor import Tensor, make_tensor
+from .ops import get as _op
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
@@ -28,53 +29,53 @@ def _t(x: Any, like: Tensor) -> Tensor:
 # ---- elementwise ---------------------------------------------------------------------------------
 
 def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
-    return ops.add(a, b if alpha == 1 else mul(b, alpha))
+    return _op("add")(a, b if alpha == 1 else mul(b, alpha))
 
 
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
-    return ops.sub(a, b if alpha == 1 else mul(b, alpha))
+    return _op("sub")(a, b if alpha == 1 else mul(b, alpha))
 
 
 def mul(a: Any, b: Any) -> Tensor:
-    return ops.mul(a, b)
+    return _op("mul")(a, b)
 
 
 def div(a: Any, b: Any) -> Tensor:
-    return ops.div(a, b)
+    return _op("div")(a, b)
 
 
 def pow(a: Any, b: Any) -> Tensor:
     if isinstance(b, (int, float)) and isinstance(a, Tensor):
         if b == 2:
-            return ops.mul(a, a)
+            return _op("mul")(a, a)
         if b == 1:
             return a
         if b == 0.5:
-            return ops.sqrt(a)
-    return ops.pow(a, b)
+            return _op("sqrt")(a)
+    return _op("pow")(a, b)
 
 
-def neg(x: Tensor) -> Tensor: return ops.neg(x)
-def abs(x: Tensor) -> Tensor: return ops.abs(x)
-def exp(x: Tensor) -> Tensor: return ops.exp(x)
-def log(x: Tensor) -> Tensor: return ops.log(x)
-def sqrt(x: Tensor) -> Tensor: return ops.sqrt(x)
-def rsqrt(x: Tensor) -> Tensor: return ops.rsqrt(x)
-def sin(x: Tensor) -> Tensor: return ops.sin(x)
-def cos(x: Tensor) -> Tensor: return ops.cos(x)
-def tanh(x: Tensor) -> Tensor: return ops.tanh(x)
-def sigmoid(x: Tensor) -> Tensor: return ops.sigmoid(x)
-def relu(x: Tensor) -> Tensor: return ops.relu(x)
-def square(x: Tensor) -> Tensor: return ops.mul(x, x)
-def reciprocal(x: Tensor) -> Tensor: return ops.div(1.0, x)
-def maximum(a: Any, b: Any) -> Tensor: return ops.maximum(a, b)
-def minimum(a: Any, b: Any) -> Tensor: return ops.minimum(a, b)
-def eq(a: Any, b: Any) -> Tensor: return ops.eq(a, b)
-def ne(a: Any, b: Any) -> Tensor: return ops.ne(a, b)
-def lt(a: Any, b: Any) -> Tensor: return ops.lt(a, b)
-def le(a: Any, b: Any) -> Tensor: return ops.le(a, b)
-def gt(a: Any, b: Any) -> Tensor: return ops.gt(a, b)
-def ge(a: Any, b: Any) -> Tensor: return ops.ge(a, b)
+def neg(x: Tensor) -> Tensor: return _op("neg")(x)
+def abs(x: Tensor) -> Tensor: return _op("abs")(x)
+def exp(x: Tensor) -> Tensor: return _op("exp")(x)
+def log(x: Tensor) -> Tensor: return _op("log")(x)
+def sqrt(x: Tensor) -> Tensor: return _op("sqrt")(x)
+def rsqrt(x: Tensor) -> Tensor: return _op("rsqrt")(x)
+def sin(x: Tensor) -> Tensor: return _op("sin")(x)
+def cos(x: Tensor) -> Tensor: return _op("cos")(x)
+def tanh(x: Tensor) -> Tensor: return _op("tanh")(x)
+def sigmoid(x: Tensor) -> Tensor: return _op("sigmoid")(x)
+def relu(x: Tensor) -> Tensor: return _op("relu")(x)
+def square(x: Tensor) -> Tensor: return _op("mul")(x, x)
+def reciprocal(x: Tensor) -> Tensor: return _op("div")(1.0, x)
+def maximum(a: Any, b: Any) -> Tensor: return _op("maximum")(a, b)
+def minimum(a: Any, b: Any) -> Tensor: return _op("minimum")(a, b)
+def eq(a: Any, b: Any) -> Tensor: return _op("eq")(a, b)
+def ne(a: Any, b: Any) -> Tensor: return _op("ne")(a, b)
+def lt(a: Any, b: Any) -> Tensor: return _op("lt")(a, b)
+def le(a: Any, b: Any) -> Tensor: return _op("le")(a, b)
+def gt(a: Any, b: Any) -> Tensor: return _op("gt")(a, b)
+def ge(a: Any, b: Any) -> Tensor: return _op("ge")(a, b)
 
 
 def sign(x: Tensor) -> Tensor:
@@ -84,7 +85,7 @@ def sign(x: Tensor) -> Tensor:
 def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
     if min is None and max is None:
         raise RumusError("clamp: give at least one of min and max")
-    return ops.clamp(x, min=None if min is None else float(min), max=None if max is None else float(max))
+    return _op("clamp")(x, min=None if min is None else float(min), max=None if max is None else float(max))
 
 
 clip = clamp
@@ -94,25 +95,25 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     like = a if isinstance(a, Tensor) else b if isinstance(b, Tensor) else None
     if like is None:
         like = cond.to(parse_dtype("float32"))
-    return ops.where(cond, _t(a, like), _t(b, like))
+    return _op("where")(cond, _t(a, like), _t(b, like))
 
 
 def logical_not(x: Tensor) -> Tensor:
-    return ops.eq(x.to(bool_), False)
+    return _op("eq")(x.to(bool_), False)
 
 
 def logical_and(a: Tensor, b: Any) -> Tensor:
     b = _t(b, a)
-    return ops.ne(ops.mul(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
+    return _op("ne")(_op("mul")(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
 
 
 def logical_or(a: Tensor, b: Any) -> Tensor:
     b = _t(b, a)
-    return ops.ne(ops.add(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
+    return _op("ne")(_op("add")(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
 
 
 def isclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> Tensor:
-    return le(ops.abs(sub(a, b)), add(mul(ops.abs(_t(b, a)), rtol), atol))
+    return le(_op("abs")(sub(a, b)), add(mul(_op("abs")(_t(b, a)), rtol), atol))
 
 
 def allclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
@@ -131,24 +132,24 @@ def _finish(r: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
 
 def sum_dims(x: Tensor, dims: tuple[int, ...]) -> Tensor:
     """Keepdim sum over normalized dims (used by un-broadcasting)."""
-    return ops.sum(x, dims=dims)
+    return _op("sum")(x, dims=dims)
 
 
 def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
     if dtype is not None:
         x = x.to(parse_dtype(dtype))
     dims = _dims("sum", x, dim)
-    return _finish(ops.sum(x, dims=dims), dims, keepdim)
+    return _finish(_op("sum")(x, dims=dims), dims, keepdim)
 
 
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     dims = _dims("prod", x, dim)
-    return _finish(ops.prod(x, dims=dims), dims, keepdim)
+    return _finish(_op("prod")(x, dims=dims), dims, keepdim)
 
 
 def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     dims = _dims("mean", x, dim)
-    return _finish(ops.mean(x, dims=dims), dims, keepdim)
+    return _finish(_op("mean")(x, dims=dims), dims, keepdim)
 
 
 def _correction(unbiased: bool | None, correction: int | None) -> int:
@@ -160,42 +161,42 @@ def _correction(unbiased: bool | None, correction: int | None) -> int:
 def var(x: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
         correction: int | None = None) -> Tensor:
     dims = _dims("var", x, dim)
-    return _finish(ops.var(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
+    return _finish(_op("var")(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
 
 
 def std(x: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
         correction: int | None = None) -> Tensor:
     dims = _dims("std", x, dim)
-    return _finish(ops.std(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
+    return _finish(_op("std")(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
 
 
 def logsumexp(x: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
     dims = _dims("logsumexp", x, dim)
-    return _finish(ops.logsumexp(x, dims=dims), dims, keepdim)
+    return _finish(_op("logsumexp")(x, dims=dims), dims, keepdim)
 
 
 def amax(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     dims = _dims("amax", x, dim)
-    return _finish(ops.amax(x, dims=dims), dims, keepdim)
+    return _finish(_op("amax")(x, dims=dims), dims, keepdim)
 
 
 def amin(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     dims = _dims("amin", x, dim)
-    return _finish(ops.amin(x, dims=dims), dims, keepdim)
+    return _finish(_op("amin")(x, dims=dims), dims, keepdim)
 
 
 def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     if dim is None:
-        return ops.argmax(x.reshape(-1), dim=0).reshape(())
+        return _op("argmax")(x.reshape(-1), dim=0).reshape(())
     d = normalize_dim("argmax", dim, x.ndim)
-    return _finish(ops.argmax(x, dim=d), (d,) if x.ndim else (), keepdim)
+    return _finish(_op("argmax")(x, dim=d), (d,) if x.ndim else (), keepdim)
 
 
 def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     if dim is None:
-        return ops.argmin(x.reshape(-1), dim=0).reshape(())
+        return _op("argmin")(x.reshape(-1), dim=0).reshape(())
     d = normalize_dim("argmin", dim, x.ndim)
-    return _finish(ops.argmin(x, dim=d), (d,) if x.ndim else (), keepdim)
+    return _finish(_op("argmin")(x, dim=d), (d,) if x.ndim else (), keepdim)
 
 
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
@@ -225,13 +226,13 @@ def all(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
     if dtype is not None:
         x = x.to(parse_dtype(dtype))
-    return ops.softmax(x, dim=normalize_dim("softmax", dim, x.ndim) if x.ndim else 0)
+    return _op("softmax")(x, dim=normalize_dim("softmax", dim, x.ndim) if x.ndim else 0)
 
 
 def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
     if dtype is not None:
         x = x.to(parse_dtype(dtype))
-    return ops.log_softmax(x, dim=normalize_dim("log_softmax", dim, x.ndim) if x.ndim else 0)
+    return _op("log_softmax")(x, dim=normalize_dim("log_softmax", dim, x.ndim) if x.ndim else 0)
 
 
 # ---- linear algebra ---------------------------------------------------------------------------------
@@ -245,7 +246,7 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     a2 = _views.unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = _views.unsqueeze(b, 1) if b.ndim == 1 else b
     try:
-        out = ops.matmul(a2, b2)
+        out = _op("matmul")(a2, b2)
     except ShapeError:
         raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied "
                          f"({a.shape[-1]} vs {b.shape[-2] if b.ndim > 1 else b.shape[0]})") from None
@@ -284,11 +285,11 @@ def cast(x: Tensor, dtype: DType) -> Tensor:
     if x.dtype.is_fixed or dtype.is_fixed:
         raise RumusError(f"casting between {x.dtype} and {dtype} is refused: fixed-point tensors are "
                          f"converted explicitly with rumus.fixed (from_float / fixed_i16_data)")
-    return ops.copy(x, dtype=dtype.name)
+    return _op("copy")(x, dtype=dtype.name)
 
 
 def clone(x: Tensor) -> Tensor:
-    return ops.copy(x)
+    return _op("copy")(x)
 
 
 def copy_into(dst: Tensor, src: Tensor) -> None:
@@ -379,6 +380,15 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
 
 # ---- in-place ---------------------------------------------------------------------------------------
 
+def _writable(x: Tensor, name: str) -> Tensor:
+    """x itself, after refusing fixed-point tensors: runs before the out-of-place result is computed,
+    so the refusal (not some dtype error of the out-of-place op) is what the user sees."""
+    if x.dtype.is_fixed:
+        raise RumusError(f"{name} is refused on a fixed-point tensor: in-place writes to fixed-point "
+                         f"tensors are not allowed (build a new tensor with rumus.fixed.tensor)")
+    return x
+
+
 def _inplace(x: Tensor, result: Tensor, name: str) -> Tensor:
     """Write `result` into x's storage, bump the version, and rebase x's autograd history on result."""
     if x.dtype.is_fixed:
@@ -404,17 +414,17 @@ def _inplace(x: Tensor, result: Tensor, name: str) -> Tensor:
     return x
 
 
-def add_(x: Tensor, o: Any, alpha: float = 1) -> Tensor: return _inplace(x, add(x, o, alpha), "add_")
-def sub_(x: Tensor, o: Any, alpha: float = 1) -> Tensor: return _inplace(x, sub(x, o, alpha), "sub_")
-def mul_(x: Tensor, o: Any) -> Tensor: return _inplace(x, mul(x, o), "mul_")
-def div_(x: Tensor, o: Any) -> Tensor: return _inplace(x, div(x, o), "div_")
-def pow_(x: Tensor, o: Any) -> Tensor: return _inplace(x, pow(x, o), "pow_")
+def add_(x: Tensor, o: Any, alpha: float = 1) -> Tensor: return _inplace(_writable(x, "add_"), add(x, o, alpha), "add_")
+def sub_(x: Tensor, o: Any, alpha: float = 1) -> Tensor: return _inplace(_writable(x, "sub_"), sub(x, o, alpha), "sub_")
+def mul_(x: Tensor, o: Any) -> Tensor: return _inplace(_writable(x, "mul_"), mul(x, o), "mul_")
+def div_(x: Tensor, o: Any) -> Tensor: return _inplace(_writable(x, "div_"), div(x, o), "div_")
+def pow_(x: Tensor, o: Any) -> Tensor: return _inplace(_writable(x, "pow_"), pow(x, o), "pow_")
 def clamp_(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
-    return _inplace(x, clamp(x, min, max), "clamp_")
-def neg_(x: Tensor) -> Tensor: return _inplace(x, neg(x), "neg_")
-def exp_(x: Tensor) -> Tensor: return _inplace(x, exp(x), "exp_")
-def sqrt_(x: Tensor) -> Tensor: return _inplace(x, sqrt(x), "sqrt_")
-def relu_(x: Tensor) -> Tensor: return _inplace(x, relu(x), "relu_")
+    return _inplace(_writable(x, "clamp_"), clamp(x, min, max), "clamp_")
+def neg_(x: Tensor) -> Tensor: return _inplace(_writable(x, "neg_"), neg(x), "neg_")
+def exp_(x: Tensor) -> Tensor: return _inplace(_writable(x, "exp_"), exp(x), "exp_")
+def sqrt_(x: Tensor) -> Tensor: return _inplace(_writable(x, "sqrt_"), sqrt(x), "sqrt_")
+def relu_(x: Tensor) -> Tensor: return _inplace(_writable(x, "relu_"), relu(x), "relu_")
 
 
 def fill_(x: Tensor, value: float) -> Tensor:
@@ -436,6 +446,7 @@ def zero_(x: Tensor) -> Tensor:
 
 
 def copy_(x: Tensor, src: Any) -> Tensor:
+    _writable(x, "copy_")
     if not isinstance(src, Tensor):
         from ._creation import tensor
         src = tensor(src, dtype=x.dtype, device=x.device)

@@ -20,7 +20,8 @@ class XorMLP(nn.Module):
         self.output = nn.Linear(8, 1)
 
     def forward(self, x: rm.Tensor) -> rm.Tensor:
-        return self.output(rm.relu(self.hidden(x)))
+        out: rm.Tensor = self.output(rm.relu(self.hidden(x)))
+        return out
 
 
 def main(argv: list[str] | None = None) -> int:

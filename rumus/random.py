@@ -9,7 +9,7 @@ class Generator:
     """Host-side generator; tensors drawn from it are uploaded to their device."""
 
     def __init__(self, seed: int | None = None) -> None:
-        self._seed = seed if seed is not None else int(np.random.SeedSequence().entropy % (2**63))
+        self._seed = seed if seed is not None else int(np.random.SeedSequence().generate_state(1, np.uint64)[0] >> 1)
         self.rng = np.random.Generator(np.random.PCG64(self._seed))
 
     def manual_seed(self, seed: int) -> Generator:

@@ -262,24 +262,6 @@ class Tensor:
     def cpu(self) -> Tensor:
         return self.to(device="cpu")
 
-    def float(self) -> Tensor:
-        return self.to(dtype="float32")
-
-    def double(self) -> Tensor:
-        return self.to(dtype="float64")
-
-    def half(self) -> Tensor:
-        return self.to(dtype="float16")
-
-    def long(self) -> Tensor:
-        return self.to(dtype="int64")
-
-    def int(self) -> Tensor:
-        return self.to(dtype="int32")
-
-    def bool(self) -> Tensor:
-        return self.to(dtype="bool")
-
     def contiguous(self) -> Tensor:
         return self if self.is_contiguous() else _math.clone(self)
 
@@ -396,6 +378,25 @@ class Tensor:
         if fn is None:
             raise AttributeError(f"'Tensor' object has no attribute '{name}'")
         return lambda *a, **k: fn(self, *a, **k)
+
+    # Defined last: inside the class body these names shadow the builtins used in annotations above.
+    def float(self) -> Tensor:
+        return self.to(dtype="float32")
+
+    def double(self) -> Tensor:
+        return self.to(dtype="float64")
+
+    def half(self) -> Tensor:
+        return self.to(dtype="float16")
+
+    def long(self) -> Tensor:
+        return self.to(dtype="int64")
+
+    def int(self) -> Tensor:
+        return self.to(dtype="int32")
+
+    def bool(self) -> Tensor:
+        return self.to(dtype="bool")
 
 
 def _init(t: Tensor, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None,

@@ -9,7 +9,7 @@ from rumus_contracts import DType, Kernel, TensorArg
 
 from . import _lib
 from ._lib import EMPTY, META, ffi, lib, reduce_meta, softmax_meta
-from .dtypes import FLOAT, NUMERIC
+from .dtypes import ALL, FLOAT, NUMERIC
 
 _from_buffer = ffi.from_buffer
 _get = META.get
@@ -68,7 +68,9 @@ def softmax(op: str, dtypes: Sequence[DType]) -> Kernel:
 
 
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    *((op, reduction(op, NUMERIC), NUMERIC) for op in ("sum", "prod", "amax", "amin")),
+    # sum/prod also take bool (counting a mask), beyond the schema's NUMERIC
+    *((op, reduction(op, ALL), ALL) for op in ("sum", "prod")),
+    *((op, reduction(op, NUMERIC), NUMERIC) for op in ("amax", "amin")),
     *((op, arg_reduction(op, NUMERIC), NUMERIC) for op in ("argmax", "argmin")),
     *((op, softmax(op, FLOAT), FLOAT) for op in ("softmax", "log_softmax")),
 ]

@@ -17,6 +17,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_linalg",
     "kernels_memory",
     "kernels_optim",
+    "kernels_fixed",
 )
 
 

@@ -144,8 +144,7 @@ def run(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguo
     attrs = prepare_attrs(schema, sample, dtype)
     if not tensors:
         attrs["device"] = device
-    out = rumus.ops.call(schema.name, *tensors, **attrs)
-    outs = [] if out is None else list(out) if isinstance(out, tuple) else [out]
+    outs = list(rumus.ops.call(schema.name, *tensors, **attrs))
     return Outcome([as_float64(o) for o in outs], [as_float64(t) for t in tensors], ref_inputs,
                    [o.dtype for o in outs])
 
@@ -228,7 +227,7 @@ def check_gradient(schema: OpSchema, sample: Sample, dtype: DType, device: str, 
         tensors[i] = tensors[i].detach().requires_grad_(True)
     ref_inputs = [as_float64(t) for t in tensors]
     attrs = prepare_attrs(schema, sample, dtype)
-    out = rumus.ops.call(schema.name, *tensors, **attrs)
+    (out,) = rumus.ops.call(schema.name, *tensors, **attrs)
     rng = np.random.default_rng(1234)
     cot = rng.uniform(-1, 1, out.shape)
     out.backward(rumus.tensor(cot, dtype=out.dtype, device=device))

@@ -19,7 +19,7 @@ class Device:
         return f"device('{self}')"
 
     @staticmethod
-    def parse(spec: "str | Device") -> "Device":
+    def parse(spec: str | Device) -> Device:
         if isinstance(spec, Device):
             return spec
         if not isinstance(spec, str) or not spec:

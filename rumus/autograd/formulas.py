@@ -4,7 +4,8 @@ return output-shaped gradients and the graph sums them down to each input's shap
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .. import _math as M
 from .. import _views
@@ -12,9 +13,11 @@ from .._dispatch import FORMULAS
 from ..tensor import Tensor
 from .graph import Context, _unbroadcast
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def formula(name: str, inputs: bool = False, outputs: bool = False) -> Any:
-    def register(fn: Any) -> Any:
+
+def formula(name: str, inputs: bool = False, outputs: bool = False) -> Callable[[F], F]:
+    def register(fn: F) -> F:
         FORMULAS[name] = (fn, inputs, outputs)
         return fn
     return register

@@ -226,24 +226,25 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
             node = ready.pop()
             grads = buffers.pop(id(node), [None] * node.num_outputs)
             if capture is not None:
-                for slot, g in enumerate(grads):
+                for slot, out_grad in enumerate(grads):
                     i = capture_node.get((id(node), slot))
                     if i is not None:
-                        captured[i] = g
+                        captured[i] = out_grad
             if all(g is None for g in grads):
                 in_grads: Sequence[Tensor | None] = [None] * len(node.edges)
             else:
                 in_grads = node.apply(grads)  # formulas of multi-output ops accept None grads
             if not retain_graph:
                 node.release()
-            for edge, g in zip(node.edges, in_grads):
+            for edge, in_grad in zip(node.edges, in_grads):
                 if edge is None:
                     continue
                 target, slot = edge
-                if g is not None:
-                    if not isinstance(g, Tensor):
-                        raise AutogradError(f"backward of '{node.name}' returned {type(g).__name__}, not a Tensor")
-                    accumulate(target, slot, g)
+                if in_grad is not None:
+                    if not isinstance(in_grad, Tensor):
+                        raise AutogradError(f"backward of '{node.name}' returned {type(in_grad).__name__}, "
+                                            f"not a Tensor")
+                    accumulate(target, slot, in_grad)
                 if _is_node(target):
                     deps[id(target)] -= 1
                     if deps[id(target)] == 0:

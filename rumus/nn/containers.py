@@ -73,7 +73,8 @@ class ModuleDict(Module):
             self.add_module(k, m)
 
     def __getitem__(self, k: str) -> Module:
-        return self._modules[k]
+        module: Module = self._modules[k]
+        return module
 
     def __setitem__(self, k: str, m: Module) -> None:
         self.add_module(k, m)

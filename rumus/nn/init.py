@@ -50,7 +50,8 @@ def normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, generator: Generator
 
 def constant_(t: Tensor, value: float) -> Tensor:
     with no_grad():
-        return t.fill_(value)
+        t.fill_(value)
+    return t
 
 
 def zeros_(t: Tensor) -> Tensor:

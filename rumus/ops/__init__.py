@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._dispatch import Op
+from ..tensor import Tensor
 from .._runtime import plugins
 
 _ops: dict[str, Op] = {}
@@ -19,8 +20,9 @@ def get(name: str) -> Op:
     return op
 
 
-def call(name: str, *inputs: Any, **attrs: Any) -> Any:
-    return get(name)(*inputs, **attrs)
+def call(name: str, *inputs: Any, **attrs: Any) -> tuple[Tensor, ...]:
+    """Run any op by name; always returns the tuple of outputs (empty for in-place ops)."""
+    return get(name).multi(*inputs, **attrs)
 
 
 def names() -> list[str]:

@@ -7,9 +7,10 @@ from typing import Any
 
 from rumus_contracts import RumusError
 
-from .. import _creation, ops
+from .. import _creation
 from ..tensor import Tensor
 from .optimizer import Optimizer
+from ..ops import get as _op
 
 
 class Adam(Optimizer):
@@ -29,7 +30,7 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = _creation.zeros_like(p)
         state["step"] += 1
         b1, b2 = group["betas"]
-        ops.adam_step(p, grad, state["exp_avg"], state["exp_avg_sq"], lr=float(group["lr"]), beta1=float(b1),
+        _op("adam_step")(p, grad, state["exp_avg"], state["exp_avg_sq"], lr=float(group["lr"]), beta1=float(b1),
                       beta2=float(b2), eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
                       decoupled=self.decoupled, step=state["step"])
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from rumus_contracts import RumusError
 
-from .. import _creation, ops
+from .. import _creation
 from ..tensor import Tensor
 from .optimizer import Optimizer
+from ..ops import get as _op
 
 
 class SGD(Optimizer):
@@ -26,6 +27,6 @@ class SGD(Optimizer):
         first = "momentum_buffer" not in state
         if first:
             state["momentum_buffer"] = _creation.zeros_like(p)
-        ops.sgd_step(p, grad, state["momentum_buffer"], lr=float(group["lr"]), momentum=float(group["momentum"]),
+        _op("sgd_step")(p, grad, state["momentum_buffer"], lr=float(group["lr"]), momentum=float(group["momentum"]),
                      dampening=float(group["dampening"]), weight_decay=float(group["weight_decay"]),
                      nesterov=bool(group["nesterov"]), first=first)

@@ -31,7 +31,8 @@ def uniform(lo: float, hi: float) -> Domain:
 def away_from_zero(lo: float, hi: float) -> Domain:
     """Values with |x| in [lo, hi], random signs: keeps kinks (relu, abs) away from gradient checks."""
     def gen(rng: np.random.Generator, shape: Shape) -> np.ndarray:
-        return rng.uniform(lo, hi, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+        out: np.ndarray = rng.uniform(lo, hi, size=shape) * rng.choice([-1.0, 1.0], size=shape)
+        return out
     return gen
 
 

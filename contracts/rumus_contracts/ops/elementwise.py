@@ -16,7 +16,7 @@ from ._common import (
 )
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def _sigmoid(x: np.ndarray) -> Any:
     return 1.0 / (1.0 + np.exp(-x))
 
 

@@ -16,7 +16,7 @@ def _copy_dtype(dtypes: Sequence[DType], attrs: Mapping[str, Any]) -> list[DType
     return [parse_dtype(attrs["dtype"]) if attrs["dtype"] is not None else dtypes[0]]
 
 
-def _copy_ref(x: np.ndarray, dtype: Any = None) -> np.ndarray:
+def _copy_ref(x: np.ndarray, dtype: Any = None) -> Any:
     if dtype is None:
         return x.copy()
     target = parse_dtype(dtype)

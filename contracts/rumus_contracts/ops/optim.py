@@ -76,7 +76,8 @@ def register(registry: OpRegistry) -> None:
         attrs={"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0,
                "decoupled": False, "step": 1},
         dtype=lambda d, a: [], dtypes=(float32, float64), inplace=True, num_outputs=0,
-        contiguous=("param", "grad", "exp_avg", "exp_avg_sq"), mutates=("param", "exp_avg", "exp_avg_sq"), reference=adam_reference,
+        contiguous=("param", "grad", "exp_avg", "exp_avg_sq"), mutates=("param", "exp_avg", "exp_avg_sq"),
+        reference=adam_reference,
         samples=_adam_samples,
         doc="one Adam/AdamW update in place on param, exp_avg, exp_avg_sq (grad is read only; "
             "the reference also returns the effective grad, which the suite ignores)"))
@@ -85,6 +86,7 @@ def register(registry: OpRegistry) -> None:
         attrs={"lr": 1e-2, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0, "nesterov": False,
                "first": True},
         dtype=lambda d, a: [], dtypes=(float32, float64), inplace=True, num_outputs=0,
-        contiguous=("param", "grad", "momentum_buffer"), mutates=("param", "momentum_buffer"), reference=sgd_reference, samples=_sgd_samples,
+        contiguous=("param", "grad", "momentum_buffer"), mutates=("param", "momentum_buffer"),
+        reference=sgd_reference, samples=_sgd_samples,
         doc="one SGD update (momentum, dampening, nesterov, weight decay) in place on param and "
             "momentum_buffer; first=True initialises the buffer to the gradient"))

@@ -24,10 +24,10 @@ REDUCE_CASES: tuple[tuple[Shape, tuple[int, ...]], ...] = (
 
 
 def _check_dims(op: str, shape: Shape, dims: Any) -> tuple[int, ...]:
-    dims = tuple(dims)
-    if list(dims) != sorted(set(dims)) or any(not 0 <= d < len(shape) for d in dims):
-        raise ShapeError(f"{op}: dims {dims} must be sorted, distinct and within 0..{len(shape) - 1}")
-    return dims
+    norm: tuple[int, ...] = tuple(int(d) for d in dims)
+    if list(norm) != sorted(set(norm)) or any(not 0 <= d < len(shape) for d in norm):
+        raise ShapeError(f"{op}: dims {norm} must be sorted, distinct and within 0..{len(shape) - 1}")
+    return norm
 
 
 def _reduce_shape(op: str, nonempty: bool = False) -> Any:
@@ -68,6 +68,7 @@ def _reduce_samples(values: str = "uniform", cases: Sequence[tuple[Shape, tuple[
         for shape, dims in cases:
             if not allow_empty and 0 in shape:
                 continue
+            x: np.ndarray
             if values == "distinct":  # a unique max/min per slice keeps gradients defined
                 x = rng.permutation(max(int(np.prod(shape)), 1))[: int(np.prod(shape))].reshape(shape)
                 x = x.astype(np.float64) / 4.0 - 2.0
@@ -93,14 +94,14 @@ def _softmax_samples(rng: np.random.Generator) -> list[Sample]:
     return [Sample([rng.uniform(-4, 4, s)], {"dim": d}, name=f"{s}/{d}") for s, d in cases]
 
 
-def _softmax(x: np.ndarray, dim: int) -> np.ndarray:
+def _softmax(x: np.ndarray, dim: int) -> Any:
     if x.ndim == 0:
         return np.ones_like(x)
     e = np.exp(x - x.max(axis=dim, keepdims=True)) if x.size else x
     return e / e.sum(axis=dim, keepdims=True) if x.size else x
 
 
-def _log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
+def _log_softmax(x: np.ndarray, dim: int) -> Any:
     if x.ndim == 0:
         return np.zeros_like(x)
     if not x.size:
@@ -109,14 +110,14 @@ def _log_softmax(x: np.ndarray, dim: int) -> np.ndarray:
     return x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))
 
 
-def _logsumexp(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+def _logsumexp(x: np.ndarray, dims: tuple[int, ...]) -> Any:
     if not dims:
         return x.copy()
     m = np.max(x, axis=dims, keepdims=True)
     return m + np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True))
 
 
-def _var(x: np.ndarray, dims: tuple[int, ...], correction: int = 1) -> np.ndarray:
+def _var(x: np.ndarray, dims: tuple[int, ...], correction: int = 1) -> Any:
     n = int(np.prod([x.shape[d] for d in dims])) if dims else 1
     mean = np.mean(x, axis=dims, keepdims=True) if dims else x
     return np.sum((x - mean) ** 2, axis=dims, keepdims=True) / max(n - correction, 0) if dims else \
@@ -137,18 +138,21 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema("prod", ("x",), _reduce_shape("prod"), dtype=_sum_dtype, dtypes=NUMERIC,
                                reference=lambda x, dims: np.prod(x, axis=dims, keepdims=True),
                                samples=_reduce_samples("small"), doc="product over dims", **kw))
-    for name, fn in (("amax", np.max), ("amin", np.min)):
+    extrema: tuple[tuple[str, Any], ...] = (("amax", np.max), ("amin", np.min))
+    for name, fn in extrema:
         registry.register(OpSchema(
             name, ("x",), _reduce_shape(name, nonempty=True), dtypes=NUMERIC,
             reference=(lambda f: lambda x, dims: f(x, axis=dims, keepdims=True) if dims else x.copy())(fn),
             samples=_reduce_samples("distinct", allow_empty=False),
             doc=f"{name} over dims; the gradient is shared evenly between tied elements", **kw))
-    for name, fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    args: tuple[tuple[str, Any], ...] = (("argmax", np.argmax), ("argmin", np.argmin))
+    for name, fn in args:
         registry.register(OpSchema(
             name, ("x",), _arg_shape(name), attrs={"dim": 0}, dtype=int64_result, dtypes=NUMERIC,
             reference=(lambda f: lambda x, dim: np.expand_dims(f(x, axis=dim), dim))(fn),
             samples=_arg_samples, doc=f"{name} along one dim (first index on ties); int64"))
-    for name, ref in (("softmax", _softmax), ("log_softmax", _log_softmax)):
+    softmaxes: tuple[tuple[str, Any], ...] = (("softmax", _softmax), ("log_softmax", _log_softmax))
+    for name, ref in softmaxes:
         registry.register(OpSchema(name, ("x",), _softmax_shape(name), attrs={"dim": 0},
                                    differentiable=("x",), dtypes=FLOAT_DTYPES, reference=ref,
                                    samples=_softmax_samples, doc=f"{name} along dim, max-shifted"))
@@ -159,7 +163,9 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema("logsumexp", ("x",), _reduce_shape("logsumexp"), dtypes=FLOAT_DTYPES,
                                composite=True, reference=_logsumexp,
                                samples=_reduce_samples(allow_empty=False), doc="max-shifted log-sum-exp", **kw))
-    for name, ref in (("var", _var), ("std", lambda x, dims, correction=1: np.sqrt(_var(x, dims, correction)))):
+    moments: tuple[tuple[str, Any], ...] = (
+        ("var", _var), ("std", lambda x, dims, correction=1: np.sqrt(_var(x, dims, correction))))
+    for name, ref in moments:
         registry.register(OpSchema(name, ("x",), _reduce_shape(name), attrs={"dims": (), "correction": 1},
                                    differentiable=("x",), dtypes=FLOAT_DTYPES, composite=True,
                                    reference=ref, samples=_var_samples,
