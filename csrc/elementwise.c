@@ -5,6 +5,7 @@
    contiguous and scalar-operand cases get their own loops so the compiler vectorises them. */
 #include <tgmath.h>
 
+#include "internal/fastmath.h"
 #include "internal/rumus.h"
 #include "elementwise.h"
 
@@ -136,20 +137,27 @@ static int64_t saturate(double v, double dmin, double dmax, int64_t imin, int64_
     return (int64_t)v;
 }
 
+/* float32 gets the vectorisable versions of internal/fastmath.h, float64 libm's. */
+static inline double rumus_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+#define FAST(fn, x) _Generic((x), float: rumus_##fn##f, default: fn##_f64_libm)(x)
+static inline double exp_f64_libm(double x) { return exp(x); }
+static inline double tanh_f64_libm(double x) { return tanh(x); }
+static inline double sigmoid_f64_libm(double x) { return rumus_sigmoid(x); }
+
 /* ---- the ops -------------------------------------------------------------------------------- */
 
 #define UNARY_OPS(X)                                                                             \
     X(SIGNED, neg, -x)                                                                           \
     X(SIGNED, abs, x < 0 ? -x : x)                                                               \
     X(SIGNED, relu, x < 0 ? (T)0 : x)                                                            \
-    X(FLOAT, exp, exp(x))                                                                        \
+    X(FLOAT, exp, FAST(exp, x))                                                                  \
     X(FLOAT, log, log(x))                                                                        \
     X(FLOAT, sqrt, sqrt(x))                                                                      \
     X(FLOAT, rsqrt, (T)1 / sqrt(x))                                                              \
     X(FLOAT, sin, sin(x))                                                                        \
     X(FLOAT, cos, cos(x))                                                                        \
-    X(FLOAT, tanh, tanh(x))                                                                      \
-    X(FLOAT, sigmoid, (T)1 / ((T)1 + exp(-x)))
+    X(FLOAT, tanh, FAST(tanh, x))                                                                \
+    X(FLOAT, sigmoid, FAST(sigmoid, x))
 
 /* maximum/minimum propagate NaN like PyTorch (x != x is false for integers and folds away). */
 #define ARITH_OPS(X)                                                                             \

@@ -70,6 +70,8 @@ class Op:
         self.name = schema.name
         self._kernels: dict[tuple[str, DType], Any] = {}
         self._formula: tuple[Formula, bool, bool] | None = None
+        self._dtypes = frozenset(schema.dtypes)
+        self._skip = 1 if schema.name == "where" else 0  # where's condition keeps its bool dtype
         self.__doc__ = schema.doc
 
     def __repr__(self) -> str:
@@ -113,13 +115,10 @@ class Op:
         else:
             device = _runtime.default_device() if dev_attr is None else Device.parse(dev_attr)
         if schema.broadcast:
-            inputs = self._promote(list(inputs))
-        shapes = [t.shape for t in inputs]
-        if schema.broadcast and len(inputs) > 1 and any(s != shapes[0] for s in shapes):
-            out_shapes = [broadcast_shapes(self.name, *shapes)]
+            inputs, out_shapes = self._broadcast(inputs)
         else:
-            out_shapes = schema.shape(shapes, attrs)
-        out_dtypes = schema.dtype([t.dtype for t in inputs], attrs)
+            out_shapes = schema.shape([t.shape for t in inputs], attrs)
+        out_dtypes = schema.dtype([t._storage.dtype for t in inputs], attrs)
         key_dtype = inputs[schema.dispatch_on].dtype if inputs else out_dtypes[0]
         backend = inputs[0]._storage.backend if inputs else _runtime.backend(device.backend)
         kernel = self._kernels.get((backend.name, key_dtype))
@@ -150,9 +149,21 @@ class Op:
             self._record(inputs, outputs, attrs)
         return outputs
 
+    def _broadcast(self, inputs: Sequence[Tensor]) -> tuple[Sequence[Tensor], list[tuple[int, ...]]]:
+        """Elementwise ops: one dtype for all operands, and the broadcast output shape."""
+        skip = self._skip
+        dt0 = inputs[skip]._storage.dtype
+        if dt0 not in self._dtypes or any(t._storage.dtype != dt0 for t in inputs[skip:]) or (
+                skip and inputs[0]._storage.dtype != bool_):
+            inputs = self._promote(list(inputs))
+        s0 = inputs[0].shape
+        if all(t.shape == s0 for t in inputs):
+            return inputs, [s0]
+        return inputs, [broadcast_shapes(self.name, *(t.shape for t in inputs))]
+
     def _promote(self, inputs: list[Tensor]) -> list[Tensor]:
         """Common dtype for elementwise ops; ints/bools go to float32 for float-only ops (div, exp...)."""
-        skip = 1 if self.name == "where" else 0
+        skip = self._skip
         dts = [t.dtype for t in inputs[skip:]]
         target = dts[0]
         for d in dts[1:]:

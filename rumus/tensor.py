@@ -399,11 +399,23 @@ class Tensor:
         return self.to(dtype="bool")
 
 
+_strides_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    s = _strides_cache.get(shape)
+    if s is None:
+        s = contiguous_strides(shape)
+        if len(_strides_cache) < 65536:
+            _strides_cache[shape] = s
+    return s
+
+
 def _init(t: Tensor, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None,
           offset: int) -> None:
     t._storage = storage
     t.shape = shape
-    t._strides = strides if strides is not None else contiguous_strides(shape)
+    t._strides = strides if strides is not None else _contiguous(shape)
     t._offset = offset
     t.requires_grad = False
     t.grad = None

@@ -1,7 +1,7 @@
 // Strided elementwise map over the output's logical index space. Inputs arrive already broadcast
-// (stride 0 on broadcast dims). elementwise.py fills the slots: {{BINDINGS}} (outputs, then inputs),
-// {{HELPERS}} (op helper functions), {{OFFSETS}} (offsets_1d after dims coalesce to one, else
-// offsets_nd) and {{BODY}} (loads, the op, the store).
+// (stride 0 on broadcast dims). elementwise.py fills the slots: BINDINGS (outputs, then inputs),
+// HELPERS (op helper functions), OFFSETS (offsets_1d after dims coalesce to one, else offsets_nd)
+// and BODY (loads, the op, the store).
 
 struct Config {
     numel: u32,

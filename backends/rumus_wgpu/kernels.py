@@ -1,0 +1,36 @@
+"""The built-in kernel table: op -> (kernel, dtypes claimed). Importing it does not import wgpu.
+
+float16 kernels need the device feature shader-f16 (a device without it lists no float16 in its
+capabilities and refuses to compile them); int64 is emulated with two u32 words; bool is one u32.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rumus_contracts import DType, bool_, float16, float32, int32, int64
+
+from . import elementwise, gemm, optim, reduce
+
+F = (float32, float16)
+FI = (*F, int32, int64)
+ALL = (*FI, bool_)
+
+CLAIMS: dict[str, tuple[DType, ...]] = {
+    **{op: FI for op in ("neg", "abs", "relu", "add", "sub", "mul", "maximum", "minimum", "clamp")},
+    **{op: F for op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div", "pow")},
+    **{op: ALL for op in ("eq", "ne", "lt", "le", "gt", "ge", "copy", "fill")},
+    # where dispatches on its bool condition in the current schema, and on its values once fixed
+    "where": ALL,
+    **{op: FI for op in ("sum", "prod", "amax", "amin", "argmax", "argmin")},
+    "softmax": F, "log_softmax": F, "matmul": F,
+    "adam_step": (float32,), "sgd_step": (float32,),
+}
+
+
+def kernel_table() -> dict[str, Any]:
+    table: dict[str, Any] = {}
+    for module in (elementwise, reduce, optim):
+        table.update(module.kernels())
+    table["matmul"] = gemm.matmul
+    return table

@@ -1,0 +1,15 @@
+"""The data engine: `.rrec` record files, datasets and the DataLoader (PyTorch-shaped)."""
+
+from ._workers import WorkerInfo, get_worker_info
+from .collate import as_tensors, default_collate, numpy_collate
+from .dataloader import DataLoader
+from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
+from .record_dataset import RecordDataset
+from .rrec_reader import BlockLayout, RecordFile, RecordLayout
+from .rrec_writer import RecordWriter
+
+__all__ = [
+    "BlockLayout", "ConcatDataset", "DataLoader", "Dataset", "RecordDataset", "RecordFile", "RecordLayout",
+    "RecordWriter", "Subset", "TensorDataset", "WorkerInfo", "as_tensors", "default_collate", "get_worker_info",
+    "numpy_collate", "random_split",
+]
