@@ -23,7 +23,7 @@ from cffi import FFI
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MODULE = "rumus_cpu._kernels"
-BASE_FLAGS = ["-O3", "-std=c11", "-fwrapv", "-fno-math-errno", "-D_GNU_SOURCE"]
+BASE_FLAGS = ["-O3", "-std=c11", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-D_GNU_SOURCE"]
 
 
 def _rel(path: str) -> str:

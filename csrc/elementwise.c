@@ -12,7 +12,7 @@
 /* ---- loop templates ------------------------------------------------------------------------ */
 
 #define DEF_UNARY(sfx, TT, op, ...)                                                              \
-    static void op##_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {             \
+    RUMUS_CLONES static void op##_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) { \
         typedef TT T;                                                                            \
         RUMUS_UNUSED(ctx);                                                                       \
         char *po = p[0];                                                                         \
@@ -35,7 +35,7 @@
 
 /* Binary loop with input type T and output type O (bool results are one byte). */
 #define DEF_BINARY_IMPL(name, TT, TO, ...)                                                       \
-    static void name(int64_t n, char **p, const int64_t *s, const void *ctx) {                  \
+    RUMUS_CLONES static void name(int64_t n, char **p, const int64_t *s, const void *ctx) {     \
         typedef TT T;                                                                            \
         typedef TO O;                                                                            \
         RUMUS_UNUSED(ctx);                                                                       \
@@ -143,6 +143,29 @@ static inline double rumus_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 static inline double exp_f64_libm(double x) { return exp(x); }
 static inline double tanh_f64_libm(double x) { return tanh(x); }
 static inline double sigmoid_f64_libm(double x) { return rumus_sigmoid(x); }
+static inline double log_f64_libm(double x) { return log(x); }
+
+/* sin/cos: float32 takes the vectorised reduction for |x| <= RUMUS_TRIG_LIMIT, then libm fixes up the
+   rest (huge arguments, inf, NaN) in a second, rarely taken pass; float64 is libm's. */
+#define DEF_TRIG(op, cosine)                                                                     \
+    RUMUS_CLONES static void op##_f32(int64_t n, char **p, const int64_t *s, const void *ctx) {  \
+        RUMUS_UNUSED(ctx);                                                                       \
+        if (s[0] == 4 && s[1] == 4) {                                                            \
+            float *o = (float *)p[0];                                                            \
+            const float *a = (const float *)p[1];                                                \
+            for (int64_t i = 0; i < n; i++) o[i] = rumus_trigf(a[i], cosine);                    \
+            for (int64_t i = 0; i < n; i++)                                                      \
+                if (!(fabsf(a[i]) <= RUMUS_TRIG_LIMIT)) o[i] = op##f(a[i]);                      \
+        } else {                                                                                 \
+            for (int64_t i = 0; i < n; i++) {                                                    \
+                const float x = *(const float *)(p[1] + i * s[1]);                               \
+                *(float *)(p[0] + i * s[0]) = fabsf(x) <= RUMUS_TRIG_LIMIT ? rumus_trigf(x, cosine) : op##f(x); \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
+    DEF_UNARY(f64, double, op, op(x))
+#define ENT_TRIG(op, cosine) ENT_UNARY(f32, float, op, _) ENT_UNARY(f64, double, op, _)
+#define TRIG_OPS(X) X(sin, 0) X(cos, 1)
 
 /* ---- the ops -------------------------------------------------------------------------------- */
 
@@ -151,11 +174,9 @@ static inline double sigmoid_f64_libm(double x) { return rumus_sigmoid(x); }
     X(SIGNED, abs, x < 0 ? -x : x)                                                               \
     X(SIGNED, relu, x < 0 ? (T)0 : x)                                                            \
     X(FLOAT, exp, FAST(exp, x))                                                                  \
-    X(FLOAT, log, log(x))                                                                        \
+    X(FLOAT, log, FAST(log, x))                                                                  \
     X(FLOAT, sqrt, sqrt(x))                                                                      \
     X(FLOAT, rsqrt, (T)1 / sqrt(x))                                                              \
-    X(FLOAT, sin, sin(x))                                                                        \
-    X(FLOAT, cos, cos(x))                                                                        \
     X(FLOAT, tanh, FAST(tanh, x))                                                                \
     X(FLOAT, sigmoid, FAST(sigmoid, x))
 
@@ -185,6 +206,7 @@ static inline double sigmoid_f64_libm(double x) { return rumus_sigmoid(x); }
 #define X_ENT_CMP(set, op, ...) RUMUS_EACH_##set(ENT_CMP, op, __VA_ARGS__)
 
 UNARY_OPS(X_DEF_UNARY)
+TRIG_OPS(DEF_TRIG)
 ARITH_OPS(X_DEF_ARITH)
 CMP_OPS(X_DEF_CMP)
 RUMUS_EACH_ALL(DEF_WHERE, _)
@@ -192,7 +214,7 @@ RUMUS_EACH_FLOAT(DEF_CLAMP_F, _)
 RUMUS_EACH_INT(DEF_CLAMP_I, _)
 
 static const rumus_loop_entry TABLE[] = {
-    UNARY_OPS(X_ENT_UNARY) ARITH_OPS(X_ENT_ARITH) CMP_OPS(X_ENT_CMP) RUMUS_EACH_ALL(ENT_WHERE, _)
+    UNARY_OPS(X_ENT_UNARY) TRIG_OPS(ENT_TRIG) ARITH_OPS(X_ENT_ARITH) CMP_OPS(X_ENT_CMP) RUMUS_EACH_ALL(ENT_WHERE, _)
     RUMUS_EACH_NUMERIC(ENT_CLAMP, _)};
 #define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
 

@@ -13,6 +13,7 @@
 
 
 #define COLUMN_BLOCK 256
+#define LANES 16
 #define SPLIT_CHUNKS 64
 
 typedef void (*reduce_fn)(const rumus_rlayout *L, char *o, const char *x);
@@ -24,17 +25,27 @@ typedef struct {
 
 #define ACC_SUM(a, v) ((a) += (v))
 #define ACC_PROD(a, v) ((a) *= (v))
-#define ACC_MAX(a, v)                                                                           \
-    do {                                                                                         \
-        if ((v) > (a) || (v) != (v)) (a) = (v);                                                  \
-    } while (0)
-#define ACC_MIN(a, v)                                                                           \
-    do {                                                                                         \
-        if ((v) < (a) || (v) != (v)) (a) = (v);                                                  \
-    } while (0)
+/* NaN wins (x != x folds away for integers); written as selects so loops vectorise */
+#define ACC_MAX(a, v) ((a) = ((v) > (a) || (v) != (v)) ? (v) : (a))
+#define ACC_MIN(a, v) ((a) = ((v) < (a) || (v) != (v)) ? (v) : (a))
 
 /* One reduction (op, input type TI, accumulator TA, output TO). */
 #define DEF_REDUCE(NAME, TI, TA, TO, INIT, ACC)                                                  \
+    /* a contiguous run: LANES interleaved accumulators (vectorised), then combined as a tree */  \
+    RUMUS_CLONES static TA NAME##_contig(const TI *v, int64_t n) {                               \
+        TA lane[LANES];                                                                          \
+        for (int j = 0; j < LANES; j++) lane[j] = (INIT);                                        \
+        int64_t i = 0;                                                                           \
+        for (; i + LANES <= n; i += LANES) {                                                     \
+            const TI *w = v + i;                                                                 \
+            /* kept a loop (not unrolled into scalars) so the vectoriser takes it */             \
+            _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ACC(lane[j], (TA)w[j]);      \
+        }                                                                                        \
+        for (int j = 0; i < n; i++, j++) ACC(lane[j], (TA)v[i]);                                 \
+        for (int w = LANES / 2; w > 0; w /= 2)                                                   \
+            for (int j = 0; j < w; j++) ACC(lane[j], lane[j + w]);                               \
+        return lane[0];                                                                          \
+    }                                                                                            \
     static TA NAME##_part(const char *x, const rumus_rlayout *L, int64_t start, int64_t end) {    \
         TA acc = (INIT);                                                                         \
         if (start >= end) return acc;                                                            \
@@ -57,20 +68,7 @@ typedef struct {
             int64_t n = L->rsh[last] - idx[last];                                                \
             if (n > end - pos) n = end - pos;                                                    \
             if (st == (int64_t)sizeof(TI)) {                                                     \
-                const TI *v = (const TI *)q;                                                     \
-                TA a0 = (INIT), a1 = (INIT), a2 = (INIT), a3 = (INIT);                           \
-                int64_t i = 0;                                                                   \
-                for (; i + 4 <= n; i += 4) {                                                     \
-                    ACC(a0, (TA)v[i]);                                                           \
-                    ACC(a1, (TA)v[i + 1]);                                                       \
-                    ACC(a2, (TA)v[i + 2]);                                                       \
-                    ACC(a3, (TA)v[i + 3]);                                                       \
-                }                                                                                \
-                for (; i < n; i++) ACC(a0, (TA)v[i]);                                            \
-                ACC(a0, a1);                                                                     \
-                ACC(a2, a3);                                                                     \
-                ACC(a0, a2);                                                                     \
-                ACC(acc, a0);                                                                    \
+                ACC(acc, NAME##_contig((const TI *)q, n));                                       \
             } else {                                                                             \
                 for (int64_t i = 0; i < n; i++) ACC(acc, (TA) * (const TI *)(q + i * st));       \
             }                                                                                    \
@@ -93,7 +91,7 @@ typedef struct {
             *(TO *)(o + oo) = (TO)NAME##_part(x + xo, L, 0, L->inner);                           \
         }                                                                                        \
     }                                                                                            \
-    static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
+    RUMUS_CLONES static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
         const int64_t K = L->ksh[L->nk - 1], nb = (K + COLUMN_BLOCK - 1) / COLUMN_BLOCK;         \
         const int nr = L->nr;                                                                    \
         TA acc[COLUMN_BLOCK];                                                                    \
@@ -179,23 +177,33 @@ typedef struct {
     DEF_REDUCE(amin_##sfx, TI, TI, TI, HIGH, ACC_MIN)
 
 /* argmax / argmin along one dim (nr <= 1); the first index wins ties, a NaN wins over numbers. */
-#define DEF_ARG(NAME, TI, BETTER)                                                                \
+#define DEF_ARG(NAME, TI, EXTREME, BETTER)                                                       \
     static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
         const int64_t n = L->nr ? L->rsh[0] : 1, st = L->nr ? L->rin[0] : 0;                     \
         for (int64_t i = s; i < e; i++) {                                                        \
-            int64_t oo, xo;                                                                      \
+            int64_t oo, xo, bi = 0;                                                              \
             rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                           \
             const char *q = x + xo;                                                              \
-            TI best = *(const TI *)q;                                                            \
-            int64_t bi = 0;                                                                      \
-            for (int64_t j = 1; j < n; j++) {                                                    \
-                const TI v = *(const TI *)(q + j * st);                                          \
-                if (BETTER) {                                                                    \
-                    best = v;                                                                    \
-                    bi = j;                                                                      \
+            if (st == (int64_t)sizeof(TI)) {                                                     \
+                /* contiguous: the extreme value (vectorised), then its first position */        \
+                const TI *v = (const TI *)q;                                                     \
+                const TI m = EXTREME##_contig(v, n);                                             \
+                if (m == m) {                                                                    \
+                    while (bi < n - 1 && v[bi] != m) bi++;                                       \
+                } else {                                                                         \
+                    while (bi < n - 1 && v[bi] == v[bi]) bi++;                                   \
+                }                                                                                \
+            } else {                                                                             \
+                TI best = *(const TI *)q;                                                        \
+                for (int64_t j = 1; j < n; j++) {                                                \
+                    const TI v = *(const TI *)(q + j * st);                                      \
+                    if (BETTER) {                                                                \
+                        best = v;                                                                \
+                        bi = j;                                                                  \
+                    }                                                                            \
                 }                                                                                \
             }                                                                                    \
-            *(int64_t *)(o + oo) = n > 0 ? bi : 0;                                               \
+            *(int64_t *)(o + oo) = bi;                                                           \
         }                                                                                        \
     }                                                                                            \
     static void NAME(const rumus_rlayout *L, char *o, const char *x) {                           \
@@ -211,8 +219,8 @@ typedef struct {
     }
 
 #define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH)                                                     \
-    DEF_ARG(argmax_##sfx, TI, v > best || (v != v && best == best))                              \
-    DEF_ARG(argmin_##sfx, TI, v < best || (v != v && best == best))
+    DEF_ARG(argmax_##sfx, TI, amax_##sfx, v > best || (v != v && best == best))                  \
+    DEF_ARG(argmin_##sfx, TI, amin_##sfx, v < best || (v != v && best == best))
 
 EACH_REDUCE(DEF_ALL_REDUCE)
 EACH_REDUCE(DEF_ARGS)

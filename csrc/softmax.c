@@ -1,8 +1,45 @@
 /* softmax / log_softmax along one dim, max-shifted, computed in double.
 
    meta (elements): [nk, kept shape[nk], kept out strides[nk], kept in strides[nk], n, out stride, in stride]. */
+#include "internal/fastmath.h"
 #include "internal/rumus.h"
 #include "softmax.h"
+
+#define LANES 16
+
+/* A contiguous float32 row: vectorised max, exp (internal/fastmath.h) and sums (16 double lanes). */
+RUMUS_CLONES static void softmax_row_f32(const float *x, float *o, int64_t n, int log_out) {
+    float lm[LANES];
+    double ls[LANES];
+    for (int j = 0; j < LANES; j++) {
+        lm[j] = -INFINITY;
+        ls[j] = 0.0;
+    }
+    int64_t i = 0;
+    for (; i + LANES <= n; i += LANES) {
+        _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) {
+            const float v = x[i + j];
+            lm[j] = (v > lm[j] || v != v) ? v : lm[j];
+        }
+    }
+    for (int j = 0; i < n; i++, j++) lm[j] = (x[i] > lm[j] || x[i] != x[i]) ? x[i] : lm[j];
+    float m = lm[0];
+    for (int j = 1; j < LANES; j++) m = (lm[j] > m || lm[j] != lm[j]) ? lm[j] : m;
+    for (i = 0; i < n; i++) o[i] = rumus_expf(x[i] - m);
+    for (i = 0; i + LANES <= n; i += LANES) {
+        _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ls[j] += (double)o[i + j];
+    }
+    for (int j = 0; i < n; i++, j++) ls[j] += (double)o[i];
+    double sum = 0.0;
+    for (int j = 0; j < LANES; j++) sum += ls[j];
+    if (log_out) {
+        const float lse = (float)log(sum);
+        for (i = 0; i < n; i++) o[i] = (x[i] - m) - lse;
+    } else {
+        const float inv = (float)(1.0 / sum);
+        for (i = 0; i < n; i++) o[i] *= inv;
+    }
+}
 
 typedef struct {
     rumus_rlayout L;
@@ -23,6 +60,10 @@ typedef struct {
         for (int64_t r = s; r < e; r++) {                                                        \
             int64_t oo, xo;                                                                      \
             rumus_kept_offsets(&S->L, S->L.nk, r, &oo, &xo);                                     \
+            if (sizeof(T) == 4 && si == 4 && so == 4) {                                           \
+                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 0);               \
+                continue;                                                                        \
+            }                                                                                    \
             const char *q = x + xo;                                                              \
             char *w = o + oo;                                                                    \
             double m = -INFINITY, sum = 0.0;                                                     \
@@ -42,6 +83,10 @@ typedef struct {
         for (int64_t r = s; r < e; r++) {                                                        \
             int64_t oo, xo;                                                                      \
             rumus_kept_offsets(&S->L, S->L.nk, r, &oo, &xo);                                     \
+            if (sizeof(T) == 4 && si == 4 && so == 4) {                                           \
+                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 1);               \
+                continue;                                                                        \
+            }                                                                                    \
             const char *q = x + xo;                                                              \
             char *w = o + oo;                                                                    \
             double m = -INFINITY, sum = 0.0;                                                     \

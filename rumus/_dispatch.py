@@ -4,11 +4,13 @@ autograd node. Kept short on purpose: it runs for every op (DESIGN.md section 4)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from math import prod
 from typing import Any
 
 from rumus_contracts import (
     Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64, promote,
 )
+from rumus_contracts.schema import _same_dtype as _same_dtype_rule
 from rumus_contracts.shapes import broadcast_shapes
 
 from . import _runtime
@@ -72,6 +74,9 @@ class Op:
         self._formula: tuple[Formula, bool, bool] | None = None
         self._dtypes = frozenset(schema.dtypes)
         self._skip = 1 if schema.name == "where" else 0  # where's condition keeps its bool dtype
+        self._has_attrs = bool(schema.attrs)
+        self._same_dtype = schema.dtype is _same_dtype_rule
+        self._composite = COMPOSITES.get(schema.name) if schema.composite else None
         self.__doc__ = schema.doc
 
     def __repr__(self) -> str:
@@ -98,15 +103,20 @@ class Op:
 
     def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema
-        if schema.composite and self.name in COMPOSITES:
-            res = COMPOSITES[self.name](*args, **attrs)
+        if self._composite is not None:
+            res = self._composite(*args, **attrs)
             return list(res) if isinstance(res, tuple) else [res]
         dev_attr = attrs.pop("device", None) if not args and attrs else None
-        if attrs or schema.attrs:
+        if attrs or self._has_attrs:
             attrs = schema.bind_attrs(attrs)
-        inputs: Sequence[Tensor] = args if all(type(a) is Tensor for a in args) else _as_tensors(self.name, args)
+        inputs: Sequence[Tensor] = args
+        for a in args:
+            if type(a) is not Tensor:
+                inputs = _as_tensors(self.name, args)
+                break
         if inputs:
-            device = inputs[0]._storage.device
+            first = inputs[0]._storage
+            device, backend = first.device, first.backend
             for t in inputs:
                 if t._storage.device != device:
                     raise DeviceMismatch(f"{self.name}: inputs are on different devices: "
@@ -114,16 +124,20 @@ class Op:
                                          f".to(device) first")
         else:
             device = _runtime.default_device() if dev_attr is None else Device.parse(dev_attr)
+            backend = _runtime.backend(device.backend)
         if schema.broadcast:
             inputs, out_shapes = self._broadcast(inputs)
         else:
             out_shapes = schema.shape([t.shape for t in inputs], attrs)
-        out_dtypes = schema.dtype([t._storage.dtype for t in inputs], attrs)
-        key_dtype = inputs[schema.dispatch_on].dtype if inputs else out_dtypes[0]
-        backend = inputs[0]._storage.backend if inputs else _runtime.backend(device.backend)
+        if inputs:
+            key_dtype = inputs[schema.dispatch_on]._storage.dtype
+            out_dtypes = [key_dtype] if self._same_dtype else schema.dtype([t._storage.dtype for t in inputs], attrs)
+        else:
+            out_dtypes = schema.dtype([], attrs)
+            key_dtype = out_dtypes[0]
         kernel = self._kernels.get((backend.name, key_dtype))
         if kernel is None:
-            if key_dtype not in schema.dtypes:
+            if key_dtype not in self._dtypes:
                 raise DTypeError(f"{self.name}: dtype {key_dtype} is not supported; the op takes "
                                  f"{', '.join(str(d) for d in schema.dtypes)}")
             kernel = self._kernels[(backend.name, key_dtype)] = _runtime.kernel(self.name, backend, key_dtype)
@@ -145,8 +159,11 @@ class Op:
             for i in schema.mutates_idx:
                 inputs[i]._storage.version += 1
             return []
-        if grad_state.enabled and schema.differentiable and any(t.requires_grad for t in inputs):
-            self._record(inputs, outputs, attrs)
+        if grad_state.enabled and schema.differentiable:
+            for t in inputs:
+                if t.requires_grad:
+                    self._record(inputs, outputs, attrs)
+                    break
         return outputs
 
     def _broadcast(self, inputs: Sequence[Tensor]) -> tuple[Sequence[Tensor], list[tuple[int, ...]]]:
@@ -156,10 +173,14 @@ class Op:
         if dt0 not in self._dtypes or any(t._storage.dtype != dt0 for t in inputs[skip:]) or (
                 skip and inputs[0]._storage.dtype != bool_):
             inputs = self._promote(list(inputs))
-        s0 = inputs[0].shape
-        if all(t.shape == s0 for t in inputs):
-            return inputs, [s0]
-        return inputs, [broadcast_shapes(self.name, *(t.shape for t in inputs))]
+        s0: tuple[int, ...] | None = None
+        for t in inputs:  # 0-d operands (scalars) broadcast to anything
+            if t.shape:
+                if s0 is None:
+                    s0 = t.shape
+                elif t.shape != s0:
+                    return inputs, [broadcast_shapes(self.name, *(t.shape for t in inputs))]
+        return inputs, [s0 if s0 is not None else ()]
 
     def _promote(self, inputs: list[Tensor]) -> list[Tensor]:
         """Common dtype for elementwise ops; ints/bools go to float32 for float-only ops (div, exp...)."""
@@ -197,9 +218,7 @@ class Op:
 def empty(shape: tuple[int, ...], dtype: DType, device: Device, backend: Any = None) -> Tensor:
     if backend is None:
         backend = _runtime.backend(device.backend)
-    numel = 1
-    for s in shape:
-        numel *= s
+    numel = prod(shape)
     if dtype.kind == "q":  # quantized storage is not one element per logical element
         raise DTypeError(f"{dtype} tensors are created by their own constructors, not by generic ops")
     buf = backend.allocate(device, numel, dtype)

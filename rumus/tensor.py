@@ -104,6 +104,8 @@ class Tensor:
         return a
 
     def _expanded_arg(self, shape: tuple[int, ...]) -> TensorArg:
+        if not self.shape:  # a scalar: stride 0 everywhere
+            return TensorArg(self._storage.buffer, shape, _ZEROS[len(shape)], self._offset, self._storage.dtype)
         lead = len(shape) - len(self.shape)
         strides = [0] * lead + [0 if s == 1 and shape[i + lead] != 1 else st
                                 for i, (s, st) in enumerate(zip(self.shape, self._strides))]
@@ -399,6 +401,7 @@ class Tensor:
         return self.to(dtype="bool")
 
 
+_ZEROS = [(0,) * n for n in range(65)]
 _strides_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 

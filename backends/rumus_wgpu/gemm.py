@@ -38,6 +38,7 @@ class Tile:
 
 TILES: dict[str, Tile] = {
     "128x128": Tile(128, 128, 8, 8, 8),    # 256 invocations, 64 outputs each
+    "128x128k16": Tile(128, 128, 16, 8, 8),  # the same with 32 KiB of workgroup memory
     "128x64": Tile(128, 64, 8, 8, 8),      # 128 invocations
     "64x64": Tile(64, 64, 8, 8, 8),        # 64 invocations
     "64x64w": Tile(64, 64, 16, 4, 4),      # 256 invocations, 16 outputs each

@@ -34,6 +34,7 @@ class Recorder:
         self.cpass: Any = None
         self.keep: list[Any] = []  # buffer handles used by the pending batch (kept alive until submitted)
         self._staging: dict[int, list[Any]] = {}
+        self._fence: Any = None
         self.submits = self.syncs = self.dispatches = self.copies = 0
 
     # -- recording -------------------------------------------------------------------------------
@@ -126,9 +127,12 @@ class Recorder:
         return memoryview(data)
 
     def synchronize(self) -> None:
-        self.flush()
-        self.syncs += 1
-        self.queue.on_submitted_work_done_sync()
+        """Wait for everything submitted: read back 4 bytes copied after it (mapping resolves only
+        once the submission that wrote them, and so every earlier one, has finished)."""
+        if self._fence is None:
+            from .layout import new_buffer
+            self._fence = new_buffer(self.dev, 4)
+        self.read(self._fence, 0, 4)
 
     def stats(self) -> dict[str, int]:
         return {"submits": self.submits, "syncs": self.syncs, "dispatches": self.dispatches,

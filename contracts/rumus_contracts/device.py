@@ -12,6 +12,16 @@ class Device:
     backend: str
     index: int = 0
 
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.backend == other.backend and self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash(self.backend) ^ self.index
+
     def __str__(self) -> str:
         return self.backend if self.backend == "cpu" and self.index == 0 else f"{self.backend}:{self.index}"
 

@@ -23,9 +23,23 @@ class DType:
     kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool, "q" packed/quantized, "x" fixed
     param: int | None = None
     _np: np.dtype[np.generic] = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_np", np.dtype(self.storage))
+        object.__setattr__(self, "_hash", hash((self.name, self.storage, self.kind, self.param)))
+
+    # dtypes key every kernel-cache lookup: hash once, compare by identity first
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, DType):
+            return NotImplemented
+        return (self.name, self.storage, self.kind, self.param) == (other.name, other.storage, other.kind,
+                                                                    other.param)
 
     @property
     def itemsize(self) -> int:

@@ -110,13 +110,12 @@ class OpSchema:
 
     def bind_attrs(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults filled in; unknown attribute names are refused."""
-        unknown = set(given) - set(self.attrs)
-        if unknown:
-            raise RumusError(f"op '{self.name}' got unknown attribute(s) {sorted(unknown)}; "
-                             f"it takes {sorted(self.attrs)}")
-        out = dict(self.attrs)
-        out.update(given)
-        return out
+        for key in given:
+            if key not in self.attrs:
+                unknown = sorted(set(given) - set(self.attrs))
+                raise RumusError(f"op '{self.name}' got unknown attribute(s) {unknown}; "
+                                 f"it takes {sorted(self.attrs)}")
+        return {**self.attrs, **given}
 
 
 class OpRegistry:

@@ -43,4 +43,69 @@ static inline float rumus_tanhf(float x) {
 
 static inline float rumus_sigmoidf(float x) { return 1.0f / (1.0f + rumus_expf(-x)); }
 
+static inline int32_t rumus_float_to_bits(float f) {
+    int32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+static inline float rumus_logf(float x) {
+    const int den = x < 1.17549435e-38f; /* denormals: scale into the normal range first */
+    const float xs = den ? x * 8388608.0f : x;
+    const int32_t bits = rumus_float_to_bits(xs);
+    int32_t e = ((bits >> 23) & 0xff) - 126 - (den ? 23 : 0);
+    float m = rumus_bits_to_float((bits & 0x007fffff) | 0x3f000000); /* [0.5, 1) */
+    const int low = m < 0.707106781186547524f;
+    e = low ? e - 1 : e;
+    m = low ? m + m - 1.0f : m - 1.0f;
+    const float z = m * m;
+    float y = 7.0376836292e-2f;
+    y = y * m - 1.1514610310e-1f;
+    y = y * m + 1.1676998740e-1f;
+    y = y * m - 1.2420140846e-1f;
+    y = y * m + 1.4249322787e-1f;
+    y = y * m - 1.6668057665e-1f;
+    y = y * m + 2.0000714765e-1f;
+    y = y * m - 2.4999993993e-1f;
+    y = y * m + 3.3333331174e-1f;
+    y = y * m * z;
+    const float fe = (float)e;
+    y += -2.12194440e-4f * fe;
+    y += -0.5f * z;
+    float r = m + y;
+    r += 0.693359375f * fe;
+    r = x < 0.0f ? __builtin_nanf("") : r;
+    r = x == 0.0f ? -__builtin_inff() : r;
+    r = x == __builtin_inff() ? x : r;
+    return x != x ? x : r;
+}
+
+/* sin/cos for |x| <= RUMUS_TRIG_LIMIT (Cody-Waite reduction by pi/4 in three parts); callers send
+   larger arguments, inf and NaN to libm. */
+#define RUMUS_TRIG_LIMIT 8192.0f
+
+static inline float rumus_trigf(float x, int cosine) {
+    const float ax = x < 0 ? -x : x;
+    int32_t j = (int32_t)(ax * 1.27323954473516f);
+    j += j & 1;
+    const float y = (float)j;
+    j &= 7;
+    const float r = ((ax - y * 0.78515625f) - y * 2.4187564849853515625e-4f) - y * 3.77489497744594108e-8f;
+    const float z = r * r;
+    const float c = ((2.443315711809948e-5f * z - 1.388731625493765e-3f) * z + 4.166664568298827e-2f) * z * z -
+                    0.5f * z + 1.0f;
+    const float s = ((-1.9515295891e-4f * z + 8.3321608736e-3f) * z - 1.6666654611e-1f) * z * r + r;
+    const int swap = (j == 2) | (j == 6); /* the octants where sin uses the cos polynomial and vice versa */
+    float v;
+    int neg;
+    if (cosine) {
+        v = swap ? s : c;
+        neg = (j == 2) | (j == 4);
+    } else {
+        v = swap ? c : s;
+        neg = (j >= 4) ^ (x < 0);
+    }
+    return neg ? -v : v;
+}
+
 #endif

@@ -70,6 +70,17 @@ int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const cha
 
 #define RUMUS_UNUSED(x) (void)(x)
 
+/* Hot loops are compiled twice on x86-64 Linux (AVX2 and baseline SSE2) and picked at load time.
+   No FMA contraction happens (-std=c11 implies -ffp-contract=off), so both give the same bits. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define RUMUS_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef RUMUS_CLONES
+#define RUMUS_CLONES
+#endif
+
 /* A parallel loop over `nt` threads (a variable named nt must be in scope); nothing without OpenMP. */
 #ifdef _OPENMP
 #define RUMUS_PARALLEL_FOR _Pragma("omp parallel for num_threads(nt) schedule(static)")

@@ -14,9 +14,9 @@ import numpy as np
 
 from rumus_contracts import RumusError
 
-from .._creation import from_numpy
 from .._math import stack
 from ..tensor import Tensor
+from ._tensors import host_tensor
 
 
 def _collate(batch: Sequence[Any], leaf: Callable[[np.ndarray], Any], tensors: bool) -> Any:
@@ -61,7 +61,7 @@ def numpy_collate(batch: Sequence[Any]) -> Any:
 def as_tensors(tree: Any, device: Any = None) -> Any:
     """Every numpy array in a collated batch becomes a rumus Tensor (one copy into the backend)."""
     if isinstance(tree, np.ndarray):
-        return from_numpy(tree, device)
+        return host_tensor(tree, device)
     if isinstance(tree, tuple):
         items = [as_tensors(x, device) for x in tree]
         return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
@@ -76,4 +76,4 @@ def default_collate(batch: Sequence[Any]) -> Any:
     """Stack Tensors, numpy arrays and numbers into rumus Tensors along a new first dimension."""
     if not batch:
         raise RumusError("collate: empty batch")
-    return _collate(batch, from_numpy, tensors=True)
+    return _collate(batch, host_tensor, tensors=True)

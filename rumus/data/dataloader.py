@@ -28,6 +28,9 @@ class _Fetcher:
 
     def __call__(self, indices: Sequence[int]) -> Any:
         if self.collate_fn is None:
+            batch = getattr(self.dataset, "get_numpy_batch", None)
+            if batch is not None:
+                return batch(indices)
             return numpy_collate([_get_numpy(self.dataset, i) for i in indices])
         return self.collate_fn([self.dataset[i] for i in indices])
 

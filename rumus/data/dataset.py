@@ -3,6 +3,8 @@
 Besides `ds[i]` (rumus Tensors), a dataset offers `ds.get_numpy(i)`: the same sample with numpy
 arrays in place of tensors. DataLoader workers use it so that batches are built on the host with
 numpy and become tensors once, in the main process (no backend work or tensor pickling in workers).
+A dataset may also offer `get_numpy_batch(indices)`, the already collated numpy batch (equal to
+`numpy_collate([get_numpy(i) for i in indices])`), when it can gather a batch faster at once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from rumus_contracts import RumusError
 
 from ..random import Generator, default_generator
 from ..tensor import Tensor
+from .collate import numpy_collate
 
 
 def to_numpy_tree(sample: Any) -> Any:
@@ -90,6 +93,10 @@ class TensorDataset(Dataset):
     def get_numpy(self, index: int) -> tuple[np.ndarray, ...]:
         return tuple(a[index] for a in self._arrays())
 
+    def get_numpy_batch(self, indices: Sequence[int]) -> tuple[np.ndarray, ...]:
+        idx = np.asarray(indices, dtype=np.int64)
+        return tuple(a[idx] for a in self._arrays())
+
     def prepare_numpy(self) -> None:
         self._arrays()
 
@@ -110,6 +117,11 @@ class Subset(Dataset):
 
     def prepare_numpy(self) -> None:
         _prepare(self.dataset)
+
+    def get_numpy_batch(self, indices: Sequence[int]) -> Any:
+        real = [int(self.indices[i]) for i in indices]
+        batch = getattr(self.dataset, "get_numpy_batch", None)
+        return batch(real) if batch is not None else numpy_collate([_get_numpy(self.dataset, i) for i in real])
 
 
 class ConcatDataset(Dataset):

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from rumus_contracts import float32
-
-from .._creation import _device, from_host
 from ..tensor import Tensor
+from ._tensors import host_tensor
 from .dataset import Dataset
 from .rrec_reader import RecordFile, RecordLayout
 
@@ -35,10 +34,13 @@ class RecordDataset(Dataset):
     def get_numpy(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         return self.file.arrays(index)
 
+    def get_numpy_batch(self, indices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Stacked (inputs, targets) of many records: what the DataLoader's default collate builds."""
+        return self.file.batch(indices)
+
     def __getitem__(self, index: int) -> tuple[Tensor, Tensor]:
         x, y = self.file.arrays(index)
-        dev = _device(self.device)
-        return from_host(x, float32, dev), from_host(y, float32, dev)
+        return host_tensor(x, self.device), host_tensor(y, self.device)
 
     def layout(self, index: int) -> RecordLayout:
         """Shapes, dtypes and byte offsets of record `index` (its data is not read)."""

@@ -52,7 +52,7 @@ def verify_main(argv: Sequence[str] | None = None) -> int:
         if result.ok:
             print(f"OK {path}: {_describe(fx)}; {result.summary()}")
         else:
-            print(f"MISMATCH {path}: {result.summary()}", file=sys.stderr)
+            print(f"MISMATCH {path}: {result.summary()}")
             status = max(status, EXIT_MISMATCH)
     return status
 

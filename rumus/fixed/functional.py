@@ -9,10 +9,9 @@ import numpy as np
 from rumus_contracts import DTypeError, ShapeError, fixed_i16, int64
 from rumus_contracts.ops.fixed import OVERFLOW, ROUNDING, requantize_int
 
-from .._creation import from_storage
 from ..tensor import Tensor
 from . import _ops
-from .tensor import require_fixed, scale_log2_of
+from .tensor import from_raw, require_fixed, scale_log2_of
 
 __all__ = ["OVERFLOW", "ROUNDING", "linear", "relu", "requantize"]
 
@@ -43,7 +42,7 @@ def requantize(acc: Any, s: int) -> Any:
         if arr.dtype.kind not in "iu" and arr.size:
             raise DTypeError(f"requantize takes integer accumulators, got {arr.dtype}")
         try:
-            acc = from_storage(np.asarray(acc, dtype=np.int64), int64, "cpu")
+            acc = from_raw(np.asarray(acc, dtype=np.int64), int64)
         except OverflowError:
             raise DTypeError("requantize: accumulators must fit in int64") from None
     if acc.dtype != int64:

@@ -14,8 +14,9 @@ import numpy as np
 
 from rumus_contracts import AutogradError, DType, DTypeError, RumusError, ShapeError, fixed_i16
 
-from .._creation import from_storage
-from ..tensor import Tensor
+from .. import _runtime
+from .._storage import Storage
+from ..tensor import Tensor, make_tensor
 
 I16_MIN, I16_MAX = -32768, 32767
 # The float -> fixed rounding of `quantize` / `from_float` (numpy's rint). The fixed-point ops
@@ -51,6 +52,18 @@ def raw_int16(values: Any, what: str = "values") -> np.ndarray:
     return arr.astype(np.int16)
 
 
+def from_raw(raw: np.ndarray, dtype: DType) -> Tensor:
+    """A new CPU tensor whose storage is a copy of `raw` (already dtype.numpy values), shape kept.
+
+    Like rumus._creation.from_storage, except that a 0-d array stays 0-d (from_storage goes through
+    np.ascontiguousarray, which turns () into (1,))."""
+    backend = _runtime.backend("cpu")
+    device = backend.devices()[0]
+    host = np.array(raw, dtype=dtype.numpy, order="C", copy=True)
+    buf = backend.from_numpy(device, host.reshape(-1), dtype)
+    return make_tensor(Storage(buf, device, dtype, backend, host.size), tuple(host.shape))
+
+
 def tensor(values: Any, shape: int | Sequence[int], scale_log2: int, *, requires_grad: bool = False) -> Tensor:
     """A CPU fixed_i16(scale_log2) tensor of `shape` holding the raw int16 `values` (row-major)."""
     dtype = fixed_i16(scale_log2)
@@ -60,7 +73,7 @@ def tensor(values: Any, shape: int | Sequence[int], scale_log2: int, *, requires
     raw = raw_int16(values)
     if raw.size != int(np.prod(dims, dtype=np.int64)):
         raise ShapeError(f"rumus.fixed.tensor: {raw.size} values do not fill shape {dims}")
-    return from_storage(raw.reshape(dims), dtype, "cpu")
+    return from_raw(raw.reshape(dims), dtype)
 
 
 def require_fixed(t: Any, what: str, scale_log2: int | None = None) -> DType:
@@ -79,7 +92,7 @@ def require_fixed(t: Any, what: str, scale_log2: int | None = None) -> DType:
 def scale_log2_of(t: Tensor) -> int:
     dtype = require_fixed(t, "the tensor")
     assert dtype.param is not None  # fixed dtypes always carry their scale
-    return dtype.param
+    return int(dtype.param)
 
 
 def quantize_array(values: Any, scale_log2: int) -> tuple[np.ndarray, int]:
@@ -98,7 +111,7 @@ def quantize_array(values: Any, scale_log2: int) -> tuple[np.ndarray, int]:
 def quantize(values: Any, scale_log2: int) -> Tensor:
     """Float values (array-like or float Tensor) -> fixed_i16(scale_log2) tensor; see FLOAT_ROUNDING."""
     raw, _ = quantize_array(values, scale_log2)
-    return from_storage(raw, fixed_i16(scale_log2), "cpu")
+    return from_raw(raw, fixed_i16(scale_log2))
 
 
 def dequantize(t: Tensor) -> np.ndarray:

@@ -23,7 +23,7 @@ class VerifyResult:
 
     def summary(self) -> str:
         if self.ok:
-            return f"{self.n_values} output value{'s' if self.n_values != 1 else ''} match bit for bit"
+            return (f"{self.n_values} output value{'s match' if self.n_values != 1 else ' matches'} bit for bit")
         return (f"first differing index {self.first_index} (position {list(self.first_position or ())}): "
                 f"recorded {self.recorded}, recomputed {self.recomputed}; {self.n_mismatches} of "
                 f"{self.n_values} values differ")

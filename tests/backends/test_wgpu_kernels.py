@@ -5,7 +5,6 @@ against the schema's float64 reference. Runs on Mesa's lavapipe in CI; skipped w
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -165,7 +164,7 @@ GEMM_SHAPES = [((37, 29), (29, 45)), ((64, 40), (40, 68)), ((3, 70, 36), (36, 20
                ((1, 52), (52, 7)), ((130, 4), (4, 132))]
 
 
-@pytest.mark.parametrize("plan", ["128x128", "128x64", "64x64", "64x64w", "32x32", "128x128:3", "64x64:2"])
+@pytest.mark.parametrize("plan", [*gemm.TILES, "128x128:3", "64x64:2"])
 def test_gemm_plans(plan: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RUMUS_WGPU_GEMM", plan)
     rng = np.random.default_rng(7)
@@ -316,5 +315,50 @@ def test_plugin_import_does_not_import_wgpu() -> None:
     assert res.stdout.strip() == "False"
 
 
-def _unused(_: Sequence[Any]) -> None:  # keeps helper signatures honest for linters
-    pass
+def test_large_problem_paths(monkeypatch: pytest.MonkeyPatch) -> None:
+    """2-D grids, split reductions and chunked GEMM batches, reached by shrinking the dispatch limit."""
+    dev = BACKEND.device(DEV)
+    monkeypatch.setattr(dev, "max_groups", 4)
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, 3000).astype(np.float32)
+    y = rng.uniform(-1, 1, 3000).astype(np.float32)
+    out = empty((3000,), float32)
+    BACKEND.kernels["mul"]([out], [upload(x, float32), upload(y, float32)], {})
+    np.testing.assert_allclose(BACKEND.to_numpy(out), x * y, rtol=1e-6)
+    monkeypatch.setattr(dev, "max_groups", 65535)
+    big = rng.uniform(-1, 1, 50_000)
+    for dtype, tol in ((float32, 1e-4), (int32, 0)):
+        host = (big * 1000).astype(dtype.numpy)
+        s_out = empty((1,), parse_dtype("int64") if dtype == int32 else float32)
+        BACKEND.kernels["sum"]([s_out], [upload(host, dtype)], {"dims": (0,)})
+        np.testing.assert_allclose(BACKEND.to_numpy(s_out), [host.astype(np.float64).sum()], rtol=tol, atol=tol)
+    wide = rng.uniform(-1, 1, (40, 3000)).astype(np.float32)  # an outer-dim reduction with many rows
+    col = empty((1, 3000), float32)
+    BACKEND.kernels["sum"]([col], [upload(wide, float32)], {"dims": (0,)})
+    np.testing.assert_allclose(BACKEND.to_numpy(col), wide.astype(np.float64).sum(0, keepdims=True), rtol=1e-5,
+                               atol=1e-5)
+    row = rng.uniform(-5, 5, (3, 5000)).astype(np.float32)
+    sm = empty((3, 5000), float32)
+    BACKEND.kernels["log_softmax"]([sm], [upload(row, float32)], {"dim": 1})
+    ref = row - row.max(1, keepdims=True)
+    ref = ref - np.log(np.exp(ref.astype(np.float64)).sum(1, keepdims=True))
+    np.testing.assert_allclose(BACKEND.to_numpy(sm), ref, rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(dev, "max_groups", 4)
+    a, b = rng.uniform(-1, 1, (9, 5, 8)), rng.uniform(-1, 1, (9, 8, 6))
+    got = _matmul(a, b, False, False)
+    np.testing.assert_allclose(got, np.matmul(a.astype(np.float32), b.astype(np.float32)), rtol=1e-5, atol=1e-5)
+
+
+def test_float_to_int_conversions() -> None:
+    x = np.array([-3.7, -0.5, 0.0, 0.5, 2.9, 1e10, -1e10], np.float32)
+    for name in ("int32", "int64", "bool"):
+        dt = parse_dtype(name)
+        out = empty((7,), dt)
+        BACKEND.kernels["copy"]([out], [upload(x, float32)], {"dtype": name})
+        keep = slice(0, 5) if name == "int32" else slice(None)  # out-of-range f32 -> i32 saturates (WGSL)
+        want = x[keep] != 0 if name == "bool" else np.trunc(x[keep].astype(np.float64))
+        np.testing.assert_array_equal(BACKEND.to_numpy(out)[keep], want.astype(dt.numpy), err_msg=name)
+    big = np.array([-(2 ** 40) - 5, 2 ** 33, -7], np.int64)
+    back = empty((3,), float32)
+    BACKEND.kernels["copy"]([back], [upload(big, parse_dtype("int64"))], {"dtype": "float32"})
+    np.testing.assert_allclose(BACKEND.to_numpy(back), big.astype(np.float32), rtol=1e-7)

@@ -94,3 +94,25 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
     """Equal shape and values, NaN == NaN, and equal bits (so -0.0 != 0.0)."""
     a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
     return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+class time_limit:
+    """`with time_limit(s):` raises TimeoutError in the main thread after s seconds (POSIX SIGALRM):
+    a hang fails the test instead of stalling CI."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def __enter__(self) -> None:
+        import signal
+
+        def fire(signum: int, frame: object) -> None:
+            raise TimeoutError(f"took longer than {self.seconds} s")
+
+        self._old = signal.signal(signal.SIGALRM, fire)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, self._old)

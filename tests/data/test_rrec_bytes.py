@@ -41,7 +41,7 @@ def test_writer_output_is_exactly_the_hand_built_bytes(tmp_path):
     path = tmp_path / "w.rrec"
     with RecordWriter(path) as w:
         for x, _, y, _ in RECORDS:
-            w.append(rm.tensor(x), y)  # float16 tensors and arrays keep tag 1
+            w.append(rm.tensor(x).reshape(x.shape), y)  # float16 tensors and arrays keep tag 1
     assert path.read_bytes() == _hand_file()
 
 
@@ -97,3 +97,48 @@ def test_empty_file_and_index_errors(tmp_path):
         assert len(f) == 0 and f.verify() == 0
         with pytest.raises(IndexError):
             f.arrays(0)
+
+
+def test_batch_equals_stacking_the_records(tmp_path):
+    path = tmp_path / "b.rrec"
+    rng = np.random.default_rng(0)
+    xs = rng.standard_normal((9, 2, 3)).astype(np.float16)
+    with RecordWriter(path) as w:
+        for i, x in enumerate(xs):
+            w.append(x, np.array([i], np.float32))
+    with RecordFile(path) as f:
+        idx = [4, 0, -1, 4]
+        bx, by = f.batch(idx)
+        assert bx.dtype == np.float32 and bx.shape == (4, 2, 3) and by[:, 0].tolist() == [4, 0, 8, 4]
+        assert same(bx, np.stack([f.arrays(i)[0] for i in idx])) and same(bx, xs[[4, 0, 8, 4]])
+        with pytest.raises(IndexError):
+            f.batch([0, 9])
+    mixed = tmp_path / "m.rrec"
+    with RecordWriter(mixed) as w:
+        w.append(np.zeros((2, 3)), np.zeros(1))
+        w.append(np.zeros((3, 2)), np.zeros(1))  # same length, another shape: no shared layout
+        w.append(np.ones((2, 3)), np.zeros(1))
+    with RecordFile(mixed) as f:
+        assert same(f.batch([2, 0])[0], np.stack([np.ones((2, 3)), np.zeros((2, 3))]))
+        with pytest.raises(rm.ShapeError, match="different shapes"):
+            f.batch([0, 1])
+        assert f.arrays(1)[0].shape == (3, 2)
+
+
+def test_a_corrupt_record_fails_batch_and_fast_reads(tmp_path):
+    path = tmp_path / "c.rrec"
+    with RecordWriter(path) as w:
+        for i in range(6):
+            w.append(np.full(3, i, np.float32), np.array(i, np.float32))
+    data = bytearray(path.read_bytes())
+    rec_len = 4 + 4 + 4 + 12 + 8 + 4
+    data[64 + 4 * rec_len + 8] = 1  # record 4's input tag: float32 -> float16, its length no longer adds up
+    path.write_bytes(bytes(data))
+    with RecordFile(path) as f:
+        assert f.arrays(0)[0].tolist() == [0, 0, 0]  # learns the common layout
+        assert f.batch([0, 1, 2])[0][:, 0].tolist() == [0, 1, 2]
+        with pytest.raises(rm.FormatError, match="record 4"):
+            f.batch([3, 4])
+        with pytest.raises(rm.FormatError, match="record 4"):
+            f.arrays(4)
+        assert f.arrays(5)[1].item() == 5
