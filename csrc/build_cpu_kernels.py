@@ -85,12 +85,20 @@ ffibuilder = _make_builder()
 
 
 def build_in_place() -> str:
-    """Compile into backends/rumus_cpu/ for a source checkout; returns the path of the library."""
+    """Compile into backends/rumus_cpu/ for a source checkout; returns the path of the library.
+
+    The file gets the name `pip install -e .` gives it (cffi builds with the limited API: .abi3.so),
+    and other builds of the module there are removed, so a stale one can never shadow the new one.
+    """
     tmpdir = os.path.join(ROOT, "build", "cffi_rumus_cpu")
     os.makedirs(tmpdir, exist_ok=True)
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    target = os.path.join(ROOT, "backends", "rumus_cpu", "_kernels" + suffix)
-    return str(_make_builder(absolute=True).compile(tmpdir=tmpdir, target=target, verbose=False))
+    package = os.path.join(ROOT, "backends", "rumus_cpu")
+    target = os.path.join(package, "_kernels" + (".pyd" if sys.platform == "win32" else ".abi3.so"))
+    built = str(_make_builder(absolute=True).compile(tmpdir=tmpdir, target=target, verbose=False))
+    for stale in glob.glob(os.path.join(package, "_kernels.*")):
+        if os.path.abspath(stale) != os.path.abspath(built) and stale.endswith((".so", ".pyd")):
+            os.remove(stale)
+    return built
 
 
 if __name__ == "__main__":

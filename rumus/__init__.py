@@ -27,6 +27,7 @@ from ._math import (
 from ._runtime import default_device, set_default_device
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import formulas as _formulas  # noqa: F401  (registers backward formulas)
+from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (nn ops: activations, dropout, indexing)
 from .random import Generator, initial_seed, manual_seed
 from .tensor import Tensor
 

@@ -33,7 +33,7 @@ def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
 
 def _bfloat16_bits(a: np.ndarray) -> np.ndarray:
     """float32 -> bfloat16 bit patterns, round to nearest even."""
-    bits = np.ascontiguousarray(a, dtype=np.float32).view(np.uint32)
+    bits = np.asarray(a, dtype=np.float32, order="C").view(np.uint32)
     rounded = bits + 0x7FFF + ((bits >> 16) & 1)
     return (rounded >> 16).astype(np.uint16)
 
@@ -49,7 +49,7 @@ def from_host(array: np.ndarray, dtype: DType, device: Device, requires_grad: bo
     if dtype.name == "bfloat16":
         host = _bfloat16_bits(np.asarray(array, dtype=np.float32))
     else:
-        host = np.ascontiguousarray(array, dtype=dtype.numpy)
+        host = np.asarray(array, dtype=dtype.numpy, order="C")  # keeps 0-d arrays 0-d
     backend = _runtime.backend(device.backend)
     buf = backend.from_numpy(device, host.reshape(-1), dtype)
     t = make_tensor(Storage(buf, device, dtype, backend, host.size), tuple(host.shape))
@@ -61,7 +61,7 @@ def from_host(array: np.ndarray, dtype: DType, device: Device, requires_grad: bo
 def from_storage(host: np.ndarray, dtype: DType, device: Device | str | None = None) -> Tensor:
     """A tensor whose storage is exactly `host` (already in dtype.numpy layout; packed dtypes allowed)."""
     dev = _device(device)
-    host = np.ascontiguousarray(host, dtype=dtype.numpy)
+    host = np.asarray(host, dtype=dtype.numpy, order="C")
     backend = _runtime.backend(dev.backend)
     buf = backend.from_numpy(dev, host.reshape(-1), dtype)
     return make_tensor(Storage(buf, dev, dtype, backend, host.size), tuple(host.shape))

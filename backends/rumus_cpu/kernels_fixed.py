@@ -34,7 +34,8 @@ def _view(arg: TensorArg) -> np.ndarray:
 def _flat_input(arg: TensorArg) -> np.ndarray:
     """arg's elements in row-major order as a contiguous 1-D array (no copy when already contiguous)."""
     if arg.is_contiguous():
-        return arg.buffer[arg.offset:arg.offset + arg.numel]
+        flat: np.ndarray = arg.buffer[arg.offset:arg.offset + arg.numel]
+        return flat
     return np.ascontiguousarray(_view(arg)).reshape(-1)
 
 

@@ -18,6 +18,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_memory",
     "kernels_optim",
     "kernels_fixed",
+    "kernels_nn",
 )
 
 

@@ -160,7 +160,7 @@ class ProcessWorkers:
     def __init__(self, n: int, fetch: Fetch, dataset: Any, base_seed: int,
                  init_fn: Callable[[int], None] | None, start_method: str | None = None) -> None:
         method = start_method or ("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        ctx = mp.get_context(method)
+        ctx: Any = mp.get_context(method)
         self._stop = ctx.Event()
         self._tasks = [ctx.Queue() for _ in range(n)]
         self._results = ctx.Queue()

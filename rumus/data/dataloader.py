@@ -41,8 +41,15 @@ class DataLoader:
     shuffle      -- a new permutation every epoch, drawn from `generator` (a rumus.Generator), else
                     from a private generator seeded with `seed`, else from rumus's default generator.
     num_workers  -- background workers; each keeps at most `prefetch_factor` batches queued.
-    worker_mode  -- "thread" (default: measured faster for mmap/array datasets, see benchmarks/data.py)
-                    or "process" (for Python-heavy samples; batches are pickled through a pipe).
+    worker_mode  -- "thread" (the default: no pickling, and numpy gathers and mmap reads need no GIL
+                    for long, so it measured 5-10x faster than processes per batch for array and
+                    .rrec datasets, see benchmarks/data.py) or "process" (for datasets that spend
+                    their time in Python code; batches are pickled through a pipe). Processes
+                    start with `multiprocessing_context` (default "fork" on POSIX): with the
+                    default collate they only run numpy; a collate_fn that makes rumus tensors
+                    inside a forked worker runs OpenMP kernels after fork, which libgomp does not
+                    support - use "spawn" or "forkserver" then.
+    timeout      -- seconds to wait for any batch from the workers before TimeoutError (0: no limit).
     device       -- where the default collate puts batches (default: RUMUS_BACKEND's device).
     A worker's exception re-raises in the caller with the worker's traceback; breaking out of the
     loop (or dropping the iterator) stops the workers.
@@ -53,7 +60,7 @@ class DataLoader:
                  prefetch_factor: int = 2, generator: Generator | np.random.Generator | None = None,
                  seed: int | None = None, worker_mode: str = "thread",
                  worker_init_fn: Callable[[int], None] | None = None, timeout: float = 0,
-                 device: Any = None) -> None:
+                 multiprocessing_context: str | None = None, device: Any = None) -> None:
         if int(batch_size) < 1:
             raise RumusError(f"DataLoader: batch_size must be >= 1, got {batch_size}")
         if int(num_workers) < 0:
@@ -69,6 +76,7 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.num_workers, self.prefetch_factor = int(num_workers), int(prefetch_factor)
         self.worker_mode, self.worker_init_fn = worker_mode, worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
         self.timeout = float(timeout)
         self.device = device
         self.generator = generator
@@ -115,7 +123,8 @@ class _WorkerIterator:
         n = loader.num_workers
         if loader.worker_mode == "process":
             _prepare(loader.dataset)  # host caches are built once here, before the fork
-            self._pool = ProcessWorkers(n, fetch, loader.dataset, base_seed, loader.worker_init_fn)
+            self._pool = ProcessWorkers(n, fetch, loader.dataset, base_seed, loader.worker_init_fn,
+                                        loader.multiprocessing_context)
         else:
             self._pool = ThreadWorkers(n, fetch, loader.dataset, base_seed, loader.worker_init_fn)
         for _ in range(loader.prefetch_factor * n):
@@ -161,4 +170,7 @@ class _WorkerIterator:
             pool.shutdown()
 
     def __del__(self) -> None:
-        self.close()
+        try:
+            self.close()
+        except Exception:
+            pass  # interpreter shutdown: modules may already be gone

@@ -131,7 +131,7 @@ class ConcatDataset(Dataset):
         self.datasets = list(datasets)
         if not self.datasets:
             raise RumusError("ConcatDataset needs at least one dataset")
-        self.cumulative_sizes = list(np.cumsum([len(d) for d in self.datasets]).tolist())
+        self.cumulative_sizes: list[int] = [int(c) for c in np.cumsum([len(d) for d in self.datasets])]
 
     def __len__(self) -> int:
         return self.cumulative_sizes[-1]

@@ -125,7 +125,10 @@ class RecordFile:
     """An open `.rrec` file: `len(f)`, `f.arrays(i) -> (input, target)` numpy arrays, `f.layout(i)`.
 
     float32 arrays are zero-copy read-only views into the map (they keep it alive after close());
-    float16 data is widened to a new float32 array.
+    float16 data is widened to a new float32 array. Records are independent: a corrupt record
+    raises FormatError when read and leaves the others readable. The file must not be truncated or
+    rewritten in place while mapped (the OS would fault on the missing pages); RecordWriter replaces
+    a file by renaming a new one over it, which leaves open readers on the old contents.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:

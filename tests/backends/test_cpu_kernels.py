@@ -6,6 +6,7 @@ Run from a source checkout after `python csrc/build_cpu_kernels.py` with PYTHONP
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -188,22 +189,36 @@ def test_kernel_matches_reference(schema: OpSchema, dt: DType, sample: Sample) -
 
 # ---- coverage ------------------------------------------------------------------------------------
 
-def _pending(schema: OpSchema) -> bool:
-    """Fixed-point ops get their CPU kernels from kernels_fixed.py, written separately."""
-    return schema.name.startswith("fixed_") and "kernels_fixed" not in plugin.KERNEL_MODULES
+# The op modules whose CPU kernels this backend's core modules provide; ops of later modules (nn,
+# conv, norms, ...) get kernels from modules added to plugin.KERNEL_MODULES by their authors.
+CORE_OP_MODULES = ("elementwise", "reduction", "linalg", "memory", "optim")
+
+
+def _ops_of(*modules: str) -> set[str]:
+    reg = OpRegistry()
+    for module in modules:
+        importlib.import_module(f"rumus_contracts.ops.{module}").register(reg)
+    return set(reg.names())
 
 
 def test_every_op_has_a_cpu_kernel_for_every_supported_dtype() -> None:
-    missing = []
+    required = _ops_of(*CORE_OP_MODULES)
+    if "kernels_fixed" in plugin.KERNEL_MODULES:
+        required |= _ops_of("fixed")
+    missing, elsewhere = [], []
     for schema in OPS:
-        if schema.composite or _pending(schema):
+        if schema.composite:
             continue
         have = claimed(schema.name)
         assert not have & {float16, bfloat16}, f"{schema.name}: the CPU backend must not claim half floats"
         want = {d for d in schema.dtypes if d in CPU_DTYPES or d.is_fixed}
         if not KERNELS.entries(schema.name, "cpu") or want - have:
-            missing.append((schema.name, sorted(d.name for d in want - have)))
+            (missing if schema.name in required else elsewhere).append(
+                (schema.name, sorted(d.name for d in want - have)))
     assert not missing, f"ops without CPU kernels: {missing}"
+    if elsewhere:
+        warnings.warn(f"ops outside the core CPU kernel modules still without CPU kernels: {elsewhere}",
+                      UserWarning, stacklevel=1)
 
 
 def test_where_dispatches_on_either_input() -> None:
@@ -354,7 +369,7 @@ def test_backend_protocol_and_buffers() -> None:
     assert be.to_numpy(TensorArg(buf, (0, 3), (3, 1), 0, float32)).shape == (0, 3)
     assert be.to_numpy(TensorArg(buf, (), (), 5, float32)).shape == ()
     be.synchronize(dev)
-    assert set(be.kernels) >= {s.name for s in OPS if not s.composite}
+    assert set(be.kernels) >= {s.name for s in OPS if not s.composite and s.name in _ops_of(*CORE_OP_MODULES)}
 
 
 def test_plugin_loads_through_pluggy(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -387,7 +402,8 @@ def out(shape, dt=float32):
 res = {}
 o = out(a.shape); reg.lookup("add", "cpu", float32)([o], [arg(a), arg(b, a.shape, (0, 1))], {}); res["add"] = o.buffer
 o = out(a.shape); reg.lookup("exp", "cpu", float32)([o], [arg(a)], {}); res["exp"] = o.buffer
-o = out(a.shape, bool_); reg.lookup("gt", "cpu", float32)([o], [arg(a), arg(b, a.shape, (0, 1))], {}); res["gt"] = o.buffer
+o = out(a.shape, bool_); reg.lookup("gt", "cpu", float32)([o], [arg(a), arg(b, a.shape, (0, 1))], {})
+res["gt"] = o.buffer
 o = out((1000, 1200)); reg.lookup("copy", "cpu", float32)([o], [arg(a, (1000, 1200), (1, 1000))], {"dtype": None})
 res["copy_t"] = o.buffer
 o = out(a.shape); reg.lookup("softmax", "cpu", float32)([o], [arg(a)], {"dim": 1}); res["softmax"] = o.buffer

@@ -113,3 +113,9 @@ def test_where_clamp_comparisons():
     assert x.clamp(-0.5, 1.0).tolist() == [-0.5, 0.5, 1.0]
     assert (x == 0.5).tolist() == [False, True, False]
     assert rm.maximum(x, rm.zeros(3)).tolist() == [0.0, 0.5, 2.0]
+
+
+def test_zero_dim_tensors_stay_zero_dim():
+    assert rm.tensor(5.0).shape == ()
+    assert rm.from_numpy(np.array(2.0)).shape == ()
+    assert (rm.tensor(2.0) * rm.ones(3)).shape == (3,)

@@ -198,3 +198,21 @@ def test_bad_arguments():
     for kwargs in ({"batch_size": 0}, {"num_workers": -1}, {"prefetch_factor": 0}, {"worker_mode": "fiber"}):
         with pytest.raises(rm.RumusError):
             DataLoader(_ids(), **kwargs)
+
+
+def test_timeout_and_empty_dataset():
+    with time_limit(10), pytest.raises(TimeoutError, match="timed out"):
+        next(iter(DataLoader(_Slow(), batch_size=100, num_workers=1, timeout=0.05)))
+    empty = TensorDataset(rm.zeros(0, 3))
+    for workers in (0, 2):
+        assert list(DataLoader(empty, batch_size=4, num_workers=workers)) == []
+
+
+def test_spawned_worker_processes_reopen_the_record_file_by_path(tmp_path):
+    path = tmp_path / "s.rrec"
+    with RecordWriter(path) as w:
+        for i in range(6):
+            w.append(np.full(2, i, np.float32), np.array(i, np.float32))
+    with RecordDataset(path) as ds, time_limit(60):
+        loader = DataLoader(ds, batch_size=4, num_workers=1, worker_mode="process", multiprocessing_context="spawn")
+        assert [b[1].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5]]

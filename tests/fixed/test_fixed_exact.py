@@ -11,7 +11,7 @@ from rumus import _runtime
 from rumus import Tensor
 from rumus.fixed import _ops
 from rumus.fixed.tensor import from_raw
-from rumus_contracts import DType, DTypeError, ShapeError, fixed_i16, int64
+from rumus_contracts import DType, DTypeError, ShapeError, fixed_i16
 from rumus_contracts.ops import fixed as fixed_schemas
 
 REQUANTIZE_CASES = [
@@ -113,7 +113,8 @@ def test_schema_samples_match_reference(name: str) -> None:
 def test_schema_error_samples_raise(name: str) -> None:
     schema = _runtime.plugins().ops.get(name)
     for err in schema.error_samples() if schema.error_samples else []:
-        dtypes = getattr(err, "dtypes", None) or [int64] * len(err.inputs)
+        assert err.dtypes is not None
+        dtypes = err.dtypes
         inputs = [_tensor(a, d) for a, d in zip(err.inputs, dtypes)]
         with pytest.raises(err.error, match=err.match):
             _ops.call(name, *inputs, **err.attrs)

@@ -16,13 +16,12 @@ because a reference only sees raw arrays and attributes, never dtypes.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..dtype import DType, fixed_i16, int64
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, RumusError, ShapeError
 from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
 
 ROUNDING = "nearest_ties_away_from_zero"
@@ -127,13 +126,6 @@ def _requantize_dtype(dtypes: Sequence[DType], attrs: Mapping[str, Any]) -> list
 
 # ---- conformance samples -------------------------------------------------------------------------
 
-@dataclass
-class FixedErrorSample(ErrorSample):
-    """An ErrorSample with explicit per-input dtypes (raw storage arrays), as `Sample.dtypes`."""
-
-    dtypes: Sequence[DType | None] | None = None
-
-
 def _i16(*values: int) -> np.ndarray:
     return np.array(values, dtype=np.int16)
 
@@ -206,39 +198,39 @@ def _requantize_samples(rng: np.random.Generator) -> Iterator[Sample]:
     for s in range(16):
         half = 1 << max(s - 1, 0)
         ties = [q * (1 << s) + half for q in range(-3, 3)] + [q * (1 << s) - half for q in range(-3, 3)]
-        values = np.array([*EDGE_ACCS, *ties], dtype=np.int64)
-        yield Sample([values], {"scale_log2": s}, grad=False, name=f"s={s} edges and ties", dtypes=[int64])
+        edges = np.array([*EDGE_ACCS, *ties], dtype=np.int64)
+        yield Sample([edges], {"scale_log2": s}, grad=False, name=f"s={s} edges and ties", dtypes=[int64])
         shape = ((4, 5), (), (0,), (2, 3, 2))[s % 4]
         acc = rng.integers(-(1 << (16 + s)), 1 << (16 + s), size=shape, dtype=np.int64)
         yield Sample([acc], {"scale_log2": s}, grad=False, name=f"s={s} {shape}", dtypes=[int64])
 
 
 def _linear_errors(with_bias: bool) -> Any:
+    n_in = 3 if with_bias else 2
+
+    def case(shapes: tuple[Shape, ...], attrs: dict[str, Any], error: type[RumusError], match: str,
+             scales: tuple[int, ...] = (4, 4, 4)) -> ErrorSample:
+        return ErrorSample([np.zeros(sh, np.int16) for sh in shapes[:n_in]], attrs, error, match,
+                           dtypes=[fixed_i16(s) for s in scales[:n_in]])
+
     def gen() -> list[ErrorSample]:
-        def arrays(*shapes: Shape) -> list[np.ndarray]:
-            return [np.zeros(sh, np.int16) for sh in (shapes if with_bias else shapes[:2])]
-        n_in = 3 if with_bias else 2
-        out: list[ErrorSample] = [
-            FixedErrorSample(arrays((2, 3), (4, 2), (2,)), {}, ShapeError, "do not fit", [fixed_i16(4)] * n_in),
-            FixedErrorSample(arrays((3,), (3, 2), (2,)), {}, ShapeError, "2-D", [fixed_i16(4)] * n_in),
-            FixedErrorSample(arrays((2, 3), (3, 2), (2,)), {}, DTypeError, "different fixed-point scales",
-                             [fixed_i16(4), fixed_i16(5), fixed_i16(4)][:n_in]),
-            FixedErrorSample(arrays((2, 3), (3, 2), (2,)), {"scale_log2": 7}, DTypeError, "does not match",
-                             [fixed_i16(4)] * n_in),
+        out = [
+            case(((2, 3), (4, 2), (2,)), {}, ShapeError, "do not fit"),
+            case(((3,), (3, 2), (2,)), {}, ShapeError, "2-D"),
+            case(((2, 3), (3, 2), (2,)), {}, DTypeError, "different fixed-point scales", (4, 5, 4)),
+            case(((2, 3), (3, 2), (2,)), {"scale_log2": 7}, DTypeError, "does not match"),
         ]
         if with_bias:
-            out.append(FixedErrorSample(arrays((2, 3), (3, 2), (3,)), {}, ShapeError, "bias",
-                                        [fixed_i16(4)] * 3))
-            out.append(FixedErrorSample(arrays((2, 3), (3, 2), (2,)), {}, DTypeError, "different fixed-point",
-                                        [fixed_i16(4), fixed_i16(4), fixed_i16(0)]))
+            out.append(case(((2, 3), (3, 2), (3,)), {}, ShapeError, "bias"))
+            out.append(case(((2, 3), (3, 2), (2,)), {}, DTypeError, "different fixed-point", (4, 4, 0)))
         return out
     return gen
 
 
 def _requantize_errors() -> list[ErrorSample]:
     return [
-        FixedErrorSample([np.zeros(3, np.int64)], {"scale_log2": 16}, DTypeError, "0..15", [int64]),
-        FixedErrorSample([np.zeros(3, np.int64)], {}, DTypeError, "scale_log2", [int64]),
+        ErrorSample([np.zeros(3, np.int64)], {"scale_log2": 16}, DTypeError, "0..15", dtypes=[int64]),
+        ErrorSample([np.zeros(3, np.int64)], {}, DTypeError, "scale_log2", dtypes=[int64]),
     ]
 
 

@@ -1,0 +1,297 @@
+/* Included by nn_norm.c once per element type T, with FN(name) adding the dtype suffix. No include guard. */
+
+/* mean and 1/sqrt(var + eps) of n contiguous values (two passes: no cancellation for offset data). */
+static inline void FN(moments)(const T *x, int64_t n, double eps, double *mean, double *rstd) {
+    double s = 0.0;
+    for (int64_t i = 0; i < n; i++) s += (double)x[i];
+    const double m = n ? s / (double)n : 0.0;
+    double v = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        const double d = (double)x[i] - m;
+        v += d * d;
+    }
+    *mean = m;
+    *rstd = 1.0 / sqrt((n ? v / (double)n : 0.0) + eps);
+}
+
+void FN(rumus_layer_norm)(const void *xv, const void *wv, const void *bv, void *yv, int64_t rows, int64_t cols,
+                          double eps) {
+    const T *x = (const T *)xv, *w = (const T *)wv, *b = (const T *)bv;
+    T *y = (T *)yv;
+    if (rows == 0 || cols == 0) return;
+    const int nt = norm_threads(rows, rows * cols);
+RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) {
+        for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+            const T *xr = x + r * cols;
+            T *yr = y + r * cols;
+            double mean, rstd;
+            FN(moments)(xr, cols, eps, &mean, &rstd);
+            for (int64_t j = 0; j < cols; j++)
+                yr[j] = (T)(((double)xr[j] - mean) * rstd * (double)w[j] + (double)b[j]);
+        }
+    }
+}
+
+/* gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) with gxhat = g * w; gw += g * xhat; gb += g.
+   `centred` = 0 gives RMS norm (no mean subtracted anywhere). */
+static void FN(row_norm_backward)(const T *g, const T *x, const T *w, T *gx, double *gw, double *gb, int64_t rows,
+                                  int64_t cols, double eps, int centred) {
+    for (int64_t r = 0; r < rows; r++) {
+        const T *gr = g + r * cols, *xr = x + r * cols;
+        T *gxr = gx + r * cols;
+        double mean = 0.0, rstd;
+        if (centred) {
+            FN(moments)(xr, cols, eps, &mean, &rstd);
+        } else {
+            double ss = 0.0;
+            for (int64_t j = 0; j < cols; j++) ss += (double)xr[j] * (double)xr[j];
+            rstd = 1.0 / sqrt(ss / (double)cols + eps);
+        }
+        double s1 = 0.0, s2 = 0.0;
+        for (int64_t j = 0; j < cols; j++) {
+            const double xh = ((double)xr[j] - mean) * rstd, gh = (double)gr[j] * (double)w[j];
+            s1 += gh;
+            s2 += gh * xh;
+            gw[j] += (double)gr[j] * xh;
+            if (gb) gb[j] += (double)gr[j];
+        }
+        s1 = centred ? s1 / (double)cols : 0.0;
+        s2 /= (double)cols;
+        for (int64_t j = 0; j < cols; j++) {
+            const double xh = ((double)xr[j] - mean) * rstd;
+            gxr[j] = (T)(rstd * ((double)gr[j] * (double)w[j] - s1 - xh * s2));
+        }
+    }
+}
+
+/* Rows split over threads, each with its own (gw, gb) double accumulators, summed at the end. */
+static void FN(rows_backward)(const T *g, const T *x, const T *w, T *gx, T *gw, T *gb, int64_t rows, int64_t cols,
+                              double eps, int centred) {
+    const int nt = norm_threads(rows, rows * cols);
+    const int64_t width = gb ? 2 * cols : cols;
+    double *acc = (double *)calloc((size_t)(nt * width > 0 ? nt * width : 1), sizeof(double));
+    if (!acc) return;
+    if (rows > 0) {
+RUMUS_PARALLEL_FOR
+        for (int t = 0; t < nt; t++) {
+            const int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+            double *a = acc + t * width;
+            FN(row_norm_backward)(g + r0 * cols, x + r0 * cols, w, gx + r0 * cols, a, gb ? a + cols : NULL, r1 - r0,
+                                  cols, eps, centred);
+        }
+    }
+    for (int64_t j = 0; j < cols; j++) {
+        double sw = 0.0, sb = 0.0;
+        for (int t = 0; t < nt; t++) {
+            sw += acc[t * width + j];
+            if (gb) sb += acc[t * width + cols + j];
+        }
+        gw[j] = (T)sw;
+        if (gb) gb[j] = (T)sb;
+    }
+    free(acc);
+}
+
+void FN(rumus_layer_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, void *gbv,
+                                   int64_t rows, int64_t cols, double eps) {
+    FN(rows_backward)((const T *)gv, (const T *)xv, (const T *)wv, (T *)gxv, (T *)gwv, (T *)gbv, rows, cols, eps, 1);
+}
+
+void FN(rumus_rms_norm)(const void *xv, const void *wv, void *yv, int64_t rows, int64_t cols, double eps) {
+    const T *x = (const T *)xv, *w = (const T *)wv;
+    T *y = (T *)yv;
+    if (rows == 0 || cols == 0) return;
+    const int nt = norm_threads(rows, rows * cols);
+RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) {
+        for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+            const T *xr = x + r * cols;
+            T *yr = y + r * cols;
+            double ss = 0.0;
+            for (int64_t j = 0; j < cols; j++) ss += (double)xr[j] * (double)xr[j];
+            const double rinv = 1.0 / sqrt(ss / (double)cols + eps);
+            for (int64_t j = 0; j < cols; j++) yr[j] = (T)((double)xr[j] * rinv * (double)w[j]);
+        }
+    }
+}
+
+void FN(rumus_rms_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, int64_t rows,
+                                 int64_t cols, double eps) {
+    FN(rows_backward)((const T *)gv, (const T *)xv, (const T *)wv, (T *)gxv, (T *)gwv, NULL, rows, cols, eps, 0);
+}
+
+/* ---- group norm: row (n, g) is a contiguous block of Cg channels x S positions ----------------- */
+
+void FN(rumus_group_norm)(const void *xv, const void *wv, const void *bv, void *yv, int64_t n, int64_t c, int64_t s,
+                          int64_t groups, double eps) {
+    const T *x = (const T *)xv, *w = (const T *)wv, *b = (const T *)bv;
+    T *y = (T *)yv;
+    const int64_t rows = n * groups, cg = c / groups, len = cg * s;
+    if (rows == 0 || len == 0) return;
+    const int nt = norm_threads(rows, rows * len);
+RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) {
+        for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+            const T *xr = x + r * len;
+            T *yr = y + r * len;
+            double mean, rstd;
+            FN(moments)(xr, len, eps, &mean, &rstd);
+            const int64_t c0 = (r % groups) * cg;
+            for (int64_t k = 0; k < cg; k++) {
+                const double a = rstd * (double)w[c0 + k], sh = (double)b[c0 + k] - mean * a;
+                for (int64_t i = 0; i < s; i++) yr[k * s + i] = (T)((double)xr[k * s + i] * a + sh);
+            }
+        }
+    }
+}
+
+void FN(rumus_group_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, void *gbv,
+                                   int64_t n, int64_t c, int64_t s, int64_t groups, double eps) {
+    const T *g = (const T *)gv, *x = (const T *)xv, *w = (const T *)wv;
+    T *gx = (T *)gxv, *gw = (T *)gwv, *gb = (T *)gbv;
+    const int64_t rows = n * groups, cg = c / groups, len = cg * s;
+    const int nt = norm_threads(rows, rows * len);
+    double *acc = (double *)calloc((size_t)(nt * 2 * c > 0 ? nt * 2 * c : 1), sizeof(double));
+    if (!acc) return;
+    if (rows > 0 && len > 0) {
+RUMUS_PARALLEL_FOR
+        for (int t = 0; t < nt; t++) {
+            double *aw = acc + t * 2 * c, *ab = aw + c;
+            for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+                const T *gr = g + r * len, *xr = x + r * len;
+                T *gxr = gx + r * len;
+                const int64_t c0 = (r % groups) * cg;
+                double mean, rstd, s1 = 0.0, s2 = 0.0;
+                FN(moments)(xr, len, eps, &mean, &rstd);
+                for (int64_t k = 0; k < cg; k++) {
+                    const double wk = (double)w[c0 + k];
+                    double sw = 0.0, sb = 0.0;
+                    for (int64_t i = 0; i < s; i++) {
+                        const double gi = (double)gr[k * s + i], xh = ((double)xr[k * s + i] - mean) * rstd;
+                        sw += gi * xh;
+                        sb += gi;
+                    }
+                    aw[c0 + k] += sw;
+                    ab[c0 + k] += sb;
+                    s1 += wk * sb;
+                    s2 += wk * sw;
+                }
+                s1 /= (double)len;
+                s2 /= (double)len;
+                for (int64_t k = 0; k < cg; k++) {
+                    const double wk = (double)w[c0 + k];
+                    for (int64_t i = 0; i < s; i++) {
+                        const double xh = ((double)xr[k * s + i] - mean) * rstd;
+                        gxr[k * s + i] = (T)(rstd * ((double)gr[k * s + i] * wk - s1 - xh * s2));
+                    }
+                }
+            }
+        }
+    }
+    for (int64_t j = 0; j < c; j++) {
+        double sw = 0.0, sb = 0.0;
+        for (int t = 0; t < nt; t++) {
+            sw += acc[t * 2 * c + j];
+            sb += acc[t * 2 * c + c + j];
+        }
+        gw[j] = (T)sw;
+        gb[j] = (T)sb;
+    }
+    free(acc);
+}
+
+/* ---- batch norm: channels are independent; channel k's values are N runs of S ------------------ */
+
+void FN(rumus_batch_norm_stats)(const void *xv, void *meanv, void *varv, int64_t n, int64_t c, int64_t s) {
+    const T *x = (const T *)xv;
+    T *mean = (T *)meanv, *var = (T *)varv;
+    if (c == 0) return;
+    const int nt = norm_threads(c, n * c * s);
+    const double m = (double)(n * s);
+RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) {
+        for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
+            double sum = 0.0, sq = 0.0;
+            for (int64_t b = 0; b < n; b++) {
+                const T *xr = x + (b * c + k) * s;
+                for (int64_t i = 0; i < s; i++) sum += (double)xr[i];
+            }
+            const double mu = m > 0 ? sum / m : 0.0;
+            for (int64_t b = 0; b < n; b++) {
+                const T *xr = x + (b * c + k) * s;
+                for (int64_t i = 0; i < s; i++) {
+                    const double d = (double)xr[i] - mu;
+                    sq += d * d;
+                }
+            }
+            mean[k] = (T)mu;
+            var[k] = (T)(m > 0 ? sq / m : 0.0);
+        }
+    }
+}
+
+void FN(rumus_batch_norm)(const void *xv, const void *wv, const void *bv, const void *meanv, const void *varv, void *yv,
+                          int64_t n, int64_t c, int64_t s, double eps) {
+    const T *x = (const T *)xv, *w = (const T *)wv, *b = (const T *)bv, *mean = (const T *)meanv;
+    const T *var = (const T *)varv;
+    T *y = (T *)yv;
+    if (c == 0 || n == 0 || s == 0) return;
+    const int nt = norm_threads(c, n * c * s);
+RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) {
+        for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
+            const double a = (double)w[k] / sqrt((double)var[k] + eps), sh = (double)b[k] - (double)mean[k] * a;
+            if (sizeof(T) == sizeof(float)) { /* float math vectorises; a and sh are already rounded once */
+                const T af = (T)a, sf = (T)sh;
+                for (int64_t bb = 0; bb < n; bb++) {
+                    const T *xr = x + (bb * c + k) * s;
+                    T *yr = y + (bb * c + k) * s;
+                    for (int64_t i = 0; i < s; i++) yr[i] = xr[i] * af + sf;
+                }
+            } else {
+                for (int64_t bb = 0; bb < n; bb++) {
+                    const T *xr = x + (bb * c + k) * s;
+                    T *yr = y + (bb * c + k) * s;
+                    for (int64_t i = 0; i < s; i++) yr[i] = (T)((double)xr[i] * a + sh);
+                }
+            }
+        }
+    }
+}
+
+void FN(rumus_batch_norm_backward)(const void *gv, const void *xv, const void *wv, const void *meanv, const void *varv,
+                                   void *gxv, void *gwv, void *gbv, int64_t n, int64_t c, int64_t s, double eps,
+                                   int training) {
+    const T *g = (const T *)gv, *x = (const T *)xv, *w = (const T *)wv, *mean = (const T *)meanv;
+    const T *var = (const T *)varv;
+    T *gx = (T *)gxv, *gw = (T *)gwv, *gb = (T *)gbv;
+    if (c == 0) return;
+    const int nt = norm_threads(c, n * c * s);
+    const double m = (double)(n * s);
+RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) {
+        for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
+            const double mu = (double)mean[k], invstd = 1.0 / sqrt((double)var[k] + eps), wk = (double)w[k];
+            double sg = 0.0, sgx = 0.0;
+            for (int64_t b = 0; b < n; b++) {
+                const T *gr = g + (b * c + k) * s, *xr = x + (b * c + k) * s;
+                for (int64_t i = 0; i < s; i++) {
+                    sg += (double)gr[i];
+                    sgx += (double)gr[i] * ((double)xr[i] - mu);
+                }
+            }
+            gb[k] = (T)sg;
+            gw[k] = (T)(sgx * invstd);
+            const double a = wk * invstd;
+            const double mg = training && m > 0 ? sg / m : 0.0;
+            const double mx = training && m > 0 ? sgx * invstd * invstd / m : 0.0; /* times (x - mu) */
+            for (int64_t b = 0; b < n; b++) {
+                const T *gr = g + (b * c + k) * s, *xr = x + (b * c + k) * s;
+                T *gxr = gx + (b * c + k) * s;
+                for (int64_t i = 0; i < s; i++)
+                    gxr[i] = (T)(a * ((double)gr[i] - mg - ((double)xr[i] - mu) * mx));
+            }
+        }
+    }
+}

@@ -1,0 +1,16 @@
+void rumus_im2col_f32(const void *x, void *cols, const int64_t *geom);
+void rumus_im2col_f64(const void *x, void *cols, const int64_t *geom);
+void rumus_col2im_f32(const void *cols, void *x, const int64_t *geom);
+void rumus_col2im_f64(const void *cols, void *x, const int64_t *geom);
+void rumus_conv_to_nchw_f32(const void *src, void *dst, int64_t n, int64_t c, int64_t hw);
+void rumus_conv_to_nchw_f64(const void *src, void *dst, int64_t n, int64_t c, int64_t hw);
+void rumus_conv_from_nchw_f32(const void *src, void *dst, int64_t n, int64_t c, int64_t hw);
+void rumus_conv_from_nchw_f64(const void *src, void *dst, int64_t n, int64_t c, int64_t hw);
+void rumus_max_pool2d_f32(const void *x, void *y, const int64_t *geom);
+void rumus_max_pool2d_f64(const void *x, void *y, const int64_t *geom);
+void rumus_max_pool2d_backward_f32(const void *g, const void *x, void *gx, const int64_t *geom);
+void rumus_max_pool2d_backward_f64(const void *g, const void *x, void *gx, const int64_t *geom);
+void rumus_avg_pool2d_f32(const void *x, void *y, const int64_t *geom);
+void rumus_avg_pool2d_f64(const void *x, void *y, const int64_t *geom);
+void rumus_avg_pool2d_backward_f32(const void *g, void *gx, const int64_t *geom);
+void rumus_avg_pool2d_backward_f64(const void *g, void *gx, const int64_t *geom);

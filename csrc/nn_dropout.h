@@ -1,0 +1,2 @@
+void rumus_dropout_f32(float *o, const float *x, int64_t n, double p, uint32_t seed, uint32_t offset);
+void rumus_dropout_f64(double *o, const double *x, int64_t n, double p, uint32_t seed, uint32_t offset);

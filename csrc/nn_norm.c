@@ -1,0 +1,28 @@
+/* Normalization kernels (layer, RMS, group, batch norm) and their backward passes, for float and double.
+
+   Statistics and sums are accumulated in double. Inputs are contiguous; pointers arrive already offset.
+   Rows (layer/rms/group norm) or channels (batch norm) are split over threads when the work is large
+   enough; weight/bias gradients summed over rows use one double accumulator per thread. */
+#include <stdlib.h>
+
+#include "internal/rumus.h"
+#include "nn_norm.h"
+
+/* Threads for `units` independent units of `work` elements in all (never more threads than units). */
+static int norm_threads(int64_t units, int64_t work) {
+    int nt = rumus_threads_for(work);
+    if (nt > units) nt = (int)(units < 1 ? 1 : units);
+    return nt;
+}
+
+#define T float
+#define FN(name) name##_f32
+#include "internal/nn_norm_impl.h"
+#undef T
+#undef FN
+
+#define T double
+#define FN(name) name##_f64
+#include "internal/nn_norm_impl.h"
+#undef T
+#undef FN
