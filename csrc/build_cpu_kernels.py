@@ -1,8 +1,9 @@
 """cffi (API mode) builder for the CPU kernels: every csrc/*.c is compiled, every csrc/*.h is the cdef.
 
 Headers fed to cdef must stay plain prototypes (no macros, no includes); private helpers live in
-csrc/internal/*.h, which only the .c files include. OpenMP is used when the compiler accepts
--fopenmp and silently left out otherwise (the kernels then run single-threaded).
+csrc/internal/*.h, which only the .c files include (a .c file includes <stdint.h> or
+internal/rumus.h before its own header). OpenMP is used when the compiler accepts -fopenmp and left
+out otherwise (the kernels then run single-threaded); RUMUS_NO_OPENMP=1 leaves it out on purpose.
 
     python csrc/build_cpu_kernels.py      # builds backends/rumus_cpu/_kernels*.so in place
     pip install -e . / pip wheel .        # setup.py's cffi_modules builds it the same way

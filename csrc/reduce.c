@@ -85,10 +85,20 @@ typedef struct {
         return acc;                                                                              \
     }                                                                                            \
     static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
-        for (int64_t i = s; i < e; i++) {                                                        \
-            int64_t oo, xo;                                                                      \
-            rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                           \
-            *(TO *)(o + oo) = (TO)NAME##_part(x + xo, L, 0, L->inner);                           \
+        rumus_kept_iter it;                                                                      \
+        rumus_kept_start(L, L->nk, s, &it);                                                      \
+        const int64_t n = L->nr == 1 ? L->rsh[0] : 0, st = L->nr == 1 ? L->rin[0] : 0;           \
+        for (int64_t i = s; i < e; i++, rumus_kept_next(L, L->nk, &it)) {                        \
+            TA acc;                                                                              \
+            if (L->nr == 1 && !(st == (int64_t)sizeof(TI) && n >= 4 * LANES)) {                  \
+                /* one short or strided reduced dim: a plain loop */                             \
+                const char *q = x + it.xo;                                                       \
+                acc = (INIT);                                                                    \
+                for (int64_t j = 0; j < n; j++) ACC(acc, (TA) * (const TI *)(q + j * st));       \
+            } else {                                                                             \
+                acc = NAME##_part(x + it.xo, L, 0, L->inner);                                    \
+            }                                                                                    \
+            *(TO *)(o + it.oo) = (TO)acc;                                                        \
         }                                                                                        \
     }                                                                                            \
     RUMUS_CLONES static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
@@ -180,11 +190,12 @@ typedef struct {
 #define DEF_ARG(NAME, TI, EXTREME, BETTER)                                                       \
     static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
         const int64_t n = L->nr ? L->rsh[0] : 1, st = L->nr ? L->rin[0] : 0;                     \
-        for (int64_t i = s; i < e; i++) {                                                        \
-            int64_t oo, xo, bi = 0;                                                              \
-            rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                           \
-            const char *q = x + xo;                                                              \
-            if (st == (int64_t)sizeof(TI)) {                                                     \
+        rumus_kept_iter it;                                                                      \
+        rumus_kept_start(L, L->nk, s, &it);                                                      \
+        for (int64_t i = s; i < e; i++, rumus_kept_next(L, L->nk, &it)) {                        \
+            int64_t bi = 0;                                                                      \
+            const char *q = x + it.xo;                                                           \
+            if (st == (int64_t)sizeof(TI) && n >= 4 * LANES) {                                   \
                 /* contiguous: the extreme value (vectorised), then its first position */        \
                 const TI *v = (const TI *)q;                                                     \
                 const TI m = EXTREME##_contig(v, n);                                             \
@@ -197,13 +208,12 @@ typedef struct {
                 TI best = *(const TI *)q;                                                        \
                 for (int64_t j = 1; j < n; j++) {                                                \
                     const TI v = *(const TI *)(q + j * st);                                      \
-                    if (BETTER) {                                                                \
-                        best = v;                                                                \
-                        bi = j;                                                                  \
-                    }                                                                            \
+                    const int better = (BETTER); /* selects, not branches: random data */        \
+                    best = better ? v : best;                                                    \
+                    bi = better ? j : bi;                                                        \
                 }                                                                                \
             }                                                                                    \
-            *(int64_t *)(o + oo) = bi;                                                           \
+            *(int64_t *)(o + it.oo) = bi;                                                        \
         }                                                                                        \
     }                                                                                            \
     static void NAME(const rumus_rlayout *L, char *o, const char *x) {                           \

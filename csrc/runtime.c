@@ -10,9 +10,11 @@ static int g_threads = 1;
 static int64_t g_threshold = 32768; /* below this many elements a kernel stays on one thread */
 
 void rumus_set_num_threads(int n) {
-    g_threads = n < 1 ? 1 : n;
 #ifdef _OPENMP
+    g_threads = n < 1 ? 1 : n;
     omp_set_num_threads(g_threads);
+#else
+    RUMUS_UNUSED(n); /* built without OpenMP: always one thread */
 #endif
 }
 

@@ -9,6 +9,23 @@
 
 /* A contiguous float32 row: vectorised max, exp (internal/fastmath.h) and sums (16 double lanes). */
 RUMUS_CLONES static void softmax_row_f32(const float *x, float *o, int64_t n, int log_out) {
+    if (n < LANES) { /* short rows: no lanes to set up */
+        float m = x[0];
+        for (int64_t i = 1; i < n; i++) m = (x[i] > m || x[i] != x[i]) ? x[i] : m;
+        double sum = 0.0;
+        for (int64_t i = 0; i < n; i++) {
+            o[i] = rumus_expf(x[i] - m);
+            sum += (double)o[i];
+        }
+        if (log_out) {
+            const float lse = (float)log(sum);
+            for (int64_t i = 0; i < n; i++) o[i] = (x[i] - m) - lse;
+        } else {
+            const float inv = (float)(1.0 / sum);
+            for (int64_t i = 0; i < n; i++) o[i] *= inv;
+        }
+        return;
+    }
     float lm[LANES];
     double ls[LANES];
     for (int j = 0; j < LANES; j++) {
@@ -57,9 +74,10 @@ typedef struct {
     static void softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) { \
         typedef TT T;                                                                            \
         const int64_t n = S->n, so = S->so, si = S->si;                                          \
-        for (int64_t r = s; r < e; r++) {                                                        \
-            int64_t oo, xo;                                                                      \
-            rumus_kept_offsets(&S->L, S->L.nk, r, &oo, &xo);                                     \
+        rumus_kept_iter it;                                                                      \
+        rumus_kept_start(&S->L, S->L.nk, s, &it);                                                \
+        for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                  \
+            const int64_t oo = it.oo, xo = it.xo;                                                \
             if (sizeof(T) == 4 && si == 4 && so == 4) {                                           \
                 softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 0);               \
                 continue;                                                                        \
@@ -80,9 +98,10 @@ typedef struct {
     static void log_softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) { \
         typedef TT T;                                                                            \
         const int64_t n = S->n, so = S->so, si = S->si;                                          \
-        for (int64_t r = s; r < e; r++) {                                                        \
-            int64_t oo, xo;                                                                      \
-            rumus_kept_offsets(&S->L, S->L.nk, r, &oo, &xo);                                     \
+        rumus_kept_iter it;                                                                      \
+        rumus_kept_start(&S->L, S->L.nk, s, &it);                                                \
+        for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                  \
+            const int64_t oo = it.oo, xo = it.xo;                                                \
             if (sizeof(T) == 4 && si == 4 && so == 4) {                                           \
                 softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 1);               \
                 continue;                                                                        \

@@ -27,7 +27,8 @@ from ._math import (
 from ._runtime import default_device, set_default_device
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import formulas as _formulas  # noqa: F401  (registers backward formulas)
-from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (nn ops: activations, dropout, indexing)
+from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (conv, pooling, normalization)
+from .autograd import formulas_act_index as _formulas_act_index  # noqa: F401  (activations, dropout, indexing)
 from .random import Generator, initial_seed, manual_seed
 from .tensor import Tensor
 
@@ -90,12 +91,13 @@ def numel(x: Tensor) -> int:
 
 
 
-from . import io, nn, optim  # noqa: E402
+from . import data, fixed, io, nn, optim  # noqa: E402
 
 save = io.save_file
 load = io.load_file
 
 __all__ = [
+    'data', 'fixed', 'io', 'nn', 'optim',
     'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',
     'Generator', 'KernelNotFound', 'RumusError', 'ShapeError', 'Tensor', 'abs', 'add', 'all', 'allclose',
     'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'autograd', 'bfloat16', 'bmm', 'bool', 'cat',

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import DType, DTypeError, Kernel, TensorArg, contiguous_strides
+from rumus_contracts import DType, DTypeError, Kernel, TensorArg, contiguous_strides, fixed_i16
 
 from ._lib import EMPTY, META, SUFFIX, ew_meta, ffi, lib
 from .dtypes import STORAGE
@@ -29,6 +29,10 @@ def _copy_loops() -> dict[str, dict[str, int]]:
 
 _COPY = _copy_loops()
 _FILL = {dt.name: lib.rumus_copy_find(f"fill_{SUFFIX[dt.name]}".encode()) for dt in STORAGE}
+# fixed_i16(s) tensors copy as their raw int16 values, between identical fixed dtypes only
+FIXED = tuple(fixed_i16(s) for s in range(16))
+for _dt in FIXED:
+    _COPY[_dt.name] = {_dt.name: _COPY["int16"]["int16"]}
 
 
 def _overlaps(o: TensorArg, x: TensorArg) -> bool:
@@ -43,13 +47,18 @@ def copy(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mappi
         tmp = np.empty(x.numel, x.buffer.dtype)
         copy([TensorArg(tmp, x.shape, contiguous_strides(x.shape), 0, x.dtype)], [x], attrs)
         x = TensorArg(tmp, x.shape, contiguous_strides(x.shape), 0, x.dtype)
+    try:
+        loop = _COPY[x.dtype.name][o.dtype.name]
+    except KeyError:
+        raise DTypeError(f"copy: the CPU backend cannot convert {x.dtype} to {o.dtype}"
+                         + ("; fixed-point values change scale through fixed ops, not copy" if
+                            x.dtype.is_fixed or o.dtype.is_fixed else "")) from None
     key = (o.shape, o.strides, x.strides)
     meta = _get(key)
     if meta is None:
         meta = ew_meta(key)
     if meta is not EMPTY:
-        lib.rumus_copy_run(_COPY[x.dtype.name][o.dtype.name], meta, _from_buffer(o.buffer), o.offset,
-                           _from_buffer(x.buffer), x.offset)
+        lib.rumus_copy_run(loop, meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset)
 
 
 def fill(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -80,6 +89,6 @@ def fill(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mappi
 
 
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    ("copy", copy, STORAGE),
+    ("copy", copy, (*STORAGE, *FIXED)),
     ("fill", fill, STORAGE),
 ]

@@ -19,6 +19,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_optim",
     "kernels_fixed",
     "kernels_nn",
+    "kernels_nn_conv", "kernels_nn_norm",
 )
 
 

@@ -117,8 +117,14 @@ def fixed_i16(scale_log2: int) -> DType:
     return DType(f"fixed_i16({scale_log2})", "int16", "x", scale_log2)
 
 
+_BY_NUMPY: dict[object, DType] = {np.dtype(d.storage): d for d in PLAIN_DTYPES if d.storage != "uint16"}
+
+
 def from_numpy_dtype(dt: np.dtype[np.generic] | type) -> DType:
     """The RUMUS dtype matching a numpy dtype (float64 arrays stay float64)."""
+    hit = _BY_NUMPY.get(dt)
+    if hit is not None:
+        return hit
     name = np.dtype(dt).name
     if name in _BY_NAME and name != "uint16":
         return _BY_NAME[name]

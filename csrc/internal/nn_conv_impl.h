@@ -98,8 +98,8 @@ void FN(rumus_conv_from_nchw)(const void *srcv, void *dstv, int64_t n, int64_t c
 #define POOL_GEOMETRY                                                                              \
     const int64_t P = g[0], H = g[1], W = g[2], Ho = g[3], Wo = g[4], kh = g[5], kw = g[6];         \
     const int64_t sh = g[7], sw = g[8], ph = g[9], pw = g[10], dh = g[11], dw = g[12];              \
-    RUMUS_UNUSED(dh);                                                                              \
-    RUMUS_UNUSED(dw);                                                                              \
+    RUMUS_UNUSED(sh); RUMUS_UNUSED(sw); RUMUS_UNUSED(ph); RUMUS_UNUSED(pw);                          \
+    RUMUS_UNUSED(dh); RUMUS_UNUSED(dw);                                                            \
     if (P == 0) return;                                                                            \
     int nt = rumus_threads_for(P * Ho * Wo * kh * kw);                                             \
     if (nt > P) nt = (int)P;

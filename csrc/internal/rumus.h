@@ -55,6 +55,36 @@ static inline void rumus_kept_offsets(const rumus_rlayout *L, int nk, int64_t i,
     *xo = b;
 }
 
+/* Walking kept positions in order without a division per position (an odometer). */
+typedef struct {
+    int64_t idx[RUMUS_MAX_DIMS];
+    int64_t oo, xo; /* byte offsets of the current position in output and input */
+} rumus_kept_iter;
+
+static inline void rumus_kept_start(const rumus_rlayout *L, int nk, int64_t i, rumus_kept_iter *it) {
+    int64_t a = 0, b = 0;
+    for (int d = nk - 1; d >= 0; d--) {
+        const int64_t q = i % L->ksh[d];
+        i /= L->ksh[d];
+        it->idx[d] = q;
+        a += q * L->kout[d];
+        b += q * L->kin[d];
+    }
+    it->oo = a;
+    it->xo = b;
+}
+
+static inline void rumus_kept_next(const rumus_rlayout *L, int nk, rumus_kept_iter *it) {
+    for (int d = nk - 1; d >= 0; d--) {
+        it->oo += L->kout[d];
+        it->xo += L->kin[d];
+        if (++it->idx[d] < L->ksh[d]) return;
+        it->oo -= L->kout[d] * L->ksh[d];
+        it->xo -= L->kin[d] * L->ksh[d];
+        it->idx[d] = 0;
+    }
+}
+
 int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const char *name);
 
 /* Type lists: M(suffix, C type, ...) once per dtype; the trailing arguments pass through. */

@@ -169,8 +169,15 @@ class ProcessWorkers:
                         args=(WorkerInfo(w, n, base_seed + w, dataset), fetch, init_fn, self._tasks[w],
                               self._results, self._stop))
             for w in range(n)]
-        for p in self._procs:
-            p.start()
+        started = []
+        try:
+            for p in self._procs:
+                p.start()  # with spawn this pickles the dataset, which may fail
+                started.append(p)
+        except BaseException:
+            self._procs = started
+            self.shutdown()
+            raise
 
     def submit(self, b: int, indices: Any) -> None:
         self._tasks[b % len(self._tasks)].put((b, indices))

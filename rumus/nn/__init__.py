@@ -10,3 +10,7 @@ from .parameter import Buffer, Parameter
 
 __all__ = ["Buffer", "Flatten", "Identity", "L1Loss", "Linear", "LogSoftmax", "MSELoss", "Module", "ModuleDict",
            "ModuleList", "Parameter", "ReLU", "Sequential", "Sigmoid", "Softmax", "Tanh", "functional", "init"]
+from ._layers_ext import *  # noqa: E402, F401, F403  (activations, losses, dropout, embedding, attention, transformer)
+__all__ += _layers_ext.__all__  # type: ignore[name-defined]  # noqa: F405
+from ._layers_cnn import *  # noqa: E402, F401, F403  (conv, pooling, normalization)
+__all__ += _layers_cnn.__all__  # type: ignore[name-defined]  # noqa: F405

@@ -61,3 +61,6 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_same("l1_loss", input, target)
     return _reduce(M.abs(M.sub(input, target)), reduction)
+from ._functional_ext import *  # noqa: E402, F401, F403  (activations, dropout, embedding, losses, attention)
+from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
+from .functional_norm import *  # noqa: E402, F401, F403  (normalization)

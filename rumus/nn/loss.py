@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..tensor import Tensor
 from . import functional as F
+from ._functional_loss import _legacy as legacy_reduction
 from .module import Module
 
 
 class _Loss(Module):
-    def __init__(self, reduction: str = "mean") -> None:
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__()
-        self.reduction = reduction
+        self.reduction = legacy_reduction(size_average, reduce, reduction)
 
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}" if self.reduction != "mean" else ""
@@ -24,3 +27,71 @@ class MSELoss(_Loss):
 class L1Loss(_Loss):
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.l1_loss(input, target, self.reduction)
+
+
+class _WeightedLoss(_Loss):
+    """A loss with an optional per-class `weight`, kept as a buffer (it follows .to() and the state_dict)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean") -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    """Logits [N, C, ...] against class indices or class probabilities (log_softmax + NLL, fused in one graph)."""
+
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
+                 reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.cross_entropy(input, target, weight=self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
+                 reduce: Any = None, reduction: str = "mean") -> None:
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
+                 reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                 beta: float = 1.0) -> None:
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)

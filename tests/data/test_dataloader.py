@@ -73,7 +73,7 @@ class _Slow(Dataset):
 
 @pytest.mark.parametrize("workers, mode", MODES[1:])
 def test_early_break_stops_the_workers(workers, mode):
-    before = {t.name for t in threading.enumerate()}
+    before = set(threading.enumerate())
     start = time.monotonic()
     with time_limit(10):
         for k, batch in enumerate(DataLoader(_Slow(), batch_size=4, num_workers=workers, worker_mode=mode)):
@@ -82,7 +82,7 @@ def test_early_break_stops_the_workers(workers, mode):
                 break
     assert time.monotonic() - start < 5
     time.sleep(0.05)
-    assert not [t for t in threading.enumerate() if t.name.startswith("rumus-dataloader") and t.name not in before]
+    assert not [t for t in threading.enumerate() if t.name.startswith("rumus-dataloader") and t not in before]
     import multiprocessing
     assert not [p for p in multiprocessing.active_children() if p.name.startswith("rumus-dataloader")]
 
@@ -216,3 +216,17 @@ def test_spawned_worker_processes_reopen_the_record_file_by_path(tmp_path):
     with RecordDataset(path) as ds, time_limit(60):
         loader = DataLoader(ds, batch_size=4, num_workers=1, worker_mode="process", multiprocessing_context="spawn")
         assert [b[1].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5]]
+
+
+def test_unpicklable_dataset_with_spawn_fails_cleanly():
+    class Local(Dataset):  # a local class cannot be pickled for a spawned process
+        def __len__(self):
+            return 4
+
+        def __getitem__(self, i):
+            return float(i)
+
+    import multiprocessing
+    with time_limit(30), pytest.raises(Exception, match="pickle|Can't get local"):
+        list(DataLoader(Local(), num_workers=2, worker_mode="process", multiprocessing_context="spawn"))
+    assert not [p for p in multiprocessing.active_children() if p.name.startswith("rumus-dataloader")]

@@ -85,3 +85,18 @@ def test_record_dataset_gives_cpu_float32_tensors_and_pickles_by_path(tmp_path):
     ds.close()
     clone.close()
     assert "closed" in repr(ds)
+
+
+def test_batched_host_path_equals_sample_by_sample(tmp_path):
+    from rumus.data import numpy_collate
+    path = tmp_path / "r.rrec"
+    with RecordWriter(path) as w:
+        for i in range(10):
+            w.append(np.full((2, 2), i, np.float16), np.array([i], np.float32))
+    with RecordDataset(path) as rds:
+        tds = _ds(10)
+        for ds in (rds, tds, Subset(rds, [3, 1, 4, 1, 5]), random_split(tds, [6, 4], generator=rm.Generator(2))[1]):
+            idx = [3, 0, 2]
+            whole = ds.get_numpy_batch(idx)
+            one_by_one = numpy_collate([ds.get_numpy(i) for i in idx])
+            assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(whole, one_by_one))

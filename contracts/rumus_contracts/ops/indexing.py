@@ -80,7 +80,9 @@ def _embedding_samples(rng: np.random.Generator) -> list[Sample]:
         if idx.size > 3:
             idx.reshape(-1)[:2] = idx.reshape(-1)[2]  # repeated indices: gradients must accumulate
         for idx_dtype in (None, int32):
-            out.append(Sample([rng.uniform(-2, 2, (v, d)), idx], {"padding_idx": pad},
+            # padding_idx deliberately cuts the padding row's gradient, which finite differences cannot
+            # see: those samples check the forward here and the gradient through embedding_backward's samples
+            out.append(Sample([rng.uniform(-2, 2, (v, d)), idx], {"padding_idx": pad}, grad=pad is None,
                               dtypes=[None, idx_dtype], name=f"{(v, d)}[{ishape}]/{idx_dtype or 'int64'}"))
     return out
 

@@ -1,0 +1,98 @@
+"""Layer, RMS, group and batch normalization and their backward ops: fused C loops (statistics in double)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rumus_contracts import DType, Kernel, TensorArg
+
+from ._lib import lib
+from .dtypes import FLOAT
+from .kernels_nn_conv import ptr
+
+_SFX = {"float32": "f32", "float64": "f64"}
+
+
+def _fns(name: str) -> dict[str, Any]:
+    return {dt: getattr(lib, f"rumus_{name}_{sfx}") for dt, sfx in _SFX.items()}
+
+
+_LN, _LN_BACK = _fns("layer_norm"), _fns("layer_norm_backward")
+_RMS, _RMS_BACK = _fns("rms_norm"), _fns("rms_norm_backward")
+_GN, _GN_BACK = _fns("group_norm"), _fns("group_norm_backward")
+_BN_STATS, _BN, _BN_BACK = _fns("batch_norm_stats"), _fns("batch_norm"), _fns("batch_norm_backward")
+
+
+def _rows(x: TensorArg, w: TensorArg) -> tuple[int, int]:
+    """(rows, cols) of x seen as [rows, prod(weight.shape)]."""
+    cols = w.numel
+    return (x.numel // cols if cols else 0), cols
+
+
+def _ncs(x: TensorArg) -> tuple[int, int, int]:
+    """x [N, C, *] as (N, C, prod(*))."""
+    s = 1
+    for d in x.shape[2:]:
+        s *= d
+    return x.shape[0], x.shape[1], s
+
+
+def layer_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w, b) = outputs[0], inputs
+    _LN[x.dtype.name](ptr(x), ptr(w), ptr(b), ptr(y), *_rows(x, w), float(attrs["eps"]))
+
+
+def layer_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (gx, gw, gb), (g, x, w) = outputs, inputs
+    _LN_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(gx), ptr(gw), ptr(gb), *_rows(x, w), float(attrs["eps"]))
+
+
+def rms_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w) = outputs[0], inputs
+    _RMS[x.dtype.name](ptr(x), ptr(w), ptr(y), *_rows(x, w), float(attrs["eps"]))
+
+
+def rms_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (gx, gw), (g, x, w) = outputs, inputs
+    _RMS_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(gx), ptr(gw), *_rows(x, w), float(attrs["eps"]))
+
+
+def group_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w, b) = outputs[0], inputs
+    _GN[x.dtype.name](ptr(x), ptr(w), ptr(b), ptr(y), *_ncs(x), int(attrs["num_groups"]), float(attrs["eps"]))
+
+
+def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (gx, gw, gb), (g, x, w) = outputs, inputs
+    _GN_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(gx), ptr(gw), ptr(gb), *_ncs(x), int(attrs["num_groups"]),
+                           float(attrs["eps"]))
+
+
+def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (mean, var), x = outputs, inputs[0]
+    _BN_STATS[x.dtype.name](ptr(x), ptr(mean), ptr(var), *_ncs(x))
+
+
+def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w, b, mean, var) = outputs[0], inputs
+    _BN[x.dtype.name](ptr(x), ptr(w), ptr(b), ptr(mean), ptr(var), ptr(y), *_ncs(x), float(attrs["eps"]))
+
+
+def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (gx, gw, gb), (g, x, w, mean, var) = outputs, inputs
+    _BN_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(mean), ptr(var), ptr(gx), ptr(gw), ptr(gb), *_ncs(x),
+                           float(attrs["eps"]), int(bool(attrs["training"])))
+
+
+KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
+    ("layer_norm", layer_norm, FLOAT),
+    ("layer_norm_backward", layer_norm_backward, FLOAT),
+    ("rms_norm", rms_norm, FLOAT),
+    ("rms_norm_backward", rms_norm_backward, FLOAT),
+    ("group_norm", group_norm, FLOAT),
+    ("group_norm_backward", group_norm_backward, FLOAT),
+    ("batch_norm_stats", batch_norm_stats, FLOAT),
+    ("batch_norm", batch_norm, FLOAT),
+    ("batch_norm_backward", batch_norm_backward, FLOAT),
+]

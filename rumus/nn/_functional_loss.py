@@ -1,0 +1,192 @@
+"""Losses built from core ops (rumus.nn.functional; PyTorch's signatures and reductions).
+
+cross_entropy = log_softmax (one fused kernel) + a gather of the target column; the backward runs
+through those ops' formulas. The class-index forms are also registered as composite ops
+(`rumus.ops.cross_entropy`, ...), so every backend's conformance run checks them against numpy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rumus_contracts import DTypeError, RumusError, ShapeError
+
+from .. import _math as M
+from .. import _views
+from .._dispatch import COMPOSITES
+from .._indexing import gather, index_select
+from ..tensor import Tensor
+from ._functional_act import softplus
+
+
+def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return M.mean(loss)
+    if reduction == "sum":
+        return M.sum(loss)
+    if reduction == "none":
+        return loss
+    raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _legacy(size_average: Any, reduce: Any, reduction: str) -> str:
+    if size_average is None and reduce is None:
+        return reduction
+    if reduce is False:
+        return "none"
+    return "sum" if size_average is False else "mean"
+
+
+def _class_last(input: Tensor) -> tuple[Tensor, int]:
+    """[N, C, d1...] -> ([N*d1*..., C], C); [C] -> ([1, C], C)."""
+    if input.ndim == 0:
+        raise ShapeError("cross_entropy/nll_loss: input must have a class dimension, got a 0-d tensor")
+    if input.ndim == 1:
+        return _views.unsqueeze(input, 0), input.shape[0]
+    c = input.shape[1]
+    if input.ndim == 2:
+        return input, c
+    return _views.permute(input, (0, *range(2, input.ndim), 1)).reshape(-1, c), c
+
+
+def _check_target(op: str, input: Tensor, target: Tensor) -> None:
+    want = (input.shape[0], *input.shape[2:]) if input.ndim >= 2 else ()
+    if target.shape != want:
+        raise ShapeError(f"{op}: target shape {target.shape} does not fit input shape {input.shape} "
+                         f"(expected {want} for class indices)")
+    if target.dtype.name not in ("int64", "int32"):
+        raise DTypeError(f"{op}: class-index targets must be int64 or int32, got {target.dtype} (for class "
+                         f"probabilities pass a float target of the input's shape)")
+
+
+def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
+         label_smoothing: float, out_shape: tuple[int, ...]) -> Tensor:
+    """logp [M, C], target [M] class indices -> the reduced loss (or out_shape per-element losses)."""
+    c = logp.shape[1]
+    t = target.reshape(-1)
+    valid = M.ne(t, ignore_index)
+    safe = M.where(valid, t, 0)
+    picked = _views.squeeze(gather(logp, 1, _views.unsqueeze(safe, 1)), 1)
+    mask = valid.to(logp.dtype)
+    w = M.mul(index_select(weight, 0, safe), mask) if weight is not None else mask
+    loss = M.mul(M.neg(picked), w)
+    if label_smoothing:
+        weighted = M.mul(logp, weight) if weight is not None else logp
+        smooth = M.mul(M.neg(M.sum(weighted, 1)), mask)
+        loss = M.add(M.mul(loss, 1.0 - label_smoothing), M.mul(smooth, label_smoothing / c))
+    if reduction == "none":
+        return loss.reshape(out_shape)
+    if reduction == "sum":
+        return M.sum(loss)
+    if reduction == "mean":
+        return M.div(M.sum(loss), M.sum(w))
+    raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+             ignore_index: int = -100, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities [N, C, ...] (or [C]) at class-index targets."""
+    _check_target("nll_loss", input, target)
+    logp, _ = _class_last(input)
+    return _nll(logp, target, weight, ignore_index, _legacy(size_average, reduce, reduction), 0.0, target.shape)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+                  ignore_index: int = -100, reduce: Any = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross-entropy of logits [N, C, ...] (or [C]) with class indices (int) or class probabilities (float,
+    the input's shape); weight, ignore_index and label_smoothing as in PyTorch."""
+    reduction = _legacy(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RumusError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    logits, c = _class_last(input)
+    logp = M.log_softmax(logits, 1)
+    if target.dtype.is_floating:
+        return _soft_cross_entropy(input, logp, target, weight, reduction, label_smoothing, c)
+    _check_target("cross_entropy", input, target)
+    return _nll(logp, target, weight, ignore_index, reduction, label_smoothing, target.shape)
+
+
+def _soft_cross_entropy(input: Tensor, logp: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
+                        label_smoothing: float, c: int) -> Tensor:
+    if target.shape != input.shape:
+        raise ShapeError(f"cross_entropy: probability targets need the input's shape {input.shape}, got "
+                         f"{target.shape}")
+    t, _ = _class_last(target)
+    if label_smoothing:
+        t = M.add(M.mul(t, 1.0 - label_smoothing), label_smoothing / c)
+    prod = M.mul(logp, t)
+    if weight is not None:
+        prod = M.mul(prod, weight)
+    loss = M.neg(M.sum(prod, 1))
+    if reduction == "none":
+        shape = (input.shape[0], *input.shape[2:]) if input.ndim >= 2 else ()
+        return loss.reshape(shape)
+    return reduce_loss(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None = None,
+                                     size_average: Any = None, reduce: Any = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """(1 - t) x + (1 + (pos_weight - 1) t) softplus(-x): stable for large |x|."""
+    if input.shape != target.shape:
+        raise ShapeError(f"binary_cross_entropy_with_logits: target shape {target.shape} differs from input "
+                         f"shape {input.shape}")
+    sp = softplus(M.neg(input))
+    if pos_weight is not None:
+        sp = M.mul(sp, M.add(M.mul(M.sub(pos_weight, 1.0), target), 1.0))
+    loss = M.add(M.mul(M.sub(1.0, target), input), sp)
+    if weight is not None:
+        loss = M.mul(loss, weight)
+    return reduce_loss(loss, _legacy(size_average, reduce, reduction))
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,
+                         reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """-(t log x + (1 - t) log(1 - x)) on probabilities, logs clamped at -100 like PyTorch."""
+    if input.shape != target.shape:
+        raise ShapeError(f"binary_cross_entropy: target shape {target.shape} differs from input shape {input.shape}")
+    log_x = M.clamp(M.log(input), min=-100.0)
+    log_1mx = M.clamp(M.log(M.sub(1.0, input)), min=-100.0)
+    loss = M.neg(M.add(M.mul(target, log_x), M.mul(M.sub(1.0, target), log_1mx)))
+    if weight is not None:
+        loss = M.mul(loss, weight)
+    return reduce_loss(loss, _legacy(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
+                   reduction: str = "mean", beta: float = 1.0) -> Tensor:
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta; beta = 0 is the L1 loss."""
+    if input.shape != target.shape:
+        raise ShapeError(f"smooth_l1_loss: target shape {target.shape} differs from input shape {input.shape}")
+    if beta < 0:
+        raise RumusError(f"smooth_l1_loss: beta must be >= 0, got {beta}")
+    d = M.sub(input, target)
+    ad = M.abs(d)
+    if beta == 0:
+        loss = ad
+    else:
+        loss = M.where(M.lt(ad, beta), M.mul(M.mul(d, d), 0.5 / beta), M.sub(ad, 0.5 * beta))
+    return reduce_loss(loss, _legacy(size_average, reduce, reduction))
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean", delta: float = 1.0) -> Tensor:
+    """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)."""
+    if input.shape != target.shape:
+        raise ShapeError(f"huber_loss: target shape {target.shape} differs from input shape {input.shape}")
+    d = M.sub(input, target)
+    ad = M.abs(d)
+    loss = M.where(M.lt(ad, delta), M.mul(M.mul(d, d), 0.5), M.mul(M.sub(ad, 0.5 * delta), delta))
+    return reduce_loss(loss, reduction)
+
+
+COMPOSITES.update({
+    "cross_entropy": lambda input, target, ignore_index=-100, reduction="mean", label_smoothing=0.0: cross_entropy(
+        input, target, ignore_index=ignore_index, reduction=reduction, label_smoothing=label_smoothing),
+    "nll_loss": lambda input, target, ignore_index=-100, reduction="mean": nll_loss(
+        input, target, ignore_index=ignore_index, reduction=reduction),
+    "binary_cross_entropy_with_logits": lambda input, target, reduction="mean": binary_cross_entropy_with_logits(
+        input, target, reduction=reduction),
+    "smooth_l1_loss": lambda input, target, beta=1.0, reduction="mean": smooth_l1_loss(
+        input, target, reduction=reduction, beta=beta),
+})

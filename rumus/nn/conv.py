@@ -1,0 +1,130 @@
+"""Conv1d, Conv2d, ConvTranspose2d: PyTorch's signatures, attribute names, weight layouts and init.
+
+    Conv1d.weight          [out_channels, in_channels / groups, k]
+    Conv2d.weight          [out_channels, in_channels / groups, kh, kw]
+    ConvTranspose2d.weight [in_channels, out_channels / groups, kh, kw]
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rumus_contracts import RumusError
+
+from .. import _creation
+from ..tensor import Tensor
+from . import functional_conv as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+class _ConvNd(Module):
+    """Shared construction: checks, parameters, PyTorch's default init, repr."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: tuple[int, ...], stride: tuple[int, ...],
+                 padding: tuple[int, ...] | str, dilation: tuple[int, ...], transposed: bool,
+                 output_padding: tuple[int, ...], groups: int, bias: bool, padding_mode: str, device: Any,
+                 dtype: Any) -> None:
+        super().__init__()
+        name = type(self).__name__
+        if groups < 1 or in_channels % groups or out_channels % groups:
+            raise RumusError(f"{name}: in_channels ({in_channels}) and out_channels ({out_channels}) must both be "
+                             f"divisible by groups ({groups})")
+        if isinstance(padding, str):
+            if padding not in ("same", "valid"):
+                raise RumusError(f"{name}: padding must be 'same', 'valid', an int or a tuple, got {padding!r}")
+            if padding == "same" and any(s != 1 for s in stride):
+                raise RumusError(f"{name}: padding='same' is not supported for strided convolutions")
+        if padding_mode != "zeros":
+            raise RumusError(f"{name}: padding_mode={padding_mode!r} is not supported; only 'zeros' is")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding, self.dilation = kernel_size, stride, padding, dilation
+        self.transposed, self.output_padding, self.groups, self.padding_mode = transposed, output_padding, groups, \
+            padding_mode
+        shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(_creation.empty(*shape, *kernel_size, device=device, dtype=dtype))
+        self.bias: Parameter | None
+        if bias:
+            self.bias = Parameter(_creation.empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in = self.weight.shape[1]
+            for k in self.weight.shape[2:]:
+                fan_in *= k
+            bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
+            init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
+        ones = (1,) * len(self.kernel_size)
+        if self.padding != (0,) * len(self.kernel_size):
+            s += f", padding={self.padding!r}"
+        if self.dilation != ones:
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.kernel_size):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:
+    if isinstance(value, int):
+        return (value,) * n
+    items = tuple(int(v) for v in value)
+    if len(items) != n:
+        raise RumusError(f"{name} must be an int or a {n}-tuple, got {value!r}")
+    return items
+
+
+class Conv1d(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None) -> None:
+        pad = padding if isinstance(padding, str) else _tuple(padding, 1, "padding")
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, 1, "kernel_size"), _tuple(stride, 1, "stride"),
+                         pad, _tuple(dilation, 1, "dilation"), False, (0,), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class Conv2d(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None) -> None:
+        pad = padding if isinstance(padding, str) else _tuple(padding, 2, "padding")
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, 2, "kernel_size"), _tuple(stride, 2, "stride"),
+                         pad, _tuple(dilation, 2, "dilation"), False, (0, 0), groups, bias, padding_mode, device,
+                         dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, 2, "kernel_size"), _tuple(stride, 2, "stride"),
+                         _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation"), True,
+                         _tuple(output_padding, 2, "output_padding"), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
+        output_padding: Any = self.output_padding
+        if output_size is not None:
+            hw = tuple(output_size)[-2:]
+            output_padding = F.transposed_output_padding(x.shape[-2:], hw, F.pair(self.kernel_size),
+                                                         F.pair(self.stride), F.pair(self.padding),
+                                                         F.pair(self.dilation))
+        return F.conv_transpose2d(x, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups,
+                                  self.dilation)

@@ -1,0 +1,21 @@
+"""Dropout: counter-based masks (the same seed gives the same mask on every backend); identity in eval mode."""
+
+from __future__ import annotations
+
+from ..tensor import Tensor
+from . import functional as F
+from .module import Module
+
+
+class Dropout(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"

@@ -1,0 +1,180 @@
+"""Transformer layers: PyTorch's TransformerEncoderLayer / TransformerEncoder (same submodule names, so
+PyTorch state_dicts load unchanged) and a pre-norm decoder TransformerBlock with a KV-cache forward."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from rumus_contracts import RumusError
+
+from .. import _math as M
+from ..tensor import Tensor
+from . import functional as F
+from .activation import GELU
+from .attention import KVCache, MultiheadAttention
+from .containers import ModuleList, Sequential
+from .dropout import Dropout
+from .linear import Linear
+from .module import Module
+
+
+def layer_norm_module(d_model: int, eps: float, bias: bool, device: Any, dtype: Any) -> Module:
+    """rumus.nn.LayerNorm (the normalization layers' file); until that lands, a private composite with the
+    same parameter names (weight, bias) and semantics."""
+    from .. import nn
+    cls = getattr(nn, "LayerNorm", None)
+    if cls is not None:
+        module: Module = cls(d_model, eps=eps, bias=bias, device=device, dtype=dtype)
+        return module
+    return _CompositeLayerNorm(d_model, eps, bias, device, dtype)
+
+
+class _CompositeLayerNorm(Module):
+    """Temporary stand-in for rumus.nn.LayerNorm, built from core ops (mean, var, rsqrt)."""
+
+    def __init__(self, d: int, eps: float, bias: bool, device: Any, dtype: Any) -> None:
+        from .. import _creation
+        from .parameter import Parameter
+        super().__init__()
+        self.normalized_shape, self.eps = (d,), eps
+        self.weight = Parameter(_creation.ones(d, device=device, dtype=dtype))
+        self.bias: Parameter | None
+        if bias:
+            self.bias = Parameter(_creation.zeros(d, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        mu = M.mean(x, -1, keepdim=True)
+        xc = M.sub(x, mu)
+        var = M.mean(M.mul(xc, xc), -1, keepdim=True)
+        y = M.mul(M.mul(xc, M.rsqrt(M.add(var, self.eps))), self.weight)
+        return M.add(y, self.bias) if self.bias is not None else y
+
+
+def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    if callable(activation):
+        return activation
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RumusError(f"activation should be 'relu' or 'gelu' (or a callable), not {activation!r}")
+
+
+class TransformerEncoderLayer(Module):
+    """PyTorch's nn.TransformerEncoderLayer: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1,
+    dropout2; post-norm by default, pre-norm with norm_first=True."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
+                 batch_first: bool = False, norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: Any = None) -> None:
+        super().__init__()
+        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward, dropout=dropout,
+                            activation=activation, layer_norm_eps=layer_norm_eps, batch_first=batch_first,
+                            norm_first=norm_first, bias=bias, device=device, dtype=dtype)
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
+        self.norm2 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
+                is_causal: bool = False) -> Tensor:
+        x = src
+        if self.norm_first:
+            x = M.add(x, self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal))
+            return M.add(x, self._ff_block(self.norm2(x)))
+        x = self.norm1(M.add(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal)))
+        return self.norm2(M.add(x, self._ff_block(x)))
+
+    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                  is_causal: bool) -> Tensor:
+        out, _ = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
+                                is_causal=is_causal)
+        return self.dropout1(out)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+    def clone(self) -> TransformerEncoderLayer:
+        """A new layer with the same configuration and a copy of the parameters (PyTorch deep-copies)."""
+        twin = TransformerEncoderLayer(**self._config)  # type: ignore[arg-type]
+        twin.load_state_dict(self.state_dict())
+        twin.train(self.training)
+        return twin
+
+
+class TransformerEncoder(Module):
+    """PyTorch's nn.TransformerEncoder: `num_layers` copies of encoder_layer as layers.0, layers.1, ..."""
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int, norm: Module | None = None,
+                 enable_nested_tensor: bool = True, mask_check: bool = True) -> None:
+        super().__init__()
+        self.layers = ModuleList([encoder_layer.clone() for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, src: Tensor, mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
+                is_causal: bool | None = None) -> Tensor:
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
+        return self.norm(x) if self.norm is not None else x
+
+
+class TransformerBlock(Module):
+    """A pre-norm decoder block (GPT-2 style), batch_first:
+
+        x = x + dropout(attn(ln1(x)))      causal self-attention
+        x = x + dropout(mlp(ln2(x)))       mlp = Linear(d, d_ff) -> GELU -> Linear(d_ff, d)
+
+    forward(x) trains on whole sequences; forward(x, kv_cache=cache, start_pos=p) runs new tokens at
+    positions p.. against the cached keys/values and returns (x, cache) (see `new_cache`)."""
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int | None = None, dropout: float = 0.0,
+                 activation: str = "gelu", layer_norm_eps: float = 1e-5, bias: bool = True, causal: bool = True,
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        d_ff = 4 * d_model if d_ff is None else d_ff
+        self.causal = causal
+        self.ln1 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
+        self.attn = MultiheadAttention(d_model, n_heads, dropout=dropout, bias=bias, batch_first=True, **kw)
+        self.ln2 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
+        act: Module = GELU() if activation == "gelu" else GELU("tanh") if activation == "gelu_tanh" else \
+            _Lambda(_activation(activation))
+        self.mlp = Sequential(Linear(d_model, d_ff, bias=bias, **kw), act, Linear(d_ff, d_model, bias=bias, **kw))
+        self.dropout = Dropout(dropout)
+
+    def forward(self, x: Tensor, attn_mask: Tensor | None = None, kv_cache: KVCache | None = None,
+                start_pos: int = 0) -> Any:
+        h = self.ln1(x)
+        if kv_cache is not None:
+            a = self.attn.forward_cached(h, kv_cache, start_pos, attn_mask)
+        else:
+            a, _ = self.attn(h, h, h, attn_mask=attn_mask, need_weights=False,
+                             is_causal=self.causal and attn_mask is None)
+        x = M.add(x, self.dropout(a))
+        x = M.add(x, self.dropout(self.mlp(self.ln2(x))))
+        return (x, kv_cache) if kv_cache is not None else x
+
+    def new_cache(self, batch_size: int, max_len: int) -> KVCache:
+        return self.attn.new_cache(batch_size, max_len)
+
+
+class _Lambda(Module):
+    def __init__(self, fn: Callable[[Tensor], Tensor]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.fn(x)

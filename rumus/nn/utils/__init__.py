@@ -1,0 +1,5 @@
+"""rumus.nn.utils: gradient clipping (like torch.nn.utils)."""
+
+from .clip_grad import clip_grad_norm_, clip_grad_value_, get_total_norm
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm"]
