@@ -25,8 +25,8 @@ import numpy as np
 
 from rumus_contracts import Device, TensorArg, contiguous_strides, float32
 
-SWEEP_PLANS = ("128x128", "128x64", "64x64", "64x64w", "128x128k16", "128x128:2", "128x128:4", "128x128:8",
-               "128x64:2", "128x64:4", "64x64:4")
+SWEEP_PLANS = ("128x128", "128x128/checked", "128x64", "64x64", "64x64w", "128x128k16", "128x128:2", "128x128:4",
+               "128x128:8", "128x64:2", "128x64:4", "64x64:4")  # "/checked": naga's runtime bounds checks on
 
 
 @dataclass
@@ -121,8 +121,11 @@ def gemm_rows(ctx: Context, n: int, plans: tuple[str | None, ...] = (None,), tra
         t_torch = ctx.torch_seconds(lambda: ctx.torch.matmul(ta, tb, out=tc), reps)
     rows = []
     for plan in plans:
+        os.environ.pop("RUMUS_WGPU_CHECKED", None)
         if plan:
-            os.environ["RUMUS_WGPU_GEMM"] = plan
+            os.environ["RUMUS_WGPU_GEMM"] = plan.split("/")[0]
+            if plan.endswith("/checked"):
+                os.environ["RUMUS_WGPU_CHECKED"] = "1"
         else:
             os.environ.pop("RUMUS_WGPU_GEMM", None)
         try:
@@ -132,6 +135,7 @@ def gemm_rows(ctx: Context, n: int, plans: tuple[str | None, ...] = (None,), tra
             continue
         finally:
             os.environ.pop("RUMUS_WGPU_GEMM", None)
+            os.environ.pop("RUMUS_WGPU_CHECKED", None)
         from rumus_wgpu.gemm import _plan
         used = plan or "{}:{}".format(*_plan(n, n, n, 1))
         rows.append(Row(f"gemm fp32 n={n}{' B=W.T' if transposed_b else ''}", flops / t / 1e12,
@@ -190,7 +194,7 @@ def latency_row(ctx: Context) -> Row:
         for _ in range(50):
             tx.cpu()
         t_torch = (time.perf_counter() - t1) / 50
-    return Row("sync: 4-byte read-back", t * 1e6, t_torch * 1e6 if t_torch else None, "us")
+    return Row("sync: 4-byte read-back", t * 1e6, t_torch * 1e6 if t_torch else None, "us", "lower is better")
 
 
 def mlp_training_step(ctx: Context) -> list[Row]:
@@ -208,13 +212,14 @@ def print_table(rows: list[Row], title: str) -> None:
     for r in rows:
         torch = f"{r.torch:10.1f}" if r.torch else f"{'-':>10}"
         ratio = f"{r.ratio:6.2f}" if r.ratio else f"{'-':>6}"
-        print(f"{r.case:32} {r.wgpu:10.1f} {torch} {r.unit:>8} {ratio}  {r.note}")
+        print(f"{r.case:32} {r.wgpu:10.2f} {torch} {r.unit:>8} {ratio}  {r.note}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096, 8192])
     parser.add_argument("--sweep", action="store_true", help="time every GEMM plan per size")
+    parser.add_argument("--log2-elements", type=int, default=26, help="size of the add / sum cases")
     parser.add_argument("--json", help="write all rows here")
     args = parser.parse_args()
     ctx = Context()
@@ -230,8 +235,9 @@ def main() -> None:
     rows: list[Row] = []
     for n in args.sizes:
         rows += gemm_rows(ctx, n)
-    rows += gemm_rows(ctx, 4096, transposed_b=True)
-    rows += [add_row(ctx), sum_row(ctx), latency_row(ctx)]
+    rows += gemm_rows(ctx, max(n for n in args.sizes if n <= 4096), transposed_b=True)
+    n = 1 << args.log2_elements
+    rows += [add_row(ctx, n), sum_row(ctx, n), latency_row(ctx)]
     for extra in EXTRA_BENCHMARKS:
         rows += extra(ctx)
     stats = ctx.backend.stats(ctx.device)

@@ -25,9 +25,14 @@ static uint32_t threshold_of(double p) {
         RUMUS_PARALLEL_FOR                                                                       \
         for (int t = 0; t < nt; t++) {                                                           \
             const int64_t s = n * t / nt, e = n * (t + 1) / nt;                                  \
-            for (int64_t i = s; i < e; i++) {                                                    \
-                const uint32_t bits = mix32(mix32((offset + (uint32_t)i) ^ key) + key);          \
-                o[i] = bits >= thr ? x[i] * scale : (T)0;                                        \
+            const uint32_t base = offset + (uint32_t)s;                                          \
+            const int64_t len = e - s;                                                           \
+            T *out = o + s;                                                                      \
+            const T *in = x + s;                                                                 \
+            for (int64_t i = 0; i < len; i++) { /* branch-free, so gcc vectorises the hash */     \
+                const uint32_t bits = mix32(mix32((base + (uint32_t)i) ^ key) + key);            \
+                const T v = in[i] * scale;                                                       \
+                out[i] = bits >= thr ? v : (T)0;                                                 \
             }                                                                                    \
         }                                                                                        \
     }

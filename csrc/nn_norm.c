@@ -10,6 +10,7 @@
 
 /* Threads for `units` independent units of `work` elements in all (never more threads than units). */
 static int norm_threads(int64_t units, int64_t work) {
+    if (work < ((int64_t)1 << 21)) return 1; /* memory-bound: a second thread pays only on large inputs */
     int nt = rumus_threads_for(work);
     if (nt > units) nt = (int)(units < 1 ? 1 : units);
     return nt;

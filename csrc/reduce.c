@@ -12,7 +12,7 @@
 #include "reduce.h"
 
 
-#define COLUMN_BLOCK 256
+#define COLUMN_BLOCK 2048 /* most outputs accumulated together: 16 KiB of double accumulators */
 #define LANES 16
 #define SPLIT_CHUNKS 64
 
@@ -101,13 +101,14 @@ typedef struct {
             *(TO *)(o + it.oo) = (TO)acc;                                                        \
         }                                                                                        \
     }                                                                                            \
-    RUMUS_CLONES static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
-        const int64_t K = L->ksh[L->nk - 1], nb = (K + COLUMN_BLOCK - 1) / COLUMN_BLOCK;         \
+    RUMUS_CLONES static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t bs, int64_t s, \
+                                            int64_t e) {                                         \
+        const int64_t K = L->ksh[L->nk - 1], nb = (K + bs - 1) / bs;                             \
         const int nr = L->nr;                                                                    \
         TA acc[COLUMN_BLOCK];                                                                    \
         for (int64_t u = s; u < e; u++) {                                                        \
-            const int64_t j0 = (u % nb) * COLUMN_BLOCK;                                          \
-            const int64_t bl = K - j0 < COLUMN_BLOCK ? K - j0 : COLUMN_BLOCK;                    \
+            const int64_t j0 = (u % nb) * bs;                                                    \
+            const int64_t bl = K - j0 < bs ? K - j0 : bs;                                        \
             int64_t oo, xo;                                                                      \
             rumus_kept_offsets(L, L->nk - 1, u / nb, &oo, &xo);                                  \
             for (int64_t j = 0; j < bl; j++) acc[j] = (INIT);                                    \
@@ -133,16 +134,24 @@ typedef struct {
         int nt = rumus_threads_for(work);                                                        \
         if (L->nk >= 1 && L->nr >= 1 && L->inner > 0 && L->kin[L->nk - 1] == (int64_t)sizeof(TI) && \
             L->kout[L->nk - 1] == (int64_t)sizeof(TO) && L->rin[L->nr - 1] != (int64_t)sizeof(TI)) { \
-            const int64_t K = L->ksh[L->nk - 1];                                                 \
-            const int64_t units = (L->outer / K) * ((K + COLUMN_BLOCK - 1) / COLUMN_BLOCK);      \
+            /* blocks as wide as fit in L1, narrower when that leaves threads idle; each output \
+               still sums its column in row order, so the result never depends on the block */  \
+            const int64_t K = L->ksh[L->nk - 1], rows = L->outer / K;                            \
+            int64_t bs = COLUMN_BLOCK;                                                           \
+            if (rows < nt) {                                                                     \
+                const int64_t per = (K * rows + nt - 1) / nt;                                    \
+                bs = per < 64 ? 64 : (per + 15) / 16 * 16;                                       \
+                if (bs > COLUMN_BLOCK) bs = COLUMN_BLOCK;                                        \
+            }                                                                                    \
+            const int64_t units = rows * ((K + bs - 1) / bs);                                    \
             if (nt > units) nt = (int)units;                                                     \
             if (nt <= 1) {                                                                       \
-                NAME##_columns(L, o, x, 0, units);                                               \
+                NAME##_columns(L, o, x, bs, 0, units);                                           \
                 return;                                                                          \
             }                                                                                    \
-            RUMUS_PARALLEL_FOR                         \
+            RUMUS_PARALLEL_FOR                                                                   \
             for (int t = 0; t < nt; t++)                                                         \
-                NAME##_columns(L, o, x, units * t / nt, units * (t + 1) / nt);                   \
+                NAME##_columns(L, o, x, bs, units * t / nt, units * (t + 1) / nt);               \
             return;                                                                              \
         }                                                                                        \
         if (L->outer < 16 && L->inner >= 65536) {                                                \
@@ -151,9 +160,14 @@ typedef struct {
                 rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                       \
                 TA parts[SPLIT_CHUNKS];                                                          \
                 const int64_t inner = L->inner;                                                  \
-                RUMUS_PARALLEL_FOR                     \
-                for (int c = 0; c < SPLIT_CHUNKS; c++)                                           \
-                    parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
+                if (nt <= 1) {                                                                   \
+                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                       \
+                        parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
+                } else {                                                                         \
+                    RUMUS_PARALLEL_FOR                                                           \
+                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                       \
+                        parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
+                }                                                                                \
                 TA acc = (INIT);                                                                 \
                 for (int c = 0; c < SPLIT_CHUNKS; c++) ACC(acc, parts[c]);                       \
                 *(TO *)(o + oo) = (TO)acc;                                                       \
@@ -229,8 +243,8 @@ typedef struct {
     }
 
 #define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH)                                                     \
-    DEF_ARG(argmax_##sfx, TI, amax_##sfx, v > best || (v != v && best == best))                  \
-    DEF_ARG(argmin_##sfx, TI, amin_##sfx, v < best || (v != v && best == best))
+    DEF_ARG(argmax_##sfx, TI, amax_##sfx, (v > best) | ((v != v) & (best == best)))              \
+    DEF_ARG(argmin_##sfx, TI, amin_##sfx, (v < best) | ((v != v) & (best == best)))
 
 EACH_REDUCE(DEF_ALL_REDUCE)
 EACH_REDUCE(DEF_ARGS)

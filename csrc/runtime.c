@@ -20,6 +20,11 @@ void rumus_set_num_threads(int n) {
 
 int rumus_get_num_threads(void) { return g_threads; }
 
+/* libgomp's thread pool does not survive fork(): a forked child that entered a parallel region
+   would wait forever for threads it does not have. Children therefore run every kernel on their
+   one thread (what PyTorch does too); no OpenMP call happens here. */
+void rumus_after_fork_child(void) { g_threads = 1; }
+
 int rumus_has_openmp(void) {
 #ifdef _OPENMP
     return 1;
@@ -84,6 +89,46 @@ static void run_range(int nops, int ndim, const int64_t *shape, const int64_t *b
     }
 }
 
+/* Tiled walk over the last two dims, for operands laid out "across" the iteration order (a
+   transposed read or write): TILE x TILE blocks keep both sides' cache lines in use.
+   Work units are (position in the leading dims, band of TILE rows). */
+#define TILE 64
+static void run_tiles(int nops, int ndim, const int64_t *shape, const int64_t *bst, char **base, rumus_loop_fn fn,
+                      const void *ctx, int64_t u0, int64_t u1) {
+    const int r = ndim - 2, c = ndim - 1;
+    const int64_t bands = (shape[r] + TILE - 1) / TILE;
+    int64_t inner[RUMUS_MAX_OPS];
+    char *p[RUMUS_MAX_OPS], *lead[RUMUS_MAX_OPS];
+    for (int k = 0; k < nops; k++) inner[k] = bst[k * ndim + c];
+    for (int64_t u = u0; u < u1; u++) {
+        int64_t rem = u / bands;
+        const int64_t i0 = (u % bands) * TILE, i1 = i0 + TILE < shape[r] ? i0 + TILE : shape[r];
+        for (int k = 0; k < nops; k++) lead[k] = base[k];
+        for (int d = r - 1; d >= 0; d--) {
+            const int64_t q = rem % shape[d];
+            rem /= shape[d];
+            for (int k = 0; k < nops; k++) lead[k] += q * bst[k * ndim + d];
+        }
+        for (int64_t j0 = 0; j0 < shape[c]; j0 += TILE) {
+            const int64_t n = shape[c] - j0 < TILE ? shape[c] - j0 : TILE;
+            for (int64_t i = i0; i < i1; i++) {
+                for (int k = 0; k < nops; k++) p[k] = lead[k] + i * bst[k * ndim + r] + j0 * inner[k];
+                fn(n, p, inner, ctx);
+            }
+        }
+    }
+}
+
+/* Whether some operand steps further along the last dim than along the one before it. */
+static int crossed(int nops, int ndim, const int64_t *shape, const int64_t *bst) {
+    if (ndim < 2 || shape[ndim - 1] < TILE / 2 || shape[ndim - 2] < TILE / 2) return 0;
+    for (int k = 0; k < nops; k++) {
+        const int64_t a = bst[k * ndim + ndim - 2], b = bst[k * ndim + ndim - 1];
+        if (a != 0 && (b < 0 ? -b : b) > (a < 0 ? -a : a)) return 1;
+    }
+    return 0;
+}
+
 void rumus_iterate(int nops, const int64_t *meta, char **base, const int *isz, rumus_loop_fn fn,
                    const void *ctx) {
     const int ndim = (int)meta[0];
@@ -111,6 +156,17 @@ RUMUS_PARALLEL_FOR
         return;
     }
     int nt = rumus_threads_for(total);
+    if (crossed(nops, ndim, shape, bst)) {
+        const int64_t units = total / (shape[ndim - 1] * shape[ndim - 2]) * ((shape[ndim - 2] + TILE - 1) / TILE);
+        if (nt > units) nt = (int)units;
+        if (nt <= 1) {
+            run_tiles(nops, ndim, shape, bst, base, fn, ctx, 0, units);
+            return;
+        }
+        RUMUS_PARALLEL_FOR
+        for (int t = 0; t < nt; t++) run_tiles(nops, ndim, shape, bst, base, fn, ctx, units * t / nt, units * (t + 1) / nt);
+        return;
+    }
     if (nt <= 1) {
         run_range(nops, ndim, shape, bst, base, fn, ctx, 0, total);
         return;

@@ -8,6 +8,7 @@ single contiguous or strided run. Building one costs microseconds; a dict keyed 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,6 +27,8 @@ SUFFIX = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "i
 META: dict[tuple[Any, ...], Any] = {}  # layout key -> int64_t[] meta (or EMPTY)
 
 lib.rumus_set_num_threads(default_num_threads())
+if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: forked children run on one thread
+    os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
 
 
 def loops(find: Callable[[bytes], int], op: str, dtypes: Iterable[DType]) -> dict[str, int]:

@@ -25,12 +25,13 @@ class CpuBackend:
         try:
             from . import _lib  # noqa: F401  (loads the compiled kernels)
             from .plugin import kernel_table
-            from .threads import default_num_threads, set_num_threads
+            from .threads import set_num_threads
         except ImportError as exc:
             raise BackendUnavailable(
                 f"the CPU kernels are not compiled ({exc}); run `python csrc/build_cpu_kernels.py` in a "
                 f"source checkout, or reinstall with `pip install -e .`") from None
-        set_num_threads(num_threads if num_threads is not None else default_num_threads())
+        if num_threads is not None:  # otherwise RUMUS_NUM_THREADS (or every core), set when the kernels load
+            set_num_threads(num_threads)
         self.kernels: Mapping[str, Kernel] = kernel_table()
         self._copy = self.kernels["copy"]
 

@@ -1,10 +1,12 @@
 """conv2d (and its two backward ops) as im2col/col2im in C around one numpy GEMM per group, and 2-D
 max/avg pooling in C.
 
-The GEMM runs channel-major over the whole batch, [O, K] @ [K, N*Ho*Wo], rather than once per sample:
-one large sgemm keeps BLAS efficient where per-sample products of a few hundred columns do not. The
-[O, N, HW] <-> [N, O, HW] reorders are plain row copies in C. Very large batches are processed in
-chunks of samples so that the column buffer stays bounded (CHUNK_ELEMENTS).
+Two layouts of the column buffer, picked by the size of one sample's product (see _per_sample):
+  per sample    [N, groups, K, HW] (K = C/groups*kh*kw): one batched matmul of [O/g, K] @ [K, HW] products
+                that reads and writes NCHW directly; fastest while BLAS runs each product on one thread;
+  channel-major [groups, K, N*HW]: one [O/g, K] @ [K, N*HW] GEMM per group, with the NCHW <-> [O, N, HW]
+                reorders done by row copies in C.
+Large batches are processed in chunks of samples so that the scratch buffers stay bounded.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from .dtypes import FLOAT
 
 _from_buffer = ffi.from_buffer
 _SFX = {"float32": "f32", "float64": "f64"}
-CHUNK_ELEMENTS = 1 << 24  # column-buffer elements per chunk of samples (64 MiB of float32)
+CHUNK_ELEMENTS = 1 << 21  # scratch elements per chunk of samples (8 MiB of float32)
+PER_SAMPLE_MAX = 4 * 65536  # largest per-sample product (M*N*K) run as a batch of small GEMMs
 
 
 def _fns(name: str) -> dict[str, Any]:
@@ -74,14 +77,22 @@ def _geom(values: tuple[int, ...]) -> Any:
 
 
 def _conv_geom(n: int, x_shape: tuple[int, ...], k: tuple[int, int], out_hw: tuple[int, int],
-               attrs: Mapping[str, Any]) -> Any:
+               attrs: Mapping[str, Any], layout: int) -> Any:
     (sh, sw), (ph, pw), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
     return _geom((n, x_shape[1], x_shape[2], x_shape[3], k[0], k[1], int(sh), int(sw), int(ph), int(pw), int(dh),
-                  int(dw), out_hw[0], out_hw[1]))
+                  int(dw), out_hw[0], out_hw[1], layout))
 
 
 def _chunk(n: int, per_sample: int) -> int:
     return max(1, min(n, CHUNK_ELEMENTS // max(per_sample, 1)))
+
+
+def _per_sample(og: int, k: int, hw: int) -> bool:
+    """Whether one sample's product is below OpenBLAS's threading threshold (M*N*K <= 4 * 65536): then
+    a batched matmul of per-sample products runs without any thread hand-offs. Larger products go
+    through one channel-major GEMM over the whole chunk, so BLAS syncs its threads once per call instead
+    of once per sample (which costs milliseconds each when the cores are shared)."""
+    return og * k * hw <= PER_SAMPLE_MAX
 
 
 def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -90,21 +101,22 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         return
     n, o, ho, wo = y.shape
     g, k, hw = int(attrs["groups"]), w.shape[1] * w.shape[2] * w.shape[3], ho * wo
-    dt = x.dtype.name
+    dt, np_dt = x.dtype.name, x.buffer.dtype
     wv = view(w).reshape(g, o // g, k)
-    plane_x, plane_y = x.shape[1] * x.shape[2] * x.shape[3], o * hw
-    isz = x.buffer.itemsize
+    plane, isz = x.shape[1] * x.shape[2] * x.shape[3], x.buffer.itemsize
+    small = _per_sample(o // g, k, hw)
     step = _chunk(n, g * k * hw)
     for n0 in range(0, n, step):
         nb = min(step, n - n0)
-        cols = _ws.get("cols", x.buffer.dtype, g * k * nb * hw)
-        _IM2COL[dt](ptr(x) + n0 * plane_x * isz, _from_buffer(cols), _conv_geom(nb, x.shape, w.shape[2:], (ho, wo), attrs))
-        if nb == 1:  # one sample: [O, HW] is already its NCHW layout
-            np.matmul(wv, cols.reshape(g, k, hw), out=view(y)[n0].reshape(g, o // g, hw))
+        cols = _ws.get("cols", np_dt, nb * g * k * hw)
+        _IM2COL[dt](ptr(x) + n0 * plane * isz, _from_buffer(cols),
+                    _conv_geom(nb, x.shape, w.shape[2:], (ho, wo), attrs, 0 if small else 1))
+        if small:  # [nb, g, K, HW] -> y[n0:n0+nb] viewed [nb, g, O/g, HW]
+            np.matmul(wv, cols.reshape(nb, g, k, hw), out=view(y)[n0:n0 + nb].reshape(nb, g, o // g, hw))
             continue
-        prod = _ws.get("prod", x.buffer.dtype, o * nb * hw)
+        prod = _ws.get("prod", np_dt, o * nb * hw)
         np.matmul(wv, cols.reshape(g, k, nb * hw), out=prod.reshape(g, o // g, nb * hw))
-        _TO_NCHW[dt](_from_buffer(prod), ptr(y) + n0 * plane_y * isz, nb, o, hw)
+        _TO_NCHW[dt](_from_buffer(prod), ptr(y) + n0 * o * hw * isz, nb, o, hw)
 
 
 def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -113,53 +125,53 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
         return
     n, o, ho, wo = gy.shape
     g, k, hw = int(attrs["groups"]), w.shape[1] * w.shape[2] * w.shape[3], ho * wo
-    dt = gy.dtype.name
+    dt, np_dt = gy.dtype.name, gy.buffer.dtype
     wt = view(w).reshape(g, o // g, k).transpose(0, 2, 1)
-    plane_x, plane_y = gx.shape[1] * gx.shape[2] * gx.shape[3], o * hw
-    isz = gy.buffer.itemsize
+    plane, isz = gx.shape[1] * gx.shape[2] * gx.shape[3], gy.buffer.itemsize
+    small = _per_sample(o // g, k, hw)
     step = _chunk(n, g * k * hw)
     for n0 in range(0, n, step):
         nb = min(step, n - n0)
-        if nb == 1:
-            gt = view(gy)[n0].reshape(g, o // g, hw)
+        cols = _ws.get("cols", np_dt, nb * g * k * hw)
+        if small:
+            np.matmul(wt, view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), out=cols.reshape(nb, g, k, hw))
         else:
-            t = _ws.get("prod", gy.buffer.dtype, o * nb * hw)
-            _FROM_NCHW[dt](ptr(gy) + n0 * plane_y * isz, _from_buffer(t), nb, o, hw)
-            gt = t.reshape(g, o // g, nb * hw)
-        cols = _ws.get("cols", gy.buffer.dtype, g * k * nb * hw)
-        np.matmul(wt, gt, out=cols.reshape(g, k, nb * hw))
-        _COL2IM[dt](_from_buffer(cols), ptr(gx) + n0 * plane_x * isz,
-                    _conv_geom(nb, gx.shape, w.shape[2:], (ho, wo), attrs))
+            gt = _ws.get("prod", np_dt, o * nb * hw)
+            _FROM_NCHW[dt](ptr(gy) + n0 * o * hw * isz, _from_buffer(gt), nb, o, hw)
+            np.matmul(wt, gt.reshape(g, o // g, nb * hw), out=cols.reshape(g, k, nb * hw))
+        _COL2IM[dt](_from_buffer(cols), ptr(gx) + n0 * plane * isz,
+                    _conv_geom(nb, gx.shape, w.shape[2:], (ho, wo), attrs, 0 if small else 1))
 
 
 def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     gw, (gy, x) = outputs[0], inputs
-    out = view(gw)
+    out = view(gw).reshape(-1)
     n, o, ho, wo = gy.shape
     g, k, hw = int(attrs["groups"]), gw.shape[1] * gw.shape[2] * gw.shape[3], ho * wo
-    if n == 0:
-        out[...] = 0
-        return
-    dt = gy.dtype.name
-    plane_x, plane_y = x.shape[1] * x.shape[2] * x.shape[3], o * hw
-    isz = gy.buffer.itemsize
-    step = _chunk(n, g * k * hw)
+    out[...] = 0
+    dt, np_dt = x.dtype.name, x.buffer.dtype
+    plane, isz = x.shape[1] * x.shape[2] * x.shape[3], x.buffer.itemsize
+    small = _per_sample(o // g, k, hw)
+    step = min(_chunk(n, g * k * hw), _chunk(n, o * k)) if small else _chunk(n, g * k * hw)
     target = out.reshape(g, o // g, k)
     for n0 in range(0, n, step):
         nb = min(step, n - n0)
-        cols = _ws.get("cols", x.buffer.dtype, g * k * nb * hw)
-        _IM2COL[dt](ptr(x) + n0 * plane_x * isz, _from_buffer(cols), _conv_geom(nb, x.shape, gw.shape[2:], (ho, wo), attrs))
-        if nb == 1:
-            gt = view(gy)[n0].reshape(g, o // g, hw)
-        else:
-            t = _ws.get("prod", gy.buffer.dtype, o * nb * hw)
-            _FROM_NCHW[dt](ptr(gy) + n0 * plane_y * isz, _from_buffer(t), nb, o, hw)
-            gt = t.reshape(g, o // g, nb * hw)
+        cols = _ws.get("cols", np_dt, nb * g * k * hw)
+        _IM2COL[dt](ptr(x) + n0 * plane * isz, _from_buffer(cols),
+                    _conv_geom(nb, x.shape, gw.shape[2:], (ho, wo), attrs, 0 if small else 1))
+        if small:  # one [O/g, HW] @ [HW, K] product per sample and group, summed over the samples
+            per = _ws.get("prod", np_dt, nb * o * k)
+            np.matmul(view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), cols.reshape(nb, g, k, hw).transpose(0, 1, 3, 2),
+                      out=per.reshape(nb, g, o // g, k))
+            out += per.reshape(nb, o * k).sum(axis=0)
+            continue
+        gt = _ws.get("prod", np_dt, o * nb * hw)
+        _FROM_NCHW[dt](ptr(gy) + n0 * o * hw * isz, _from_buffer(gt), nb, o, hw)
         colsT = cols.reshape(g, k, nb * hw).transpose(0, 2, 1)
         if n0 == 0:
-            np.matmul(gt, colsT, out=target)
+            np.matmul(gt.reshape(g, o // g, nb * hw), colsT, out=target)
         else:
-            target += np.matmul(gt, colsT)
+            target += np.matmul(gt.reshape(g, o // g, nb * hw), colsT)
 
 
 # ---- pooling ---------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ scalar-broadcast fast path) or the general N-D variant otherwise.
 from __future__ import annotations
 
 import math
+import os
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -79,24 +80,24 @@ class MapSpec:
 
 
 def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases: Mapping[int, int],
-            nd: bool) -> str:
-    n_out = 1
-    bindings = [f"@group(0) @binding(0) var<storage, read_write> out0: array<{STORAGE_TYPE[out_dtype.name]}>;"]
-    slot = n_out
+            nd: bool, vec: tuple[bool, ...] | None) -> str:
+    """vec: the vec4 variant (contiguous, 4 elements per invocation); per input, whether it is read as
+    vec4 (stride 1) or broadcast from one element (stride 0)."""
+    def array(dt: DType, wide: bool) -> str:
+        t = STORAGE_TYPE[dt.name]
+        return f"array<vec4<{t}>>" if wide else f"array<{t}>"
+    bindings = [f"@group(0) @binding(0) var<storage, read_write> out0: {array(out_dtype, vec is not None)};"]
+    slot = 1
     for k, dt in enumerate(in_dtypes):
         if k in aliases:
             continue
-        bindings.append(f"@group(0) @binding({slot}) var<storage, read> in{k}: array<{STORAGE_TYPE[dt.name]}>;")
+        wide = vec is not None and vec[k]
+        bindings.append(f"@group(0) @binding({slot}) var<storage, read> in{k}: {array(dt, wide)};")
         slot += 1
     # operand kind: where's condition is bool, its values set the kind; compare bools as ints
     op_kind = kind(in_dtypes[1] if spec.op == "where" else in_dtypes[0]) if in_dtypes else kind(out_dtype)
     if spec.result == "compare" and op_kind == "b":
         op_kind = "i"
-    lines = []
-    for k, dt in enumerate(in_dtypes):
-        ref = "out0[o.x]" if k in aliases else f"in{k}[o[{k + 1}]]"
-        want = "b" if spec.op == "where" and k == 0 else op_kind
-        lines.append(f"    let {NAMES[k]} = {convert(load(dt, ref), kind(dt), want)};")
     if spec.op == "copy":
         expr, res_kind = "a", kind(in_dtypes[0])
     elif spec.op == "fill":
@@ -106,12 +107,46 @@ def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases
             raise RumusError(f"wgpu: no {spec.op} kernel for {in_dtypes[0]}")
         expr = spec.exprs[op_kind]
         res_kind = "b" if spec.result == "compare" else op_kind
-    lines.append(f"    let r = {expr};")
-    lines.append(f"    out0[o.x] = {store(out_dtype, convert('r', res_kind, kind(out_dtype)))};")
-    helpers = spec.helpers
+    result = store(out_dtype, convert("r", res_kind, kind(out_dtype)))
+
+    def element(refs: Sequence[str], indent: str) -> list[str]:
+        lines = []
+        for k, (dt, ref) in enumerate(zip(in_dtypes, refs)):
+            want = "b" if spec.op == "where" and k == 0 else op_kind
+            lines.append(f"{indent}let {NAMES[k]} = {convert(load(dt, ref), kind(dt), want)};")
+        return lines + [f"{indent}let r = {expr};"]
+
+    srcs = ["out0[o.x]" if k in aliases else f"in{k}[o[{k + 1}]]" for k in range(len(in_dtypes))]
+    if vec is None:
+        lines = element(srcs, "    ") + [f"    out0[o.x] = {result};"]
+    else:  # four elements: vector loads once, the scalar expression per component
+        lines = [f"    let v{k} = {ref};" for k, ref in enumerate(srcs)]
+        lines.append(f"    var w: vec4<{STORAGE_TYPE[out_dtype.name]}>;")
+        for c in range(4):
+            refs = [f"v{k}[{c}]" if vec[k] or k in aliases else f"v{k}" for k in range(len(in_dtypes))]
+            lines += ["    {", *element(refs, "        "), f"        w[{c}] = {result};", "    }"]
+        lines.append("    out0[o.x] = w;")
     scalar = "f16" if any(d.name == "float16" for d in (out_dtype, *in_dtypes)) else "f32"
     return render("elementwise", scalar=scalar, BINDINGS="\n".join(bindings), CONFIG=str(slot),
-                  HELPERS=helpers, OFFSETS="offsets_nd" if nd else "offsets_1d", BODY="\n".join(lines))
+                  HELPERS=spec.helpers, OFFSETS="offsets_nd" if nd else "offsets_1d", BODY="\n".join(lines))
+
+
+VEC_TYPES = ("float32", "float16", "int32", "bool")
+
+
+def _vec_plan(out: TensorArg, inputs: Sequence[TensorArg], sizes: list[int], dims: list[list[int]],
+              numel: int) -> tuple[bool, ...] | None:
+    """Per-input vec4 flags when every operand is contiguous (or a broadcast scalar) and 4-aligned."""
+    if numel % 4 or len(sizes) != 1 or os.environ.get("RUMUS_WGPU_NOVEC") or dims[0][0] != 1 or out.offset % 4:
+        return None
+    if any(t.dtype.name not in VEC_TYPES for t in (out, *inputs)):
+        return None
+    flags = []
+    for t, stride in zip(inputs, dims[0][1:]):
+        if stride not in (0, 1) or (stride == 1 and t.offset % 4):
+            return None
+        flags.append(stride == 1)
+    return tuple(flags)
 
 
 def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
@@ -127,14 +162,20 @@ def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[Tensor
         raise RumusError(f"wgpu {spec.op}: operands with more than {MAX_DIMS} non-mergeable dims "
                          f"(shape {out.shape}) are not supported")
     nd = len(sizes) > 1
+    vec = _vec_plan(out, inputs, sizes, dims, numel)
     in_dtypes = tuple(t.dtype for t in inputs)
     alias_key = tuple(sorted(aliases.items()))
-    prog = dev.programs.get(("map", spec.op, out.dtype.name, tuple(d.name for d in in_dtypes), alias_key, nd),
-                            lambda: _source(spec, out.dtype, in_dtypes, aliases, nd))
+    prog = dev.programs.get(("map", spec.op, out.dtype.name, tuple(d.name for d in in_dtypes), alias_key, nd, vec),
+                            lambda: _source(spec, out.dtype, in_dtypes, aliases, nd, vec))
+    offsets = [out.offset, *(t.offset for t in inputs)]
+    if vec is not None:  # count, offsets and strides in vec4 units for the vector operands
+        numel //= 4
+        offsets = [offsets[0] // 4, *(o // 4 if v else o for o, v in zip(offsets[1:], vec))]
+        dims = [[1, *(1 if v else 0 for v in vec)]]
     x, y, z = grid((numel + WG - 1) // WG, dev.max_groups)
     words = [numel, len(sizes), x * WG, 0]
     words += [*params, *([0] * (8 - len(params)))]
-    words += [out.offset, *(t.offset for t in inputs), *([0] * (3 - len(inputs)))]
+    words += [*offsets, *([0] * (3 - len(inputs)))]
     words += [*sizes, *([1] * (MAX_DIMS - len(sizes)))]
     for st in dims or [[0] * (1 + len(inputs))]:
         words += [i32_word(s) for s in st] + [0] * (3 - len(inputs))

@@ -69,7 +69,7 @@ def _operand(side: str, mode: str, tile: Tile, dtype: str) -> tuple[list[str], l
                       f"    var {side}r{j} = 0.0;"]
             valid = f"{base} + {side}o{j} < {limit} && k0 + {side}k{j} < kend" + (f" && {e} < {outer * bk}u" if guard else "")
             idx = f"{side}_off + ({base} + {side}o{j}) * {s_outer} + (k0 + {side}k{j}) * {s_k}"
-            loads.append(f"            {side}r{j} = select(0.0, f32({bufname}[{idx}]), {valid});")
+            loads.append(f"            if ({valid}) {{ {side}r{j} = f32({bufname}[{idx}]); }} else {{ {side}r{j} = 0.0; }}")
             st = f"{tname}[{buf} + {side}k{j} * {q}u + {side}o{j} / 4u][{side}o{j} % 4u] = {side}r{j};"
             stores.append(f"            if ({e} < {outer * bk}u) {{ {st} }}" if guard else f"            {st}")
         return decls, loads, stores
@@ -250,8 +250,8 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         kchunk, target, c_off, c_dtype = max(k, 1), c.buffer, c.offset, dtype
         w_scm, w_scn, split_stride, w_bsc = scm, scn, 0, bsc
         c_vec = scn == 1 and _vec_ok(n, scm, c.offset, *bsc)
-    key = ("gemm", tile_name, a_mode, b_mode, c_vec, dtype, c_dtype)
-    prog = dev.programs.get(key, lambda: generate(tile, a_mode, b_mode, c_vec, dtype, c_dtype))
+    key = ("gemm", tile_name, a_mode, b_mode, c_vec, dtype, c_dtype, os.environ.get("RUMUS_WGPU_CHECKED"))
+    prog = dev.programs.get(key, lambda: generate(tile, a_mode, b_mode, c_vec, dtype, c_dtype), trusted=True)
     gx, gy = (n + tile.bn - 1) // tile.bn, (m + tile.bm - 1) // tile.bm
     if max(gx, gy) > dev.max_groups:
         raise RumusError(f"wgpu matmul: a {m}x{n} result exceeds the dispatch grid of {dev.name}")

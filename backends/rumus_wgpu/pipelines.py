@@ -9,6 +9,7 @@ buffers also reuses bind groups.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Hashable
 from functools import cache
@@ -73,10 +74,32 @@ def parse_bindings(source: str) -> list[tuple[int, str]]:
     return out
 
 
+def trusted_module(device: Any, code: str, label: str) -> Any:
+    """A shader module without naga's runtime checks (index clamping, loop bounding), or None when
+    this wgpu build cannot make one. Only for our own kernels whose every global access is guarded
+    (the GEMM): the clamping costs measurable time in compute-bound inner loops."""
+    try:
+        from wgpu.backends.wgpu_native import _api
+
+        source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
+        source[0].chain.next = _api.ffi.NULL
+        source[0].chain.sType = _api.lib.WGPUSType_ShaderSourceWGSL
+        desc = _api.new_struct_p("WGPUShaderModuleDescriptor *",
+                                 nextInChain=_api.ffi.cast("WGPUChainedStruct *", source),
+                                 label=_api.to_c_string_view(label))
+        handle = _api.libf.wgpuDeviceCreateShaderModuleTrusted(device._internal, desc, 0)
+        if handle == _api.ffi.NULL:
+            return None
+        return _api.GPUShaderModule(label, handle, device)
+    except Exception:
+        return None
+
+
 class Program:
     """A compiled compute pipeline plus what it takes to bind it."""
 
-    def __init__(self, dev: Any, source: str, entry_point: str, label: str, uniform_size: int = 256) -> None:
+    def __init__(self, dev: Any, source: str, entry_point: str, label: str, uniform_size: int = 256,
+                 trusted: bool = False) -> None:
         import wgpu
 
         self.dev = dev
@@ -90,7 +113,11 @@ class Program:
                     "buffer": {"type": k, "has_dynamic_offset": k == "uniform"}} for b, k in bindings]
         device = dev.device
         try:
-            module = device.create_shader_module(label=label, code=source)
+            module = None
+            if trusted and not os.environ.get("RUMUS_WGPU_CHECKED"):
+                module = trusted_module(device, source, label)
+            if module is None:
+                module = device.create_shader_module(label=label, code=source)
             self.layout = device.create_bind_group_layout(entries=entries)
             self.pipeline = device.create_compute_pipeline(
                 layout=device.create_pipeline_layout(bind_group_layouts=[self.layout]),
@@ -135,10 +162,10 @@ class Programs:
         self.compiled = 0
 
     def get(self, key: Hashable, build: Callable[[], str], entry_point: str = "main",
-            uniform_size: int = 256) -> Program:
+            uniform_size: int = 256, trusted: bool = False) -> Program:
         prog = self._cache.get(key)
         if prog is None:
-            prog = self._cache[key] = Program(self.dev, build(), entry_point, str(key)[:120], uniform_size)
+            prog = self._cache[key] = Program(self.dev, build(), entry_point, str(key)[:120], uniform_size, trusted)
             self.compiled += 1
         return prog
 

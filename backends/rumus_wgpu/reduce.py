@@ -19,7 +19,7 @@ from .layout import (
     COMPUTE_TYPE, STORAGE_TYPE, coalesce, convert, dealias, device_of, grid, i32_word, kind, load, new_buffer,
     store,
 )
-from .pipelines import render, shader_source
+from .pipelines import render
 
 MAX_DIMS = 8
 NINF = 0xFF800000

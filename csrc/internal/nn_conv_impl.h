@@ -5,30 +5,30 @@ void FN(rumus_im2col)(const void *xv, void *colsv, const int64_t *g) {
     T *cols = (T *)colsv;
     const int64_t N = g[0], C = g[1], H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
     const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
-    const int64_t R = C * kh * kw, L = Ho * Wo, NL = N * L;
-    if (R == 0 || NL == 0) return;
-    int nt = rumus_threads_for(R * NL);
-    if (nt > R) nt = (int)R;
+    const int64_t R = C * kh * kw, L = Ho * Wo;
+    const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L; /* layout: per sample, or channel-major */
+    if (R == 0 || N == 0 || L == 0) return;
+    const int nt = nn_threads(N, N * R * L);
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
-        for (int64_t r = R * t / nt; r < R * (t + 1) / nt; r++) {
-            const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
-            const int64_t off = j * dw - pw;
-            int64_t lo, hi;
-            valid_range(W, off, sw, Wo, &lo, &hi);
-            T *dst = cols + r * NL;
-            for (int64_t n = 0; n < N; n++) {
+        for (int64_t n = N * t / nt; n < N * (t + 1) / nt; n++) {
+            for (int64_t r = 0; r < R; r++) {
+                T *dst = cols + n * sn + r * sr;
+                const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
+                const int64_t off = j * dw - pw;
+                int64_t lo, hi;
+                valid_range(W, off, sw, Wo, &lo, &hi);
                 const T *plane = x + (n * C + c) * H * W;
                 for (int64_t oh = 0; oh < Ho; oh++, dst += Wo) {
                     const int64_t ih = oh * sh - ph + i * dh;
                     if (ih < 0 || ih >= H) {
-                        memset(dst, 0, (size_t)Wo * sizeof(T));
+                        for (int64_t ow = 0; ow < Wo; ow++) dst[ow] = 0;
                         continue;
                     }
                     const T *src = plane + ih * W + off;
                     for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
                     if (sw == 1) {
-                        memcpy(dst + lo, src + lo, (size_t)(hi - lo) * sizeof(T));
+                        for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow];
                     } else {
                         for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * sw];
                     }
@@ -44,33 +44,29 @@ void FN(rumus_col2im)(const void *colsv, void *xv, const int64_t *g) {
     T *x = (T *)xv;
     const int64_t N = g[0], C = g[1], H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
     const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
-    const int64_t L = Ho * Wo, NL = N * L;
+    const int64_t R = C * kh * kw, L = Ho * Wo;
+    const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L;
     if (C == 0 || N == 0) return;
-    int nt = rumus_threads_for(C * kh * kw * NL);
-    if (nt > C) nt = (int)C;
+    const int nt = nn_threads(N, N * R * L);
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
-        /* channels are independent: rows of one channel only ever write that channel's planes */
-        for (int64_t c = C * t / nt; c < C * (t + 1) / nt; c++) {
-            for (int64_t n = 0; n < N; n++) memset(x + (n * C + c) * H * W, 0, (size_t)(H * W) * sizeof(T));
-            for (int64_t i = 0; i < kh; i++) {
-                for (int64_t j = 0; j < kw; j++) {
-                    const int64_t off = j * dw - pw;
-                    int64_t lo, hi;
-                    valid_range(W, off, sw, Wo, &lo, &hi);
-                    const T *src = cols + ((c * kh + i) * kw + j) * NL;
-                    for (int64_t n = 0; n < N; n++) {
-                        T *plane = x + (n * C + c) * H * W;
-                        for (int64_t oh = 0; oh < Ho; oh++, src += Wo) {
-                            const int64_t ih = oh * sh - ph + i * dh;
-                            if (ih < 0 || ih >= H) continue;
-                            T *dst = plane + ih * W + off;
-                            if (sw == 1) {
-                                for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
-                            } else {
-                                for (int64_t ow = lo; ow < hi; ow++) dst[ow * sw] += src[ow];
-                            }
-                        }
+        for (int64_t n = N * t / nt; n < N * (t + 1) / nt; n++) {
+            memset(x + n * C * H * W, 0, (size_t)(C * H * W) * sizeof(T));
+            for (int64_t r = 0; r < R; r++) {
+                const T *src = cols + n * sn + r * sr;
+                const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
+                const int64_t off = j * dw - pw;
+                int64_t lo, hi;
+                valid_range(W, off, sw, Wo, &lo, &hi);
+                T *plane = x + (n * C + c) * H * W;
+                for (int64_t oh = 0; oh < Ho; oh++, src += Wo) {
+                    const int64_t ih = oh * sh - ph + i * dh;
+                    if (ih < 0 || ih >= H) continue;
+                    T *dst = plane + ih * W + off;
+                    if (sw == 1) {
+                        for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
+                    } else {
+                        for (int64_t ow = lo; ow < hi; ow++) dst[ow * sw] += src[ow];
                     }
                 }
             }
@@ -78,7 +74,7 @@ RUMUS_PARALLEL_FOR
     }
 }
 
-/* [c][n][hw] -> [n][c][hw] and back: the GEMM works channel-major over the whole batch. */
+/* [c][n][hw] <-> [n][c][hw]: the channel-major GEMM works over the whole batch at once. */
 void FN(rumus_conv_to_nchw)(const void *srcv, void *dstv, int64_t n, int64_t c, int64_t hw) {
     const T *src = (const T *)srcv;
     T *dst = (T *)dstv;
@@ -101,24 +97,63 @@ void FN(rumus_conv_from_nchw)(const void *srcv, void *dstv, int64_t n, int64_t c
     RUMUS_UNUSED(sh); RUMUS_UNUSED(sw); RUMUS_UNUSED(ph); RUMUS_UNUSED(pw);                          \
     RUMUS_UNUSED(dh); RUMUS_UNUSED(dw);                                                            \
     if (P == 0) return;                                                                            \
-    int nt = rumus_threads_for(P * Ho * Wo * kh * kw);                                             \
-    if (nt > P) nt = (int)P;
+    const int nt = nn_threads(P, P * (H * W + Ho * Wo * kh * kw));
 
-/* Row-major index in the plane of the window's first maximum (NaN wins), or -1 if it has no element. */
+/* The window's rows [ilo, ihi) and columns [jlo, jhi) inside the plane (divisions only at borders). */
+static inline void FN(window_range)(int64_t H, int64_t W, int64_t h0, int64_t w0, int64_t kh, int64_t kw, int64_t dh,
+                                    int64_t dw, int64_t *r) {
+    if (h0 >= 0 && h0 + (kh - 1) * dh < H) {
+        r[0] = 0;
+        r[1] = kh;
+    } else {
+        valid_range(H, h0, dh, kh, &r[0], &r[1]);
+    }
+    if (w0 >= 0 && w0 + (kw - 1) * dw < W) {
+        r[2] = 0;
+        r[3] = kw;
+    } else {
+        valid_range(W, w0, dw, kw, &r[2], &r[3]);
+    }
+}
+
+/* Row-major index in the plane of the window's maximum, or -1 if the window holds no element, with
+   PyTorch's rule (a later element wins if it is greater or NaN). The max and the first element equal to
+   it are found with selects (no data-dependent branches: on random data those mispredict more than the
+   loads cost); a window holding a NaN is redone with the rule spelled out. */
 static inline int64_t FN(window_argmax)(const T *xp, int64_t H, int64_t W, int64_t h0, int64_t w0, int64_t kh,
                                         int64_t kw, int64_t dh, int64_t dw, T *best) {
+    int64_t r[4];
+    FN(window_range)(H, W, h0, w0, kh, kw, dh, dw, r);
+    if (r[0] >= r[1] || r[2] >= r[3]) {
+        *best = (T)-INFINITY;
+        return -1;
+    }
+    const T *first = xp + (h0 + r[0] * dh) * W + w0 + r[2] * dw;
+    T m = *first;
+    int bad = 0;
+    for (int64_t i = r[0]; i < r[1]; i++) {
+        const T *row = xp + (h0 + i * dh) * W + w0;
+        for (int64_t j = r[2]; j < r[3]; j++) {
+            const T v = row[j * dw];
+            m = v > m ? v : m;
+            bad |= v != v;
+        }
+    }
     int64_t idx = -1;
-    T m = (T)-INFINITY;
-    for (int64_t i = 0; i < kh; i++) {
-        const int64_t ih = h0 + i * dh;
-        if (ih < 0 || ih >= H) continue;
-        for (int64_t j = 0; j < kw; j++) {
-            const int64_t iw = w0 + j * dw;
-            if (iw < 0 || iw >= W) continue;
-            const T v = xp[ih * W + iw];
-            if (idx < 0 || v > m || v != v) { /* PyTorch's rule: a NaN always takes over */
-                m = v;
-                idx = ih * W + iw;
+    if (!bad) {
+        for (int64_t i = r[1] - 1; i >= r[0]; i--) { /* backwards, so the first equal element is kept */
+            const int64_t row = (h0 + i * dh) * W + w0;
+            for (int64_t j = r[3] - 1; j >= r[2]; j--) idx = xp[row + j * dw] == m ? row + j * dw : idx;
+        }
+    } else {
+        for (int64_t i = r[0]; i < r[1]; i++) {
+            const int64_t row = (h0 + i * dh) * W + w0;
+            for (int64_t j = r[2]; j < r[3]; j++) {
+                const T v = xp[row + j * dw];
+                if (idx < 0 || v > m || v != v) {
+                    m = v;
+                    idx = row + j * dw;
+                }
             }
         }
     }
@@ -126,16 +161,58 @@ static inline int64_t FN(window_argmax)(const T *xp, int64_t H, int64_t W, int64
     return idx;
 }
 
+/* Whether every window lies inside the plane (no padding reached, no ceil-mode overhang). */
+static inline int FN(windows_inside)(const int64_t *g) {
+    const int64_t H = g[1], W = g[2], Ho = g[3], Wo = g[4], kh = g[5], kw = g[6], sh = g[7], sw = g[8];
+    return g[9] == 0 && g[10] == 0 && (Ho - 1) * sh + (kh - 1) * g[11] < H && (Wo - 1) * sw + (kw - 1) * g[12] < W;
+}
+
+/* 2x2 / stride 2 windows inside the plane, one output row: the max as PyTorch's rule gives it. */
+static inline void FN(max2x2_row)(const T *r0, const T *r1, T *out, int64_t Wo) {
+    for (int64_t ow = 0; ow < Wo; ow++) {
+        const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+        T m = a;
+        m = (b > m) | (b != b) ? b : m;
+        m = (c > m) | (c != c) ? c : m;
+        m = (d > m) | (d != d) ? d : m;
+        out[ow] = m;
+    }
+}
+
+/* Its gradient: each window's grad goes to its first maximum, every element of the two input rows is
+   written once (vectorises). Returns nonzero if a NaN was seen: the caller redoes the row exactly. */
+static inline int FN(max2x2_backward_row)(const T *restrict r0, const T *restrict r1, const T *restrict gr,
+                                          T *restrict o0, T *restrict o1, int64_t Wo) {
+    int bad = 0;
+    for (int64_t ow = 0; ow < Wo; ow++) {
+        const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+        const T m1 = a > b ? a : b, m2 = c > d ? c : d, m = m1 > m2 ? m1 : m2;
+        const int ea = a == m, eb = !ea & (b == m), ec = !ea & !eb & (c == m), ed = !ea & !eb & !ec;
+        const T v = gr[ow];
+        o0[2 * ow] = ea ? v : (T)0;
+        o0[2 * ow + 1] = eb ? v : (T)0;
+        o1[2 * ow] = ec ? v : (T)0;
+        o1[2 * ow + 1] = ed ? v : (T)0;
+        bad |= (a != a) | (b != b) | (c != c) | (d != d);
+    }
+    return bad;
+}
+
 void FN(rumus_max_pool2d)(const void *xv, void *yv, const int64_t *g) {
     const T *x = (const T *)xv;
     T *y = (T *)yv;
     POOL_GEOMETRY
+    const int fast2 = kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && FN(windows_inside)(g);
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         for (int64_t p = P * t / nt; p < P * (t + 1) / nt; p++) {
             const T *xp = x + p * H * W;
             T *yp = y + p * Ho * Wo;
             for (int64_t oh = 0; oh < Ho; oh++) {
+                if (fast2) {
+                    FN(max2x2_row)(xp + 2 * oh * W, xp + (2 * oh + 1) * W, yp + oh * Wo, Wo);
+                    continue;
+                }
                 for (int64_t ow = 0; ow < Wo; ow++) {
                     T m;
                     FN(window_argmax)(xp, H, W, oh * sh - ph, ow * sw - pw, kh, kw, dh, dw, &m);
@@ -151,14 +228,22 @@ void FN(rumus_max_pool2d_backward)(const void *gv, const void *xv, void *gxv, co
     const T *x = (const T *)xv;
     T *gx = (T *)gxv;
     POOL_GEOMETRY
+    const int fast2 = kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && FN(windows_inside)(g);
+    const int tiled = fast2 && H == 2 * Ho && W == 2 * Wo; /* the windows cover every element */
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         for (int64_t p = P * t / nt; p < P * (t + 1) / nt; p++) {
             const T *xp = x + p * H * W;
             const T *gp = gr + p * Ho * Wo;
             T *gxp = gx + p * H * W;
-            memset(gxp, 0, (size_t)(H * W) * sizeof(T));
+            if (!tiled) memset(gxp, 0, (size_t)(H * W) * sizeof(T));
             for (int64_t oh = 0; oh < Ho; oh++) {
+                if (fast2 && !FN(max2x2_backward_row)(xp + 2 * oh * W, xp + (2 * oh + 1) * W, gp + oh * Wo,
+                                                      gxp + 2 * oh * W, gxp + (2 * oh + 1) * W, Wo))
+                    continue;
+                if (fast2) { /* a NaN in these rows: clear them and take the exact path */
+                    memset(gxp + 2 * oh * W, 0, (size_t)(2 * W) * sizeof(T));
+                }
                 for (int64_t ow = 0; ow < Wo; ow++) {
                     T m;
                     const int64_t idx = FN(window_argmax)(xp, H, W, oh * sh - ph, ow * sw - pw, kh, kw, dh, dw, &m);

@@ -100,9 +100,10 @@ int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const cha
 
 #define RUMUS_UNUSED(x) (void)(x)
 
-/* Hot loops are compiled twice on x86-64 Linux (AVX2 and baseline SSE2) and picked at load time.
+/* Hot loops are compiled twice on x86-64 glibc Linux (AVX2 and baseline SSE2; ifunc picks one at
+   load time).
    No FMA contraction happens (-std=c11 implies -ffp-contract=off), so both give the same bits. */
-#if defined(__x86_64__) && defined(__linux__) && defined(__has_attribute)
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define RUMUS_CLONES __attribute__((target_clones("avx2", "default")))
 #endif

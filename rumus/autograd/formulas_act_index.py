@@ -2,12 +2,14 @@
 (rumus_contracts.ops.activation, .indexing, .nn).
 
 An activation's formula calls its fused `<op>_backward` kernel when the tensor's backend has one and
-falls back to core ops otherwise, so a backend that ships only the forward kernel still trains.
+falls back to core ops otherwise, so a backend that ships only the forward kernel still trains; under
+create_graph it always uses core ops, so higher derivatives are exact.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from .. import _math as M
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
+from .grad_mode import state as grad_state
 from .graph import Context
 
 _fused_cache: dict[tuple[str, str, str], bool] = {}
@@ -72,7 +75,7 @@ def _elu_fallback(g: Tensor, x: Tensor, alpha: float) -> Tensor:
     return M.where(M.gt(x, 0), g, M.mul(g, M.mul(M.exp(M.minimum(x, 0.0)), alpha)))
 
 
-FALLBACKS = {
+FALLBACKS: dict[str, tuple[Callable[..., Tensor], tuple[str, ...]]] = {
     "gelu": (_gelu_fallback, ()),
     "gelu_tanh": (_gelu_tanh_fallback, ()),
     "silu": (_silu_fallback, ()),
@@ -89,7 +92,9 @@ def _register_activation(name: str) -> None:
     def forward_formula(ctx: Context, g: Tensor) -> tuple[Tensor]:
         x = ctx.inputs[0]
         attrs = {n: ctx.attrs[n] for n in attr_names}
-        if has_kernel(backward, x):
+        # the fused op is differentiable in grad only: under create_graph (grad mode on while
+        # differentiating) the core-op form keeps second derivatives exact
+        if not grad_state.enabled and has_kernel(backward, x):
             return (_op(backward)(g, x, **attrs),)
         return (fallback(g, x, *attrs.values()),)
 

@@ -23,7 +23,7 @@ from ._functional_act import dropout
 _CAUSAL: dict[tuple[int, int, int, str, Device], Tensor] = {}
 
 
-def causal_mask(L: int, S: int | None = None, start_pos: int = 0, device: object = None) -> Tensor:
+def causal_mask(L: int, S: int | None = None, start_pos: int = 0, device: str | Device | None = None) -> Tensor:
     """Bool [L, S] mask, True where query i (at position start_pos + i) may attend key j (j <= start_pos + i).
 
     S defaults to start_pos + L (a KV cache holding every earlier token); start_pos = 0 is PyTorch's
@@ -46,7 +46,7 @@ def causal_bias(L: int, S: int, start_pos: int, dtype: DType, device: Device) ->
     return hit
 
 
-def generate_square_subsequent_mask(sz: int, device: object = None, dtype: object = None) -> Tensor:
+def generate_square_subsequent_mask(sz: int, device: str | Device | None = None, dtype: object = None) -> Tensor:
     """PyTorch's nn.Transformer.generate_square_subsequent_mask: float [sz, sz], -inf above the diagonal."""
     from rumus_contracts import float32, parse_dtype
     dt = parse_dtype(dtype) if dtype is not None else float32

@@ -13,6 +13,7 @@ from rumus_contracts import RumusError, ShapeError
 from .. import _creation
 from .. import _math as M
 from .. import _views
+from ..autograd.function import Function, FunctionCtx
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import functional as F
@@ -21,6 +22,25 @@ from ._functional_attention import attend, causal_bias, mask_to_bias
 from .linear import Linear
 from .module import Module
 from .parameter import Parameter
+
+
+class _SplitLast(Function):
+    """Split the last dim into `parts` equal views; the backward concatenates the parts' gradients (zeros
+    for parts that got none) instead of scattering each into a zero tensor of the full size."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, x: Tensor, parts: int) -> tuple[Tensor, ...]:
+        size = x.shape[-1] // parts
+        ctx.shapes = [x.shape[:-1] + (size,)] * parts  # type: ignore[attr-defined]
+        ctx.like = x  # type: ignore[attr-defined]
+        return tuple(_views.narrow(x, -1, i * size, size) for i in range(parts))
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, *grads: Tensor | None) -> tuple[Tensor, None]:
+        like = ctx.like  # type: ignore[attr-defined]
+        full = [g if g is not None else _creation.zeros(*shape, dtype=like.dtype, device=like.device)
+                for g, shape in zip(grads, ctx.shapes)]  # type: ignore[attr-defined]
+        return M.cat(full, -1), None
 
 
 class KVCache:
@@ -113,23 +133,28 @@ class MultiheadAttention(Module):
         return w
 
     def _project(self, query: Tensor, key: Tensor, value: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """[N, L, E] inputs -> q, k, v as [N, H, L, head_dim] (one GEMM when query is key is value)."""
+        """[N, L, E] inputs -> q, k, v as [N, H, L, head_dim] views. The projections run as 2-D GEMMs over
+        N * L rows, and as one GEMM when query is key is value (its output split by a node whose backward
+        is a single concatenation)."""
+        n, length, src_len = query.shape[0], query.shape[1], key.shape[1]
         if query is key and key is value and self.in_proj_weight is not None:
-            qkv = F.linear(query, self.in_proj_weight, self.in_proj_bias)
-            q, k, v = qkv.chunk(3, -1)
+            qkv = F.linear(query.reshape(n * length, self.embed_dim), self.in_proj_weight, self.in_proj_bias)
+            q, k, v = _SplitLast.apply(qkv, 3)
         else:
-            q = F.linear(query, self._weight(0), self._bias(0))
-            k = F.linear(key, self._weight(1), self._bias(1))
-            v = F.linear(value, self._weight(2), self._bias(2))
-        return self._heads(q), self._heads(k), self._heads(v)
+            q = F.linear(query.reshape(n * length, query.shape[-1]), self._weight(0), self._bias(0))
+            k = F.linear(key.reshape(n * src_len, key.shape[-1]), self._weight(1), self._bias(1))
+            v = F.linear(value.reshape(n * src_len, value.shape[-1]), self._weight(2), self._bias(2))
+        return self._heads(q, n, length), self._heads(k, n, src_len), self._heads(v, n, src_len)
 
-    def _heads(self, t: Tensor) -> Tensor:
-        n, length = t.shape[0], t.shape[1]
+    def _heads(self, t: Tensor, n: int, length: int) -> Tensor:
         return _views.transpose(t.reshape(n, length, self.num_heads, self.head_dim), 1, 2)
 
-    def _merge(self, t: Tensor) -> Tensor:
+    def _output(self, t: Tensor) -> Tensor:
+        """[N, H, L, head_dim] -> out_proj of the merged heads, [N, L, E] (the GEMM over N * L rows)."""
         n, _, length, _ = t.shape
-        return _views.transpose(t, 1, 2).reshape(n, length, self.embed_dim)
+        merged = _views.transpose(t, 1, 2).reshape(n * length, self.embed_dim)
+        out: Tensor = self.out_proj(merged)
+        return out.reshape(n, length, self.embed_dim)
 
     # ---- forward ----------------------------------------------------------------------------------
     def forward(self, query: Tensor, key: Tensor, value: Tensor, key_padding_mask: Tensor | None = None,
@@ -147,7 +172,7 @@ class MultiheadAttention(Module):
         q, k, v = self._project(query, key, value)
         bias = self._attention_bias(attn_mask, key_padding_mask, is_causal, n, length, src_len, q)
         out, weights = attend(q, k, v, bias, self.dropout if self.training else 0.0)
-        out = self.out_proj(self._merge(out))
+        out = self._output(out)
         if not self.batch_first:
             out = _views.transpose(out, 0, 1)
         if unbatched:
@@ -188,7 +213,7 @@ class MultiheadAttention(Module):
         if attn_mask is not None:
             bias = M.add(bias, mask_to_bias(attn_mask, q, true_means_masked=True))
         out, _ = attend(q, k_all, v_all, bias, 0.0)
-        return self.out_proj(self._merge(out))
+        return self._output(out)
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:
         w = self.out_proj.weight

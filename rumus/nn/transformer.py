@@ -17,40 +17,7 @@ from .containers import ModuleList, Sequential
 from .dropout import Dropout
 from .linear import Linear
 from .module import Module
-
-
-def layer_norm_module(d_model: int, eps: float, bias: bool, device: Any, dtype: Any) -> Module:
-    """rumus.nn.LayerNorm (the normalization layers' file); until that lands, a private composite with the
-    same parameter names (weight, bias) and semantics."""
-    from .. import nn
-    cls = getattr(nn, "LayerNorm", None)
-    if cls is not None:
-        module: Module = cls(d_model, eps=eps, bias=bias, device=device, dtype=dtype)
-        return module
-    return _CompositeLayerNorm(d_model, eps, bias, device, dtype)
-
-
-class _CompositeLayerNorm(Module):
-    """Temporary stand-in for rumus.nn.LayerNorm, built from core ops (mean, var, rsqrt)."""
-
-    def __init__(self, d: int, eps: float, bias: bool, device: Any, dtype: Any) -> None:
-        from .. import _creation
-        from .parameter import Parameter
-        super().__init__()
-        self.normalized_shape, self.eps = (d,), eps
-        self.weight = Parameter(_creation.ones(d, device=device, dtype=dtype))
-        self.bias: Parameter | None
-        if bias:
-            self.bias = Parameter(_creation.zeros(d, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
-
-    def forward(self, x: Tensor) -> Tensor:
-        mu = M.mean(x, -1, keepdim=True)
-        xc = M.sub(x, mu)
-        var = M.mean(M.mul(xc, xc), -1, keepdim=True)
-        y = M.mul(M.mul(xc, M.rsqrt(M.add(var, self.eps))), self.weight)
-        return M.add(y, self.bias) if self.bias is not None else y
+from .normalization import LayerNorm
 
 
 def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
@@ -81,8 +48,8 @@ class TransformerEncoderLayer(Module):
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
-        self.norm2 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
@@ -94,20 +61,24 @@ class TransformerEncoderLayer(Module):
             x = M.add(x, self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal))
             return M.add(x, self._ff_block(self.norm2(x)))
         x = self.norm1(M.add(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal)))
-        return self.norm2(M.add(x, self._ff_block(x)))
+        out: Tensor = self.norm2(M.add(x, self._ff_block(x)))
+        return out
 
     def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
                   is_causal: bool) -> Tensor:
         out, _ = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False,
                                 is_causal=is_causal)
-        return self.dropout1(out)
+        dropped: Tensor = self.dropout1(out)
+        return dropped
 
     def _ff_block(self, x: Tensor) -> Tensor:
-        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+        flat = x.reshape(-1, x.shape[-1])  # 2-D GEMMs over every position at once
+        out: Tensor = self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(flat)))))
+        return out.reshape(x.shape)
 
     def clone(self) -> TransformerEncoderLayer:
         """A new layer with the same configuration and a copy of the parameters (PyTorch deep-copies)."""
-        twin = TransformerEncoderLayer(**self._config)  # type: ignore[arg-type]
+        twin = TransformerEncoderLayer(**self._config)
         twin.load_state_dict(self.state_dict())
         twin.train(self.training)
         return twin
@@ -147,9 +118,9 @@ class TransformerBlock(Module):
         kw = {"device": device, "dtype": dtype}
         d_ff = 4 * d_model if d_ff is None else d_ff
         self.causal = causal
-        self.ln1 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
+        self.ln1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.attn = MultiheadAttention(d_model, n_heads, dropout=dropout, bias=bias, batch_first=True, **kw)
-        self.ln2 = layer_norm_module(d_model, layer_norm_eps, bias, device, dtype)
+        self.ln2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         act: Module = GELU() if activation == "gelu" else GELU("tanh") if activation == "gelu_tanh" else \
             _Lambda(_activation(activation))
         self.mlp = Sequential(Linear(d_model, d_ff, bias=bias, **kw), act, Linear(d_ff, d_model, bias=bias, **kw))
@@ -164,7 +135,8 @@ class TransformerBlock(Module):
             a, _ = self.attn(h, h, h, attn_mask=attn_mask, need_weights=False,
                              is_causal=self.causal and attn_mask is None)
         x = M.add(x, self.dropout(a))
-        x = M.add(x, self.dropout(self.mlp(self.ln2(x))))
+        h = self.ln2(x)
+        x = M.add(x, self.dropout(self.mlp(h.reshape(-1, h.shape[-1])).reshape(h.shape)))
         return (x, kv_cache) if kv_cache is not None else x
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:

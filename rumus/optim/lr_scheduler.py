@@ -83,7 +83,8 @@ class LambdaLR(LRScheduler):
     def __init__(self, optimizer: Optimizer, lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
         n = len(optimizer.param_groups)
-        self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        self.lr_lambdas: list[Callable[[int], float]] = (
+            list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n)  # type: ignore[list-item]
         if len(self.lr_lambdas) != n:
             raise ValueError(f"Expected {n} lr_lambdas, but got {len(self.lr_lambdas)}")
         super().__init__(optimizer, last_epoch)
@@ -241,6 +242,7 @@ class OneCycleLR(LRScheduler):
             raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
         self.anneal_strategy = anneal_strategy
         up = float(pct_start * self.total_steps) - 1
+        self._schedule_phases: list[dict[str, Any]]
         if three_phase:
             self._schedule_phases = [
                 {"end_step": up, "start_lr": "initial_lr", "end_lr": "max_lr",

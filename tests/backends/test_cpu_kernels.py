@@ -477,3 +477,24 @@ def test_copy_of_fixed_point_tensors_is_a_raw_copy() -> None:
     np.testing.assert_array_equal(view(out), buf.T)
     with pytest.raises(DTypeError, match="fixed"):
         KERNELS.lookup("copy", "cpu", fx)([out_arg((3, 2), float32)], [src], {"dtype": "float32"})
+
+
+@pytest.mark.parametrize("shape", [(70, 130), (3, 70, 130), (2, 65, 3, 97)])
+def test_transposed_operands_take_the_tiled_path(shape: tuple[int, ...]) -> None:
+    """Operands laid out across the iteration order (transposed views) are walked in tiles."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal(shape).astype(np.float32)
+    bt = rng.standard_normal(shape[:-2] + shape[:-3:-1]).astype(np.float32)
+    b = np.swapaxes(bt, -1, -2)  # a view: the innermost dim steps across rows
+    np.testing.assert_array_equal(call("add", [a, b], shape, float32), a + b)
+    row = rng.standard_normal(shape[-1:]).astype(np.float32)
+    got = call("mul", [b, np.broadcast_to(row, shape)], shape, float32)
+    np.testing.assert_array_equal(got, b * row)
+    # a strided (transposed) output: copy writes across rows
+    buf = np.full(a.size + 5, SENTINEL, np.float64)
+    strides_t = list(contiguous_strides(shape[:-2] + shape[:-3:-1]))
+    strides_t[-1], strides_t[-2] = strides_t[-2], strides_t[-1]
+    dst = TensorArg(buf, shape, tuple(strides_t), 5, float64)
+    KERNELS.lookup("copy", "cpu", float32)([dst], [arg_of(a)], {"dtype": "float64"})
+    np.testing.assert_array_equal(view(dst), a.astype(np.float64))
+    assert (buf[:5] == SENTINEL).all()

@@ -7,7 +7,7 @@ from . import elementwise, fixed, linalg, memory, optim, reduction
 
 MODULES = (elementwise, reduction, linalg, memory, optim, fixed)
 from . import activation, indexing, nn  # noqa: E402  (issue 4: nn ops)
-MODULES = (*MODULES, activation, indexing, nn)
+MODULES = (*MODULES, activation, indexing, nn)  # type: ignore[assignment]
 from . import nn_conv, nn_norm, nn_pool  # noqa: E402  (issue 4: conv, pooling, normalization)
 MODULES = (*MODULES, nn_conv, nn_pool, nn_norm)
 

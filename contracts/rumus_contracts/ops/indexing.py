@@ -212,7 +212,7 @@ def _scatter_add_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> lis
 
 
 def _full_index(index: np.ndarray, dim: int) -> tuple[np.ndarray, ...]:
-    grids = list(np.indices(index.shape, sparse=False)) if index.ndim else []
+    grids: list[np.ndarray] = [np.asarray(g) for g in np.indices(index.shape)] if index.ndim else []
     if index.ndim:
         grids[dim] = index.astype(np.int64)
     return tuple(grids)

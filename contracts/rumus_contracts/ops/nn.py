@@ -175,7 +175,7 @@ def _smooth_l1_ref(x: np.ndarray, t: np.ndarray, beta: float = 1.0, reduction: s
 
 def _pair_samples(kind: str) -> Any:
     def gen(rng: np.random.Generator) -> list[Sample]:
-        out = []
+        out: list[Sample] = []
         for shape in ((4, 3), (), (7,), (2, 3, 5)):
             x = rng.uniform(-3, 3, shape)
             if kind == "bce":
@@ -214,7 +214,7 @@ def _sdpa_ref(q: np.ndarray, k: np.ndarray, v: np.ndarray, is_causal: bool = Fal
 
 
 def _sdpa_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
+    out: list[Sample] = []
     for qs, ks, vs in (((3, 4), (5, 4), (5, 2)), ((2, 3, 4, 8), (2, 3, 4, 8), (2, 3, 4, 8)),
                        ((2, 6, 4), (2, 6, 4), (2, 6, 3)), ((1, 2, 5, 3), (1, 2, 7, 3), (1, 2, 7, 4))):
         for attrs in ({}, {"is_causal": True}, {"scale": 0.3}):
