@@ -5,9 +5,11 @@
     python benchmarks/nn_cnn.py                      # rumus on the default device (RUMUS_BACKEND), torch on CPU
     python benchmarks/nn_cnn.py --device wgpu --torch-device cuda
 
-Both models start from the same weights and see the same batch. On the CPU the table has two rows: every
-thread both libraries use by default, and one thread each (BLAS included), which is the steadier number
-on a machine other processes share. Steps are timed interleaved, so drift hits both sides alike.
+Both models start from the same weights and see the same batch. On the CPU the table has three rows:
+every thread both libraries use by default; the rumus C kernels on one thread (RUMUS_NUM_THREADS=1)
+with BLAS as it is, since OpenMP teams that start right after OpenBLAS calls wait on its spinning
+threads; and one thread each (BLAS included), the steadiest number on a machine other processes share.
+Steps are timed interleaved, so drift hits both sides alike.
 `cnn_step_benchmark(device)` returns the numbers for use from other scripts.
 """
 
@@ -87,17 +89,27 @@ def _interleaved(a: Callable[[], None], b: Callable[[], None], rounds: int, per_
     return statistics.median(ta), statistics.median(tb)
 
 
+THREAD_MODES = {"default": "default threads", "kernels1": "rumus C kernels 1 thread", "single": "1 thread each"}
+
+
 @contextlib.contextmanager
-def _single_thread() -> Iterator[None]:
-    """One thread for torch, numpy's BLAS and the rumus CPU kernels, restored afterwards."""
+def _threads(mode: str) -> Iterator[None]:
+    """"kernels1": the rumus CPU kernels on one thread; "single": torch, numpy's BLAS and the rumus CPU
+    kernels on one thread each; restored afterwards."""
+    if mode == "default":
+        yield
+        return
     import torch
     from threadpoolctl import threadpool_limits
     from rumus_cpu import threads
     before_torch, before_rm = torch.get_num_threads(), threads.get_num_threads()
-    torch.set_num_threads(1)
     threads.set_num_threads(1)
     try:
-        with threadpool_limits(1):
+        if mode == "single":
+            torch.set_num_threads(1)
+            with threadpool_limits(1):
+                yield
+        else:
             yield
     finally:
         torch.set_num_threads(before_torch)
@@ -105,11 +117,12 @@ def _single_thread() -> Iterator[None]:
 
 
 def cnn_step_benchmark(device: Any = None, torch_device: str = "cpu", batch: int = 64, rounds: int = 7,
-                       per_round: int = 5, single_thread: bool = False) -> dict[str, float]:
-    """Seconds per training step for rumus on `device` and PyTorch on `torch_device`, and their ratio."""
+                       per_round: int = 5, threads: str = "default") -> dict[str, float]:
+    """Seconds per training step for rumus on `device` and PyTorch on `torch_device`, and their ratio.
+    `threads` ("default", "kernels1", "single") applies to CPU runs only."""
     device = device if device is not None else rm.default_device()
     rm_step, torch_step = _models(batch, device, torch_device)
-    ctx = _single_thread() if single_thread else contextlib.nullcontext()
+    ctx = _threads(threads) if rm.device(str(device)).backend == "cpu" else contextlib.nullcontext()
     with ctx:
         t_rm, t_torch = _interleaved(rm_step, torch_step, rounds, per_round)
     return {"rumus_s": t_rm, "torch_s": t_torch, "ratio": t_rm / t_torch}
@@ -126,12 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     device = rm.device(args.device) if args.device else rm.default_device()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__} "
           f"({torch.get_num_threads()} threads); rumus {rm.__version__} on {device}")
-    configs = [("default threads", False)]
-    if device.backend == "cpu" and args.torch_device == "cpu":
-        configs.append(("1 thread each", True))
+    modes = list(THREAD_MODES) if device.backend == "cpu" and args.torch_device == "cpu" else ["default"]
     rows = []
-    for label, single in configs:
-        r = cnn_step_benchmark(device, args.torch_device, args.batch, args.rounds, single_thread=single)
+    for mode in modes:
+        label = THREAD_MODES[mode]
+        r = cnn_step_benchmark(device, args.torch_device, args.batch, args.rounds, threads=mode)
         rows.append((f"CNN train step, batch {args.batch} ({label})", f"{r['rumus_s'] * 1e3:.2f} ms",
                      f"{r['torch_s'] * 1e3:.2f} ms", f"{r['ratio']:.2f}x"))
     print(table(rows, ("benchmark", f"rumus {device}", f"torch {args.torch_device}", "rumus/torch")))

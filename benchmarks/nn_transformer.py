@@ -8,6 +8,11 @@ every position; AdamW. One step = forward + backward + optimizer step.
     python benchmarks/nn_transformer.py --device wgpu   # another rumus device (torch stays on CPU)
 
 `transformer_step_benchmark(device)` is the reusable entry point (the GPU machine runs it too).
+
+Thread pools: rumus runs GEMMs on numpy's OpenBLAS (its own pthreads) and its C kernels on OpenMP, and
+torch brings a third pool; each spins after its work by default, so on a small or shared machine they
+starve each other (a step can take 20x longer). Unless --default-threading is given, this script sets
+OPENBLAS_THREAD_TIMEOUT=4 and OMP_WAIT_POLICY=passive (for both frameworks) before numpy loads.
 """
 
 from __future__ import annotations
@@ -21,7 +26,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
+THREAD_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4", "OMP_WAIT_POLICY": "passive"}
+if __name__ == "__main__" and "--default-threading" not in sys.argv:
+    for _key, _value in THREAD_ENV.items():
+        os.environ.setdefault(_key, _value)
+
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import table  # noqa: E402
@@ -72,9 +82,9 @@ def _torch_lm(c: dict[str, Any]) -> Any:
 
 
 def _time_steps(steps_by_name: dict[str, Callable[[], float]], warmup: int,
-               steps: int) -> dict[str, tuple[float, float]]:
-    """{name: (median seconds per step, last loss)}; the frameworks' steps alternate, so load from other
-    processes on the machine hits them alike."""
+               steps: int) -> dict[str, tuple[float, float, float]]:
+    """{name: (median and best seconds per step, last loss)}; the frameworks' steps alternate, so load from
+    other processes on the machine hits them alike (the best step is the least disturbed one)."""
     losses = {name: 0.0 for name in steps_by_name}
     times: dict[str, list[float]] = {name: [] for name in steps_by_name}
     for i in range(warmup + steps):
@@ -83,7 +93,25 @@ def _time_steps(steps_by_name: dict[str, Callable[[], float]], warmup: int,
             losses[name] = step()
             if i >= warmup:
                 times[name].append(time.perf_counter() - t0)
-    return {name: (statistics.median(times[name]), losses[name]) for name in steps_by_name}
+    return {name: (statistics.median(times[name]), min(times[name]), losses[name]) for name in steps_by_name}
+
+
+def _single_pool(step: Callable[[], float]) -> Callable[[], float] | None:
+    """The step with rumus's C kernels on one thread (GEMMs keep OpenBLAS's threads), so only one thread pool
+    is busy at a time; None when the CPU backend's thread control is not importable."""
+    try:
+        from rumus_cpu import threads
+    except ImportError:
+        return None
+
+    def run() -> float:
+        before = threads.get_num_threads()
+        threads.set_num_threads(1)
+        try:
+            return step()
+        finally:
+            threads.set_num_threads(before)
+    return run
 
 
 def transformer_step_benchmark(device: str | None = None, with_torch: bool = True, warmup: int = 2, steps: int = 5,
@@ -124,6 +152,9 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
         return float(loss.item())
 
     runs: dict[str, Callable[[], float]] = {"rumus": rumus_step}
+    single = _single_pool(rumus_step) if dev.startswith("cpu") else None
+    if single is not None:
+        runs["rumus_1pool"] = single
     if torch_model is not None:
         import torch
         t_opt = torch.optim.AdamW(torch_model.parameters(), lr=c["lr"])
@@ -138,10 +169,14 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
             return float(loss.item())
 
         runs["torch"] = torch_step
-    for name, (seconds, loss) in _time_steps(runs, warmup, steps).items():
-        result[f"{name}_s"], result[f"{name}_loss"] = seconds, loss
+    for name, (seconds, best, loss) in _time_steps(runs, warmup, steps).items():
+        result[f"{name}_s"], result[f"{name}_best_s"], result[f"{name}_loss"] = seconds, best, loss
     if "torch_s" in result:
-        result["ratio"] = result["rumus_s"] / result["torch_s"]
+        for name in runs:
+            if name != "torch":
+                suffix = name[len("rumus"):]
+                result[f"ratio{suffix}"] = result[f"{name}_s"] / result["torch_s"]
+                result[f"best_ratio{suffix}"] = result[f"{name}_best_s"] / result["torch_best_s"]
     return result
 
 
@@ -150,6 +185,8 @@ def main() -> None:
     ap.add_argument("--device", default=None, help="rumus device (default: RUMUS_BACKEND or cpu)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--default-threading", action="store_true",
+                    help="leave OPENBLAS_THREAD_TIMEOUT / OMP_WAIT_POLICY as they are")
     args = ap.parse_args()
     res = transformer_step_benchmark(args.device, with_torch=not args.no_torch, steps=args.steps)
     c = res["config"]
@@ -160,14 +197,22 @@ def main() -> None:
         threads = f"torch threads {torch.get_num_threads()}"
     except ImportError:
         threads = "torch not installed"
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, {threads}")
+    env = ", ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in THREAD_ENV)
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, {threads}; {env}")
     tokens = c["batch"] * c["seq"]
-    rows = [(f"rumus ({res['device']})", f"{res['rumus_s'] * 1e3:.1f} ms", f"{tokens / res['rumus_s']:.0f}",
-             f"{res['rumus_loss']:.4f}", f"{res['ratio']:.2f}x" if "ratio" in res else "-")]
-    if "torch_s" in res:
-        rows.append(("PyTorch (cpu)", f"{res['torch_s'] * 1e3:.1f} ms", f"{tokens / res['torch_s']:.0f}",
-                     f"{res['torch_loss']:.4f}", "1.00x"))
-    print(table(rows, ("framework", "step", "tokens/s", "loss after steps", "time vs torch")))
+    rows = []
+    for name, label in (("rumus", f"rumus ({res['device']})"),
+                        ("rumus_1pool", f"rumus ({res['device']}, C kernels 1 thread)"), ("torch", "PyTorch (cpu)")):
+        if f"{name}_s" not in res:
+            continue
+        suffix = name[len("rumus"):] if name != "torch" else None
+        ratio = "1.00x" if suffix is None else f"{res[f'ratio{suffix}']:.2f}x" if f"ratio{suffix}" in res else "-"
+        best = "1.00x" if suffix is None else \
+            f"{res[f'best_ratio{suffix}']:.2f}x" if f"best_ratio{suffix}" in res else "-"
+        rows.append((label, f"{res[f'{name}_s'] * 1e3:.1f} ms", f"{res[f'{name}_best_s'] * 1e3:.1f} ms",
+                     f"{tokens / res[f'{name}_s']:.0f}", f"{res[f'{name}_loss']:.4f}", ratio, best))
+    print(table(rows, ("framework", "median step", "best step", "tokens/s (median)", "loss after steps",
+                       "median vs torch", "best vs torch")))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from rumus_contracts import Device, TensorArg, contiguous_strides, float32
 
 SWEEP_PLANS = ("128x128", "128x128/checked", "128x64", "64x64", "64x64w", "128x128k16", "128x128:2", "128x128:4",
                "128x128:8", "128x64:2", "128x64:4", "64x64:4")  # "/checked": naga's runtime bounds checks on
+SHAPE_PLANS = (None, "64x64w", "64x64w:2", "64x64w:4", "128x128:4", "64x64", "128x128")
 
 
 @dataclass
@@ -103,54 +104,54 @@ class Context:
         return float(start.elapsed_time(end)) / 1e3 / reps
 
 
-def gemm_rows(ctx: Context, n: int, plans: tuple[str | None, ...] = (None,), transposed_b: bool = False) -> list[Row]:
+def gemm_rows(ctx: Context, m: int, n: int, k: int, plans: tuple[str | None, ...] = (None,),
+              transposed_b: bool = False) -> list[Row]:
+    """fp32 C[m, n] = A[m, k] @ B[k, n] for each plan (None: the planner's choice)."""
     rng = np.random.default_rng(0)
-    a_host = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    b_host = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    a, b, c = ctx.tensor(a_host), ctx.tensor(b_host), ctx.empty((n, n))
-    if transposed_b:  # B = W.T for a row-major W: the Linear-layer layout
-        b = TensorArg(b.buffer, (n, n), (1, n), 0, float32)
-    flops = 2.0 * n ** 3
+    a_host = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    b_host = rng.uniform(-1, 1, (n, k) if transposed_b else (k, n)).astype(np.float32)
+    a, b, c = ctx.tensor(a_host), ctx.tensor(b_host), ctx.empty((m, n))
+    if transposed_b:  # B = W.T for a row-major W [n, k]: the Linear-layer layout
+        b = TensorArg(b.buffer, (k, n), (1, k), 0, float32)
+    flops = 2.0 * m * n * k
     reps = int(min(100, max(3, 0.25 / (flops / 25e12))))
     matmul = ctx.backend.kernels["matmul"]
     t_torch = None
     if ctx.torch is not None:
         ta, tb = ctx.torch.from_numpy(a_host).cuda(), ctx.torch.from_numpy(b_host).cuda()
         tb = tb.T if transposed_b else tb
-        tc = ctx.torch.empty((n, n), device="cuda")
+        tc = ctx.torch.empty((m, n), device="cuda")
         t_torch = ctx.torch_seconds(lambda: ctx.torch.matmul(ta, tb, out=tc), reps)
+    name = f"gemm fp32 n={m}" if m == n == k else f"gemm fp32 {m}x{n}x{k}"
     rows = []
     for plan in plans:
         os.environ.pop("RUMUS_WGPU_CHECKED", None)
+        os.environ.pop("RUMUS_WGPU_GEMM", None)
         if plan:
             os.environ["RUMUS_WGPU_GEMM"] = plan.split("/")[0]
             if plan.endswith("/checked"):
                 os.environ["RUMUS_WGPU_CHECKED"] = "1"
-        else:
-            os.environ.pop("RUMUS_WGPU_GEMM", None)
         try:
             t = ctx.wgpu_seconds(lambda: matmul([c], [a, b], {}), reps)
-        except Exception as exc:  # a plan the device cannot compile (e.g. workgroup memory)
-            print(f"  gemm n={n} plan={plan}: {type(exc).__name__}: {str(exc)[:120]}")
+        except Exception as exc:  # a plan the device cannot run (e.g. workgroup memory)
+            print(f"  {name} plan={plan}: {type(exc).__name__}: {str(exc)[:120]}")
             continue
         finally:
             os.environ.pop("RUMUS_WGPU_GEMM", None)
             os.environ.pop("RUMUS_WGPU_CHECKED", None)
         from rumus_wgpu.gemm import _plan
-        used = plan or "{}:{}".format(*_plan(n, n, n, 1))
-        rows.append(Row(f"gemm fp32 n={n}{' B=W.T' if transposed_b else ''}", flops / t / 1e12,
+        used = plan or "{}:{}".format(*_plan(m, n, k, 1))
+        err = ""
+        if ctx.torch is not None:
+            got, want = ctx.backend.to_numpy(c), tc.cpu().numpy()
+            err = f", max rel err {float(np.abs(got - want).max() / np.abs(want).max()):.1e}"
+        rows.append(Row(f"{name}{' B=W.T' if transposed_b else ''}", flops / t / 1e12,
                         flops / t_torch / 1e12 if t_torch else None, "TFLOP/s",
-                        f"plan {used}, host {ctx.last_host_us:.0f} us/call"))
-    if ctx.torch is not None:  # check the answer once (relative to the largest entry)
-        got = ctx.backend.to_numpy(c)
-        want = (ta @ tb).cpu().numpy()
-        err = float(np.abs(got - want).max() / np.abs(want).max())
-        for r in rows:
-            r.note += f", max rel err {err:.1e}"
+                        f"plan {used}, host {ctx.last_host_us:.0f} us/call{err}"))
     return rows
 
 
-def add_row(ctx: Context, n: int = 1 << 26) -> Row:
+def add_row(ctx: Context, n: int = 1 << 26, label: str = "") -> Row:
     x, y, out = ctx.tensor(np.ones(n, np.float32)), ctx.tensor(np.ones(n, np.float32)), ctx.empty((n,))
     add = ctx.backend.kernels["add"]
     t = ctx.wgpu_seconds(lambda: add([out], [x, y], {}), 20)
@@ -160,11 +161,11 @@ def add_row(ctx: Context, n: int = 1 << 26) -> Row:
         tx, ty = ctx.torch.ones(n, device="cuda"), ctx.torch.ones(n, device="cuda")
         to = ctx.torch.empty(n, device="cuda")
         t_torch = ctx.torch_seconds(lambda: ctx.torch.add(tx, ty, out=to), 20)
-    return Row(f"add fp32 n=2^{n.bit_length() - 1}", moved / t / 1e9, moved / t_torch / 1e9 if t_torch else None,
-               "GB/s")
+    return Row(f"add fp32 n=2^{n.bit_length() - 1}{label}", moved / t / 1e9,
+               moved / t_torch / 1e9 if t_torch else None, "GB/s")
 
 
-def sum_row(ctx: Context, n: int = 1 << 26) -> Row:
+def sum_row(ctx: Context, n: int = 1 << 26, label: str = "") -> Row:
     x, out = ctx.tensor(np.ones(n, np.float32)), ctx.empty((1,))
     total = ctx.backend.kernels["sum"]
     t = ctx.wgpu_seconds(lambda: total([out], [x], {"dims": (0,)}), 20)
@@ -174,8 +175,8 @@ def sum_row(ctx: Context, n: int = 1 << 26) -> Row:
         tx = ctx.torch.ones(n, device="cuda")
         t_torch = ctx.torch_seconds(lambda: tx.sum(), 20)
     value = float(ctx.backend.to_numpy(out)[0])
-    return Row(f"sum fp32 n=2^{n.bit_length() - 1}", moved / t / 1e9, moved / t_torch / 1e9 if t_torch else None,
-               "GB/s", f"result {value:.0f}")
+    return Row(f"sum fp32 n=2^{n.bit_length() - 1}{label}", moved / t / 1e9,
+               moved / t_torch / 1e9 if t_torch else None, "GB/s", f"result {value:.0f}")
 
 
 def latency_row(ctx: Context) -> Row:
@@ -219,6 +220,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 4096, 8192])
     parser.add_argument("--sweep", action="store_true", help="time every GEMM plan per size")
+    parser.add_argument("--shapes", nargs="*", default=[], help="MxNxK shapes to time with SHAPE_PLANS")
     parser.add_argument("--log2-elements", type=int, default=26, help="size of the add / sum cases")
     parser.add_argument("--json", help="write all rows here")
     args = parser.parse_args()
@@ -230,14 +232,23 @@ def main() -> None:
     sweep: list[Row] = []
     if args.sweep:
         for n in args.sizes:
-            sweep += gemm_rows(ctx, n, SWEEP_PLANS)
+            sweep += gemm_rows(ctx, n, n, n, SWEEP_PLANS)
+    for shape in args.shapes:
+        m, n, k = (int(v) for v in shape.split("x"))
+        sweep += gemm_rows(ctx, m, n, k, SHAPE_PLANS)
+    if sweep:
         print_table(sweep, "GEMM plan sweep")
     rows: list[Row] = []
     for n in args.sizes:
-        rows += gemm_rows(ctx, n)
-    rows += gemm_rows(ctx, max(n for n in args.sizes if n <= 4096), transposed_b=True)
+        rows += gemm_rows(ctx, n, n, n)
+    big = max(n for n in args.sizes if n <= 4096)
+    rows += gemm_rows(ctx, big, big, big, transposed_b=True)
     n = 1 << args.log2_elements
-    rows += [add_row(ctx, n), sum_row(ctx, n), latency_row(ctx)]
+    rows += [add_row(ctx, n), sum_row(ctx, n)]
+    os.environ["RUMUS_WGPU_NOVEC"] = "1"
+    rows += [add_row(ctx, n, " scalar"), sum_row(ctx, n, " scalar")]
+    os.environ.pop("RUMUS_WGPU_NOVEC")
+    rows.append(latency_row(ctx))
     for extra in EXTRA_BENCHMARKS:
         rows += extra(ctx)
     stats = ctx.backend.stats(ctx.device)

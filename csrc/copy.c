@@ -11,28 +11,29 @@
 #define CV_B(TD, x) ((TD)((x) != 0))
 
 /* Destination list: M(suffix, C type, converter, ...). */
-#define EACH_DST(M, ...)                                                                         \
-    M(f32, float, CV_F, __VA_ARGS__) M(f64, double, CV_F, __VA_ARGS__)                           \
-    M(i64, int64_t, CV_I, __VA_ARGS__) M(i32, int32_t, CV_I, __VA_ARGS__)                        \
-    M(i16, int16_t, CV_I, __VA_ARGS__) M(i8, int8_t, CV_I, __VA_ARGS__)                          \
+#define EACH_DST(M, ...)                                                                                \
+    M(f32, float, CV_F, __VA_ARGS__) M(f64, double, CV_F, __VA_ARGS__)                                  \
+    M(i64, int64_t, CV_I, __VA_ARGS__) M(i32, int32_t, CV_I, __VA_ARGS__)                               \
+    M(i16, int16_t, CV_I, __VA_ARGS__) M(i8, int8_t, CV_I, __VA_ARGS__)                                 \
     M(u8, uint8_t, CV_I, __VA_ARGS__) M(b, uint8_t, CV_B, __VA_ARGS__)
 
-#define DEF_COPY(dsfx, TD, CV, ssfx, TS)                                                         \
-    static void copy_##ssfx##_##dsfx(int64_t n, char **p, const int64_t *s, const void *ctx) {   \
-        RUMUS_UNUSED(ctx);                                                                       \
-        if (s[0] == (int64_t)sizeof(TD) && s[1] == (int64_t)sizeof(TS)) {                        \
-            TD *o = (TD *)p[0];                                                                  \
-            const TS *a = (const TS *)p[1];                                                      \
-            for (int64_t i = 0; i < n; i++) o[i] = CV(TD, a[i]);                                 \
-        } else if (s[1] == 0) {                                                                  \
-            const TD v = CV(TD, *(const TS *)p[1]);                                              \
-            for (int64_t i = 0; i < n; i++) *(TD *)(p[0] + i * s[0]) = v;                        \
-        } else {                                                                                 \
-            for (int64_t i = 0; i < n; i++)                                                      \
-                *(TD *)(p[0] + i * s[0]) = CV(TD, *(const TS *)(p[1] + i * s[1]));               \
-        }                                                                                        \
+#define DEF_COPY(dsfx, TD, CV, ssfx, TS)                                                                \
+    static void copy_##ssfx##_##dsfx(int64_t n, char **p, const int64_t *s, const void *ctx) {          \
+        RUMUS_UNUSED(ctx);                                                                              \
+        if (s[0] == (int64_t)sizeof(TD) && s[1] == (int64_t)sizeof(TS)) {                               \
+            TD *o = (TD *)p[0];                                                                         \
+            const TS *a = (const TS *)p[1];                                                             \
+            for (int64_t i = 0; i < n; i++) o[i] = CV(TD, a[i]);                                        \
+        } else if (s[1] == 0) {                                                                         \
+            const TD v = CV(TD, *(const TS *)p[1]);                                                     \
+            for (int64_t i = 0; i < n; i++) *(TD *)(p[0] + i * s[0]) = v;                               \
+        } else {                                                                                        \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                *(TD *)(p[0] + i * s[0]) = CV(TD, *(const TS *)(p[1] + i * s[1]));                      \
+        }                                                                                               \
     }
-#define ENT_COPY(dsfx, TD, CV, ssfx, TS) {"copy_" #ssfx "_" #dsfx, copy_##ssfx##_##dsfx, {sizeof(TD), sizeof(TS), 0, 0}},
+#define ENT_COPY(dsfx, TD, CV, ssfx, TS)                                                                   \
+    {"copy_" #ssfx "_" #dsfx, copy_##ssfx##_##dsfx, {sizeof(TD), sizeof(TS), 0, 0}},
 
 #define DEF_COPY_FROM(ssfx, TS, _) EACH_DST(DEF_COPY, ssfx, TS)
 #define ENT_COPY_FROM(ssfx, TS, _) EACH_DST(ENT_COPY, ssfx, TS)
@@ -42,17 +43,17 @@ typedef struct {
     int64_t i;
 } fill_value;
 
-#define DEF_FILL(sfx, TT, CV, ...)                                                               \
-    static void fill_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {             \
-        typedef TT T;                                                                            \
-        const fill_value *fv = (const fill_value *)ctx;                                          \
-        const T v = _Generic((T)0, float: (T)fv->f, double: (T)fv->f, default: CV(T, fv->i));   \
-        if (s[0] == (int64_t)sizeof(T)) {                                                        \
-            T *o = (T *)p[0];                                                                    \
-            for (int64_t i = 0; i < n; i++) o[i] = v;                                            \
-        } else {                                                                                 \
-            for (int64_t i = 0; i < n; i++) *(T *)(p[0] + i * s[0]) = v;                         \
-        }                                                                                        \
+#define DEF_FILL(sfx, TT, CV, ...)                                                                      \
+    static void fill_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                    \
+        typedef TT T;                                                                                   \
+        const fill_value *fv = (const fill_value *)ctx;                                                 \
+        const T v = _Generic((T)0, float: (T)fv->f, double: (T)fv->f, default: CV(T, fv->i));           \
+        if (s[0] == (int64_t)sizeof(T)) {                                                               \
+            T *o = (T *)p[0];                                                                           \
+            for (int64_t i = 0; i < n; i++) o[i] = v;                                                   \
+        } else {                                                                                        \
+            for (int64_t i = 0; i < n; i++) *(T *)(p[0] + i * s[0]) = v;                                \
+        }                                                                                               \
     }
 #define ENT_FILL(sfx, TT, CV, ...) {"fill_" #sfx, fill_##sfx, {sizeof(TT), 0, 0, 0}},
 

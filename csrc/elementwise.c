@@ -11,122 +11,122 @@
 
 /* ---- loop templates ------------------------------------------------------------------------ */
 
-#define DEF_UNARY(sfx, TT, op, ...)                                                              \
-    RUMUS_CLONES static void op##_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) { \
-        typedef TT T;                                                                            \
-        RUMUS_UNUSED(ctx);                                                                       \
-        char *po = p[0];                                                                         \
-        const char *pa = p[1];                                                                   \
-        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                          \
-            T *o = (T *)po;                                                                      \
-            const T *a = (const T *)pa;                                                          \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                const T x = a[i];                                                                \
-                o[i] = (T)(__VA_ARGS__);                                                         \
-            }                                                                                    \
-        } else {                                                                                 \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                const T x = *(const T *)(pa + i * s[1]);                                         \
-                *(T *)(po + i * s[0]) = (T)(__VA_ARGS__);                                        \
-            }                                                                                    \
-        }                                                                                        \
+#define DEF_UNARY(sfx, TT, op, ...)                                                                     \
+    RUMUS_CLONES static void op##_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {       \
+        typedef TT T;                                                                                   \
+        RUMUS_UNUSED(ctx);                                                                              \
+        char *po = p[0];                                                                                \
+        const char *pa = p[1];                                                                          \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                                 \
+            T *o = (T *)po;                                                                             \
+            const T *a = (const T *)pa;                                                                 \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const T x = a[i];                                                                       \
+                o[i] = (T)(__VA_ARGS__);                                                                \
+            }                                                                                           \
+        } else {                                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const T x = *(const T *)(pa + i * s[1]);                                                \
+                *(T *)(po + i * s[0]) = (T)(__VA_ARGS__);                                               \
+            }                                                                                           \
+        }                                                                                               \
     }
 #define ENT_UNARY(sfx, TT, op, ...) {#op "_" #sfx, op##_##sfx, {sizeof(TT), sizeof(TT), 0, 0}},
 
 /* Binary loop with input type T and output type O (bool results are one byte). */
-#define DEF_BINARY_IMPL(name, TT, TO, ...)                                                       \
-    RUMUS_CLONES static void name(int64_t n, char **p, const int64_t *s, const void *ctx) {     \
-        typedef TT T;                                                                            \
-        typedef TO O;                                                                            \
-        RUMUS_UNUSED(ctx);                                                                       \
-        char *po = p[0];                                                                         \
-        const char *pa = p[1], *pb = p[2];                                                       \
-        const int64_t so = s[0], sa = s[1], sb = s[2];                                           \
-        if (so == (int64_t)sizeof(O)) {                                                          \
-            O *o = (O *)po;                                                                      \
-            if (sa == (int64_t)sizeof(T) && sb == (int64_t)sizeof(T)) {                          \
-                const T *A = (const T *)pa, *B = (const T *)pb;                                  \
-                for (int64_t i = 0; i < n; i++) {                                                \
-                    const T x = A[i], y = B[i];                                                  \
-                    o[i] = (O)(__VA_ARGS__);                                                     \
-                }                                                                                \
-                return;                                                                          \
-            }                                                                                    \
-            if (sa == (int64_t)sizeof(T) && sb == 0) {                                           \
-                const T *A = (const T *)pa;                                                      \
-                const T y = *(const T *)pb;                                                      \
-                for (int64_t i = 0; i < n; i++) {                                                \
-                    const T x = A[i];                                                            \
-                    o[i] = (O)(__VA_ARGS__);                                                     \
-                }                                                                                \
-                return;                                                                          \
-            }                                                                                    \
-            if (sa == 0 && sb == (int64_t)sizeof(T)) {                                           \
-                const T *B = (const T *)pb;                                                      \
-                const T x = *(const T *)pa;                                                      \
-                for (int64_t i = 0; i < n; i++) {                                                \
-                    const T y = B[i];                                                            \
-                    o[i] = (O)(__VA_ARGS__);                                                     \
-                }                                                                                \
-                return;                                                                          \
-            }                                                                                    \
-        }                                                                                        \
-        for (int64_t i = 0; i < n; i++) {                                                        \
-            const T x = *(const T *)(pa + i * sa), y = *(const T *)(pb + i * sb);                \
-            *(O *)(po + i * so) = (O)(__VA_ARGS__);                                              \
-        }                                                                                        \
+#define DEF_BINARY_IMPL(name, TT, TO, ...)                                                              \
+    RUMUS_CLONES static void name(int64_t n, char **p, const int64_t *s, const void *ctx) {             \
+        typedef TT T;                                                                                   \
+        typedef TO O;                                                                                   \
+        RUMUS_UNUSED(ctx);                                                                              \
+        char *po = p[0];                                                                                \
+        const char *pa = p[1], *pb = p[2];                                                              \
+        const int64_t so = s[0], sa = s[1], sb = s[2];                                                  \
+        if (so == (int64_t)sizeof(O)) {                                                                 \
+            O *o = (O *)po;                                                                             \
+            if (sa == (int64_t)sizeof(T) && sb == (int64_t)sizeof(T)) {                                 \
+                const T *A = (const T *)pa, *B = (const T *)pb;                                         \
+                for (int64_t i = 0; i < n; i++) {                                                       \
+                    const T x = A[i], y = B[i];                                                         \
+                    o[i] = (O)(__VA_ARGS__);                                                            \
+                }                                                                                       \
+                return;                                                                                 \
+            }                                                                                           \
+            if (sa == (int64_t)sizeof(T) && sb == 0) {                                                  \
+                const T *A = (const T *)pa;                                                             \
+                const T y = *(const T *)pb;                                                             \
+                for (int64_t i = 0; i < n; i++) {                                                       \
+                    const T x = A[i];                                                                   \
+                    o[i] = (O)(__VA_ARGS__);                                                            \
+                }                                                                                       \
+                return;                                                                                 \
+            }                                                                                           \
+            if (sa == 0 && sb == (int64_t)sizeof(T)) {                                                  \
+                const T *B = (const T *)pb;                                                             \
+                const T x = *(const T *)pa;                                                             \
+                for (int64_t i = 0; i < n; i++) {                                                       \
+                    const T y = B[i];                                                                   \
+                    o[i] = (O)(__VA_ARGS__);                                                            \
+                }                                                                                       \
+                return;                                                                                 \
+            }                                                                                           \
+        }                                                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                               \
+            const T x = *(const T *)(pa + i * sa), y = *(const T *)(pb + i * sb);                       \
+            *(O *)(po + i * so) = (O)(__VA_ARGS__);                                                     \
+        }                                                                                               \
     }
 #define DEF_ARITH(sfx, TT, op, ...) DEF_BINARY_IMPL(op##_##sfx, TT, TT, __VA_ARGS__)
 #define ENT_ARITH(sfx, TT, op, ...) {#op "_" #sfx, op##_##sfx, {sizeof(TT), sizeof(TT), sizeof(TT), 0}},
 #define DEF_CMP(sfx, TT, op, ...) DEF_BINARY_IMPL(op##_##sfx, TT, uint8_t, __VA_ARGS__)
 #define ENT_CMP(sfx, TT, op, ...) {#op "_" #sfx, op##_##sfx, {1, sizeof(TT), sizeof(TT), 0}},
 
-#define DEF_WHERE(sfx, TT, ...)                                                                  \
-    static void where_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {            \
-        typedef TT T;                                                                            \
-        RUMUS_UNUSED(ctx);                                                                       \
-        if (s[0] == (int64_t)sizeof(T) && s[1] == 1 && s[2] == (int64_t)sizeof(T) &&             \
-            s[3] == (int64_t)sizeof(T)) {                                                        \
-            T *o = (T *)p[0];                                                                    \
-            const uint8_t *c = (const uint8_t *)p[1];                                            \
-            const T *A = (const T *)p[2], *B = (const T *)p[3];                                  \
-            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? A[i] : B[i];                           \
-            return;                                                                              \
-        }                                                                                        \
-        for (int64_t i = 0; i < n; i++) {                                                        \
-            const uint8_t c = *(const uint8_t *)(p[1] + i * s[1]);                               \
+#define DEF_WHERE(sfx, TT, ...)                                                                         \
+    static void where_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                   \
+        typedef TT T;                                                                                   \
+        RUMUS_UNUSED(ctx);                                                                              \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == 1 && s[2] == (int64_t)sizeof(T) &&                    \
+            s[3] == (int64_t)sizeof(T)) {                                                               \
+            T *o = (T *)p[0];                                                                           \
+            const uint8_t *c = (const uint8_t *)p[1];                                                   \
+            const T *A = (const T *)p[2], *B = (const T *)p[3];                                         \
+            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? A[i] : B[i];                                  \
+            return;                                                                                     \
+        }                                                                                               \
+        for (int64_t i = 0; i < n; i++) {                                                               \
+            const uint8_t c = *(const uint8_t *)(p[1] + i * s[1]);                                      \
             *(T *)(p[0] + i * s[0]) = c ? *(const T *)(p[2] + i * s[2]) : *(const T *)(p[3] + i * s[3]); \
-        }                                                                                        \
+        }                                                                                               \
     }
 #define ENT_WHERE(sfx, TT, ...) {"where_" #sfx, where_##sfx, {sizeof(TT), 1, sizeof(TT), sizeof(TT)}},
 
 /* clamp: ctx = {lo, hi} as doubles (+-inf when absent). Floats keep NaN (comparisons are false). */
-#define DEF_CLAMP_F(sfx, TT, ...)                                                                \
-    static void clamp_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {            \
-        typedef TT T;                                                                            \
-        const T lo = (T)((const double *)ctx)[0], hi = (T)((const double *)ctx)[1];              \
-        for (int64_t i = 0; i < n; i++) {                                                        \
-            T x = *(const T *)(p[1] + i * s[1]);                                                 \
-            x = x < lo ? lo : x;                                                                 \
-            *(T *)(p[0] + i * s[0]) = x > hi ? hi : x;                                           \
-        }                                                                                        \
+#define DEF_CLAMP_F(sfx, TT, ...)                                                                       \
+    static void clamp_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                   \
+        typedef TT T;                                                                                   \
+        const T lo = (T)((const double *)ctx)[0], hi = (T)((const double *)ctx)[1];                     \
+        for (int64_t i = 0; i < n; i++) {                                                               \
+            T x = *(const T *)(p[1] + i * s[1]);                                                        \
+            x = x < lo ? lo : x;                                                                        \
+            *(T *)(p[0] + i * s[0]) = x > hi ? hi : x;                                                  \
+        }                                                                                               \
     }
 /* Integers: compare in double, store the bound truncated toward zero and saturated to the type
    (what casting the float result of PyTorch's promoted clamp back to the integer type gives). */
-#define DEF_CLAMP_I(sfx, TT, ...)                                                                \
-    static void clamp_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {            \
-        typedef TT T;                                                                            \
-        const double lo = ((const double *)ctx)[0], hi = ((const double *)ctx)[1];               \
-        const T tmin = (T)(((T)-1 < (T)0) ? ((T)1 << (sizeof(T) * 8 - 2)) * -2 : 0);             \
-        const T tmax = (T)~tmin;                                                                 \
-        const T lo_t = (T)saturate(lo, (double)tmin, (double)tmax, (int64_t)tmin, (int64_t)tmax); \
-        const T hi_t = (T)saturate(hi, (double)tmin, (double)tmax, (int64_t)tmin, (int64_t)tmax); \
-        for (int64_t i = 0; i < n; i++) {                                                        \
-            T x = *(const T *)(p[1] + i * s[1]);                                                 \
-            if ((double)x < lo) x = lo_t;                                                        \
-            if ((double)x > hi) x = hi_t;                                                        \
-            *(T *)(p[0] + i * s[0]) = x;                                                         \
-        }                                                                                        \
+#define DEF_CLAMP_I(sfx, TT, ...)                                                                       \
+    static void clamp_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                   \
+        typedef TT T;                                                                                   \
+        const double lo = ((const double *)ctx)[0], hi = ((const double *)ctx)[1];                      \
+        const T tmin = (T)(((T)-1 < (T)0) ? ((T)1 << (sizeof(T) * 8 - 2)) * -2 : 0);                    \
+        const T tmax = (T)~tmin;                                                                        \
+        const T lo_t = (T)saturate(lo, (double)tmin, (double)tmax, (int64_t)tmin, (int64_t)tmax);       \
+        const T hi_t = (T)saturate(hi, (double)tmin, (double)tmax, (int64_t)tmin, (int64_t)tmax);       \
+        for (int64_t i = 0; i < n; i++) {                                                               \
+            T x = *(const T *)(p[1] + i * s[1]);                                                        \
+            if ((double)x < lo) x = lo_t;                                                               \
+            if ((double)x > hi) x = hi_t;                                                               \
+            *(T *)(p[0] + i * s[0]) = x;                                                                \
+        }                                                                                               \
     }
 #define ENT_CLAMP(sfx, TT, ...) {"clamp_" #sfx, clamp_##sfx, {sizeof(TT), sizeof(TT), 0, 0}},
 
@@ -147,55 +147,55 @@ static inline double log_f64_libm(double x) { return log(x); }
 
 /* sin/cos: float32 takes the vectorised reduction for |x| <= RUMUS_TRIG_LIMIT, then libm fixes up the
    rest (huge arguments, inf, NaN) in a second, rarely taken pass; float64 is libm's. */
-#define DEF_TRIG(op, cosine)                                                                     \
-    RUMUS_CLONES static void op##_f32(int64_t n, char **p, const int64_t *s, const void *ctx) {  \
-        RUMUS_UNUSED(ctx);                                                                       \
-        if (s[0] == 4 && s[1] == 4) {                                                            \
-            float *o = (float *)p[0];                                                            \
-            const float *a = (const float *)p[1];                                                \
-            for (int64_t i = 0; i < n; i++) o[i] = rumus_trigf(a[i], cosine);                    \
-            for (int64_t i = 0; i < n; i++)                                                      \
-                if (!(fabsf(a[i]) <= RUMUS_TRIG_LIMIT)) o[i] = op##f(a[i]);                      \
-        } else {                                                                                 \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                const float x = *(const float *)(p[1] + i * s[1]);                               \
+#define DEF_TRIG(op, cosine)                                                                            \
+    RUMUS_CLONES static void op##_f32(int64_t n, char **p, const int64_t *s, const void *ctx) {         \
+        RUMUS_UNUSED(ctx);                                                                              \
+        if (s[0] == 4 && s[1] == 4) {                                                                   \
+            float *o = (float *)p[0];                                                                   \
+            const float *a = (const float *)p[1];                                                       \
+            for (int64_t i = 0; i < n; i++) o[i] = rumus_trigf(a[i], cosine);                           \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                if (!(fabsf(a[i]) <= RUMUS_TRIG_LIMIT)) o[i] = op##f(a[i]);                             \
+        } else {                                                                                        \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const float x = *(const float *)(p[1] + i * s[1]);                                      \
                 *(float *)(p[0] + i * s[0]) = fabsf(x) <= RUMUS_TRIG_LIMIT ? rumus_trigf(x, cosine) : op##f(x); \
-            }                                                                                    \
-        }                                                                                        \
-    }                                                                                            \
+            }                                                                                           \
+        }                                                                                               \
+    }                                                                                                   \
     DEF_UNARY(f64, double, op, op(x))
 #define ENT_TRIG(op, cosine) ENT_UNARY(f32, float, op, _) ENT_UNARY(f64, double, op, _)
 #define TRIG_OPS(X) X(sin, 0) X(cos, 1)
 
 /* ---- the ops -------------------------------------------------------------------------------- */
 
-#define UNARY_OPS(X)                                                                             \
-    X(SIGNED, neg, -x)                                                                           \
-    X(SIGNED, abs, x < 0 ? -x : x)                                                               \
-    X(SIGNED, relu, x < 0 ? (T)0 : x)                                                            \
-    X(FLOAT, exp, FAST(exp, x))                                                                  \
-    X(FLOAT, log, FAST(log, x))                                                                  \
-    X(FLOAT, sqrt, sqrt(x))                                                                      \
-    X(FLOAT, rsqrt, (T)1 / sqrt(x))                                                              \
-    X(FLOAT, tanh, FAST(tanh, x))                                                                \
+#define UNARY_OPS(X)                                                                                    \
+    X(SIGNED, neg, -x)                                                                                  \
+    X(SIGNED, abs, x < 0 ? -x : x)                                                                      \
+    X(SIGNED, relu, x < 0 ? (T)0 : x)                                                                   \
+    X(FLOAT, exp, FAST(exp, x))                                                                         \
+    X(FLOAT, log, FAST(log, x))                                                                         \
+    X(FLOAT, sqrt, sqrt(x))                                                                             \
+    X(FLOAT, rsqrt, (T)1 / sqrt(x))                                                                     \
+    X(FLOAT, tanh, FAST(tanh, x))                                                                       \
     X(FLOAT, sigmoid, FAST(sigmoid, x))
 
 /* maximum/minimum propagate NaN like PyTorch (x != x is false for integers and folds away). */
-#define ARITH_OPS(X)                                                                             \
-    X(NUMERIC, add, x + y)                                                                       \
-    X(NUMERIC, sub, x - y)                                                                       \
-    X(NUMERIC, mul, x * y)                                                                       \
-    X(FLOAT, div, x / y)                                                                         \
-    X(FLOAT, pow, pow(x, y))                                                                     \
-    X(NUMERIC, maximum, (x > y || x != x) ? x : y)                                               \
+#define ARITH_OPS(X)                                                                                    \
+    X(NUMERIC, add, x + y)                                                                              \
+    X(NUMERIC, sub, x - y)                                                                              \
+    X(NUMERIC, mul, x * y)                                                                              \
+    X(FLOAT, div, x / y)                                                                                \
+    X(FLOAT, pow, pow(x, y))                                                                            \
+    X(NUMERIC, maximum, (x > y || x != x) ? x : y)                                                      \
     X(NUMERIC, minimum, (x < y || x != x) ? x : y)
 
-#define CMP_OPS(X)                                                                               \
-    X(ALL, eq, x == y)                                                                           \
-    X(ALL, ne, x != y)                                                                           \
-    X(ALL, lt, x < y)                                                                            \
-    X(ALL, le, x <= y)                                                                           \
-    X(ALL, gt, x > y)                                                                            \
+#define CMP_OPS(X)                                                                                      \
+    X(ALL, eq, x == y)                                                                                  \
+    X(ALL, ne, x != y)                                                                                  \
+    X(ALL, lt, x < y)                                                                                   \
+    X(ALL, le, x <= y)                                                                                  \
+    X(ALL, gt, x > y)                                                                                   \
     X(ALL, ge, x >= y)
 
 #define X_DEF_UNARY(set, op, ...) RUMUS_EACH_##set(DEF_UNARY, op, __VA_ARGS__)

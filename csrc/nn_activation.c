@@ -98,7 +98,7 @@ RUMUS_EACH_FLOAT(ELEMENT_FNS, _)
 /* ---- loop templates ------------------------------------------------------------------------ */
 
 #define DEF_ACT1(sfx, TT, op)                                                                    \
-    static void loop_##op##_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {             \
+    RUMUS_CLONES static void loop_##op##_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {             \
         typedef TT T;                                                                            \
         const T p0 = (T)((const double *)ctx)[0], p1 = (T)((const double *)ctx)[1];             \
         if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T)) {                          \
@@ -113,7 +113,7 @@ RUMUS_EACH_FLOAT(ELEMENT_FNS, _)
 #define ENT_ACT1(sfx, TT, op) {#op "_" #sfx, loop_##op##_##sfx, {sizeof(TT), sizeof(TT), 0, 0}},
 
 #define DEF_ACT2(sfx, TT, op)                                                                    \
-    static void loop_##op##_backward_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {    \
+    RUMUS_CLONES static void loop_##op##_backward_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {    \
         typedef TT T;                                                                            \
         const T p0 = (T)((const double *)ctx)[0], p1 = (T)((const double *)ctx)[1];             \
         if (s[0] == (int64_t)sizeof(T) && s[1] == (int64_t)sizeof(T) && s[2] == (int64_t)sizeof(T)) { \

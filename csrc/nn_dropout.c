@@ -17,7 +17,17 @@ static uint32_t threshold_of(double p) {
     return t >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)t;
 }
 
+/* One thread's share [0, len) of the tensor, whose first element has counter value `base`; branch-free,
+   so gcc vectorises the hash (and compiles an AVX2 clone). */
 #define DEF_DROPOUT(sfx, T)                                                                      \
+    RUMUS_CLONES static void dropout_range_##sfx(T *out, const T *in, int64_t len, uint32_t base, \
+                                                 uint32_t key, uint32_t thr, T scale) {          \
+        for (int64_t i = 0; i < len; i++) {                                                      \
+            const uint32_t bits = mix32(mix32((base + (uint32_t)i) ^ key) + key);                \
+            const T v = in[i] * scale;                                                           \
+            out[i] = bits >= thr ? v : (T)0;                                                     \
+        }                                                                                        \
+    }                                                                                            \
     void rumus_dropout_##sfx(T *o, const T *x, int64_t n, double p, uint32_t seed, uint32_t offset) { \
         const uint32_t key = mix32(seed ^ 0x9E3779B9u), thr = threshold_of(p);                   \
         const T scale = (T)(1.0 / (1.0 - p));                                                    \
@@ -25,15 +35,7 @@ static uint32_t threshold_of(double p) {
         RUMUS_PARALLEL_FOR                                                                       \
         for (int t = 0; t < nt; t++) {                                                           \
             const int64_t s = n * t / nt, e = n * (t + 1) / nt;                                  \
-            const uint32_t base = offset + (uint32_t)s;                                          \
-            const int64_t len = e - s;                                                           \
-            T *out = o + s;                                                                      \
-            const T *in = x + s;                                                                 \
-            for (int64_t i = 0; i < len; i++) { /* branch-free, so gcc vectorises the hash */     \
-                const uint32_t bits = mix32(mix32((base + (uint32_t)i) ^ key) + key);            \
-                const T v = in[i] * scale;                                                       \
-                out[i] = bits >= thr ? v : (T)0;                                                 \
-            }                                                                                    \
+            dropout_range_##sfx(o + s, x + s, e - s, offset + (uint32_t)s, key, thr, scale);     \
         }                                                                                        \
     }
 

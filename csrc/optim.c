@@ -13,51 +13,51 @@ typedef struct {
 } sgd_ctx;
 
 /* operands: param, grad, exp_avg, exp_avg_sq */
-#define DEF_ADAM(sfx, TT, ...)                                                                   \
-    static void adam_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {             \
-        typedef TT T;                                                                            \
-        const adam_ctx *c = (const adam_ctx *)ctx;                                               \
-        const double wd = c->wd, b1 = c->beta1, b2 = c->beta2;                                   \
-        const double decay = c->decoupled ? 1.0 - c->lr * wd : 1.0, l2 = c->decoupled ? 0.0 : wd; \
-        for (int64_t i = 0; i < n; i++) {                                                        \
+#define DEF_ADAM(sfx, TT, ...)                                                                          \
+    static void adam_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                    \
+        typedef TT T;                                                                                   \
+        const adam_ctx *c = (const adam_ctx *)ctx;                                                      \
+        const double wd = c->wd, b1 = c->beta1, b2 = c->beta2;                                          \
+        const double decay = c->decoupled ? 1.0 - c->lr * wd : 1.0, l2 = c->decoupled ? 0.0 : wd;       \
+        for (int64_t i = 0; i < n; i++) {                                                               \
             T *pp = (T *)(p[0] + i * s[0]), *pm = (T *)(p[2] + i * s[2]), *pv = (T *)(p[3] + i * s[3]); \
-            double P = (double)*pp, G = (double)*(const T *)(p[1] + i * s[1]);                   \
-            if (wd != 0.0) {                                                                     \
-                P *= decay;                                                                      \
-                G += l2 * P;                                                                     \
-            }                                                                                    \
-            const double M = b1 * (double)*pm + (1.0 - b1) * G;                                  \
-            const double V = b2 * (double)*pv + (1.0 - b2) * G * G;                              \
-            *pm = (T)M;                                                                          \
-            *pv = (T)V;                                                                          \
-            *pp = (T)(P - c->step_size * M / (sqrt(V) / c->sqrt_bc2 + c->eps));                  \
-        }                                                                                        \
+            double P = (double)*pp, G = (double)*(const T *)(p[1] + i * s[1]);                          \
+            if (wd != 0.0) {                                                                            \
+                P *= decay;                                                                             \
+                G += l2 * P;                                                                            \
+            }                                                                                           \
+            const double M = b1 * (double)*pm + (1.0 - b1) * G;                                         \
+            const double V = b2 * (double)*pv + (1.0 - b2) * G * G;                                     \
+            *pm = (T)M;                                                                                 \
+            *pv = (T)V;                                                                                 \
+            *pp = (T)(P - c->step_size * M / (sqrt(V) / c->sqrt_bc2 + c->eps));                         \
+        }                                                                                               \
     }
 
 /* operands: param, grad, momentum_buffer */
-#define DEF_SGD(sfx, TT, ...)                                                                    \
-    static void sgd_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {              \
-        typedef TT T;                                                                            \
-        const sgd_ctx *c = (const sgd_ctx *)ctx;                                                 \
-        for (int64_t i = 0; i < n; i++) {                                                        \
-            T *pp = (T *)(p[0] + i * s[0]), *pb = (T *)(p[2] + i * s[2]);                        \
-            const double P = (double)*pp;                                                        \
-            double G = (double)*(const T *)(p[1] + i * s[1]);                                    \
-            if (c->wd != 0.0) G += c->wd * P;                                                    \
-            if (c->momentum != 0.0) {                                                            \
-                const double B = c->first ? G : c->momentum * (double)*pb + (1.0 - c->dampening) * G; \
-                *pb = (T)B;                                                                      \
-                G = c->nesterov ? G + c->momentum * B : B;                                       \
-            }                                                                                    \
-            *pp = (T)(P - c->lr * G);                                                            \
-        }                                                                                        \
+#define DEF_SGD(sfx, TT, ...)                                                                           \
+    static void sgd_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                     \
+        typedef TT T;                                                                                   \
+        const sgd_ctx *c = (const sgd_ctx *)ctx;                                                        \
+        for (int64_t i = 0; i < n; i++) {                                                               \
+            T *pp = (T *)(p[0] + i * s[0]), *pb = (T *)(p[2] + i * s[2]);                               \
+            const double P = (double)*pp;                                                               \
+            double G = (double)*(const T *)(p[1] + i * s[1]);                                           \
+            if (c->wd != 0.0) G += c->wd * P;                                                           \
+            if (c->momentum != 0.0) {                                                                   \
+                const double B = c->first ? G : c->momentum * (double)*pb + (1.0 - c->dampening) * G;   \
+                *pb = (T)B;                                                                             \
+                G = c->nesterov ? G + c->momentum * B : B;                                              \
+            }                                                                                           \
+            *pp = (T)(P - c->lr * G);                                                                   \
+        }                                                                                               \
     }
 
 RUMUS_EACH_FLOAT(DEF_ADAM, _)
 RUMUS_EACH_FLOAT(DEF_SGD, _)
 
-#define ENT_OPTIM(sfx, TT, ...)                                                                  \
-    {"adam_" #sfx, adam_##sfx, {sizeof(TT), sizeof(TT), sizeof(TT), sizeof(TT)}},               \
+#define ENT_OPTIM(sfx, TT, ...)                                                                         \
+    {"adam_" #sfx, adam_##sfx, {sizeof(TT), sizeof(TT), sizeof(TT), sizeof(TT)}},                       \
     {"sgd_" #sfx, sgd_##sfx, {sizeof(TT), sizeof(TT), sizeof(TT), 0}},
 
 static const rumus_loop_entry TABLE[] = {RUMUS_EACH_FLOAT(ENT_OPTIM, _)};

@@ -7,10 +7,10 @@
                  accumulate blocks of contiguous outputs row by row, cache friendly;
      split    -- few outputs with long reductions: 64 fixed chunks reduced in parallel, then combined;
      outputs  -- otherwise one output at a time (in parallel across outputs).
-   float32 sums and products accumulate in double; integer and bool ones in int64. */
+   Contiguous runs use LANES interleaved accumulators (vectorised) combined as a tree. float32 sums
+   and products accumulate in double; integer and bool ones in int64. */
 #include "internal/rumus.h"
 #include "reduce.h"
-
 
 #define COLUMN_BLOCK 2048 /* most outputs accumulated together: 16 KiB of double accumulators */
 #define LANES 16
@@ -30,226 +30,226 @@ typedef struct {
 #define ACC_MIN(a, v) ((a) = ((v) < (a) || (v) != (v)) ? (v) : (a))
 
 /* One reduction (op, input type TI, accumulator TA, output TO). */
-#define DEF_REDUCE(NAME, TI, TA, TO, INIT, ACC)                                                  \
-    /* a contiguous run: LANES interleaved accumulators (vectorised), then combined as a tree */  \
-    RUMUS_CLONES static TA NAME##_contig(const TI *v, int64_t n) {                               \
-        TA lane[LANES];                                                                          \
-        for (int j = 0; j < LANES; j++) lane[j] = (INIT);                                        \
-        int64_t i = 0;                                                                           \
-        for (; i + LANES <= n; i += LANES) {                                                     \
-            const TI *w = v + i;                                                                 \
-            /* kept a loop (not unrolled into scalars) so the vectoriser takes it */             \
-            _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ACC(lane[j], (TA)w[j]);      \
-        }                                                                                        \
-        for (int j = 0; i < n; i++, j++) ACC(lane[j], (TA)v[i]);                                 \
-        for (int w = LANES / 2; w > 0; w /= 2)                                                   \
-            for (int j = 0; j < w; j++) ACC(lane[j], lane[j + w]);                               \
-        return lane[0];                                                                          \
-    }                                                                                            \
-    static TA NAME##_part(const char *x, const rumus_rlayout *L, int64_t start, int64_t end) {    \
-        TA acc = (INIT);                                                                         \
-        if (start >= end) return acc;                                                            \
-        const int nr = L->nr;                                                                    \
-        if (nr == 0) {                                                                           \
-            ACC(acc, (TA) * (const TI *)x);                                                      \
-            return acc;                                                                          \
-        }                                                                                        \
-        const int last = nr - 1;                                                                 \
-        const int64_t st = L->rin[last];                                                         \
-        int64_t idx[RUMUS_MAX_DIMS], rem = start;                                                \
-        for (int d = last; d >= 0; d--) {                                                        \
-            idx[d] = rem % L->rsh[d];                                                            \
-            rem /= L->rsh[d];                                                                    \
-        }                                                                                        \
-        int64_t pos = start;                                                                     \
-        while (pos < end) {                                                                      \
-            const char *q = x;                                                                   \
-            for (int d = 0; d < nr; d++) q += idx[d] * L->rin[d];                                \
-            int64_t n = L->rsh[last] - idx[last];                                                \
-            if (n > end - pos) n = end - pos;                                                    \
-            if (st == (int64_t)sizeof(TI)) {                                                     \
-                ACC(acc, NAME##_contig((const TI *)q, n));                                       \
-            } else {                                                                             \
-                for (int64_t i = 0; i < n; i++) ACC(acc, (TA) * (const TI *)(q + i * st));       \
-            }                                                                                    \
-            pos += n;                                                                            \
-            idx[last] += n;                                                                      \
-            if (idx[last] >= L->rsh[last]) {                                                     \
-                idx[last] = 0;                                                                   \
-                for (int d = last - 1; d >= 0; d--) {                                            \
-                    if (++idx[d] < L->rsh[d]) break;                                             \
-                    idx[d] = 0;                                                                  \
-                }                                                                                \
-            }                                                                                    \
-        }                                                                                        \
-        return acc;                                                                              \
-    }                                                                                            \
-    static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
-        rumus_kept_iter it;                                                                      \
-        rumus_kept_start(L, L->nk, s, &it);                                                      \
-        const int64_t n = L->nr == 1 ? L->rsh[0] : 0, st = L->nr == 1 ? L->rin[0] : 0;           \
-        for (int64_t i = s; i < e; i++, rumus_kept_next(L, L->nk, &it)) {                        \
-            TA acc;                                                                              \
-            if (L->nr == 1 && !(st == (int64_t)sizeof(TI) && n >= 4 * LANES)) {                  \
-                /* one short or strided reduced dim: a plain loop */                             \
-                const char *q = x + it.xo;                                                       \
-                acc = (INIT);                                                                    \
-                for (int64_t j = 0; j < n; j++) ACC(acc, (TA) * (const TI *)(q + j * st));       \
-            } else {                                                                             \
-                acc = NAME##_part(x + it.xo, L, 0, L->inner);                                    \
-            }                                                                                    \
-            *(TO *)(o + it.oo) = (TO)acc;                                                        \
-        }                                                                                        \
-    }                                                                                            \
+#define DEF_REDUCE(NAME, TI, TA, TO, INIT, ACC)                                                         \
+    /* a contiguous run: LANES interleaved accumulators (vectorised), then combined as a tree */        \
+    RUMUS_CLONES static TA NAME##_contig(const TI *v, int64_t n) {                                      \
+        TA lane[LANES];                                                                                 \
+        for (int j = 0; j < LANES; j++) lane[j] = (INIT);                                               \
+        int64_t i = 0;                                                                                  \
+        for (; i + LANES <= n; i += LANES) {                                                            \
+            const TI *w = v + i;                                                                        \
+            /* kept a loop (not unrolled into scalars) so the vectoriser takes it */                    \
+            _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ACC(lane[j], (TA)w[j]);             \
+        }                                                                                               \
+        for (int j = 0; i < n; i++, j++) ACC(lane[j], (TA)v[i]);                                        \
+        for (int w = LANES / 2; w > 0; w /= 2)                                                          \
+            for (int j = 0; j < w; j++) ACC(lane[j], lane[j + w]);                                      \
+        return lane[0];                                                                                 \
+    }                                                                                                   \
+    static TA NAME##_part(const char *x, const rumus_rlayout *L, int64_t start, int64_t end) {          \
+        TA acc = (INIT);                                                                                \
+        if (start >= end) return acc;                                                                   \
+        const int nr = L->nr;                                                                           \
+        if (nr == 0) {                                                                                  \
+            ACC(acc, (TA) * (const TI *)x);                                                             \
+            return acc;                                                                                 \
+        }                                                                                               \
+        const int last = nr - 1;                                                                        \
+        const int64_t st = L->rin[last];                                                                \
+        int64_t idx[RUMUS_MAX_DIMS], rem = start;                                                       \
+        for (int d = last; d >= 0; d--) {                                                               \
+            idx[d] = rem % L->rsh[d];                                                                   \
+            rem /= L->rsh[d];                                                                           \
+        }                                                                                               \
+        int64_t pos = start;                                                                            \
+        while (pos < end) {                                                                             \
+            const char *q = x;                                                                          \
+            for (int d = 0; d < nr; d++) q += idx[d] * L->rin[d];                                       \
+            int64_t n = L->rsh[last] - idx[last];                                                       \
+            if (n > end - pos) n = end - pos;                                                           \
+            if (st == (int64_t)sizeof(TI)) {                                                            \
+                ACC(acc, NAME##_contig((const TI *)q, n));                                              \
+            } else {                                                                                    \
+                for (int64_t i = 0; i < n; i++) ACC(acc, (TA) * (const TI *)(q + i * st));              \
+            }                                                                                           \
+            pos += n;                                                                                   \
+            idx[last] += n;                                                                             \
+            if (idx[last] >= L->rsh[last]) {                                                            \
+                idx[last] = 0;                                                                          \
+                for (int d = last - 1; d >= 0; d--) {                                                   \
+                    if (++idx[d] < L->rsh[d]) break;                                                    \
+                    idx[d] = 0;                                                                         \
+                }                                                                                       \
+            }                                                                                           \
+        }                                                                                               \
+        return acc;                                                                                     \
+    }                                                                                                   \
+    static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) {  \
+        rumus_kept_iter it;                                                                             \
+        rumus_kept_start(L, L->nk, s, &it);                                                             \
+        const int64_t n = L->nr == 1 ? L->rsh[0] : 0, st = L->nr == 1 ? L->rin[0] : 0;                  \
+        for (int64_t i = s; i < e; i++, rumus_kept_next(L, L->nk, &it)) {                               \
+            TA acc;                                                                                     \
+            if (L->nr == 1 && !(st == (int64_t)sizeof(TI) && n >= 4 * LANES)) {                         \
+                /* one short or strided reduced dim: a plain loop */                                    \
+                const char *q = x + it.xo;                                                              \
+                acc = (INIT);                                                                           \
+                for (int64_t j = 0; j < n; j++) ACC(acc, (TA) * (const TI *)(q + j * st));              \
+            } else {                                                                                    \
+                acc = NAME##_part(x + it.xo, L, 0, L->inner);                                           \
+            }                                                                                           \
+            *(TO *)(o + it.oo) = (TO)acc;                                                               \
+        }                                                                                               \
+    }                                                                                                   \
     RUMUS_CLONES static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t bs, int64_t s, \
-                                            int64_t e) {                                         \
-        const int64_t K = L->ksh[L->nk - 1], nb = (K + bs - 1) / bs;                             \
-        const int nr = L->nr;                                                                    \
-        TA acc[COLUMN_BLOCK];                                                                    \
-        for (int64_t u = s; u < e; u++) {                                                        \
-            const int64_t j0 = (u % nb) * bs;                                                    \
-            const int64_t bl = K - j0 < bs ? K - j0 : bs;                                        \
-            int64_t oo, xo;                                                                      \
-            rumus_kept_offsets(L, L->nk - 1, u / nb, &oo, &xo);                                  \
-            for (int64_t j = 0; j < bl; j++) acc[j] = (INIT);                                    \
-            const char *base = x + xo + j0 * (int64_t)sizeof(TI);                                \
-            int64_t ridx[RUMUS_MAX_DIMS] = {0}, roff = 0;                                        \
-            for (int64_t r = 0; r < L->inner; r++) {                                             \
-                const TI *v = (const TI *)(base + roff);                                         \
-                for (int64_t j = 0; j < bl; j++) ACC(acc[j], (TA)v[j]);                          \
-                for (int d = nr - 1; d >= 0; d--) {                                              \
-                    roff += L->rin[d];                                                           \
-                    if (++ridx[d] < L->rsh[d]) break;                                            \
-                    roff -= L->rin[d] * L->rsh[d];                                               \
-                    ridx[d] = 0;                                                                 \
-                }                                                                                \
-            }                                                                                    \
-            TO *out = (TO *)(o + oo) + j0;                                                       \
-            for (int64_t j = 0; j < bl; j++) out[j] = (TO)acc[j];                                \
-        }                                                                                        \
-    }                                                                                            \
-    static void NAME(const rumus_rlayout *L, char *o, const char *x) {                           \
-        if (L->outer == 0) return;                                                               \
-        const int64_t work = L->outer * (L->inner > 0 ? L->inner : 1);                           \
-        int nt = rumus_threads_for(work);                                                        \
-        if (L->nk >= 1 && L->nr >= 1 && L->inner > 0 && L->kin[L->nk - 1] == (int64_t)sizeof(TI) && \
-            L->kout[L->nk - 1] == (int64_t)sizeof(TO) && L->rin[L->nr - 1] != (int64_t)sizeof(TI)) { \
-            /* blocks as wide as fit in L1, narrower when that leaves threads idle; each output \
-               still sums its column in row order, so the result never depends on the block */  \
-            const int64_t K = L->ksh[L->nk - 1], rows = L->outer / K;                            \
-            int64_t bs = COLUMN_BLOCK;                                                           \
-            if (rows < nt) {                                                                     \
-                const int64_t per = (K * rows + nt - 1) / nt;                                    \
-                bs = per < 64 ? 64 : (per + 15) / 16 * 16;                                       \
-                if (bs > COLUMN_BLOCK) bs = COLUMN_BLOCK;                                        \
-            }                                                                                    \
-            const int64_t units = rows * ((K + bs - 1) / bs);                                    \
-            if (nt > units) nt = (int)units;                                                     \
-            if (nt <= 1) {                                                                       \
-                NAME##_columns(L, o, x, bs, 0, units);                                           \
-                return;                                                                          \
-            }                                                                                    \
-            RUMUS_PARALLEL_FOR                                                                   \
-            for (int t = 0; t < nt; t++)                                                         \
-                NAME##_columns(L, o, x, bs, units * t / nt, units * (t + 1) / nt);               \
-            return;                                                                              \
-        }                                                                                        \
-        if (L->outer < 16 && L->inner >= 65536) {                                                \
-            for (int64_t i = 0; i < L->outer; i++) {                                             \
-                int64_t oo, xo;                                                                  \
-                rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                       \
-                TA parts[SPLIT_CHUNKS];                                                          \
-                const int64_t inner = L->inner;                                                  \
-                if (nt <= 1) {                                                                   \
-                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                       \
+                                            int64_t e) {                                                \
+        const int64_t K = L->ksh[L->nk - 1], nb = (K + bs - 1) / bs;                                    \
+        const int nr = L->nr;                                                                           \
+        TA acc[COLUMN_BLOCK];                                                                           \
+        for (int64_t u = s; u < e; u++) {                                                               \
+            const int64_t j0 = (u % nb) * bs;                                                           \
+            const int64_t bl = K - j0 < bs ? K - j0 : bs;                                               \
+            int64_t oo, xo;                                                                             \
+            rumus_kept_offsets(L, L->nk - 1, u / nb, &oo, &xo);                                         \
+            for (int64_t j = 0; j < bl; j++) acc[j] = (INIT);                                           \
+            const char *base = x + xo + j0 * (int64_t)sizeof(TI);                                       \
+            int64_t ridx[RUMUS_MAX_DIMS] = {0}, roff = 0;                                               \
+            for (int64_t r = 0; r < L->inner; r++) {                                                    \
+                const TI *v = (const TI *)(base + roff);                                                \
+                for (int64_t j = 0; j < bl; j++) ACC(acc[j], (TA)v[j]);                                 \
+                for (int d = nr - 1; d >= 0; d--) {                                                     \
+                    roff += L->rin[d];                                                                  \
+                    if (++ridx[d] < L->rsh[d]) break;                                                   \
+                    roff -= L->rin[d] * L->rsh[d];                                                      \
+                    ridx[d] = 0;                                                                        \
+                }                                                                                       \
+            }                                                                                           \
+            TO *out = (TO *)(o + oo) + j0;                                                              \
+            for (int64_t j = 0; j < bl; j++) out[j] = (TO)acc[j];                                       \
+        }                                                                                               \
+    }                                                                                                   \
+    static void NAME(const rumus_rlayout *L, char *o, const char *x) {                                  \
+        if (L->outer == 0) return;                                                                      \
+        const int64_t work = L->outer * (L->inner > 0 ? L->inner : 1);                                  \
+        int nt = rumus_threads_for(work);                                                               \
+        if (L->nk >= 1 && L->nr >= 1 && L->inner > 0 && L->kin[L->nk - 1] == (int64_t)sizeof(TI) &&     \
+            L->kout[L->nk - 1] == (int64_t)sizeof(TO) && L->rin[L->nr - 1] != (int64_t)sizeof(TI)) {    \
+            /* blocks as wide as fit in L1, narrower when that leaves threads idle; each output         \
+               still sums its column in row order, so the result never depends on the block */          \
+            const int64_t K = L->ksh[L->nk - 1], rows = L->outer / K;                                   \
+            int64_t bs = COLUMN_BLOCK;                                                                  \
+            if (rows < nt) {                                                                            \
+                const int64_t per = (K * rows + nt - 1) / nt;                                           \
+                bs = per < 64 ? 64 : (per + 15) / 16 * 16;                                              \
+                if (bs > COLUMN_BLOCK) bs = COLUMN_BLOCK;                                               \
+            }                                                                                           \
+            const int64_t units = rows * ((K + bs - 1) / bs);                                           \
+            if (nt > units) nt = (int)units;                                                            \
+            if (nt <= 1) {                                                                              \
+                NAME##_columns(L, o, x, bs, 0, units);                                                  \
+                return;                                                                                 \
+            }                                                                                           \
+            RUMUS_PARALLEL_FOR                                                                          \
+            for (int t = 0; t < nt; t++)                                                                \
+                NAME##_columns(L, o, x, bs, units * t / nt, units * (t + 1) / nt);                      \
+            return;                                                                                     \
+        }                                                                                               \
+        if (L->outer < 16 && L->inner >= 65536) {                                                       \
+            for (int64_t i = 0; i < L->outer; i++) {                                                    \
+                int64_t oo, xo;                                                                         \
+                rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                              \
+                TA parts[SPLIT_CHUNKS];                                                                 \
+                const int64_t inner = L->inner;                                                         \
+                if (nt <= 1) {                                                                          \
+                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                              \
                         parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
-                } else {                                                                         \
-                    RUMUS_PARALLEL_FOR                                                           \
-                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                       \
+                } else {                                                                                \
+                    RUMUS_PARALLEL_FOR                                                                  \
+                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                              \
                         parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
-                }                                                                                \
-                TA acc = (INIT);                                                                 \
-                for (int c = 0; c < SPLIT_CHUNKS; c++) ACC(acc, parts[c]);                       \
-                *(TO *)(o + oo) = (TO)acc;                                                       \
-            }                                                                                    \
-            return;                                                                              \
-        }                                                                                        \
-        if (nt > L->outer) nt = (int)L->outer;                                                   \
-        if (nt <= 1) {                                                                           \
-            NAME##_outputs(L, o, x, 0, L->outer);                                                \
-            return;                                                                              \
-        }                                                                                        \
-        RUMUS_PARALLEL_FOR                             \
+                }                                                                                       \
+                TA acc = (INIT);                                                                        \
+                for (int c = 0; c < SPLIT_CHUNKS; c++) ACC(acc, parts[c]);                              \
+                *(TO *)(o + oo) = (TO)acc;                                                              \
+            }                                                                                           \
+            return;                                                                                     \
+        }                                                                                               \
+        if (nt > L->outer) nt = (int)L->outer;                                                          \
+        if (nt <= 1) {                                                                                  \
+            NAME##_outputs(L, o, x, 0, L->outer);                                                       \
+            return;                                                                                     \
+        }                                                                                               \
+        RUMUS_PARALLEL_FOR                                                                              \
         for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
     }
 
 /* Per dtype: suffix, input type, sum accumulator, sum output type, lowest value, highest value. */
-#define EACH_REDUCE(M)                                                                           \
-    M(f32, float, double, float, -INFINITY, INFINITY)                                            \
-    M(f64, double, double, double, -INFINITY, INFINITY)                                          \
-    M(i64, int64_t, int64_t, int64_t, INT64_MIN, INT64_MAX)                                      \
-    M(i32, int32_t, int64_t, int64_t, INT32_MIN, INT32_MAX)                                      \
-    M(i16, int16_t, int64_t, int64_t, INT16_MIN, INT16_MAX)                                      \
-    M(i8, int8_t, int64_t, int64_t, INT8_MIN, INT8_MAX)                                          \
-    M(u8, uint8_t, int64_t, int64_t, 0, UINT8_MAX)                                               \
+#define EACH_REDUCE(M)                                                                                  \
+    M(f32, float, double, float, -INFINITY, INFINITY)                                                   \
+    M(f64, double, double, double, -INFINITY, INFINITY)                                                 \
+    M(i64, int64_t, int64_t, int64_t, INT64_MIN, INT64_MAX)                                             \
+    M(i32, int32_t, int64_t, int64_t, INT32_MIN, INT32_MAX)                                             \
+    M(i16, int16_t, int64_t, int64_t, INT16_MIN, INT16_MAX)                                             \
+    M(i8, int8_t, int64_t, int64_t, INT8_MIN, INT8_MAX)                                                 \
+    M(u8, uint8_t, int64_t, int64_t, 0, UINT8_MAX)                                                      \
     M(b, uint8_t, int64_t, int64_t, 0, 1)
 
-#define DEF_ALL_REDUCE(sfx, TI, TA, TO, LOW, HIGH)                                               \
-    DEF_REDUCE(sum_##sfx, TI, TA, TO, 0, ACC_SUM)                                                \
-    DEF_REDUCE(prod_##sfx, TI, TA, TO, 1, ACC_PROD)                                              \
-    DEF_REDUCE(amax_##sfx, TI, TI, TI, LOW, ACC_MAX)                                             \
+#define DEF_ALL_REDUCE(sfx, TI, TA, TO, LOW, HIGH)                                                      \
+    DEF_REDUCE(sum_##sfx, TI, TA, TO, 0, ACC_SUM)                                                       \
+    DEF_REDUCE(prod_##sfx, TI, TA, TO, 1, ACC_PROD)                                                     \
+    DEF_REDUCE(amax_##sfx, TI, TI, TI, LOW, ACC_MAX)                                                    \
     DEF_REDUCE(amin_##sfx, TI, TI, TI, HIGH, ACC_MIN)
 
 /* argmax / argmin along one dim (nr <= 1); the first index wins ties, a NaN wins over numbers. */
-#define DEF_ARG(NAME, TI, EXTREME, BETTER)                                                       \
-    static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) { \
-        const int64_t n = L->nr ? L->rsh[0] : 1, st = L->nr ? L->rin[0] : 0;                     \
-        rumus_kept_iter it;                                                                      \
-        rumus_kept_start(L, L->nk, s, &it);                                                      \
-        for (int64_t i = s; i < e; i++, rumus_kept_next(L, L->nk, &it)) {                        \
-            int64_t bi = 0;                                                                      \
-            const char *q = x + it.xo;                                                           \
-            if (st == (int64_t)sizeof(TI) && n >= 4 * LANES) {                                   \
-                /* contiguous: the extreme value (vectorised), then its first position */        \
-                const TI *v = (const TI *)q;                                                     \
-                const TI m = EXTREME##_contig(v, n);                                             \
-                if (m == m) {                                                                    \
-                    while (bi < n - 1 && v[bi] != m) bi++;                                       \
-                } else {                                                                         \
-                    while (bi < n - 1 && v[bi] == v[bi]) bi++;                                   \
-                }                                                                                \
-            } else {                                                                             \
-                TI best = *(const TI *)q;                                                        \
-                for (int64_t j = 1; j < n; j++) {                                                \
-                    const TI v = *(const TI *)(q + j * st);                                      \
-                    const int better = (BETTER); /* selects, not branches: random data */        \
-                    best = better ? v : best;                                                    \
-                    bi = better ? j : bi;                                                        \
-                }                                                                                \
-            }                                                                                    \
-            *(int64_t *)(o + it.oo) = bi;                                                        \
-        }                                                                                        \
-    }                                                                                            \
-    static void NAME(const rumus_rlayout *L, char *o, const char *x) {                           \
-        if (L->outer == 0 || L->inner == 0) return;                                              \
-        int nt = rumus_threads_for(L->outer * L->inner);                                         \
-        if (nt > L->outer) nt = (int)L->outer;                                                   \
-        if (nt <= 1) {                                                                           \
-            NAME##_outputs(L, o, x, 0, L->outer);                                                \
-            return;                                                                              \
-        }                                                                                        \
-        RUMUS_PARALLEL_FOR                             \
+#define DEF_ARG(NAME, TI, EXTREME, BETTER)                                                              \
+    static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) {  \
+        const int64_t n = L->nr ? L->rsh[0] : 1, st = L->nr ? L->rin[0] : 0;                            \
+        rumus_kept_iter it;                                                                             \
+        rumus_kept_start(L, L->nk, s, &it);                                                             \
+        for (int64_t i = s; i < e; i++, rumus_kept_next(L, L->nk, &it)) {                               \
+            int64_t bi = 0;                                                                             \
+            const char *q = x + it.xo;                                                                  \
+            if (st == (int64_t)sizeof(TI) && n >= 4 * LANES) {                                          \
+                /* contiguous: the extreme value (vectorised), then its first position */               \
+                const TI *v = (const TI *)q;                                                            \
+                const TI m = EXTREME##_contig(v, n);                                                    \
+                if (m == m) {                                                                           \
+                    while (bi < n - 1 && v[bi] != m) bi++;                                              \
+                } else {                                                                                \
+                    while (bi < n - 1 && v[bi] == v[bi]) bi++;                                          \
+                }                                                                                       \
+            } else {                                                                                    \
+                TI best = *(const TI *)q;                                                               \
+                for (int64_t j = 1; j < n; j++) {                                                       \
+                    const TI v = *(const TI *)(q + j * st);                                             \
+                    const int better = (BETTER); /* selects, not branches: random data */               \
+                    best = better ? v : best;                                                           \
+                    bi = better ? j : bi;                                                               \
+                }                                                                                       \
+            }                                                                                           \
+            *(int64_t *)(o + it.oo) = bi;                                                               \
+        }                                                                                               \
+    }                                                                                                   \
+    static void NAME(const rumus_rlayout *L, char *o, const char *x) {                                  \
+        if (L->outer == 0 || L->inner == 0) return;                                                     \
+        int nt = rumus_threads_for(L->outer * L->inner);                                                \
+        if (nt > L->outer) nt = (int)L->outer;                                                          \
+        if (nt <= 1) {                                                                                  \
+            NAME##_outputs(L, o, x, 0, L->outer);                                                       \
+            return;                                                                                     \
+        }                                                                                               \
+        RUMUS_PARALLEL_FOR                                                                              \
         for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
     }
 
-#define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH)                                                     \
-    DEF_ARG(argmax_##sfx, TI, amax_##sfx, (v > best) | ((v != v) & (best == best)))              \
+#define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH)                                                            \
+    DEF_ARG(argmax_##sfx, TI, amax_##sfx, (v > best) | ((v != v) & (best == best)))                     \
     DEF_ARG(argmin_##sfx, TI, amin_##sfx, (v < best) | ((v != v) & (best == best)))
 
 EACH_REDUCE(DEF_ALL_REDUCE)
 EACH_REDUCE(DEF_ARGS)
 
-#define ENT_ALL(sfx, TI, TA, TO, LOW, HIGH)                                                      \
+#define ENT_ALL(sfx, TI, TA, TO, LOW, HIGH)                                                             \
     {"sum_" #sfx, sum_##sfx, sizeof(TO), sizeof(TI)}, {"prod_" #sfx, prod_##sfx, sizeof(TO), sizeof(TI)}, \
     {"amax_" #sfx, amax_##sfx, sizeof(TI), sizeof(TI)}, {"amin_" #sfx, amin_##sfx, sizeof(TI), sizeof(TI)}, \
     {"argmax_" #sfx, argmax_##sfx, 8, sizeof(TI)}, {"argmin_" #sfx, argmin_##sfx, 8, sizeof(TI)},

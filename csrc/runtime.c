@@ -145,9 +145,11 @@ void rumus_iterate(int nops, const int64_t *meta, char **base, const int *isz, r
             fn(total, base, bst, ctx);
             return;
         }
-RUMUS_PARALLEL_FOR
+        RUMUS_PARALLEL_FOR
         for (int t = 0; t < nt; t++) {
-            int64_t s = (total * t / nt) & ~(int64_t)63, e = t == nt - 1 ? total : (total * (t + 1) / nt) & ~(int64_t)63;
+            /* chunk borders on multiples of 64 elements keep vector loops aligned */
+            const int64_t s = (total * t / nt) & ~(int64_t)63;
+            const int64_t e = t == nt - 1 ? total : (total * (t + 1) / nt) & ~(int64_t)63;
             if (e <= s) continue;
             char *p[RUMUS_MAX_OPS];
             for (int k = 0; k < nops; k++) p[k] = base[k] + s * bst[k];
@@ -164,14 +166,15 @@ RUMUS_PARALLEL_FOR
             return;
         }
         RUMUS_PARALLEL_FOR
-        for (int t = 0; t < nt; t++) run_tiles(nops, ndim, shape, bst, base, fn, ctx, units * t / nt, units * (t + 1) / nt);
+        for (int t = 0; t < nt; t++)
+            run_tiles(nops, ndim, shape, bst, base, fn, ctx, units * t / nt, units * (t + 1) / nt);
         return;
     }
     if (nt <= 1) {
         run_range(nops, ndim, shape, bst, base, fn, ctx, 0, total);
         return;
     }
-RUMUS_PARALLEL_FOR
+    RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         int64_t s = total * t / nt, e = total * (t + 1) / nt;
         if (e > s) run_range(nops, ndim, shape, bst, base, fn, ctx, s, e);

@@ -1,4 +1,5 @@
-/* softmax / log_softmax along one dim, max-shifted, computed in double.
+/* softmax / log_softmax along one dim, max-shifted. Contiguous float32 rows use the vectorised
+   float exp of internal/fastmath.h with double sums; everything else is computed in double.
 
    meta (elements): [nk, kept shape[nk], kept out strides[nk], kept in strides[nk], n, out stride, in stride]. */
 #include "internal/fastmath.h"
@@ -70,56 +71,56 @@ typedef struct {
     int sz;
 } smax_entry;
 
-#define DEF_SOFTMAX(sfx, TT, ...)                                                                \
-    static void softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) { \
-        typedef TT T;                                                                            \
-        const int64_t n = S->n, so = S->so, si = S->si;                                          \
-        rumus_kept_iter it;                                                                      \
-        rumus_kept_start(&S->L, S->L.nk, s, &it);                                                \
-        for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                  \
-            const int64_t oo = it.oo, xo = it.xo;                                                \
-            if (sizeof(T) == 4 && si == 4 && so == 4) {                                           \
-                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 0);               \
-                continue;                                                                        \
-            }                                                                                    \
-            const char *q = x + xo;                                                              \
-            char *w = o + oo;                                                                    \
-            double m = -INFINITY, sum = 0.0;                                                     \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                const double v = (double)*(const T *)(q + i * si);                               \
-                if (v > m || v != v) m = v;                                                      \
-            }                                                                                    \
-            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);   \
-            const double inv = 1.0 / sum;                                                        \
-            for (int64_t i = 0; i < n; i++)                                                      \
-                *(T *)(w + i * so) = (T)(exp((double)*(const T *)(q + i * si) - m) * inv);       \
-        }                                                                                        \
-    }                                                                                            \
+#define DEF_SOFTMAX(sfx, TT, ...)                                                                       \
+    static void softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) {     \
+        typedef TT T;                                                                                   \
+        const int64_t n = S->n, so = S->so, si = S->si;                                                 \
+        rumus_kept_iter it;                                                                             \
+        rumus_kept_start(&S->L, S->L.nk, s, &it);                                                       \
+        for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                         \
+            const int64_t oo = it.oo, xo = it.xo;                                                       \
+            if (sizeof(T) == 4 && si == 4 && so == 4) {                                                 \
+                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 0);                      \
+                continue;                                                                               \
+            }                                                                                           \
+            const char *q = x + xo;                                                                     \
+            char *w = o + oo;                                                                           \
+            double m = -INFINITY, sum = 0.0;                                                            \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const double v = (double)*(const T *)(q + i * si);                                      \
+                if (v > m || v != v) m = v;                                                             \
+            }                                                                                           \
+            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);           \
+            const double inv = 1.0 / sum;                                                               \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                *(T *)(w + i * so) = (T)(exp((double)*(const T *)(q + i * si) - m) * inv);              \
+        }                                                                                               \
+    }                                                                                                   \
     static void log_softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) { \
-        typedef TT T;                                                                            \
-        const int64_t n = S->n, so = S->so, si = S->si;                                          \
-        rumus_kept_iter it;                                                                      \
-        rumus_kept_start(&S->L, S->L.nk, s, &it);                                                \
-        for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                  \
-            const int64_t oo = it.oo, xo = it.xo;                                                \
-            if (sizeof(T) == 4 && si == 4 && so == 4) {                                           \
-                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 1);               \
-                continue;                                                                        \
-            }                                                                                    \
-            const char *q = x + xo;                                                              \
-            char *w = o + oo;                                                                    \
-            double m = -INFINITY, sum = 0.0;                                                     \
-            for (int64_t i = 0; i < n; i++) {                                                    \
-                const double v = (double)*(const T *)(q + i * si);                               \
-                if (v > m || v != v) m = v;                                                      \
-            }                                                                                    \
-            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);   \
-            const double lse = log(sum);                                                         \
-            for (int64_t i = 0; i < n; i++)                                                      \
-                *(T *)(w + i * so) = (T)(((double)*(const T *)(q + i * si) - m) - lse);          \
-        }                                                                                        \
+        typedef TT T;                                                                                   \
+        const int64_t n = S->n, so = S->so, si = S->si;                                                 \
+        rumus_kept_iter it;                                                                             \
+        rumus_kept_start(&S->L, S->L.nk, s, &it);                                                       \
+        for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                         \
+            const int64_t oo = it.oo, xo = it.xo;                                                       \
+            if (sizeof(T) == 4 && si == 4 && so == 4) {                                                 \
+                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 1);                      \
+                continue;                                                                               \
+            }                                                                                           \
+            const char *q = x + xo;                                                                     \
+            char *w = o + oo;                                                                           \
+            double m = -INFINITY, sum = 0.0;                                                            \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const double v = (double)*(const T *)(q + i * si);                                      \
+                if (v > m || v != v) m = v;                                                             \
+            }                                                                                           \
+            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);           \
+            const double lse = log(sum);                                                                \
+            for (int64_t i = 0; i < n; i++)                                                             \
+                *(T *)(w + i * so) = (T)(((double)*(const T *)(q + i * si) - m) - lse);                 \
+        }                                                                                               \
     }
-#define ENT_SOFTMAX(sfx, TT, ...)                                                                \
+#define ENT_SOFTMAX(sfx, TT, ...)                                                                       \
     {"softmax_" #sfx, softmax_##sfx, sizeof(TT)}, {"log_softmax_" #sfx, log_softmax_##sfx, sizeof(TT)},
 
 RUMUS_EACH_FLOAT(DEF_SOFTMAX, _)
@@ -136,7 +137,7 @@ int64_t rumus_softmax_find(const char *name) {
 void rumus_softmax_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo) {
     const smax_entry *e = &TABLE[loop];
     smax_layout S;
-    /* reuse the reduction parser for the kept part; the softmax dim follows it */
+    /* the kept dims as in a reduction layout (no reduced dims); the softmax dim follows them */
     const int nk = (int)meta[0];
     const int64_t *d = meta + 1 + 3 * nk;
     S.L.nk = nk;
@@ -162,6 +163,6 @@ void rumus_softmax_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, c
         e->fn(&S, ob, xb, 0, rows);
         return;
     }
-RUMUS_PARALLEL_FOR
+    RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) e->fn(&S, ob, xb, rows * t / nt, rows * (t + 1) / nt);
 }

@@ -7,6 +7,7 @@ Kernels live in modules named in KERNEL_MODULES, one idea per module; each expos
 from __future__ import annotations
 
 import importlib
+import warnings
 
 from rumus_contracts import BackendRegistry, Kernel, KernelRegistry, hookimpl
 
@@ -24,10 +25,20 @@ KERNEL_MODULES: tuple[str, ...] = (
 
 
 def kernel_entries() -> list[tuple[str, Kernel, tuple[object, ...]]]:
-    """(op, kernel, dtypes) of every module in KERNEL_MODULES (imports the compiled kernels)."""
+    """(op, kernel, dtypes) of every module in KERNEL_MODULES (imports the compiled kernels).
+
+    Raises ImportError when the C extension is not built. A kernel module that fails to import is
+    reported with a warning and skipped, so one broken module never hides the others' kernels.
+    """
+    importlib.import_module(f"{__package__}._lib")
     out = []
     for name in KERNEL_MODULES:
-        module = importlib.import_module(f"{__package__}.{name}")
+        try:
+            module = importlib.import_module(f"{__package__}.{name}")
+        except Exception as exc:
+            warnings.warn(f"rumus_cpu: kernel module '{name}' failed to load and was skipped: "
+                          f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+            continue
         out.extend(module.KERNELS)
     return out
 

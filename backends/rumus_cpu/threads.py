@@ -1,4 +1,11 @@
-"""How many threads the C kernels use: RUMUS_NUM_THREADS, else every core this process may run on."""
+"""How many threads the C kernels use: RUMUS_NUM_THREADS, else every core this process may run on --
+except on machines with 2 or fewer cores, where the default is 1.
+
+Measured on a 2-vCPU machine (benchmarks/RESULTS.md): a 4M-element add gains 2x from 2 threads when the
+machine is idle, but an MLP training step (BLAS GEMMs between the kernels) went from 4 ms to 65 ms with 2
+threads, because every OpenMP barrier waits for a vCPU that BLAS or another process holds. Two vCPUs are
+often one physical core; one thread is the safe default there.
+"""
 
 from __future__ import annotations
 
@@ -18,9 +25,10 @@ def default_num_threads() -> int:
         warnings.warn(f"RUMUS_NUM_THREADS={env!r} is not a positive integer; using all cores",
                       RuntimeWarning, stacklevel=2)
     try:
-        return max(len(os.sched_getaffinity(0)), 1)
+        cores = max(len(os.sched_getaffinity(0)), 1)
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return cores if cores > 2 else 1
 
 
 def set_num_threads(n: int) -> None:

@@ -9,7 +9,7 @@ have kernels.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,7 @@ from rumus_contracts import (
 )
 
 from . import device as _device
-from .layout import device_of, new_buffer
+from .layout import new_buffer
 from .pool import WgpuBuffer, storage_itemsize
 
 BASE_DTYPES = (float32, int32, int64, bool_)
@@ -134,9 +134,3 @@ class WgpuBackend:
         from .shader_kernel import adapt
         return adapt(kernel)
 
-
-def run_kernel(op: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    """Convenience for tools and tests: run a built-in kernel by op name."""
-    device_of(outputs, inputs)
-    from .kernels import kernel_table
-    kernel_table()[op](outputs, inputs, attrs)

@@ -45,6 +45,42 @@ BINARY: dict[str, dict[str, str]] = {
     "maximum": {"f": "max(a, b)", "i": "max(a, b)", "l": "i64_max(a, b)"},
     "minimum": {"f": "min(a, b)", "i": "min(a, b)", "l": "i64_min(a, b)"},
 }
+# activations (PyTorch's definitions); parameters arrive as f32 bits in cfg.p, in ACTIVATION_PARAMS order
+P0, P1 = "bitcast<f32>(cfg.p.x)", "bitcast<f32>(cfg.p.y)"
+ACTIVATIONS: dict[str, str] = {
+    "erf": "erf_f(a)",
+    "gelu": "0.5 * a * (1.0 + erf_f(a * 0.70710678118654752))",
+    "gelu_tanh": "0.5 * a * (1.0 + tanh(clamp(0.79788456080286536 * (a + 0.044715 * a * a * a), -15.0, 15.0)))",
+    "silu": "a / (1.0 + exp(-a))",
+    "leaky_relu": f"select(a * {P0}, a, a > 0.0)",
+    "softplus": f"select(log(1.0 + exp(min(a * {P0}, {P1}))) / {P0}, a, a * {P0} > {P1})",
+    "elu": f"select({P0} * (exp(min(a, 0.0)) - 1.0), a, a > 0.0)",
+    # fused backward ops: grad * f'(x) with a = grad, b = x
+    "gelu_backward": "a * (0.5 * (1.0 + erf_f(b * 0.70710678118654752)) + b * 0.39894228040143268 * exp(-0.5 * b * b))",
+    "gelu_tanh_backward": "a * gelu_tanh_grad(b)",
+    "silu_backward": "a * silu_grad(b)",
+    "leaky_relu_backward": f"a * select({P0}, 1.0, b > 0.0)",
+    "softplus_backward": f"a * select(1.0 / (1.0 + exp(-min(b * {P0}, {P1}))), 1.0, b * {P0} > {P1})",
+    "elu_backward": f"a * select({P0} * exp(min(b, 0.0)), 1.0, b > 0.0)",
+}
+ACTIVATION_PARAMS = {"leaky_relu": ("negative_slope",), "softplus": ("beta", "threshold"), "elu": ("alpha",)}
+ACTIVATION_HELPERS = """
+// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26); WGSL has no erf
+fn erf_f(x: f32) -> f32 {
+    let t = 1.0 / (1.0 + 0.3275911 * abs(x));
+    let y = 1.0 - t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+        * exp(-x * x);
+    return select(-y, y, x >= 0.0);
+}
+fn gelu_tanh_grad(x: f32) -> f32 {
+    let t = tanh(clamp(0.79788456080286536 * (x + 0.044715 * x * x * x), -15.0, 15.0));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.79788456080286536 * (1.0 + 0.134145 * x * x);
+}
+fn silu_grad(x: f32) -> f32 {
+    let s = 1.0 / (1.0 + exp(-x));
+    return s * (1.0 + x * (1.0 - s));
+}
+"""
 COMPARE: dict[str, dict[str, str]] = {
     "eq": {"f": "a == b", "i": "a == b", "l": "i64_eq(a, b)"},
     "ne": {"f": "a != b", "i": "a != b", "l": "!i64_eq(a, b)"},
@@ -192,6 +228,15 @@ def _unary(op: str) -> Any:
     return kernel
 
 
+def _activation(op: str) -> Any:
+    spec = MapSpec(op, {"f": ACTIVATIONS[op]}, helpers=ACTIVATION_HELPERS)
+    names = ACTIVATION_PARAMS.get(op.removesuffix("_backward"), ())
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        run_map(spec, outputs, inputs, [f32_bits(float(attrs[n])) for n in names])
+    return kernel
+
+
 def _binary(op: str, table: Mapping[str, Mapping[str, str]], result: str = "same") -> Any:
     spec = MapSpec(op, table[op], result)
 
@@ -270,5 +315,6 @@ def kernels() -> dict[str, Any]:
     table: dict[str, Any] = {op: _unary(op) for op in UNARY}
     table.update({op: _binary(op, BINARY) for op in BINARY})
     table.update({op: _binary(op, COMPARE, "compare") for op in COMPARE})
+    table.update({op: _activation(op) for op in ACTIVATIONS})
     table.update({"where": where, "clamp": clamp, "copy": copy, "fill": fill})
     return table

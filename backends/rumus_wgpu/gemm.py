@@ -67,9 +67,12 @@ def _operand(side: str, mode: str, tile: Tile, dtype: str) -> tuple[list[str], l
             e = f"(lid + {off}u)"
             decls += [f"    let {side}o{j} = {e} % {outer}u;", f"    let {side}k{j} = {e} / {outer}u;",
                       f"    var {side}r{j} = 0.0;"]
-            valid = f"{base} + {side}o{j} < {limit} && k0 + {side}k{j} < kend" + (f" && {e} < {outer * bk}u" if guard else "")
+            valid = f"{base} + {side}o{j} < {limit} && k0 + {side}k{j} < kend"
+            if guard:
+                valid += f" && {e} < {outer * bk}u"
             idx = f"{side}_off + ({base} + {side}o{j}) * {s_outer} + (k0 + {side}k{j}) * {s_k}"
-            loads.append(f"            if ({valid}) {{ {side}r{j} = f32({bufname}[{idx}]); }} else {{ {side}r{j} = 0.0; }}")
+            loads.append(f"            if ({valid}) {{ {side}r{j} = f32({bufname}[{idx}]); }} "
+                         f"else {{ {side}r{j} = 0.0; }}")
             st = f"{tname}[{buf} + {side}k{j} * {q}u + {side}o{j} / 4u][{side}o{j} % 4u] = {side}r{j};"
             stores.append(f"            if ({e} < {outer * bk}u) {{ {st} }}" if guard else f"            {st}")
         return decls, loads, stores
@@ -138,10 +141,11 @@ def generate(tile: Tile, a_mode: str, b_mode: str, c_vec: bool, dtype: str, c_dt
     a_type = f"vec4<{dtype}>" if a_mode != "s" else dtype
     b_type = f"vec4<{dtype}>" if b_mode != "s" else dtype
     c_type = f"vec4<{c_dtype}>" if c_vec else c_dtype
-    return render("gemm", scalar=dtype, C_TYPE=c_type, A_TYPE=a_type, B_TYPE=b_type, A_TILE=str(2 * tile.bk * qa), B_TILE=str(2 * tile.bk * qb),
-                 THREADS=str(tile.threads), BK=str(tile.bk), BM=str(tile.bm), BN=str(tile.bn), TX=str(tx),
-                 DECLS="\n".join(decls), LOAD_TILE="\n".join(a_load + b_load),
-                 STORE_TILE="\n".join(a_store + b_store), COMPUTE="\n".join(comp), STORE_C="\n".join(out))
+    return render("gemm", scalar=dtype, C_TYPE=c_type, A_TYPE=a_type, B_TYPE=b_type,
+                  A_TILE=str(2 * tile.bk * qa), B_TILE=str(2 * tile.bk * qb), THREADS=str(tile.threads),
+                  BK=str(tile.bk), BM=str(tile.bm), BN=str(tile.bn), TX=str(tx),
+                  DECLS="\n".join(decls), LOAD_TILE="\n".join(a_load + b_load),
+                  STORE_TILE="\n".join(a_store + b_store), COMPUTE="\n".join(comp), STORE_C="\n".join(out))
 
 
 # -- the matmul kernel ---------------------------------------------------------------------------
@@ -185,23 +189,32 @@ def _vec_ok(*values: int) -> bool:
 
 
 def _plan(m: int, n: int, k: int, nbatch: int) -> tuple[str, int]:
-    """Tile and split-K count for a problem (tuned on an H200; any choice is correct)."""
+    """Tile and split-K count for a problem. Any choice is correct; these follow an H200 sweep (fp32,
+    TFLOP/s): 64x64 (8x8 per invocation, 64 invocations) is best once there are >= 1024 128x128
+    tiles (n = 4096: 34.4, n = 8192: 36.7), 128x128 around one wave of them (n = 2048: 32.9), and the
+    256-invocation 64x64 tile with 4x4 outputs each below that (n = 1024: 26.8 against 13.2 for
+    128x128 and 23.3 for 128x128 split 4 ways). Few tiles over a long K split K instead
+    (256x4096x4096: 128x128 split 4 ways 30.5, against 27.2 for the 64x64 tile)."""
     forced = os.environ.get("RUMUS_WGPU_GEMM")
     if forced:
         name, _, splits = forced.partition(":")
         return name, int(splits or 1)
-    work = m * n * nbatch
-    if work <= 64 * 64 * 4 or min(m, n) < 48:
-        return "32x32", 1
-    for name, target in (("128x128", 512), ("128x64", 512)):
+
+    def tiles(name: str) -> int:
         t = TILES[name]
-        if ((m + t.bm - 1) // t.bm) * ((n + t.bn - 1) // t.bn) * nbatch >= target:
-            return name, 1
-    t = TILES["128x128"]
-    tiles = ((m + t.bm - 1) // t.bm) * ((n + t.bn - 1) // t.bn) * nbatch
-    if k >= 512 and tiles >= 16:
-        return "128x128", max(1, min(8, 512 // tiles, k // 256))
-    return "64x64", 1
+        return ((m + t.bm - 1) // t.bm) * ((n + t.bn - 1) // t.bn) * nbatch
+    if m * n * nbatch <= 64 * 64 * 4 or min(m, n) < 48:
+        return "32x32", 1
+    if tiles("128x128") >= 1024:
+        return "64x64", 1
+    if tiles("128x128") >= 192:
+        return "128x128", 1
+    if tiles("128x128") >= 32 and k >= 2048:
+        return "128x128", max(2, min(8, 256 // tiles("128x128")))
+    t64 = tiles("64x64w")
+    if t64 < 128 and k >= 1024:  # few output tiles over a long K: split K to fill the GPU
+        return "64x64w", max(1, min(8, 256 // t64, k // 256))
+    return "64x64w", 1
 
 
 def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -229,6 +242,8 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     tile = TILES[tile_name]
     if k < 2 * tile.bk * splits or len(sizes) > 1:
         splits = 1
+    while splits > 1 and splits * nbatch * m * n * 4 > dev.max_binding:
+        splits //= 2
     a_mode = "k4" if sak == 1 and _vec_ok(k, sam, a.offset, *bsa) else \
         "m4" if sam == 1 and _vec_ok(m, sak, a.offset, *bsa) else "s"
     b_mode = "n4" if sbn == 1 and _vec_ok(n, sbk, b.offset, *bsb) else \

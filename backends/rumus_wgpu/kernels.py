@@ -1,7 +1,11 @@
-"""The built-in kernel table: op -> (kernel, dtypes claimed). Importing it does not import wgpu.
+"""The built-in kernel table: op -> kernel, and the dtypes claimed per op. Importing it does not
+import wgpu.
 
 float16 kernels need the device feature shader-f16 (a device without it lists no float16 in its
-capabilities and refuses to compile them); int64 is emulated with two u32 words; bool is one u32.
+capabilities and refuses to compile them); int64 is two u32 words (native layout, emulated
+arithmetic); bool is one u32 (0/1) per element. No float64, int8, uint8 or bfloat16 kernels: those
+(op, dtype) pairs have no kernel and the core raises KernelNotFound. Composite ops need no kernel;
+norms, convolution, pooling, dropout and fixed-point ops are not implemented on wgpu yet.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from typing import Any
 
 from rumus_contracts import DType, bool_, float16, float32, int32, int64
 
-from . import elementwise, gemm, optim, reduce
+from . import elementwise, gemm, indexing, optim, reduce
 
 F = (float32, float16)
 FI = (*F, int32, int64)
@@ -25,12 +29,15 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     **{op: FI for op in ("sum", "prod", "amax", "amin", "argmax", "argmin")},
     "softmax": F, "log_softmax": F, "matmul": F,
     "adam_step": (float32,), "sgd_step": (float32,),
+    **{op: F for op in elementwise.ACTIVATIONS},
+    **{op: ALL for op in ("gather", "index_select", "embedding")},
+    **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
 }
 
 
 def kernel_table() -> dict[str, Any]:
     table: dict[str, Any] = {}
-    for module in (elementwise, reduce, optim):
+    for module in (elementwise, reduce, optim, indexing):
         table.update(module.kernels())
     table["matmul"] = gemm.matmul
     return table

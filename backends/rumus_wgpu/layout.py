@@ -8,7 +8,7 @@ from typing import Any
 
 from rumus_contracts import DType, DTypeError, RumusError, TensorArg
 
-from .pool import WgpuBuffer, storage_itemsize
+from .pool import WgpuBuffer
 
 WG = 256
 # WGSL storage element type and compute kind of each dtype with kernels: f = f32 math (f16 storage is
@@ -142,6 +142,3 @@ def dealias(dev: Any, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
         result[k] = TensorArg(tmp, t.shape, t.strides, t.offset, t.dtype)
     return result, aliases
 
-
-def nbytes_of(numel: int, dtype: DType) -> int:
-    return numel * storage_itemsize(dtype)

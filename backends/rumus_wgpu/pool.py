@@ -8,6 +8,7 @@ and anything recorded afterwards runs after that batch in queue order.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rumus_contracts import DType, RumusError
@@ -61,6 +62,8 @@ class BufferPool:
         self._usage = usage
         self._free: dict[int, list[Any]] = {}
         self.max_binding, self.max_buffer = max_binding, max_buffer
+        # cached (free) bytes kept for reuse; beyond this, released buffers are destroyed
+        self.max_cached = int(float(os.environ.get("RUMUS_WGPU_POOL_CACHE_MB", 8192)) * (1 << 20))
         self.hits = self.misses = self.releases = 0
         self.cached_bytes = self.allocated_bytes = 0
 
@@ -89,6 +92,10 @@ class BufferPool:
 
     def release(self, buf: Any, size: int) -> None:
         self.releases += 1
+        if self.cached_bytes + size > self.max_cached:
+            buf.destroy()
+            self.allocated_bytes -= size
+            return
         self.cached_bytes += size
         self._free.setdefault(size, []).append(buf)
 

@@ -9,6 +9,8 @@ neighbouring addresses.
 
 from __future__ import annotations
 
+import copy
+import os
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -77,10 +79,12 @@ class Rows:
         self.in_offset, self.out_offset = x.offset, out.offset
         self.out_rstride = 0
 
-    def group(self) -> int:
-        if self.rlen <= 1:
+    def group(self, per_invocation: int = 1) -> int:
+        """Invocations per row; `per_invocation` elements per load (4 on the vec4 path)."""
+        n = (self.rlen + per_invocation - 1) // per_invocation
+        if n <= 1:
             return 1
-        t = min(256, _pow2_ceil(self.rlen))
+        t = min(256, _pow2_ceil(n))
         if self.rstr and self.rstr[-1] != 1 and self.rows >= 2048:
             # an outer-dim reduction: neighbouring rows are neighbouring addresses, keep groups small
             t = max(1, min(t, _pow2_floor(65536 // self.rows)))
@@ -100,24 +104,43 @@ def _bindings(out_type: str, in_type: str) -> str:
             f"@group(0) @binding(1) var<storage, read> in0: array<{in_type}>;")
 
 
-def _reduce_source(op: str, in_dtype: DType, out_dtype: DType | None, in_is_acc: bool) -> str:
-    """out_dtype None: write partials (accumulator type) for a second pass over them."""
+def _reduce_source(op: str, in_dtype: DType, out_dtype: DType | None, in_is_acc: bool, vec: bool) -> str:
+    """out_dtype None: write partials (accumulator type) for a second pass over them. vec: rows are
+    contiguous and 4-aligned, read as vec4 (four loads in flight per invocation)."""
     acc = kind(in_dtype) if in_is_acc else ACC_KIND[op][kind(in_dtype)]
     acc_type = COMPUTE_TYPE[acc]
-    value = convert(load(in_dtype, "in0[u32(base.x + elem_offset(r))]"), kind(in_dtype), acc)
+
+    def value(ref: str) -> str:
+        return convert(load(in_dtype, ref), kind(in_dtype), acc)
+    if vec:
+        v = [value(f"v[{c}]") for c in range(4)]
+        loop = ("        for (var r = begin + lane * 4u; r < end; r += t * 4u) {\n"
+                "            let v = in0[(u32(base.x) + r) / 4u];\n"
+                f"            acc = combine(acc, combine(combine({v[0]}, {v[1]}), combine({v[2]}, {v[3]})));\n"
+                "        }")
+    else:
+        loop = ("        for (var r = begin + lane; r < end; r += t) {\n"
+                f"            acc = combine(acc, {value('in0[u32(base.x + elem_offset(r))]')});\n"
+                "        }")
     if out_dtype is None:
         out_type, write = acc_type, "out0[o * cfg.splits + wid.z] = acc;"
     else:
         out_type = STORAGE_TYPE[out_dtype.name]
         write = f"out0[u32(base.y)] = {store(out_dtype, convert('acc', acc, kind(out_dtype)))};"
-    return render("reduce", include=("rows",), BINDINGS=_bindings(out_type, STORAGE_TYPE[in_dtype.name]),
-                  ACC=acc_type, IDENTITY=IDENTITY[op][acc], COMBINE=COMBINE[op][acc], LOAD=value, STORE=write,
+    in_type = STORAGE_TYPE[in_dtype.name]
+    return render("reduce", include=("rows",), BINDINGS=_bindings(out_type, f"vec4<{in_type}>" if vec else in_type),
+                  ACC=acc_type, IDENTITY=IDENTITY[op][acc], COMBINE=COMBINE[op][acc], LOOP=loop, STORE=write,
                   CONFIG="2")
 
 
 def _acc_dtype(op: str, in_dtype: DType) -> DType:
     k = ACC_KIND[op][kind(in_dtype)]
     return {"f": float32, "l": int64}.get(k, in_dtype)
+
+
+def _vec_rows(rows: Rows, dtype: DType) -> bool:
+    return (not os.environ.get("RUMUS_WGPU_NOVEC") and dtype.name != "int64" and rows.rlen % 4 == 0
+            and rows.rstr == [1] and rows.in_offset % 4 == 0 and all(s % 4 == 0 for s in rows.kin))
 
 
 def reduce_kernel(op: str) -> Any:
@@ -128,37 +151,39 @@ def reduce_kernel(op: str) -> Any:
         dev = device_of(outputs, inputs)
         (x,), _ = dealias(dev, outputs, [x])
         rows = Rows(x, out, tuple(attrs.get("dims", ())))
-        t = rows.group()
+        vec = _vec_rows(rows, x.dtype)
+        t = rows.group(4 if vec else 1)
         per_wg = 256 // t
         groups = (rows.rows + per_wg - 1) // per_wg
         splits = 1
         if t == 256 and groups < 128 and rows.rlen > 2 * SPLIT_CHUNK:
             splits = min((rows.rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, 1024 // groups), dev.max_groups)
         chunk = (rows.rlen + splits - 1) // splits
+        if vec:
+            chunk = (chunk + 3) // 4 * 4
         gx, gy, _ = grid(groups, dev.max_groups)
         if splits == 1:
-            prog = dev.programs.get(("reduce", op, x.dtype.name, out.dtype.name),
-                                    lambda: _reduce_source(op, x.dtype, out.dtype, False))
+            prog = dev.programs.get(("reduce", op, x.dtype.name, out.dtype.name, vec),
+                                    lambda: _reduce_source(op, x.dtype, out.dtype, False, vec))
             dev.recorder.dispatch(prog, [out.buffer, x.buffer], rows.pack(t, gx, chunk, 0), (gx, gy, 1))
             return
         acc = _acc_dtype(op, x.dtype)
         part = new_buffer(dev, rows.rows * splits * acc.itemsize, "reduction partials")
-        prog = dev.programs.get(("reduce", op, x.dtype.name, None),
-                                lambda: _reduce_source(op, x.dtype, None, False))
+        prog = dev.programs.get(("reduce", op, x.dtype.name, None, vec),
+                                lambda: _reduce_source(op, x.dtype, None, False, vec))
         dev.recorder.dispatch(prog, [part, x.buffer], rows.pack(t, gx, chunk, splits), (gx, gy, splits))
-        # second pass: rows of `splits` partials, contiguous
-        rows2 = Rows.__new__(Rows)
-        rows2.__dict__.update(rows.__dict__)
-        contiguous, acc_stride = [], splits
+        # second pass: rows of `splits` contiguous partials
+        rows2 = copy.copy(rows)
+        rows2.kin, stride = [], splits
         for s in reversed(rows.ksizes):
-            contiguous.insert(0, acc_stride)
-            acc_stride *= s
-        rows2.kin, rows2.rsizes, rows2.rstr, rows2.rlen, rows2.in_offset = contiguous, [splits], [1], splits, 0
+            rows2.kin.insert(0, stride)
+            stride *= s
+        rows2.rsizes, rows2.rstr, rows2.rlen, rows2.in_offset = [splits], [1], splits, 0
         t2 = min(256, _pow2_ceil(splits))
         per_wg2 = 256 // t2
         gx2, gy2, _ = grid((rows.rows + per_wg2 - 1) // per_wg2, dev.max_groups)
         prog2 = dev.programs.get(("reduce2", op, acc.name, out.dtype.name),
-                                 lambda: _reduce_source(op, acc, out.dtype, True))
+                                 lambda: _reduce_source(op, acc, out.dtype, True, False))
         dev.recorder.dispatch(prog2, [out.buffer, part], rows2.pack(t2, gx2, splits, 0), (gx2, gy2, 1))
     return kernel
 

@@ -66,7 +66,11 @@ class ShaderKernel:
 
     language    -- "wgsl".
     source      -- the shader text; bindings: group 0, outputs first then inputs, then one uniform
-                   buffer of u32/f32 words produced by `params`.
+                   buffer of u32/f32 words produced by `params`. Each storage binding is the tensor's
+                   WHOLE buffer: offsets and strides (in elements) reach the shader only through
+                   `params`, and the shader applies them. On the WebGPU backend bool is stored as one
+                   u32 per element and int64 as vec2<u32>. The uniform buffer's size is fixed by the
+                   first call.
     entry_point -- the compute entry point.
     workgroups  -- (outputs, inputs, attrs) -> (x, y, z) dispatch size.
     params      -- (outputs, inputs, attrs) -> list of numbers packed as the uniform buffer

@@ -89,9 +89,9 @@ int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const cha
 
 /* Type lists: M(suffix, C type, ...) once per dtype; the trailing arguments pass through. */
 #define RUMUS_EACH_FLOAT(M, ...) M(f32, float, __VA_ARGS__) M(f64, double, __VA_ARGS__)
-#define RUMUS_EACH_INT(M, ...) M(i64, int64_t, __VA_ARGS__) M(i32, int32_t, __VA_ARGS__) \
+#define RUMUS_EACH_INT(M, ...) M(i64, int64_t, __VA_ARGS__) M(i32, int32_t, __VA_ARGS__)                \
     M(i16, int16_t, __VA_ARGS__) M(i8, int8_t, __VA_ARGS__) M(u8, uint8_t, __VA_ARGS__)
-#define RUMUS_EACH_SINT(M, ...) M(i64, int64_t, __VA_ARGS__) M(i32, int32_t, __VA_ARGS__) \
+#define RUMUS_EACH_SINT(M, ...) M(i64, int64_t, __VA_ARGS__) M(i32, int32_t, __VA_ARGS__)               \
     M(i16, int16_t, __VA_ARGS__) M(i8, int8_t, __VA_ARGS__)
 #define RUMUS_EACH_NUMERIC(M, ...) RUMUS_EACH_FLOAT(M, __VA_ARGS__) RUMUS_EACH_INT(M, __VA_ARGS__)
 #define RUMUS_EACH_SIGNED(M, ...) RUMUS_EACH_FLOAT(M, __VA_ARGS__) RUMUS_EACH_SINT(M, __VA_ARGS__)

@@ -197,12 +197,24 @@ def _log_softmax(ctx: Context, g: Tensor) -> tuple[Tensor]:
     return (M.sub(g, M.mul(M.exp(y), M.sum(g, ctx.attrs["dim"], keepdim=True))),)
 
 
+def _column_major(t: Tensor) -> bool:
+    return t.ndim >= 2 and t._strides[-2] == 1 and t._strides[-1] != 1
+
+
 @formula("matmul", inputs=True)
 def _matmul(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    # Each gradient is produced in its operand's memory layout: for `x @ W.mT` (Linear) the weight's
+    # gradient comes out as a transposed view of a contiguous [out, in] product, so after the view's
+    # backward the leaf gradient is contiguous and optimizers never copy it.
     a, b = ctx.inputs
     need_a, need_b = ctx.needs_input_grad
-    ga = _unbroadcast(M.matmul(g, b.mT), a.shape) if need_a else None
-    gb = _unbroadcast(M.matmul(a.mT, g), b.shape) if need_b else None
+    ga = gb = None
+    if need_a:
+        ga = M.matmul(b, g.mT).mT if _column_major(a) else M.matmul(g, b.mT)
+        ga = _unbroadcast(ga, a.shape)
+    if need_b:
+        gb = M.matmul(g.mT, a).mT if _column_major(b) else M.matmul(a.mT, g)
+        gb = _unbroadcast(gb, b.shape)
     return ga, gb
 
 

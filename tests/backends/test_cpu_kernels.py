@@ -498,3 +498,32 @@ def test_transposed_operands_take_the_tiled_path(shape: tuple[int, ...]) -> None
     KERNELS.lookup("copy", "cpu", float32)([dst], [arg_of(a)], {"dtype": "float64"})
     np.testing.assert_array_equal(view(dst), a.astype(np.float64))
     assert (buf[:5] == SENTINEL).all()
+
+
+FORK_SCRIPT = r"""
+import os, sys
+import numpy as np
+from rumus_contracts import TensorArg, float32
+from rumus_cpu import plugin, threads
+from rumus_contracts import KernelRegistry
+reg = KernelRegistry(); plugin.rumus_register_kernels(reg)
+threads.set_num_threads(2)
+n = 2_000_000
+a = np.random.default_rng(0).random(n, dtype=np.float32); o = np.empty_like(a)
+run = lambda: reg.lookup("exp", "cpu", float32)([TensorArg(o, (n,), (1,), 0, float32)],
+                                                [TensorArg(a, (n,), (1,), 0, float32)], {})
+run()  # the parent's OpenMP pool now exists
+pid = os.fork()
+if pid == 0:
+    run()
+    os._exit(0 if threads.get_num_threads() == 1 and np.allclose(o, np.exp(a), rtol=2e-6) else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_children_do_not_hang() -> None:
+    """libgomp's pool does not survive fork(); children (DataLoader workers) run kernels on one thread."""
+    proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("wgpu")
 
 from rumus_contracts import (  # noqa: E402
-    BackendUnavailable, Device, DType, OpRegistry, OpSchema, RumusError, ShaderKernel, TensorArg,
-    contiguous_strides, float16, float32, int32, parse_dtype,
+    BackendUnavailable, Device, DType, OpRegistry, OpSchema, RumusError, Sample, ShaderKernel, TensorArg,
+    contiguous_strides, float16, float32, from_numpy_dtype, int32, parse_dtype,
 )
 from rumus_contracts.ops import register_core_ops  # noqa: E402
 from rumus_contracts.shapes import broadcast_shapes  # noqa: E402
@@ -43,19 +43,21 @@ CASES = [(s.name, d) for s in OPS if not s.composite and s.name in CLAIMS
 # -- helpers -------------------------------------------------------------------------------------
 
 def upload(x: np.ndarray, dtype: DType, layout: str = "contiguous") -> TensorArg:
-    """A TensorArg holding x as `dtype`: contiguous, transposed-copy view, or strided with an offset."""
+    """x as `dtype` on the device: "contiguous"; "offset" (contiguous after 3 elements of padding);
+    "strided": a transposed-copy view for >= 2 dims, else every other element after an offset of 1."""
     x = np.asarray(x).astype(dtype.numpy)
     shape = x.shape
+    flat = x.reshape(-1)
     if layout == "contiguous" or x.size == 0:
         return TensorArg(BACKEND.from_numpy(DEV, x, dtype), shape, contiguous_strides(shape), 0, dtype)
-    if layout == "offset" or x.ndim < 2:  # every other element, after an offset of one
-        flat = np.zeros(2 * x.size + 1, dtype.numpy)
-        flat[1::2] = x.reshape(-1)
-        strides = tuple(2 * s for s in contiguous_strides(shape)) if layout != "offset" else contiguous_strides(shape)
-        if layout == "offset":
-            flat = np.concatenate([np.zeros(3, dtype.numpy), x.reshape(-1)])
-            return TensorArg(BACKEND.from_numpy(DEV, flat, dtype), shape, strides, 3, dtype)
-        return TensorArg(BACKEND.from_numpy(DEV, flat, dtype), shape, strides, 1, dtype)
+    if layout == "offset":
+        padded = np.concatenate([np.zeros(3, dtype.numpy), flat])
+        return TensorArg(BACKEND.from_numpy(DEV, padded, dtype), shape, contiguous_strides(shape), 3, dtype)
+    if x.ndim < 2:
+        spread = np.zeros(2 * x.size + 1, dtype.numpy)
+        spread[1::2] = flat
+        strides = tuple(2 * s for s in contiguous_strides(shape))
+        return TensorArg(BACKEND.from_numpy(DEV, spread, dtype), shape, strides, 1, dtype)
     perm = tuple(reversed(range(x.ndim)))
     stored = np.ascontiguousarray(x.transpose(perm))
     st = contiguous_strides(stored.shape)
@@ -92,10 +94,13 @@ def check(got: np.ndarray, want: Any, dtype: DType, tol: tuple[float, float], wh
         np.testing.assert_array_equal(got, want.astype(dtype.numpy), err_msg=what)
 
 
-def input_dtype(schema: OpSchema, dtype: DType, k: int, value: np.ndarray) -> DType:
-    if schema.name == "where" and k == 0:
-        return parse_dtype("bool")
-    return dtype
+def input_dtype(sample: Sample, dtype: DType, k: int) -> DType:
+    """The suite's rule: explicit sample dtypes first; float64 arrays take the dtype under test; bool and
+    integer arrays keep theirs (where's condition, indices)."""
+    if sample.dtypes is not None and sample.dtypes[k] is not None:
+        return sample.dtypes[k]
+    arr = np.asarray(sample.inputs[k])
+    return dtype if arr.dtype == np.float64 else from_numpy_dtype(arr.dtype)
 
 
 # -- every op x dtype x sample ---------------------------------------------------------------------
@@ -114,14 +119,15 @@ def test_op(op: str, dtype: DType) -> None:
             attrs["dtype"] = dtype.name
         if op == "copy" and attrs["dtype"] is not None and parse_dtype(attrs["dtype"]) not in CAPS.dtypes:
             continue  # e.g. float64: no storage kernels on this backend
-        host = [np.asarray(x).astype(input_dtype(schema, dtype, k, x).numpy) for k, x in enumerate(sample.inputs)]
+        in_dtypes = [input_dtype(sample, dtype, k) for k in range(len(sample.inputs))]
+        host = [np.asarray(x).astype(d.numpy) for x, d in zip(sample.inputs, in_dtypes)]
         ref_in = [h.astype(np.float64) for h in host]
         ref = schema.reference(*ref_in, **attrs)
         for layout in ("contiguous", "strided"):
             what = f"{op}[{dtype}] {sample.name} {layout}"
             lay = [("offset" if k in schema.contiguous_idx else layout) if layout != "contiguous" else layout
                    for k in range(len(host))]
-            args = [upload(h, input_dtype(schema, dtype, k, h), lay[k]) for k, h in enumerate(host)]
+            args = [upload(h, in_dtypes[k], lay[k]) for k, h in enumerate(host)]
             shapes = [tuple(h.shape) for h in host]
             out_shapes = schema.shape(shapes, attrs)
             if schema.broadcast and len(args) > 1:
@@ -161,7 +167,7 @@ def _matmul(a: np.ndarray, b: np.ndarray, a_t: bool, b_t: bool, dtype: DType = f
 
 
 GEMM_SHAPES = [((37, 29), (29, 45)), ((64, 40), (40, 68)), ((3, 70, 36), (36, 20)), ((2, 1, 16, 8), (3, 8, 12)),
-               ((1, 52), (52, 7)), ((130, 4), (4, 132))]
+               ((1, 52), (52, 7)), ((130, 4), (4, 132)), ((5, 1, 8), (8, 6)), ((2, 3, 4, 8), (1, 3, 8, 4))]
 
 
 @pytest.mark.parametrize("plan", [*gemm.TILES, "128x128:3", "64x64:2"])
@@ -347,6 +353,38 @@ def test_large_problem_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = rng.uniform(-1, 1, (9, 5, 8)), rng.uniform(-1, 1, (9, 8, 6))
     got = _matmul(a, b, False, False)
     np.testing.assert_allclose(got, np.matmul(a.astype(np.float32), b.astype(np.float32)), rtol=1e-5, atol=1e-5)
+
+
+def test_vec4_paths() -> None:
+    """Contiguous 4-aligned operands take the vec4 kernels (with broadcast scalars, bool results, f16)."""
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-2, 2, (64, 48)).astype(np.float32)
+    s = upload(np.array([0.5], np.float32), float32)
+    out = empty((64, 48), float32)
+    BACKEND.kernels["mul"]([out], [upload(x, float32), expand(s, (64, 48))], {})
+    np.testing.assert_allclose(BACKEND.to_numpy(out), x * 0.5)
+    flags = empty((64, 48), parse_dtype("bool"))
+    BACKEND.kernels["gt"]([flags], [out, expand(upload(np.zeros(1, np.float32), float32), (64, 48))], {})
+    np.testing.assert_array_equal(BACKEND.to_numpy(flags), x > 0)
+    picked = empty((64, 48), float32)
+    BACKEND.kernels["where"]([picked], [flags, out, expand(s, (64, 48))], {})
+    np.testing.assert_allclose(BACKEND.to_numpy(picked), np.where(x > 0, x * 0.5, 0.5))
+    for op, ref in (("sum", np.sum), ("amax", np.max)):
+        for dims in ((1,), (0, 1)):
+            red = empty((1, 1) if dims == (0, 1) else (64, 1), float32)
+            BACKEND.kernels[op]([red], [upload(x, float32)], {"dims": dims})
+            np.testing.assert_allclose(BACKEND.to_numpy(red), ref(x.astype(np.float64), axis=dims, keepdims=True),
+                                       rtol=1e-5, atol=1e-5)
+    ints = rng.integers(-9, 9, 40_000).astype(np.int32)  # split + vec4 + int64 accumulation
+    total = empty((1,), parse_dtype("int64"))
+    BACKEND.kernels["sum"]([total], [upload(ints, int32)], {"dims": (0,)})
+    assert BACKEND.to_numpy(total)[0] == ints.astype(np.int64).sum()
+    if float16 in CAPS.dtypes:
+        half = empty((64, 48), float16)
+        BACKEND.kernels["copy"]([half], [out], {"dtype": "float16"})
+        np.testing.assert_array_equal(BACKEND.to_numpy(half), (x * 0.5).astype(np.float16))
+    keys = [k for k in BACKEND.device(DEV).programs._cache if k[0] in ("map", "reduce")]
+    assert any(k[0] == "map" and k[-1] is not None for k in keys) and any(k[0] == "reduce" and k[-1] for k in keys)
 
 
 def test_float_to_int_conversions() -> None:

@@ -1,5 +1,6 @@
 // sum / prod / amax / amin over a row. reduce.py fills ACC (accumulator type), IDENTITY, COMBINE(a, b),
-// LOAD(x) (a stored element as ACC) and STORE (the final or partial write of `acc`).
+// LOOP (this invocation's strided walk over its part of the row, scalar or vec4 loads, folding into
+// `acc`) and STORE (the final or partial write of `acc`).
 {{BINDINGS}}
 
 var<workgroup> partials: array<{{ACC}}, 256>;
@@ -20,9 +21,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         base = row_offsets(o);
         let begin = wid.z * cfg.chunk;
         let end = min(cfg.rlen, begin + cfg.chunk);
-        for (var r = begin + lane; r < end; r += t) {
-            acc = combine(acc, {{LOAD}});
-        }
+{{LOOP}}
     }
     partials[lid] = acc;
     workgroupBarrier();
