@@ -9,10 +9,9 @@ every position; AdamW. One step = forward + backward + optimizer step.
 
 `transformer_step_benchmark(device)` is the reusable entry point (the GPU machine runs it too).
 
-Thread pools: rumus runs GEMMs on numpy's OpenBLAS (its own pthreads) and its C kernels on OpenMP, and
-torch brings a third pool; each spins after its work by default, so on a small or shared machine they
-starve each other (a step can take 20x longer). Unless --default-threading is given, this script sets
-OPENBLAS_THREAD_TIMEOUT=4 and OMP_WAIT_POLICY=passive (for both frameworks) before numpy loads.
+Threads: both frameworks use their defaults, except that torch's intra-op thread count is restored after
+rumus's CPU backend starts (rumus sets the OpenMP thread count, which torch shares when both load the
+same libgomp).
 """
 
 from __future__ import annotations
@@ -26,12 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-THREAD_ENV = {"OPENBLAS_THREAD_TIMEOUT": "4", "OMP_WAIT_POLICY": "passive"}
-if __name__ == "__main__" and "--default-threading" not in sys.argv:
-    for _key, _value in THREAD_ENV.items():
-        os.environ.setdefault(_key, _value)
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import table  # noqa: E402
@@ -96,24 +90,6 @@ def _time_steps(steps_by_name: dict[str, Callable[[], float]], warmup: int,
     return {name: (statistics.median(times[name]), min(times[name]), losses[name]) for name in steps_by_name}
 
 
-def _single_pool(step: Callable[[], float]) -> Callable[[], float] | None:
-    """The step with rumus's C kernels on one thread (GEMMs keep OpenBLAS's threads), so only one thread pool
-    is busy at a time; None when the CPU backend's thread control is not importable."""
-    try:
-        from rumus_cpu import threads
-    except ImportError:
-        return None
-
-    def run() -> float:
-        before = threads.get_num_threads()
-        threads.set_num_threads(1)
-        try:
-            return step()
-        finally:
-            threads.set_num_threads(before)
-    return run
-
-
 def transformer_step_benchmark(device: str | None = None, with_torch: bool = True, warmup: int = 2, steps: int = 5,
                                config: dict[str, Any] | None = None) -> dict[str, Any]:
     """Seconds per training step for rumus on `device` (default device if None) and, with_torch, PyTorch CPU.
@@ -122,7 +98,14 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
     from the same weights and data. rumus steps end with a host read of the loss (so queued GPU work is counted).
     """
     c = {**CONFIG, **(config or {})}
+    torch_threads = None
+    if with_torch:
+        import torch
+        torch_threads = torch.get_num_threads()  # before rumus's CPU backend starts (see the module docstring)
     dev = str(rm.default_device() if device is None else rm.device(device))
+    rm.zeros(1, device=dev)  # starts the backend
+    if torch_threads is not None:
+        torch.set_num_threads(torch_threads)
     rng = np.random.default_rng(0)
     idx = rng.integers(0, c["vocab"], (c["batch"], c["seq"]))
     target = rng.integers(0, c["vocab"], (c["batch"], c["seq"]))
@@ -152,9 +135,6 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
         return float(loss.item())
 
     runs: dict[str, Callable[[], float]] = {"rumus": rumus_step}
-    single = _single_pool(rumus_step) if dev.startswith("cpu") else None
-    if single is not None:
-        runs["rumus_1pool"] = single
     if torch_model is not None:
         import torch
         t_opt = torch.optim.AdamW(torch_model.parameters(), lr=c["lr"])
@@ -185,8 +165,6 @@ def main() -> None:
     ap.add_argument("--device", default=None, help="rumus device (default: RUMUS_BACKEND or cpu)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("--default-threading", action="store_true",
-                    help="leave OPENBLAS_THREAD_TIMEOUT / OMP_WAIT_POLICY as they are")
     args = ap.parse_args()
     res = transformer_step_benchmark(args.device, with_torch=not args.no_torch, steps=args.steps)
     c = res["config"]
@@ -197,12 +175,16 @@ def main() -> None:
         threads = f"torch threads {torch.get_num_threads()}"
     except ImportError:
         threads = "torch not installed"
-    env = ", ".join(f"{k}={os.environ.get(k, '(unset)')}" for k in THREAD_ENV)
-    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, {threads}; {env}")
+    kernels = ""
+    try:
+        from rumus_cpu.threads import get_num_threads
+        kernels = f", rumus C-kernel threads {get_num_threads()}"
+    except ImportError:
+        pass
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, {threads}{kernels}")
     tokens = c["batch"] * c["seq"]
     rows = []
-    for name, label in (("rumus", f"rumus ({res['device']})"),
-                        ("rumus_1pool", f"rumus ({res['device']}, C kernels 1 thread)"), ("torch", "PyTorch (cpu)")):
+    for name, label in (("rumus", f"rumus ({res['device']})"), ("torch", "PyTorch (cpu)")):
         if f"{name}_s" not in res:
             continue
         suffix = name[len("rumus"):] if name != "torch" else None

@@ -198,10 +198,60 @@ def latency_row(ctx: Context) -> Row:
     return Row("sync: 4-byte read-back", t * 1e6, t_torch * 1e6 if t_torch else None, "us", "lower is better")
 
 
-def mlp_training_step(ctx: Context) -> list[Row]:
-    """Hook for the MLP training-step comparison (rumus on wgpu vs torch CUDA), submits and syncs per
-    step from `ctx.backend.stats(ctx.device)`. Returns no rows until the core provides the model."""
-    return []
+def mlp_training_step(ctx: Context, steps: int = 50) -> list[Row]:
+    """The foundation benchmark's MLP (784-256-256-10, batch 128, Adam, MSE) through the whole core on
+    wgpu vs torch CUDA; each step reads the loss (`.item()`), the one host sync a training loop needs."""
+    import time
+
+    import rumus as rm
+    from rumus import nn
+    dev = str(ctx.device)
+    rm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)).to(dev)
+    opt = rm.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = rm.randn(128, 784, device=dev), rm.randn(128, 10, device=dev)
+    loss_fn = nn.MSELoss()
+
+    def step() -> float:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return float(loss.item())
+
+    for _ in range(5):
+        step()
+    core_backend = rm._runtime.backend("wgpu")  # the instance the core dispatches to
+    before = dict(core_backend.stats(ctx.device))
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    t_rm = (time.perf_counter() - t0) / steps
+    after = core_backend.stats(ctx.device)
+    per = {k: (after[k] - before.get(k, 0)) / steps for k in ("submits", "syncs", "dispatches") if k in after}
+    t_torch = None
+    if ctx.torch is not None:
+        torch = ctx.torch
+        tm = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                                 torch.nn.ReLU(), torch.nn.Linear(256, 10)).cuda()
+        topt = torch.optim.Adam(tm.parameters(), lr=1e-3)
+        tx, ty = torch.randn(128, 784, device="cuda"), torch.randn(128, 10, device="cuda")
+
+        def tstep() -> float:
+            topt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.mse_loss(tm(tx), ty)
+            loss.backward()
+            topt.step()
+            return float(loss.item())
+
+        for _ in range(5):
+            tstep()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            tstep()
+        t_torch = (time.perf_counter() - t0) / steps
+    note = ", ".join(f"{v:g} {k}/step" for k, v in per.items())
+    return [Row("MLP 784-256-256-10 Adam step", t_rm * 1e3, t_torch * 1e3 if t_torch else None, "ms",
+                f"time ratio (lower is better); {note}")]
 
 
 EXTRA_BENCHMARKS: list[Callable[[Context], list[Row]]] = [mlp_training_step]

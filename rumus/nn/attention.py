@@ -31,15 +31,13 @@ class _SplitLast(Function):
     @staticmethod
     def forward(ctx: FunctionCtx, x: Tensor, parts: int) -> tuple[Tensor, ...]:
         size = x.shape[-1] // parts
-        ctx.shapes = [x.shape[:-1] + (size,)] * parts  # type: ignore[attr-defined]
-        ctx.like = x  # type: ignore[attr-defined]
+        ctx.part = (x.shape[:-1] + (size,), x.dtype, x.device)  # type: ignore[attr-defined]
         return tuple(_views.narrow(x, -1, i * size, size) for i in range(parts))
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grads: Tensor | None) -> tuple[Tensor, None]:
-        like = ctx.like  # type: ignore[attr-defined]
-        full = [g if g is not None else _creation.zeros(*shape, dtype=like.dtype, device=like.device)
-                for g, shape in zip(grads, ctx.shapes)]  # type: ignore[attr-defined]
+        shape, dtype, device = ctx.part  # type: ignore[attr-defined]
+        full = [g if g is not None else _creation.zeros(*shape, dtype=dtype, device=device) for g in grads]
         return M.cat(full, -1), None
 
 
