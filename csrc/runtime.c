@@ -11,8 +11,9 @@ static int64_t g_threshold = 32768; /* below this many elements a kernel stays o
 
 void rumus_set_num_threads(int n) {
 #ifdef _OPENMP
+    /* every parallel region names its team size (num_threads(...)); the process-wide OpenMP setting is
+       left alone, since other libraries in the process (torch) share libgomp's ICVs */
     g_threads = n < 1 ? 1 : n;
-    omp_set_num_threads(g_threads);
 #else
     RUMUS_UNUSED(n); /* built without OpenMP: always one thread */
 #endif

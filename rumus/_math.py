@@ -246,7 +246,14 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
     a2 = _views.unsqueeze(a, 0) if a.ndim == 1 else a
     b2 = _views.unsqueeze(b, 1) if b.ndim == 1 else b
     try:
-        out = _op("matmul")(a2, b2)
+        if b2.ndim == 2 and a2.ndim > 2 and a2.shape[-1] == b2.shape[0]:
+            # [..., M, K] @ [K, N] is one [B*M, K] GEMM (and so is its weight gradient): batched
+            # BLAS calls plus a reduction over the batch would be many times slower
+            lead = a2.shape[:-1]
+            out = _op("matmul")(_views.reshape(a2, (-1, a2.shape[-1])), b2)
+            out = _views.reshape(out, (*lead, b2.shape[1]))
+        else:
+            out = _op("matmul")(a2, b2)
     except ShapeError:
         raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} cannot be multiplied "
                          f"({a.shape[-1]} vs {b.shape[-2] if b.ndim > 1 else b.shape[0]})") from None

@@ -87,7 +87,8 @@ def _blas_limit(threads: int | None) -> contextlib.AbstractContextManager[Any]:
         from threadpoolctl import threadpool_limits
     except ImportError:
         return contextlib.nullcontext()
-    return threadpool_limits(threads, user_api="blas")
+    limit: contextlib.AbstractContextManager[Any] = threadpool_limits(threads, user_api="blas")
+    return limit
 
 
 def train(out: str, epochs: int = 15, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
@@ -128,7 +129,8 @@ def _train(out: str, epochs: int, batch_size: int, lr: float, seed: int, progres
                                 img_s=f"{seen / max(time.perf_counter() - t0, 1e-9):.0f}")
         history["loss"].append(float(total.item()) / len(x_train))
         history["test_accuracy"].append(accuracy(model, x_test, y_test, device))
-        bar.set_postfix(epoch=epoch + 1, loss=f"{history['loss'][-1]:.4f}", test_acc=f"{history['test_accuracy'][-1]:.3f}")
+        bar.set_postfix(epoch=epoch + 1, loss=f"{history['loss'][-1]:.4f}",
+                        test_acc=f"{history['test_accuracy'][-1]:.3f}")
     bar.close()
     seconds = time.perf_counter() - start
     os.makedirs(out, exist_ok=True)

@@ -41,7 +41,7 @@ def save_file(tensors: Mapping[str, Tensor], path: str | os.PathLike[str],
         if t.dtype.is_packed or t.dtype.name == "bfloat16":
             raise DTypeError(f"save_file: '{name}' has dtype {t.dtype}, which safetensors through numpy cannot "
                              f"hold; convert it to float32 first")
-        arrays[name] = np.ascontiguousarray(t.numpy())
+        arrays[name] = np.asarray(t.numpy(), order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
     atomic_write(path, save(arrays, metadata=dict(metadata) if metadata else None))
 
 
@@ -60,4 +60,4 @@ def load_file(path: str | os.PathLike[str], device: Any = None) -> dict[str, Ten
         arrays = load(data)
     except Exception as exc:  # safetensors raises its own error types for corrupt headers/data
         raise FormatError(f"{path}: corrupt safetensors file: {exc}") from None
-    return {k: from_numpy(np.ascontiguousarray(v), device=device) for k, v in arrays.items()}
+    return {k: from_numpy(np.asarray(v, order="C"), device=device) for k, v in arrays.items()}

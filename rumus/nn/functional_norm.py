@@ -90,7 +90,7 @@ def _affine(y: Tensor, weight: Tensor | None, bias: Tensor | None) -> Tensor:
 def _finfo_eps(dtype: DType) -> float:
     if dtype.name == "bfloat16":
         return 2.0 ** -7
-    return float(np.finfo(dtype.numpy).eps)
+    return float(np.finfo(dtype.name).eps)
 
 
 def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,

@@ -49,7 +49,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
+        if self.weight is not None and self.bias is not None:
             init.ones_(self.weight)
             init.zeros_(self.bias)
 

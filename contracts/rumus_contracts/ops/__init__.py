@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-from ..schema import OpRegistry
-from . import elementwise, fixed, linalg, memory, optim, reduction
+from types import ModuleType
 
-MODULES = (elementwise, reduction, linalg, memory, optim, fixed)
-from . import activation, indexing, nn  # noqa: E402  (issue 4: nn ops)
-MODULES = (*MODULES, activation, indexing, nn)  # type: ignore[assignment]
-from . import nn_conv, nn_norm, nn_pool  # noqa: E402  (issue 4: conv, pooling, normalization)
-MODULES = (*MODULES, nn_conv, nn_pool, nn_norm)
+from ..schema import OpRegistry
+from . import (
+    activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
+)
+
+MODULES: tuple[ModuleType, ...] = (
+    elementwise, reduction, linalg, memory, optim,  # the foundation
+    fixed,  # fixed-point i16 engine
+    activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
+    nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
+)
 
 
 def register_core_ops(registry: OpRegistry) -> None:

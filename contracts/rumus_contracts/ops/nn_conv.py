@@ -146,7 +146,8 @@ def _window(a: np.ndarray, i: int, j: int, ho: int, wo: int, attrs: Mapping[str,
 
 def conv2d_reference(x: np.ndarray, w: np.ndarray, stride: Any = (1, 1), padding: Any = (0, 0),
                      dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
-    attrs = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation), "groups": groups}
+    attrs: dict[str, Any] = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation),
+                             "groups": groups}
     n, o, ho, wo = conv_output_shape("conv2d", x.shape, w.shape, attrs)
     ph, pw = attrs["padding"]
     g, cg = groups, w.shape[1]
@@ -161,7 +162,8 @@ def conv2d_reference(x: np.ndarray, w: np.ndarray, stride: Any = (1, 1), padding
 
 def conv2d_backward_input_reference(grad: np.ndarray, w: np.ndarray, input_size: Any, stride: Any = (1, 1),
                                     padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
-    attrs = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation), "groups": groups}
+    attrs: dict[str, Any] = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation),
+                             "groups": groups}
     n, o, ho, wo = grad.shape
     (h, wd), (ph, pw) = tuple(input_size), attrs["padding"]
     g, cg = groups, w.shape[1]
@@ -176,7 +178,8 @@ def conv2d_backward_input_reference(grad: np.ndarray, w: np.ndarray, input_size:
 
 def conv2d_backward_weight_reference(grad: np.ndarray, x: np.ndarray, kernel_size: Any, stride: Any = (1, 1),
                                      padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
-    attrs = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation), "groups": groups}
+    attrs: dict[str, Any] = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation),
+                             "groups": groups}
     n, o, ho, wo = grad.shape
     (kh, kw), (ph, pw) = tuple(kernel_size), attrs["padding"]
     g, cg = groups, x.shape[1] // groups
@@ -191,8 +194,8 @@ def conv2d_backward_weight_reference(grad: np.ndarray, x: np.ndarray, kernel_siz
 
 def conv_transpose2d_reference(x: np.ndarray, w: np.ndarray, stride: Any = (1, 1), padding: Any = (0, 0),
                                output_padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
-    attrs = {"stride": stride, "padding": padding, "output_padding": output_padding, "dilation": dilation,
-             "groups": groups}
+    attrs: dict[str, Any] = {"stride": stride, "padding": padding, "output_padding": output_padding,
+                             "dilation": dilation, "groups": groups}
     (shape,) = _conv_transpose_shape([x.shape, w.shape], attrs)
     return conv2d_backward_input_reference(x, w, shape[2:], stride, padding, dilation, groups)
 

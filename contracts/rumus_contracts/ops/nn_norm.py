@@ -143,7 +143,8 @@ def _standardize(x: np.ndarray, axes: tuple[int, ...], eps: float) -> tuple[np.n
 def layer_norm_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float = 1e-5) -> np.ndarray:
     if not x.size:
         return x.copy()
-    return _standardize(x, _inner(x, w)[0], eps)[0] * w + b
+    out: np.ndarray = _standardize(x, _inner(x, w)[0], eps)[0] * w + b
+    return out
 
 
 def _norm_backward(g: np.ndarray, xhat: np.ndarray, rstd: np.ndarray, gxhat: np.ndarray,
@@ -172,10 +173,12 @@ def _rms(x: np.ndarray, axes: tuple[int, ...], eps: float) -> np.ndarray:
 def rms_norm_reference(x: np.ndarray, w: np.ndarray, eps: float = 1e-6) -> np.ndarray:
     if not x.size:
         return x.copy()
-    return x * _rms(x, _inner(x, w)[0], eps) * w
+    out: np.ndarray = x * _rms(x, _inner(x, w)[0], eps) * w
+    return out
 
 
-def rms_norm_backward_reference(g: np.ndarray, x: np.ndarray, w: np.ndarray, eps: float = 1e-6) -> tuple[np.ndarray, ...]:
+def rms_norm_backward_reference(g: np.ndarray, x: np.ndarray, w: np.ndarray,
+                                eps: float = 1e-6) -> tuple[np.ndarray, ...]:
     axes, lead = _inner(x, w)
     if not x.size:
         return x.copy(), np.zeros_like(w)
@@ -194,7 +197,8 @@ def group_norm_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, num_groups
         return x.copy()
     xg = x.reshape(x.shape[0], num_groups, -1)
     xhat = _standardize(xg, (2,), eps)[0].reshape(x.shape)
-    return xhat * _per_channel(w, x.ndim) + _per_channel(b, x.ndim)
+    out: np.ndarray = xhat * _per_channel(w, x.ndim) + _per_channel(b, x.ndim)
+    return out
 
 
 def group_norm_backward_reference(g: np.ndarray, x: np.ndarray, w: np.ndarray, num_groups: int = 1,
@@ -222,22 +226,23 @@ def batch_norm_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, mean: np.n
                          eps: float = 1e-5, training: bool = False) -> np.ndarray:
     if training and x.size:  # the statistics are functions of x
         mean, var = batch_norm_stats_reference(x)
-    c = lambda p: _per_channel(p, x.ndim)  # noqa: E731
-    out: np.ndarray = (x - c(mean)) / np.sqrt(c(var) + eps) * c(w) + c(b)
+    nd = x.ndim
+    out: np.ndarray = ((x - _per_channel(mean, nd)) / np.sqrt(_per_channel(var, nd) + eps) * _per_channel(w, nd)
+                       + _per_channel(b, nd))
     return out
 
 
 def batch_norm_backward_reference(g: np.ndarray, x: np.ndarray, w: np.ndarray, mean: np.ndarray, var: np.ndarray,
                                   eps: float = 1e-5, training: bool = False) -> tuple[np.ndarray, ...]:
-    axes = _bn_axes(x)
-    c = lambda p: _per_channel(p, x.ndim)  # noqa: E731
+    axes, nd = _bn_axes(x), x.ndim
     invstd = 1.0 / np.sqrt(var + eps)
-    xhat = (x - c(mean)) * c(invstd)
+    xhat = (x - _per_channel(mean, nd)) * _per_channel(invstd, nd)
     gb, gw = g.sum(axis=axes), (g * xhat).sum(axis=axes)
+    scale = _per_channel(w * invstd, nd)
     if not training:
-        return g * c(w * invstd), gw, gb
+        return g * scale, gw, gb
     m = max(x.size // max(x.shape[1], 1), 1)
-    return c(w * invstd) * (g - c(gb / m) - xhat * c(gw / m)), gw, gb
+    return scale * (g - _per_channel(gb / m, nd) - xhat * _per_channel(gw / m, nd)), gw, gb
 
 
 # ---- samples --------------------------------------------------------------------------------------------

@@ -1,0 +1,195 @@
+"""Layer, RMS, group and batch normalization and their backward ops (shaders/nn_norm.wgsl).
+
+Layer / RMS / group norm run row kernels: a power-of-two group of invocations per row (short rows
+pack several per workgroup), statistics reduced in workgroup memory. Their backward ops take two
+dispatches: rows (gx, and each row's mean / rstd into a scratch buffer), then one workgroup per
+parameter for the weight / bias gradients. Batch norm's statistics and backward run one workgroup
+per channel; its forward is elementwise. Inputs are contiguous (the schemas say so), with offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rumus_contracts import TensorArg
+
+from .layout import dealias, device_of, new_buffer
+from .nn_common import dispatch
+
+CENTRED, BIAS, TRAINING = 1, 2, 4
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def _config(group: int = 1, length: int = 1, groups: int = 1, cg: int = 1, inner: int = 1, outer: int = 0,
+            outer_stride: int = 0, p_stride: int = 0, flags: int = 0, eps: float = 0.0,
+            offsets: Sequence[int] = ()) -> list[int | float]:
+    return [group, length, groups, cg, inner, outer, outer_stride, p_stride, flags, float(eps),
+            *offsets, *([0] * (8 - len(offsets)))]
+
+
+def _spatial(x: TensorArg) -> int:
+    s = 1
+    for d in x.shape[2:]:
+        s *= d
+    return s
+
+
+class _Rows:
+    """x seen as rows of `length` contiguous elements; element j of row r uses parameter
+    (r % groups) * cg + j // inner."""
+
+    def __init__(self, rows: int, length: int, groups: int, cg: int, inner: int) -> None:
+        self.rows, self.length, self.groups, self.cg, self.inner = rows, length, groups, cg, inner
+        self.group = min(256, _pow2_ceil(length))
+
+    def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg | None, flags: int,
+                eps: float) -> None:
+        bias = b if b is not None else w
+        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags | (BIAS if b is not None else 0),
+                        eps=eps, offsets=[y.offset, x.offset, w.offset, bias.offset])
+        dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
+                 self.rows, 256 // self.group)
+
+    def backward(self, dev: Any, gx: TensorArg, gw: TensorArg, gb: TensorArg | None, g: TensorArg, x: TensorArg,
+                 w: TensorArg, flags: int, eps: float, outer: int, outer_stride: int, p_stride: int) -> None:
+        stats = new_buffer(dev, max(1, self.rows) * 8, "norm statistics scratch")
+        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
+                        offsets=[gx.offset, x.offset, g.offset, w.offset])
+        dispatch(dev, "nn_norm", "rows_stats+rows_backward", x.dtype, [gx.buffer, x.buffer, g.buffer, w.buffer, stats],
+                 words, self.rows, 256 // self.group)
+        bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
+        words = _config(groups=self.groups, cg=self.cg, inner=self.inner, outer=outer, outer_stride=outer_stride,
+                        p_stride=p_stride, flags=BIAS if gb is not None else 0,
+                        offsets=[gw.offset, bias.offset, g.offset, x.offset])
+        dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, bias.buffer, g.buffer, x.buffer, stats], words,
+                 gw.numel, 1)
+
+
+def _zero(*outs: TensorArg | None) -> None:
+    from .elementwise import fill
+    for o in outs:
+        if o is not None and o.numel:
+            fill([o], [], {"value": 0.0})
+
+
+def _trailing_rows(x: TensorArg, w: TensorArg) -> _Rows:
+    cols = w.numel
+    return _Rows(x.numel // cols if cols else 0, cols, 1, cols, 1)
+
+
+def layer_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w, b) = outputs[0], inputs
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    x, w, b = dealias(dev, outputs, [x, w, b])[0]
+    _trailing_rows(x, w).forward(dev, y, x, w, b, CENTRED, float(attrs["eps"]))
+
+
+def rms_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w) = outputs[0], inputs
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    x, w = dealias(dev, outputs, [x, w])[0]
+    _trailing_rows(x, w).forward(dev, y, x, w, None, 0, float(attrs["eps"]))
+
+
+def _rows_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any],
+                   flags: int) -> None:
+    gx, gw, gb = outputs[0], outputs[1], outputs[2] if len(outputs) > 2 else None
+    g, x, w = inputs
+    if x.numel == 0:
+        _zero(gw, gb)
+        return
+    dev = device_of(outputs, inputs)
+    g, x, w = dealias(dev, outputs, [g, x, w])[0]
+    rows = _trailing_rows(x, w)
+    rows.backward(dev, gx, gw, gb, g, x, w, flags, float(attrs["eps"]), rows.rows, rows.length, 1)
+
+
+def layer_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    _rows_backward(outputs, inputs, attrs, CENTRED)
+
+
+def rms_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    _rows_backward(outputs, inputs, attrs, 0)
+
+
+def _group_rows(x: TensorArg, num_groups: int) -> _Rows:
+    c, s = x.shape[1], _spatial(x)
+    return _Rows(x.shape[0] * num_groups, (c // num_groups) * s, num_groups, c // num_groups, s)
+
+
+def group_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w, b) = outputs[0], inputs
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    x, w, b = dealias(dev, outputs, [x, w, b])[0]
+    _group_rows(x, int(attrs["num_groups"])).forward(dev, y, x, w, b, CENTRED, float(attrs["eps"]))
+
+
+def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (gx, gw, gb), (g, x, w) = outputs, inputs
+    if x.numel == 0:
+        _zero(gw, gb)
+        return
+    dev = device_of(outputs, inputs)
+    g, x, w = dealias(dev, outputs, [g, x, w])[0]
+    c, s = x.shape[1], _spatial(x)
+    rows = _group_rows(x, int(attrs["num_groups"]))
+    rows.backward(dev, gx, gw, gb, g, x, w, CENTRED, float(attrs["eps"]), x.shape[0], c * s, s)
+
+
+def _channel_config(x: TensorArg, flags: int = 0, eps: float = 0.0, offsets: Sequence[int] = ()) -> list[int | float]:
+    c, s = x.shape[1], _spatial(x)
+    return _config(cg=c, inner=s, outer=x.shape[0], outer_stride=c * s, p_stride=s, flags=flags, eps=eps,
+                   offsets=offsets)
+
+
+def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (mean, var), x = outputs, inputs[0]
+    if mean.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    (x,), _ = dealias(dev, outputs, [x])
+    dispatch(dev, "nn_norm", "bn_stats", x.dtype, [mean.buffer, var.buffer, x.buffer],
+             _channel_config(x, offsets=[mean.offset, var.offset, x.offset]), x.shape[1], 1)
+
+
+def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, ins = outputs[0], inputs
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, ins)
+    x, w, b, mean, var = dealias(dev, outputs, ins)[0]
+    words = _channel_config(x, eps=float(attrs["eps"]),
+                            offsets=[y.offset, x.offset, w.offset, b.offset, mean.offset, var.offset])
+    dispatch(dev, "nn_norm", "bn_forward", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer, mean.buffer, var.buffer],
+             words, y.numel)
+
+
+def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    (gx, gw, gb) = outputs
+    if gw.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    g, x, w, mean, var = dealias(dev, outputs, inputs)[0]
+    flags = TRAINING if attrs.get("training") else 0
+    words = _channel_config(x, flags, float(attrs["eps"]),
+                            [gx.offset, gw.offset, gb.offset, g.offset, x.offset, w.offset, mean.offset, var.offset])
+    dispatch(dev, "nn_norm", "bn_backward", x.dtype,
+             [gx.buffer, gw.buffer, gb.buffer, g.buffer, x.buffer, w.buffer, mean.buffer, var.buffer], words,
+             x.shape[1], 1)
+
+
+def kernels() -> dict[str, Any]:
+    return {"layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
+            "rms_norm_backward": rms_norm_backward, "group_norm": group_norm,
+            "group_norm_backward": group_norm_backward, "batch_norm_stats": batch_norm_stats,
+            "batch_norm": batch_norm, "batch_norm_backward": batch_norm_backward}

@@ -1,0 +1,78 @@
+"""2-D max / avg pooling and their backward ops (PyTorch's window, padding, ceil_mode and divisor
+rules, with the CPU kernel's semantics: max_pool2d's gradient goes to each window's first maximum,
+a later element winning only if greater or NaN).
+
+Forward kernels run one invocation per output element. Backward kernels run one per input element
+and gather from the windows covering it in row-major window order (the CPU kernel's accumulation
+order), so there are no atomics; max_pool2d_backward first writes each window's argmax to a scratch
+buffer, then gathers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rumus_contracts import TensorArg
+
+from .layout import dealias, device_of, new_buffer
+from .nn_common import dispatch
+
+NINF = 0xFF800000
+
+
+def _geometry(x_shape: Sequence[int], y_shape: Sequence[int], attrs: Mapping[str, Any]) -> list[int]:
+    (kh, kw), (sh, sw), (ph, pw) = attrs["kernel_size"], attrs["stride"], attrs["padding"]
+    dh, dw = attrs.get("dilation", (1, 1))
+    div = attrs.get("divisor_override")
+    return [x_shape[2], x_shape[3], y_shape[2], y_shape[3], kh, kw, sh, sw, ph, pw, dh, dw,
+            int(bool(attrs.get("count_include_pad", True))), int(div) if div else 0]
+
+
+def max_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, x = outputs[0], inputs[0]
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    (x,), _ = dealias(dev, outputs, [x])
+    dispatch(dev, "nn_pool", "window_max+max", x.dtype, [y.buffer, x.buffer],
+             [*_geometry(x.shape, y.shape, attrs), y.offset, x.offset, 0, NINF], y.numel)
+
+
+def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    gx, (g, x) = outputs[0], inputs
+    if gx.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    g, x = dealias(dev, outputs, [g, x])[0]
+    geo = _geometry(x.shape, g.shape, attrs)
+    idx = new_buffer(dev, g.numel * 4, "max_pool2d argmax scratch")
+    dispatch(dev, "nn_pool", "window_max+max_index", x.dtype, [idx, x.buffer], [*geo, 0, x.offset, 0, NINF],
+             g.numel)
+    dispatch(dev, "nn_pool", "max_backward", x.dtype, [gx.buffer, g.buffer, idx], [*geo, gx.offset, g.offset, 0, NINF],
+             gx.numel)
+
+
+def avg_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, x = outputs[0], inputs[0]
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    (x,), _ = dealias(dev, outputs, [x])
+    dispatch(dev, "nn_pool", "avg", x.dtype, [y.buffer, x.buffer],
+             [*_geometry(x.shape, y.shape, attrs), y.offset, x.offset, 0, NINF], y.numel)
+
+
+def avg_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    gx, g = outputs[0], inputs[0]
+    if gx.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    (g,), _ = dealias(dev, outputs, [g])
+    dispatch(dev, "nn_pool", "avg_backward", g.dtype, [gx.buffer, g.buffer],
+             [*_geometry(gx.shape, g.shape, attrs), gx.offset, g.offset, 0, NINF], gx.numel)
+
+
+def kernels() -> dict[str, Any]:
+    return {"max_pool2d": max_pool2d, "max_pool2d_backward": max_pool2d_backward, "avg_pool2d": avg_pool2d,
+            "avg_pool2d_backward": avg_pool2d_backward}

@@ -1,0 +1,274 @@
+// Layer / RMS / group / batch normalization and their backward ops; statistics in f32 (two passes:
+// the mean, then squared deviations from it, so offset data does not cancel).
+//
+// Row kernels (layer, RMS, group norm): a power-of-two group of `group` invocations owns a row of
+// `len` contiguous elements (256 / group rows per workgroup). Element j of row r uses parameter
+// (r % groups) * cg + j / inner: layer norm has groups = 1, inner = 1 (parameter j); group norm has
+// groups = G, cg = C / G, inner = spatial size.
+// Parameter kernels (weight / bias gradients, batch norm): one workgroup per parameter p, reducing
+// its `outer` runs of `inner` elements at o * outer_stride + p * p_stride + i.
+alias scalar = f32;
+
+struct Config {
+    n: u32,                     // rows, parameters or elements
+    gx: u32,                    // workgroups per grid row
+    group: u32,                 // invocations per row
+    len: u32,                   // elements per row
+    groups: u32,
+    cg: u32,                    // parameters per group (batch norm: channels)
+    inner: u32,
+    outer: u32,
+    outer_stride: u32,
+    p_stride: u32,
+    flags: u32,                 // 1: centred (subtract the mean), 2: bias, 4: training (batch norm)
+    eps: f32,
+    off: array<vec4<u32>, 2>,   // element offsets of the storage bindings, in binding order
+}
+
+var<workgroup> partials: array<f32, 256>;
+
+// the sum of `value` over the `t` invocations (a power of two) sharing this one's row
+fn group_sum(lid: u32, lane: u32, t: u32, value: f32) -> f32 {
+    partials[lid] = value;
+    workgroupBarrier();
+    for (var s = t / 2u; s > 0u; s = s / 2u) {
+        if (lane < s) {
+            partials[lid] += partials[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let r = partials[lid - lane];
+    workgroupBarrier();
+    return r;
+}
+
+fn row_of(lid: u32, wid: vec3<u32>) -> u32 {
+    return (wid.y * cfg.gx + wid.x) * (256u / cfg.group) + lid / cfg.group;
+}
+
+fn param_of(wid: vec3<u32>) -> u32 {
+    return wid.y * cfg.gx + wid.x;
+}
+
+fn param_addr(p: u32, e: u32) -> u32 {
+    return (e / cfg.inner) * cfg.outer_stride + p * cfg.p_stride + e % cfg.inner;
+}
+
+//// rows_stats
+// (mean, rstd) of row r (mean 0 when not centred: RMS norm); needs a binding `x` with offset off[0].y
+fn row_stats(lid: u32, lane: u32, r: u32) -> vec2<f32> {
+    let t = cfg.group;
+    let n = select(0u, cfg.len, r < cfg.n);
+    let base = cfg.off[0].y + r * cfg.len;
+    var s = 0.0;
+    if ((cfg.flags & 1u) != 0u) {
+        for (var j = lane; j < n; j += t) {
+            s += f32(x[base + j]);
+        }
+    }
+    let mean = group_sum(lid, lane, t, s) / f32(cfg.len);
+    var q = 0.0;
+    for (var j = lane; j < n; j += t) {
+        let d = f32(x[base + j]) - mean;
+        q += d * d;
+    }
+    return vec2<f32>(mean, 1.0 / sqrt(group_sum(lid, lane, t, q) / f32(cfg.len) + cfg.eps));
+}
+
+//// rows
+@group(0) @binding(0) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<storage, read> w: array<scalar>;
+@group(0) @binding(3) var<storage, read> b: array<scalar>;
+@group(0) @binding(4) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t = cfg.group;
+    let r = row_of(lid, wid);
+    let lane = lid % t;
+    let st = row_stats(lid, lane, r);
+    let n = select(0u, cfg.len, r < cfg.n);
+    let xb = cfg.off[0].y + r * cfg.len;
+    let yb = cfg.off[0].x + r * cfg.len;
+    let pg = (r % cfg.groups) * cfg.cg;
+    let bias = (cfg.flags & 2u) != 0u;
+    for (var j = lane; j < n; j += t) {
+        let p = pg + j / cfg.inner;
+        var v = (f32(x[xb + j]) - st.x) * st.y * f32(w[cfg.off[0].z + p]);
+        if (bias) {
+            v += f32(b[cfg.off[0].w + p]);
+        }
+        y[yb + j] = scalar(v);
+    }
+}
+
+//// rows_backward
+// gx of each row, and its (mean, rstd) into `stats` for the parameter gradients
+@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<storage, read> g: array<scalar>;
+@group(0) @binding(3) var<storage, read> w: array<scalar>;
+@group(0) @binding(4) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(5) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t = cfg.group;
+    let r = row_of(lid, wid);
+    let lane = lid % t;
+    let st = row_stats(lid, lane, r);
+    let n = select(0u, cfg.len, r < cfg.n);
+    let xb = cfg.off[0].y + r * cfg.len;
+    let gb = cfg.off[0].z + r * cfg.len;
+    let pg = cfg.off[0].w + (r % cfg.groups) * cfg.cg;
+    var s1 = 0.0;
+    var s2 = 0.0;
+    for (var j = lane; j < n; j += t) {
+        let gw = f32(g[gb + j]) * f32(w[pg + j / cfg.inner]);
+        s1 += gw;
+        s2 += gw * (f32(x[xb + j]) - st.x) * st.y;
+    }
+    let m1 = select(0.0, group_sum(lid, lane, t, s1) / f32(cfg.len), (cfg.flags & 1u) != 0u);
+    let m2 = group_sum(lid, lane, t, s2) / f32(cfg.len);
+    let ob = cfg.off[0].x + r * cfg.len;
+    for (var j = lane; j < n; j += t) {
+        let gw = f32(g[gb + j]) * f32(w[pg + j / cfg.inner]);
+        let xh = (f32(x[xb + j]) - st.x) * st.y;
+        gx[ob + j] = scalar(st.y * (gw - m1 - xh * m2));
+    }
+    if (lane == 0u && r < cfg.n) {
+        stats[2u * r] = st.x;
+        stats[2u * r + 1u] = st.y;
+    }
+}
+
+//// param_grads
+// gw[p] = sum g * xhat and gb[p] = sum g over parameter p's elements; row o * groups + p / cg's stats
+@group(0) @binding(0) var<storage, read_write> gw: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> gb: array<scalar>;
+@group(0) @binding(2) var<storage, read> g: array<scalar>;
+@group(0) @binding(3) var<storage, read> x: array<scalar>;
+@group(0) @binding(4) var<storage, read> stats: array<f32>;
+@group(0) @binding(5) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let p = param_of(wid);
+    let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
+    var sw = 0.0;
+    var sb = 0.0;
+    for (var e = lid; e < count; e += 256u) {
+        let a = param_addr(p, e);
+        let row = (e / cfg.inner) * cfg.groups + p / cfg.cg;
+        let gv = f32(g[cfg.off[0].z + a]);
+        sw += gv * (f32(x[cfg.off[0].w + a]) - stats[2u * row]) * stats[2u * row + 1u];
+        sb += gv;
+    }
+    sw = group_sum(lid, lid, 256u, sw);
+    sb = group_sum(lid, lid, 256u, sb);
+    if (lid == 0u && p < cfg.n) {
+        gw[cfg.off[0].x + p] = scalar(sw);
+        if ((cfg.flags & 2u) != 0u) {
+            gb[cfg.off[0].y + p] = scalar(sb);
+        }
+    }
+}
+
+//// bn_stats
+@group(0) @binding(0) var<storage, read_write> mean_out: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> var_out: array<scalar>;
+@group(0) @binding(2) var<storage, read> x: array<scalar>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let p = param_of(wid);
+    let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
+    let m = f32(max(cfg.outer * cfg.inner, 1u));
+    let xo = cfg.off[0].z;
+    var s = 0.0;
+    for (var e = lid; e < count; e += 256u) {
+        s += f32(x[xo + param_addr(p, e)]);
+    }
+    let mean = group_sum(lid, lid, 256u, s) / m;
+    var q = 0.0;
+    for (var e = lid; e < count; e += 256u) {
+        let d = f32(x[xo + param_addr(p, e)]) - mean;
+        q += d * d;
+    }
+    let v = group_sum(lid, lid, 256u, q) / m;
+    if (lid == 0u && p < cfg.n) {
+        mean_out[cfg.off[0].x + p] = scalar(mean);
+        var_out[cfg.off[0].y + p] = scalar(v);
+    }
+}
+
+//// bn_forward
+// one invocation per element; channel (i / inner) % cg
+@group(0) @binding(0) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<storage, read> w: array<scalar>;
+@group(0) @binding(3) var<storage, read> b: array<scalar>;
+@group(0) @binding(4) var<storage, read> mean: array<scalar>;
+@group(0) @binding(5) var<storage, read> var_: array<scalar>;
+@group(0) @binding(6) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = (wid.y * cfg.gx + wid.x) * 256u + lid;
+    if (i >= cfg.n) {
+        return;
+    }
+    let c = (i / cfg.inner) % cfg.cg;
+    let a = f32(w[cfg.off[0].z + c]) / sqrt(f32(var_[cfg.off[1].y + c]) + cfg.eps);
+    let v = (f32(x[cfg.off[0].y + i]) - f32(mean[cfg.off[1].x + c])) * a + f32(b[cfg.off[0].w + c]);
+    y[cfg.off[0].x + i] = scalar(v);
+}
+
+//// bn_backward
+// one workgroup per channel: the sums, then gx of the channel's elements
+@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> gw: array<scalar>;
+@group(0) @binding(2) var<storage, read_write> gb: array<scalar>;
+@group(0) @binding(3) var<storage, read> g: array<scalar>;
+@group(0) @binding(4) var<storage, read> x: array<scalar>;
+@group(0) @binding(5) var<storage, read> w: array<scalar>;
+@group(0) @binding(6) var<storage, read> mean: array<scalar>;
+@group(0) @binding(7) var<storage, read> var_: array<scalar>;
+@group(0) @binding(8) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let p = param_of(wid);
+    let valid = p < cfg.n;
+    let c = min(p, cfg.n - 1u);
+    let count = select(0u, cfg.outer * cfg.inner, valid);
+    let mu = f32(mean[cfg.off[1].z + c]);
+    let invstd = 1.0 / sqrt(f32(var_[cfg.off[1].w + c]) + cfg.eps);
+    let go = cfg.off[0].w;
+    let xo = cfg.off[1].x;
+    var sg = 0.0;
+    var sgx = 0.0;
+    for (var e = lid; e < count; e += 256u) {
+        let a = param_addr(p, e);
+        let gv = f32(g[go + a]);
+        sg += gv;
+        sgx += gv * (f32(x[xo + a]) - mu);
+    }
+    sg = group_sum(lid, lid, 256u, sg);
+    sgx = group_sum(lid, lid, 256u, sgx);
+    let m = f32(cfg.outer * cfg.inner);
+    let train = (cfg.flags & 4u) != 0u && m > 0.0;
+    let mg = select(0.0, sg / m, train);
+    let mx = select(0.0, sgx * invstd * invstd / m, train);
+    let k = f32(w[cfg.off[1].y + c]) * invstd;
+    for (var e = lid; e < count; e += 256u) {
+        let a = param_addr(p, e);
+        gx[cfg.off[0].x + a] = scalar(k * (f32(g[go + a]) - mg - (f32(x[xo + a]) - mu) * mx));
+    }
+    if (lid == 0u && valid) {
+        gb[cfg.off[0].z + p] = scalar(sg);
+        gw[cfg.off[0].y + p] = scalar(sgx * invstd);
+    }
+}

@@ -1,0 +1,229 @@
+// 2-D max / avg pooling over planes [H, W] (N * C planes), PyTorch's window rules as in
+// csrc/internal/nn_conv_impl.h. One invocation per output element (forward) or per input element
+// (backward: it gathers from the windows that cover it, in the CPU kernel's order, so no atomics).
+alias scalar = f32;
+
+struct Config {
+    n: u32,
+    gx: u32,
+    h: i32,
+    w: i32,
+    ho: i32,
+    wo: i32,
+    kh: i32,
+    kw: i32,
+    sh: i32,
+    sw: i32,
+    ph: i32,
+    pw: i32,
+    dh: i32,
+    dw: i32,
+    include_pad: u32,
+    divisor: i32,           // divisor_override, 0 for none
+    out_off: u32,
+    a_off: u32,             // first input's element offset
+    b_off: u32,             // second input's
+    ninf: u32,              // bits of -inf (kept out of constant expressions)
+}
+
+fn item(lid: u32, wid: vec3<u32>) -> u32 {
+    return (wid.y * cfg.gx + wid.x) * 256u + lid;
+}
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+struct Window {
+    h0: i32,
+    h1: i32,
+    w0: i32,
+    w1: i32,
+    div: f32,
+}
+
+// avg_pool2d's window: clipped to the padded input for the divisor, to the input for the sum.
+fn avg_window(oh: i32, ow: i32) -> Window {
+    let hs = oh * cfg.sh - cfg.ph;
+    let ws = ow * cfg.sw - cfg.pw;
+    let he = min(hs + cfg.kh, cfg.h + cfg.ph);
+    let we = min(ws + cfg.kw, cfg.w + cfg.pw);
+    let pool = (he - hs) * (we - ws);
+    var win = Window(max(hs, 0), min(he, cfg.h), max(ws, 0), min(we, cfg.w), 1.0);
+    if (cfg.divisor > 0) {
+        win.div = f32(cfg.divisor);
+    } else if (cfg.include_pad != 0u) {
+        win.div = f32(pool);
+    } else {
+        win.div = f32((win.h1 - win.h0) * (win.w1 - win.w0));
+    }
+    return win;
+}
+
+//// window_max
+// (needs a binding `x`)
+struct Best {
+    idx: i32,               // row-major index in the plane, -1 for a window without elements
+    v: f32,
+}
+
+// The window's maximum and its first position (a later element wins only if greater or NaN).
+fn window_max(base: u32, oh: i32, ow: i32) -> Best {
+    var best = Best(-1, bitcast<f32>(cfg.ninf));
+    let h0 = oh * cfg.sh - cfg.ph;
+    let w0 = ow * cfg.sw - cfg.pw;
+    for (var i = 0; i < cfg.kh; i++) {
+        let ih = h0 + i * cfg.dh;
+        if (ih < 0 || ih >= cfg.h) {
+            continue;
+        }
+        for (var j = 0; j < cfg.kw; j++) {
+            let iw = w0 + j * cfg.dw;
+            if (iw < 0 || iw >= cfg.w) {
+                continue;
+            }
+            let v = f32(x[base + u32(ih * cfg.w + iw)]);
+            if (best.idx < 0 || v > best.v || is_nan(v)) {
+                best = Best(ih * cfg.w + iw, v);
+            }
+        }
+    }
+    return best;
+}
+
+//// max
+@group(0) @binding(0) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = item(lid, wid);
+    if (i >= cfg.n) {
+        return;
+    }
+    let per = u32(cfg.ho * cfg.wo);
+    let plane = i / per;
+    let r = i32(i % per);
+    let best = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r % cfg.wo);
+    y[cfg.out_off + i] = scalar(best.v);
+}
+
+//// max_index
+// the backward's first pass: each window's argmax (row-major index in its plane)
+@group(0) @binding(0) var<storage, read_write> idx: array<i32>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = item(lid, wid);
+    if (i >= cfg.n) {
+        return;
+    }
+    let per = u32(cfg.ho * cfg.wo);
+    let plane = i / per;
+    let r = i32(i % per);
+    idx[i] = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r % cfg.wo).idx;
+}
+
+//// max_backward
+// gx at one input element: the grads of the windows (in row-major window order) whose argmax it is
+@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
+@group(0) @binding(1) var<storage, read> g: array<scalar>;
+@group(0) @binding(2) var<storage, read> idx: array<i32>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = item(lid, wid);
+    if (i >= cfg.n) {
+        return;
+    }
+    let per = u32(cfg.h * cfg.w);
+    let plane = i / per;
+    let pos = i32(i % per);
+    let ih = pos / cfg.w;
+    let iw = pos % cfg.w;
+    let obase = plane * u32(cfg.ho * cfg.wo);
+    var acc = 0.0;
+    for (var a = cfg.kh - 1; a >= 0; a--) {         // descending kernel row: ascending window row
+        let t = ih + cfg.ph - a * cfg.dh;
+        if (t < 0 || t % cfg.sh != 0 || t / cfg.sh >= cfg.ho) {
+            continue;
+        }
+        let oh = t / cfg.sh;
+        for (var b = cfg.kw - 1; b >= 0; b--) {
+            let u = iw + cfg.pw - b * cfg.dw;
+            if (u < 0 || u % cfg.sw != 0 || u / cfg.sw >= cfg.wo) {
+                continue;
+            }
+            let o = obase + u32(oh * cfg.wo + u / cfg.sw);
+            if (idx[o] == pos) {
+                acc += f32(g[cfg.a_off + o]);
+            }
+        }
+    }
+    gx[cfg.out_off + i] = scalar(acc);
+}
+
+//// avg
+@group(0) @binding(0) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = item(lid, wid);
+    if (i >= cfg.n) {
+        return;
+    }
+    let per = u32(cfg.ho * cfg.wo);
+    let plane = i / per;
+    let r = i32(i % per);
+    let win = avg_window(r / cfg.wo, r % cfg.wo);
+    let base = cfg.a_off + plane * u32(cfg.h * cfg.w);
+    var s = 0.0;
+    for (var ih = win.h0; ih < win.h1; ih++) {
+        for (var iw = win.w0; iw < win.w1; iw++) {
+            s += f32(x[base + u32(ih * cfg.w + iw)]);
+        }
+    }
+    y[cfg.out_off + i] = scalar(select(0.0, s / win.div, win.h0 < win.h1 && win.w0 < win.w1));
+}
+
+//// avg_backward
+@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
+@group(0) @binding(1) var<storage, read> g: array<scalar>;
+@group(0) @binding(2) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = item(lid, wid);
+    if (i >= cfg.n) {
+        return;
+    }
+    let per = u32(cfg.h * cfg.w);
+    let plane = i / per;
+    let pos = i32(i % per);
+    let ih = pos / cfg.w;
+    let iw = pos % cfg.w;
+    let obase = cfg.a_off + plane * u32(cfg.ho * cfg.wo);
+    // windows [oh * sh - ph, + kh) holding ih: oh from ceil((ih + ph - kh + 1) / sh) to (ih + ph) / sh
+    let th = ih + cfg.ph - cfg.kh + 1;
+    let tw = iw + cfg.pw - cfg.kw + 1;
+    let oh0 = select(0, (th + cfg.sh - 1) / cfg.sh, th > 0);
+    let ow0 = select(0, (tw + cfg.sw - 1) / cfg.sw, tw > 0);
+    let oh1 = min(cfg.ho - 1, (ih + cfg.ph) / cfg.sh);
+    let ow1 = min(cfg.wo - 1, (iw + cfg.pw) / cfg.sw);
+    var acc = 0.0;
+    for (var oh = oh0; oh <= oh1; oh++) {
+        for (var ow = ow0; ow <= ow1; ow++) {
+            let win = avg_window(oh, ow);
+            if (ih >= win.h0 && ih < win.h1 && iw >= win.w0 && iw < win.w1) {
+                acc += f32(g[obase + u32(oh * cfg.wo + ow)]) / win.div;
+            }
+        }
+    }
+    gx[cfg.out_off + i] = scalar(acc);
+}
