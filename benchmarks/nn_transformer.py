@@ -91,7 +91,7 @@ def _time_steps(steps_by_name: dict[str, Callable[[], float]], warmup: int,
 
 
 def transformer_step_benchmark(device: str | None = None, with_torch: bool = True, warmup: int = 2, steps: int = 5,
-                               config: dict[str, Any] | None = None) -> dict[str, Any]:
+                               config: dict[str, Any] | None = None, torch_device: str = "cpu") -> dict[str, Any]:
     """Seconds per training step for rumus on `device` (default device if None) and, with_torch, PyTorch CPU.
 
     Returns {"rumus_s", "rumus_loss", "torch_s", "torch_loss", "ratio", "device", "config"}; both frameworks start
@@ -137,8 +137,9 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
     runs: dict[str, Callable[[], float]] = {"rumus": rumus_step}
     if torch_model is not None:
         import torch
+        torch_model = torch_model.to(torch_device)
         t_opt = torch.optim.AdamW(torch_model.parameters(), lr=c["lr"])
-        t_idx, t_pos, t_tgt = torch.from_numpy(idx), torch.from_numpy(positions), torch.from_numpy(target.reshape(-1))
+        t_idx, t_pos, t_tgt = (torch.from_numpy(a).to(torch_device) for a in (idx, positions, target.reshape(-1)))
 
         def torch_step() -> float:
             t_opt.zero_grad(set_to_none=True)
@@ -165,8 +166,10 @@ def main() -> None:
     ap.add_argument("--device", default=None, help="rumus device (default: RUMUS_BACKEND or cpu)")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--torch-device", default="cpu", help="cpu, or cuda on the GPU machine")
     args = ap.parse_args()
-    res = transformer_step_benchmark(args.device, with_torch=not args.no_torch, steps=args.steps)
+    res = transformer_step_benchmark(args.device, with_torch=not args.no_torch, steps=args.steps,
+                                     torch_device=args.torch_device)
     c = res["config"]
     print(f"# transformer training step: {c['layers']} layers, d {c['d_model']}, {c['heads']} heads, FFN {c['d_ff']}, "
           f"seq {c['seq']}, batch {c['batch']}, vocab {c['vocab']}, dropout {c['dropout']}, AdamW")
@@ -184,7 +187,7 @@ def main() -> None:
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, {threads}{kernels}")
     tokens = c["batch"] * c["seq"]
     rows = []
-    for name, label in (("rumus", f"rumus ({res['device']})"), ("torch", "PyTorch (cpu)")):
+    for name, label in (("rumus", f"rumus ({res['device']})"), ("torch", f"PyTorch ({args.torch_device})")):
         if f"{name}_s" not in res:
             continue
         suffix = name[len("rumus"):] if name != "torch" else None

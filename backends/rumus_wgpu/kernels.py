@@ -4,8 +4,9 @@ import wgpu.
 float16 kernels need the device feature shader-f16 (a device without it lists no float16 in its
 capabilities and refuses to compile them); int64 is two u32 words (native layout, emulated
 arithmetic); bool is one u32 (0/1) per element. No float64, int8, uint8 or bfloat16 kernels: those
-(op, dtype) pairs have no kernel and the core raises KernelNotFound. Composite ops need no kernel;
-norms, convolution, pooling, dropout and fixed-point ops are not implemented on wgpu yet.
+(op, dtype) pairs have no kernel and the core raises KernelNotFound. Composite ops need no kernel.
+The nn ops (convolution, pooling, norms, dropout) live in the nn_* modules. The fixed-point ops
+(fixed_linear, fixed_relu, fixed_requantize, ...) are CPU-only by design: never claimed here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from rumus_contracts import DType, bool_, float16, float32, int32, int64
 
-from . import elementwise, gemm, indexing, optim, reduce
+from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce
 
 F = (float32, float16)
 FI = (*F, int32, int64)
@@ -32,12 +33,13 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     **{op: F for op in elementwise.ACTIVATIONS},
     **{op: ALL for op in ("gather", "index_select", "embedding")},
     **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
+    **{op: F for m in (nn_conv, nn_pool, nn_norm, nn_dropout) for op in m.kernels()},
 }
 
 
 def kernel_table() -> dict[str, Any]:
     table: dict[str, Any] = {}
-    for module in (elementwise, reduce, optim, indexing):
+    for module in (elementwise, reduce, optim, indexing, nn_conv, nn_pool, nn_norm, nn_dropout):
         table.update(module.kernels())
     table["matmul"] = gemm.matmul
     return table

@@ -168,6 +168,12 @@ def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs:
         return
     dev = device_of(outputs, ins)
     x, w, b, mean, var = dealias(dev, outputs, ins)[0]
+    if attrs.get("training") and x.dtype.itemsize < 4:
+        # mean / var are batch_norm_stats(x) rounded to the narrow dtype (three digits for float16): use
+        # x's own statistics in float32 instead, as the op's definition says
+        words = _channel_config(x, eps=float(attrs["eps"]), offsets=[y.offset, x.offset, w.offset, b.offset])
+        dispatch(dev, "nn_norm", "bn_train", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words, x.shape[1], 1)
+        return
     words = _channel_config(x, eps=float(attrs["eps"]),
                             offsets=[y.offset, x.offset, w.offset, b.offset, mean.offset, var.offset])
     dispatch(dev, "nn_norm", "bn_forward", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer, mean.buffer, var.buffer],

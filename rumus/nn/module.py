@@ -28,6 +28,10 @@ class Module:
     def __setattr__(self, name: str, value: Any) -> None:
         if "_parameters" not in self.__dict__:
             raise RumusError(f"{type(self).__name__}: call super().__init__() before assigning attributes")
+        if name in self._buffers and (value is None or (isinstance(value, Tensor) and
+                                                        not isinstance(value, (Parameter, Buffer)))):
+            self._buffers[name] = value  # reassigning a registered buffer keeps it registered (PyTorch)
+            return
         for table in (self._parameters, self._buffers, self._modules):
             table.pop(name, None)
         if isinstance(value, Parameter):
@@ -36,6 +40,8 @@ class Module:
             self._modules[name] = value
         elif isinstance(value, Buffer):
             self._buffers[name] = value
+            if not value.persistent:
+                self._non_persistent.add(name)
         elif value is None and name in self.__dict__.get("_declared_optional", ()):
             self._parameters[name] = None
         else:

@@ -30,13 +30,14 @@ class Parameter(Tensor):
 
 
 class Buffer(Tensor):
-    """Marker used as `self.x = Buffer(t)` to register a (persistent) buffer, like torch.nn.Buffer."""
+    """Marker used as `self.x = Buffer(t)` to register a buffer, like torch.nn.Buffer."""
 
-    __slots__ = ()
+    __slots__ = ("persistent",)
 
     def __new__(cls, data: Tensor, persistent: bool = True) -> Buffer:
         b: Buffer = object.__new__(cls)
         _init(b, data._storage, data.shape, data._strides, data._offset)
+        b.persistent = persistent
         return b
 
     def __init__(self, data: Tensor, persistent: bool = True) -> None:

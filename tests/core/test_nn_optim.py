@@ -109,3 +109,17 @@ def test_corrupt_safetensors_is_a_format_error(tmp_path):
     path.write_bytes(b"abc")
     with pytest.raises(rm.FormatError, match="not a safetensors"):
         rm.io.load_file(path)
+
+
+def test_buffers_stay_registered_when_reassigned():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("running", rm.zeros(2))
+            self.tmp = nn.Buffer(rm.ones(1), persistent=False)
+
+    m = M()
+    m.running = rm.ones(2)
+    assert m.running.tolist() == [1.0, 1.0]
+    assert list(m.state_dict()) == ["running"]
+    assert [n for n, _ in m.named_buffers()] == ["running", "tmp"]

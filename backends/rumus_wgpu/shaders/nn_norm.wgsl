@@ -226,6 +226,40 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     y[cfg.off[0].x + i] = scalar(v);
 }
 
+//// bn_train
+// batch_norm with training=True from x's own statistics (f32, like bn_stats): one workgroup per
+// channel. Used where the statistics inputs were rounded to a narrow storage type.
+@group(0) @binding(0) var<storage, read_write> y: array<scalar>;
+@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(2) var<storage, read> w: array<scalar>;
+@group(0) @binding(3) var<storage, read> b: array<scalar>;
+@group(0) @binding(4) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let p = param_of(wid);
+    let c = min(p, cfg.n - 1u);
+    let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
+    let m = f32(max(cfg.outer * cfg.inner, 1u));
+    let xo = cfg.off[0].y;
+    var s = 0.0;
+    for (var e = lid; e < count; e += 256u) {
+        s += f32(x[xo + param_addr(p, e)]);
+    }
+    let mean = group_sum(lid, lid, 256u, s) / m;
+    var q = 0.0;
+    for (var e = lid; e < count; e += 256u) {
+        let d = f32(x[xo + param_addr(p, e)]) - mean;
+        q += d * d;
+    }
+    let a = f32(w[cfg.off[0].z + c]) / sqrt(group_sum(lid, lid, 256u, q) / m + cfg.eps);
+    let sh = f32(b[cfg.off[0].w + c]);
+    for (var e = lid; e < count; e += 256u) {
+        let i = param_addr(p, e);
+        y[cfg.off[0].x + i] = scalar((f32(x[xo + i]) - mean) * a + sh);
+    }
+}
+
 //// bn_backward
 // one workgroup per channel: the sums, then gx of the channel's elements
 @group(0) @binding(0) var<storage, read_write> gx: array<scalar>;

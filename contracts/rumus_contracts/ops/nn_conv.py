@@ -282,6 +282,13 @@ def _backward_input_errors() -> list[ErrorSample]:
                         "does not come from a conv2d")]
 
 
+def _backward_weight_errors() -> list[ErrorSample]:
+    return [ErrorSample([np.zeros((2, 4, 3, 3)), np.zeros((2, 3, 5, 5))], {"kernel_size": (2, 2)}, ShapeError,
+                        "does not come from a conv2d"),
+            ErrorSample([np.zeros((2, 4, 3, 3)), np.zeros((2, 3, 5, 5))], {"kernel_size": (3, 3), "groups": 2},
+                        ShapeError, "divisible by groups=2")]
+
+
 def _conv_transpose_errors() -> list[ErrorSample]:
     return [ErrorSample([np.zeros((2, 3, 4, 4)), np.zeros((2, 3, 3, 3))], {}, ShapeError, "does not fit weight"),
             ErrorSample([np.zeros((2, 3, 4, 4)), np.zeros((3, 3, 3, 3))], {"output_padding": (1, 1)}, ShapeError,
@@ -307,6 +314,7 @@ def register(registry: OpRegistry) -> None:
         "conv2d_backward_weight", ("grad", "x"), _backward_weight_shape,
         attrs={**CONV_ATTRS, "kernel_size": (1, 1)}, contiguous=("grad", "x"), differentiable=("grad", "x"),
         reference=conv2d_backward_weight_reference, samples=_backward_weight_samples,
+        error_samples=_backward_weight_errors,
         doc="the gradient of conv2d with respect to its weight: grad [N,O,Ho,Wo], x [N,C,H,W] -> "
             "[O,C/groups,kh,kw] with (kh, kw) = kernel_size", **common))
     registry.register(OpSchema(

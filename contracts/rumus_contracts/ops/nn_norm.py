@@ -337,6 +337,25 @@ def _batch_norm_errors() -> list[ErrorSample]:
             ErrorSample([z((4,)), z((4,)), z((4,)), z((4,)), z((4,))], {}, ShapeError, "[N, C, *]")]
 
 
+def _rms_norm_errors() -> list[ErrorSample]:
+    return [ErrorSample([np.zeros((3, 4)), np.zeros((3,))], {}, ShapeError, "trailing dims")]
+
+
+def _backward_errors(op: str, with_bias_stats: bool = False) -> Any:
+    def gen() -> list[ErrorSample]:
+        z = np.zeros
+        extra = [z((4,)), z((4,))] if with_bias_stats else []
+        attrs = {"num_groups": 2} if op == "group_norm_backward" else {}
+        w = z((5,)) if op in ("layer_norm_backward", "rms_norm_backward") else z((4,))  # trailing vs channel
+        return [ErrorSample([z((2, 4, 3)), z((2, 4, 5)), w, *extra], attrs, ShapeError, "differ in shape")]
+    return gen
+
+
+def _stats_errors() -> list[ErrorSample]:
+    return [ErrorSample([np.zeros((5,))], {}, ShapeError, "[N, C, *]"),
+            ErrorSample([np.zeros((0, 3))], {}, ShapeError, "no values per channel")]
+
+
 def register(registry: OpRegistry) -> None:
     fl: dict[str, Any] = {"dtypes": FLOAT_DTYPES}
     registry.register(OpSchema(
@@ -347,16 +366,18 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "layer_norm_backward", ("grad", "x", "weight"), _layer_norm_backward_shape, attrs={"eps": 1e-5},
         contiguous=("grad", "x", "weight"), num_outputs=3, dtype=_thrice, reference=layer_norm_backward_reference,
-        samples=_layer_norm_backward_samples,
+        samples=_layer_norm_backward_samples, error_samples=_backward_errors("layer_norm_backward"),
         doc="gradients (x, weight, bias) of layer_norm; the statistics are recomputed from x", **fl))
     registry.register(OpSchema(
         "rms_norm", ("x", "weight"), _rms_norm_shape, attrs={"eps": 1e-6}, contiguous=("x", "weight"),
         differentiable=("x", "weight"), reference=rms_norm_reference, samples=_rms_norm_samples,
+        error_samples=_rms_norm_errors,
         doc="x / sqrt(mean(x^2) + eps) * weight over the trailing weight.ndim dims", **fl))
     registry.register(OpSchema(
         "rms_norm_backward", ("grad", "x", "weight"), _rms_norm_backward_shape, attrs={"eps": 1e-6},
         contiguous=("grad", "x", "weight"), num_outputs=2, dtype=_twice, reference=rms_norm_backward_reference,
-        samples=_rms_norm_backward_samples, doc="gradients (x, weight) of rms_norm", **fl))
+        samples=_rms_norm_backward_samples, error_samples=_backward_errors("rms_norm_backward"),
+        doc="gradients (x, weight) of rms_norm", **fl))
     registry.register(OpSchema(
         "group_norm", ("x", "weight", "bias"), _group_norm_shape, attrs={"num_groups": 1, "eps": 1e-5},
         contiguous=("x", "weight", "bias"), differentiable=("x", "weight", "bias"), reference=group_norm_reference,
@@ -366,10 +387,11 @@ def register(registry: OpRegistry) -> None:
         "group_norm_backward", ("grad", "x", "weight"), _group_norm_backward_shape,
         attrs={"num_groups": 1, "eps": 1e-5}, contiguous=("grad", "x", "weight"), num_outputs=3, dtype=_thrice,
         reference=group_norm_backward_reference, samples=_group_norm_backward_samples,
+        error_samples=_backward_errors("group_norm_backward"),
         doc="gradients (x, weight, bias) of group_norm; the statistics are recomputed from x", **fl))
     registry.register(OpSchema(
         "batch_norm_stats", ("x",), _stats_shape, contiguous=("x",), num_outputs=2, dtype=_twice,
-        reference=batch_norm_stats_reference, samples=_stats_samples,
+        reference=batch_norm_stats_reference, samples=_stats_samples, error_samples=_stats_errors,
         doc="per-channel mean and biased variance of x [N, C, *] (over every dim but 1)", **fl))
     registry.register(OpSchema(
         "batch_norm", ("x", "weight", "bias", "mean", "var"), _batch_norm_shape,
@@ -382,4 +404,5 @@ def register(registry: OpRegistry) -> None:
         "batch_norm_backward", ("grad", "x", "weight", "mean", "var"), _batch_norm_backward_shape,
         attrs={"eps": 1e-5, "training": False}, contiguous=("grad", "x", "weight", "mean", "var"), num_outputs=3,
         dtype=_thrice, reference=batch_norm_backward_reference, samples=_batch_norm_backward_samples,
+        error_samples=_backward_errors("batch_norm_backward", with_bias_stats=True),
         doc="gradients (x, weight, bias) of batch_norm, using the given statistics", **fl))

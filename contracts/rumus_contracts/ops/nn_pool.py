@@ -280,6 +280,22 @@ def _avg_errors() -> list[ErrorSample]:
             ErrorSample([z((1, 1, 4, 4))], {**AVG_ATTRS, "divisor_override": 0}, ShapeError, "divisor_override")]
 
 
+def _backward_errors() -> list[ErrorSample]:
+    z = np.zeros
+    return [ErrorSample([z((1, 2, 3, 3)), z((1, 2, 4, 4))], MAX_ATTRS, ShapeError, "does not match the pooled shape")]
+
+
+def _avg_backward_errors() -> list[ErrorSample]:
+    return [ErrorSample([np.zeros((1, 2, 3, 3))], {**AVG_ATTRS, "input_size": (4, 4)}, ShapeError,
+                        "does not match the pooled shape")]
+
+
+def _adaptive_errors() -> list[ErrorSample]:
+    z = np.zeros
+    return [ErrorSample([z((2, 4, 4))], {"output_size": (2, 2)}, ShapeError, "4-D"),
+            ErrorSample([z((1, 2, 4, 4))], {"output_size": (0, 2)}, ShapeError, "output_size")]
+
+
 def register(registry: OpRegistry) -> None:
     fl: dict[str, Any] = {"dtypes": FLOAT_DTYPES}
     registry.register(OpSchema(
@@ -289,6 +305,7 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "max_pool2d_backward", ("grad", "x"), _max_backward_shape, attrs=dict(MAX_ATTRS),
         contiguous=("grad", "x"), reference=max_pool2d_backward_reference, samples=_max_backward_samples,
+        error_samples=_backward_errors,
         doc="gradient of max_pool2d: each window's grad is added at its first maximum (row-major), found again "
             "from x", **fl))
     registry.register(OpSchema(
@@ -299,10 +316,11 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "avg_pool2d_backward", ("grad",), _avg_backward_shape, attrs={**AVG_ATTRS, "input_size": (1, 1)},
         contiguous=("grad",), differentiable=("grad",), reference=avg_pool2d_backward_reference,
-        samples=_avg_backward_samples,
+        samples=_avg_backward_samples, error_samples=_avg_backward_errors,
         doc="gradient of avg_pool2d (its adjoint): grad [N,C,Ho,Wo] -> [N,C,H,W] with (H, W) = input_size", **fl))
     registry.register(OpSchema(
         "adaptive_avg_pool2d", ("x",), _adaptive_shape, attrs={"output_size": (1, 1)}, differentiable=("x",),
         composite=True, reference=adaptive_avg_pool2d_reference, samples=_adaptive_samples,
+        error_samples=_adaptive_errors,
         doc="mean over PyTorch's adaptive windows [floor(i*H/Ho), ceil((i+1)*H/Ho)); a composite of mean, "
             "avg_pool2d (evenly divisible sizes) or two matmuls with averaging matrices", **fl))

@@ -1,0 +1,178 @@
+"""conv2d and its two backward ops as im2col / col2im (shaders/nn_conv.wgsl) around the tiled GEMM
+of gemm.py: batched, grouped, strided, padded and dilated, a few dispatches per call.
+
+The column buffer (pooled scratch) holds, per group, K = C/groups * kh * kw rows of L = Ho * Wo
+output positions, in one of two layouts:
+  per sample     [N, groups, K, L]: one batched GEMM of [O/g, K] @ [K, L] products over (sample,
+                 group) that reads and writes NCHW directly; used when L is large (or N = 1);
+  channel-major  [groups, K, N * L]: one [O/g, K] @ [K, N * L] GEMM per group, so small images
+                 still make wide GEMMs; NCHW <-> [groups, O/g, N * L] reorders are strided copies.
+conv2d_backward_weight always takes the channel-major layout: its GEMM then sums over samples and
+positions at once. Large batches run in chunks of samples, so scratch stays within SCRATCH_BYTES
+(chunks of the weight gradient are added up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rumus_contracts import DType, TensorArg
+
+from . import elementwise
+from .gemm import matmul
+from .layout import dealias, device_of, new_buffer
+from .nn_common import dispatch
+
+SCRATCH_BYTES = 64 << 20
+MAX_COLUMNS = 1 << 20     # N * L of one chunk: GEMM grids stay far below the dispatch limit
+PER_SAMPLE_MIN_L = 256    # output positions from which per-sample GEMMs are wide enough
+_ADD = elementwise.MapSpec("add", elementwise.BINARY["add"])
+
+
+def _view(buf: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int, dtype: DType) -> TensorArg:
+    return TensorArg(buf, shape, strides, offset, dtype)
+
+
+class _Conv:
+    """The geometry of one convolution: x [N, C, H, W], weight [O, C/g, kh, kw], output [N, O, Ho, Wo]."""
+
+    def __init__(self, x_shape: Sequence[int], w_shape: Sequence[int], out_hw: Sequence[int],
+                 attrs: Mapping[str, Any]) -> None:
+        self.n, self.c, self.h, self.w = (int(v) for v in x_shape)
+        self.o, self.kh, self.kw = int(w_shape[0]), int(w_shape[2]), int(w_shape[3])
+        self.ho, self.wo = int(out_hw[0]), int(out_hw[1])
+        self.g = int(attrs["groups"])
+        self.og, self.k = self.o // self.g, int(w_shape[1]) * self.kh * self.kw
+        self.L = self.ho * self.wo
+        self.rows = self.g * self.k
+        self.geo = [self.c, self.h, self.w, self.kh, self.kw, *attrs["stride"], *attrs["padding"], *attrs["dilation"],
+                    self.ho, self.wo]
+
+    def per_sample(self) -> bool:
+        return self.n == 1 or self.L >= PER_SAMPLE_MIN_L
+
+    def chunk(self, dev: Any, dtype: DType, extra: int) -> int:
+        """Samples per chunk: the column buffer plus `extra` elements per sample within SCRATCH_BYTES."""
+        per = (self.rows * self.L + extra) * dtype.itemsize
+        cap = min(dev.max_binding, SCRATCH_BYTES)
+        return max(1, min(self.n, cap // max(per, 1), MAX_COLUMNS // self.L))
+
+    def strides(self, nb: int, per_sample: bool) -> tuple[int, int]:
+        """(sample, row) strides of the column buffer."""
+        return (self.rows * self.L, self.L) if per_sample else (self.L, nb * self.L)
+
+    def im2col(self, dev: Any, cols: Any, x: TensorArg, n0: int, nb: int, per_sample: bool) -> None:
+        sn, sr = self.strides(nb, per_sample)
+        dispatch(dev, "nn_conv", "im2col", x.dtype, [cols, x.buffer],
+                 [*self.geo, sn, sr, x.offset + n0 * self.c * self.h * self.w], nb * self.rows * self.L)
+
+    def col2im(self, dev: Any, gx: TensorArg, cols: Any, n0: int, nb: int, per_sample: bool) -> None:
+        sn, sr = self.strides(nb, per_sample)
+        dispatch(dev, "nn_conv", "col2im", gx.dtype, [gx.buffer, cols],
+                 [*self.geo, sn, sr, gx.offset + n0 * self.c * self.h * self.w], nb * self.c * self.h * self.w)
+
+    def nchw(self, t: TensorArg, n0: int, nb: int) -> TensorArg:
+        """Samples [n0, n0 + nb) of a contiguous [N, O, Ho, Wo] tensor as [nb, g, O/g, L]."""
+        o, og, L = self.o, self.og, self.L
+        return _view(t.buffer, (nb, self.g, og, L), (o * L, og * L, L, 1), t.offset + n0 * o * L, t.dtype)
+
+    def grouped(self, buf: Any, nb: int, dtype: DType) -> TensorArg:
+        """A channel-major [g, O/g, nb * L] buffer seen as [nb, g, O/g, L] (the copy partner of nchw)."""
+        og, L = self.og, self.L
+        return _view(buf, (nb, self.g, og, L), (L, og * nb * L, nb * L, 1), 0, dtype)
+
+
+def _copy(dst: TensorArg, src: TensorArg) -> None:
+    elementwise.copy([dst], [src], {"dtype": None})
+
+
+def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, (x, w) = outputs[0], inputs
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    x, w = dealias(dev, outputs, [x, w])[0]
+    cv, dt = _Conv(x.shape, w.shape, y.shape[2:], attrs), x.dtype
+    g, og, k, L = cv.g, cv.og, cv.k, cv.L
+    per_sample = cv.per_sample()
+    step = cv.chunk(dev, dt, 0 if per_sample else cv.o * L)
+    for n0 in range(0, cv.n, step):
+        nb = min(step, cv.n - n0)
+        cols = new_buffer(dev, nb * cv.rows * L * dt.itemsize, "conv2d columns")
+        cv.im2col(dev, cols, x, n0, nb, per_sample)
+        if per_sample:
+            a = _view(w.buffer, (1, g, og, k), (0, og * k, k, 1), w.offset, dt)
+            b = _view(cols, (nb, g, k, L), (g * k * L, k * L, L, 1), 0, dt)
+            matmul([cv.nchw(y, n0, nb)], [a, b], {})
+            continue
+        prod = new_buffer(dev, nb * cv.o * L * dt.itemsize, "conv2d product")
+        a = _view(w.buffer, (g, og, k), (og * k, k, 1), w.offset, dt)
+        b = _view(cols, (g, k, nb * L), (k * nb * L, nb * L, 1), 0, dt)
+        matmul([_view(prod, (g, og, nb * L), (og * nb * L, nb * L, 1), 0, dt)], [a, b], {})
+        _copy(cv.nchw(y, n0, nb), cv.grouped(prod, nb, dt))
+
+
+def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    gx, (gy, w) = outputs[0], inputs
+    if gx.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    gy, w = dealias(dev, outputs, [gy, w])[0]
+    cv, dt = _Conv(gx.shape, w.shape, gy.shape[2:], attrs), gy.dtype
+    g, og, k, L = cv.g, cv.og, cv.k, cv.L
+    per_sample = cv.per_sample()
+    step = cv.chunk(dev, dt, 0 if per_sample else cv.o * L)
+    for n0 in range(0, cv.n, step):
+        nb = min(step, cv.n - n0)
+        cols = new_buffer(dev, nb * cv.rows * L * dt.itemsize, "conv2d_backward_input columns")
+        if per_sample:  # cols[n, g] = w[g]^T @ gy[n, g]
+            a = _view(w.buffer, (1, g, k, og), (0, og * k, 1, k), w.offset, dt)
+            c = _view(cols, (nb, g, k, L), (g * k * L, k * L, L, 1), 0, dt)
+            matmul([c], [a, cv.nchw(gy, n0, nb)], {})
+        else:
+            gt = new_buffer(dev, nb * cv.o * L * dt.itemsize, "conv2d_backward_input grad reorder")
+            _copy(cv.grouped(gt, nb, dt), cv.nchw(gy, n0, nb))
+            a = _view(w.buffer, (g, k, og), (og * k, 1, k), w.offset, dt)
+            b = _view(gt, (g, og, nb * L), (og * nb * L, nb * L, 1), 0, dt)
+            matmul([_view(cols, (g, k, nb * L), (k * nb * L, nb * L, 1), 0, dt)], [a, b], {})
+        cv.col2im(dev, gx, cols, n0, nb, per_sample)
+
+
+def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
+                           attrs: Mapping[str, Any]) -> None:
+    gw, (gy, x) = outputs[0], inputs
+    if gw.numel == 0:
+        return
+    if x.numel == 0 or gy.numel == 0:
+        elementwise.fill([gw], [], {"value": 0.0})
+        return
+    dev = device_of(outputs, inputs)
+    gy, x = dealias(dev, outputs, [gy, x])[0]
+    cv, dt = _Conv(x.shape, gw.shape, gy.shape[2:], attrs), x.dtype
+    g, og, k, L = cv.g, cv.og, cv.k, cv.L
+    target = _view(gw.buffer, (g, og, k), (og * k, k, 1), gw.offset, dt)
+    step = cv.chunk(dev, dt, cv.o * L)
+    for n0 in range(0, cv.n, step):
+        nb = min(step, cv.n - n0)
+        cols = new_buffer(dev, nb * cv.rows * L * dt.itemsize, "conv2d_backward_weight columns")
+        cv.im2col(dev, cols, x, n0, nb, False)
+        if nb == 1:  # one sample: gy[n] is already [g, O/g, L]
+            a = _view(gy.buffer, (g, og, L), (og * L, L, 1), gy.offset + n0 * cv.o * L, dt)
+        else:
+            gt = new_buffer(dev, nb * cv.o * L * dt.itemsize, "conv2d_backward_weight grad reorder")
+            _copy(cv.grouped(gt, nb, dt), cv.nchw(gy, n0, nb))
+            a = _view(gt, (g, og, nb * L), (og * nb * L, nb * L, 1), 0, dt)
+        b = _view(cols, (g, nb * L, k), (k * nb * L, 1, nb * L), 0, dt)  # cols[g]^T
+        if n0 == 0:
+            matmul([target], [a, b], {})
+            continue
+        part = _view(new_buffer(dev, gw.numel * dt.itemsize, "conv2d_backward_weight chunk"), (g, og, k),
+                     (og * k, k, 1), 0, dt)
+        matmul([part], [a, b], {})
+        elementwise.run_map(_ADD, [target], [target, part])
+
+
+def kernels() -> dict[str, Any]:
+    return {"conv2d": conv2d, "conv2d_backward_input": conv2d_backward_input,
+            "conv2d_backward_weight": conv2d_backward_weight}
