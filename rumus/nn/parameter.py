@@ -33,6 +33,7 @@ class Buffer(Tensor):
     """Marker used as `self.x = Buffer(t)` to register a buffer, like torch.nn.Buffer."""
 
     __slots__ = ("persistent",)
+    persistent: bool
 
     def __new__(cls, data: Tensor, persistent: bool = True) -> Buffer:
         b: Buffer = object.__new__(cls)
