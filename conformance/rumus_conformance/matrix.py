@@ -33,11 +33,11 @@ def render() -> str:
     dtypes = sorted({c.dtype.name for c in all_claims if c.status != "unsupported"})
     ops = sorted({c.op for c in all_claims})
     status = {(c.op, c.dtype.name): c.status for c in all_claims}
-    width = max(len(o) for o in ops) + 2
+    width = min(max(len(o) for o in ops), 34) + 2
     lines = [f"backend: {name}", "op".ljust(width) + "".join(d[:10].ljust(11) for d in dtypes)]
     totals: dict[str, int] = defaultdict(int)
     for op in ops:
-        row = op.ljust(width)
+        row = op[:width - 2].ljust(width)
         for d in dtypes:
             st = status.get((op, d))
             cell = "" if st is None else "-" if st == "unsupported" else MATRIX.status(op, d) or (
