@@ -65,7 +65,7 @@ class _Conv:
     def im2col(self, dev: Any, cols: Any, x: TensorArg, n0: int, nb: int, per_sample: bool) -> None:
         sn, sr = self.strides(nb, per_sample)
         dispatch(dev, "nn_conv", "im2col", x.dtype, [cols, x.buffer],
-                 [*self.geo, sn, sr, x.offset + n0 * self.c * self.h * self.w], nb * self.rows * self.L)
+                 [*self.geo, sn, sr, x.offset + n0 * self.c * self.h * self.w], nb * self.rows * self.ho)
 
     def col2im(self, dev: Any, gx: TensorArg, cols: Any, n0: int, nb: int, per_sample: bool) -> None:
         sn, sr = self.strides(nb, per_sample)

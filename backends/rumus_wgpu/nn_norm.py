@@ -1,10 +1,11 @@
 """Layer, RMS, group and batch normalization and their backward ops (shaders/nn_norm.wgsl).
 
-Layer / RMS / group norm run row kernels: a power-of-two group of invocations per row (short rows
-pack several per workgroup), statistics reduced in workgroup memory. Their backward ops take two
-dispatches: rows (gx, and each row's mean / rstd into a scratch buffer), then one workgroup per
-parameter for the weight / bias gradients. Batch norm's statistics and backward run one workgroup
-per channel; its forward is elementwise. Inputs are contiguous (the schemas say so), with offsets.
+Reductions run in groups: a power-of-two group of invocations (about 8 elements each, up to 256;
+short rows pack several groups per workgroup) per row or per parameter, summing in workgroup memory.
+Layer / RMS / group norm are row kernels; their backward ops take two dispatches: rows (gx, and each
+row's mean / rstd into a scratch buffer), then a group per parameter for the weight / bias
+gradients. Batch norm's statistics and backward run a group per channel; its forward is
+elementwise. Inputs are contiguous (the schemas say so), with offsets.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ CENTRED, BIAS, TRAINING = 1, 2, 4
 
 def _pow2_ceil(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
+
+
+def group_size(count: int) -> int:
+    """Invocations reducing `count` elements: about 8 elements each, a power of two up to 256 (few
+    barriers per element; short rows pack many per workgroup)."""
+    return min(256, _pow2_ceil((count + 7) // 8))
 
 
 def _config(group: int = 1, length: int = 1, groups: int = 1, cg: int = 1, inner: int = 1, outer: int = 0,
@@ -44,7 +51,7 @@ class _Rows:
 
     def __init__(self, rows: int, length: int, groups: int, cg: int, inner: int) -> None:
         self.rows, self.length, self.groups, self.cg, self.inner = rows, length, groups, cg, inner
-        self.group = min(256, _pow2_ceil(length))
+        self.group = group_size(length)
 
     def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg | None, flags: int,
                 eps: float) -> None:
@@ -62,11 +69,12 @@ class _Rows:
         dispatch(dev, "nn_norm", "rows_stats+rows_backward", x.dtype, [gx.buffer, x.buffer, g.buffer, w.buffer, stats],
                  words, self.rows, 256 // self.group)
         bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
-        words = _config(groups=self.groups, cg=self.cg, inner=self.inner, outer=outer, outer_stride=outer_stride,
+        t = group_size(outer * self.inner)
+        words = _config(t, groups=self.groups, cg=self.cg, inner=self.inner, outer=outer, outer_stride=outer_stride,
                         p_stride=p_stride, flags=BIAS if gb is not None else 0,
                         offsets=[gw.offset, bias.offset, g.offset, x.offset])
         dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, bias.buffer, g.buffer, x.buffer, stats], words,
-                 gw.numel, 1)
+                 gw.numel, 256 // t)
 
 
 def _zero(*outs: TensorArg | None) -> None:
@@ -147,9 +155,15 @@ def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
 
 
 def _channel_config(x: TensorArg, flags: int = 0, eps: float = 0.0, offsets: Sequence[int] = ()) -> list[int | float]:
+    """Batch norm: channel c's N runs of S elements (its group reduces them)."""
     c, s = x.shape[1], _spatial(x)
-    return _config(cg=c, inner=s, outer=x.shape[0], outer_stride=c * s, p_stride=s, flags=flags, eps=eps,
-                   offsets=offsets)
+    return _config(group_size(x.shape[0] * s), cg=c, inner=s, outer=x.shape[0], outer_stride=c * s, p_stride=s,
+                   flags=flags, eps=eps, offsets=offsets)
+
+
+def _per_channel_groups(x: TensorArg) -> int:
+    """Channels per workgroup of the per-channel kernels."""
+    return 256 // group_size(x.shape[0] * _spatial(x))
 
 
 def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -159,7 +173,7 @@ def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], 
     dev = device_of(outputs, inputs)
     (x,), _ = dealias(dev, outputs, [x])
     dispatch(dev, "nn_norm", "bn_stats", x.dtype, [mean.buffer, var.buffer, x.buffer],
-             _channel_config(x, offsets=[mean.offset, var.offset, x.offset]), x.shape[1], 1)
+             _channel_config(x, offsets=[mean.offset, var.offset, x.offset]), x.shape[1], _per_channel_groups(x))
 
 
 def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -172,7 +186,8 @@ def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs:
         # mean / var are batch_norm_stats(x) rounded to the narrow dtype (three digits for float16): use
         # x's own statistics in float32 instead, as the op's definition says
         words = _channel_config(x, eps=float(attrs["eps"]), offsets=[y.offset, x.offset, w.offset, b.offset])
-        dispatch(dev, "nn_norm", "bn_train", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words, x.shape[1], 1)
+        dispatch(dev, "nn_norm", "bn_train", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words, x.shape[1],
+                 _per_channel_groups(x))
         return
     words = _channel_config(x, eps=float(attrs["eps"]),
                             offsets=[y.offset, x.offset, w.offset, b.offset, mean.offset, var.offset])
@@ -191,7 +206,7 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
                             [gx.offset, gw.offset, gb.offset, g.offset, x.offset, w.offset, mean.offset, var.offset])
     dispatch(dev, "nn_norm", "bn_backward", x.dtype,
              [gx.buffer, gw.buffer, gb.buffer, g.buffer, x.buffer, w.buffer, mean.buffer, var.buffer], words,
-             x.shape[1], 1)
+             x.shape[1], _per_channel_groups(x))
 
 
 def kernels() -> dict[str, Any]:

@@ -29,8 +29,21 @@ fn item(lid: u32, wid: vec3<u32>) -> u32 {
     return (wid.y * cfg.gx + wid.x) * 256u + lid;
 }
 
+// t / s when t >= 0 and s divides it, else -1 (no division at stride 1: divisions are slow on some
+// devices, e.g. CPU Vulkan drivers)
+fn exact_div(t: i32, s: i32) -> i32 {
+    if (t < 0) {
+        return -1;
+    }
+    if (s == 1) {
+        return t;
+    }
+    let q = t / s;
+    return select(-1, q, q * s == t);
+}
+
 //// im2col
-// one invocation per column element: x at the kernel offset, or 0 in the padding
+// one invocation per (sample, column row, output row): x at the kernel offset, or 0 in the padding
 @group(0) @binding(0) var<storage, read_write> cols: array<scalar>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<uniform> cfg: Config;
@@ -41,22 +54,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (e >= cfg.n) {
         return;
     }
-    let len = u32(cfg.ho * cfg.wo);
+    let ho = u32(cfg.ho);
     let rows = cfg.c * u32(cfg.kh * cfg.kw);
-    let l = e % len;
-    let q = e / len;
-    let r = q % rows;
+    let q = e / ho;
+    let oh = i32(e - q * ho);
     let s = q / rows;
-    let ch = r / u32(cfg.kh * cfg.kw);
-    let i = i32(r / u32(cfg.kw)) % cfg.kh;
-    let j = i32(r % u32(cfg.kw));
-    let ih = i32(l) / cfg.wo * cfg.sh - cfg.ph + i * cfg.dh;
-    let iw = i32(l) % cfg.wo * cfg.sw - cfg.pw + j * cfg.dw;
-    var v = scalar(0.0);
-    if (ih >= 0 && ih < cfg.h && iw >= 0 && iw < cfg.w) {
-        v = x[cfg.x_off + ((s * cfg.c + ch) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)];
+    let r = q - s * rows;
+    let taps = u32(cfg.kh * cfg.kw);
+    let ch = r / taps;
+    let tap = i32(r - ch * taps);
+    let i = tap / cfg.kw;
+    let j = tap - i * cfg.kw;
+    let ih = oh * cfg.sh - cfg.ph + i * cfg.dh;
+    let dst = s * cfg.sn + r * cfg.sr + u32(oh * cfg.wo);
+    if (ih < 0 || ih >= cfg.h) {
+        for (var ow = 0u; ow < u32(cfg.wo); ow++) {
+            cols[dst + ow] = scalar(0.0);
+        }
+        return;
     }
-    cols[s * cfg.sn + r * cfg.sr + l] = v;
+    let src = cfg.x_off + ((s * cfg.c + ch) * u32(cfg.h) + u32(ih)) * u32(cfg.w);
+    var iw = j * cfg.dw - cfg.pw;
+    for (var ow = 0u; ow < u32(cfg.wo); ow++) {
+        var v = scalar(0.0);
+        if (iw >= 0 && iw < cfg.w) {
+            v = x[src + u32(iw)];
+        }
+        cols[dst + ow] = v;
+        iw += cfg.sw;
+    }
 }
 
 //// col2im
@@ -71,26 +97,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     if (e >= cfg.n) {
         return;
     }
-    let plane = u32(cfg.h * cfg.w);
-    let pos = i32(e % plane);
-    let ih = pos / cfg.w;
-    let iw = pos % cfg.w;
-    let q = e / plane;
-    let ch = q % cfg.c;
-    let s = q / cfg.c;
+    let w = u32(cfg.w);
+    let qw = e / w;
+    let iw = i32(e - qw * w);
+    let qh = qw / u32(cfg.h);
+    let ih = i32(qw - qh * u32(cfg.h));
+    let s = qh / cfg.c;
+    let ch = qh - s * cfg.c;
+    let base = s * cfg.sn;
     var acc = 0.0;
     for (var i = 0; i < cfg.kh; i++) {
-        let t = ih + cfg.ph - i * cfg.dh;
-        if (t < 0 || t % cfg.sh != 0 || t / cfg.sh >= cfg.ho) {
+        let oh = exact_div(ih + cfg.ph - i * cfg.dh, cfg.sh);
+        if (oh < 0 || oh >= cfg.ho) {
             continue;
         }
+        let row = (ch * u32(cfg.kh) + u32(i)) * u32(cfg.kw);
         for (var j = 0; j < cfg.kw; j++) {
-            let u = iw + cfg.pw - j * cfg.dw;
-            if (u < 0 || u % cfg.sw != 0 || u / cfg.sw >= cfg.wo) {
+            let ow = exact_div(iw + cfg.pw - j * cfg.dw, cfg.sw);
+            if (ow < 0 || ow >= cfg.wo) {
                 continue;
             }
-            let r = (ch * u32(cfg.kh) + u32(i)) * u32(cfg.kw) + u32(j);
-            acc += f32(cols[s * cfg.sn + r * cfg.sr + u32(t / cfg.sh * cfg.wo + u / cfg.sw)]);
+            acc += f32(cols[base + (row + u32(j)) * cfg.sr + u32(oh * cfg.wo + ow)]);
         }
     }
     gx[cfg.x_off + e] = scalar(acc);

@@ -5,8 +5,9 @@
 // `len` contiguous elements (256 / group rows per workgroup). Element j of row r uses parameter
 // (r % groups) * cg + j / inner: layer norm has groups = 1, inner = 1 (parameter j); group norm has
 // groups = G, cg = C / G, inner = spatial size.
-// Parameter kernels (weight / bias gradients, batch norm): one workgroup per parameter p, reducing
-// its `outer` runs of `inner` elements at o * outer_stride + p * p_stride + i.
+// Parameter kernels (weight / bias gradients, batch norm): a group of `group` invocations per
+// parameter p (as per row above), reducing its `outer` runs of `inner` elements at
+// o * outer_stride + p * p_stride + i.
 alias scalar = f32;
 
 struct Config {
@@ -44,10 +45,6 @@ fn group_sum(lid: u32, lane: u32, t: u32, value: f32) -> f32 {
 
 fn row_of(lid: u32, wid: vec3<u32>) -> u32 {
     return (wid.y * cfg.gx + wid.x) * (256u / cfg.group) + lid / cfg.group;
-}
-
-fn param_of(wid: vec3<u32>) -> u32 {
-    return wid.y * cfg.gx + wid.x;
 }
 
 fn param_addr(p: u32, e: u32) -> u32 {
@@ -154,20 +151,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let p = param_of(wid);
+    let t = cfg.group;
+    let p = row_of(lid, wid);
+    let lane = lid % t;
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     var sw = 0.0;
     var sb = 0.0;
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         let a = param_addr(p, e);
         let row = (e / cfg.inner) * cfg.groups + p / cfg.cg;
         let gv = f32(g[cfg.off[0].z + a]);
         sw += gv * (f32(x[cfg.off[0].w + a]) - stats[2u * row]) * stats[2u * row + 1u];
         sb += gv;
     }
-    sw = group_sum(lid, lid, 256u, sw);
-    sb = group_sum(lid, lid, 256u, sb);
-    if (lid == 0u && p < cfg.n) {
+    sw = group_sum(lid, lane, t, sw);
+    sb = group_sum(lid, lane, t, sb);
+    if (lane == 0u && p < cfg.n) {
         gw[cfg.off[0].x + p] = scalar(sw);
         if ((cfg.flags & 2u) != 0u) {
             gb[cfg.off[0].y + p] = scalar(sb);
@@ -183,22 +182,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let p = param_of(wid);
+    let t = cfg.group;
+    let p = row_of(lid, wid);
+    let lane = lid % t;
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     let m = f32(max(cfg.outer * cfg.inner, 1u));
     let xo = cfg.off[0].z;
     var s = 0.0;
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         s += f32(x[xo + param_addr(p, e)]);
     }
-    let mean = group_sum(lid, lid, 256u, s) / m;
+    let mean = group_sum(lid, lane, t, s) / m;
     var q = 0.0;
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         let d = f32(x[xo + param_addr(p, e)]) - mean;
         q += d * d;
     }
-    let v = group_sum(lid, lid, 256u, q) / m;
-    if (lid == 0u && p < cfg.n) {
+    let v = group_sum(lid, lane, t, q) / m;
+    if (lane == 0u && p < cfg.n) {
         mean_out[cfg.off[0].x + p] = scalar(mean);
         var_out[cfg.off[0].y + p] = scalar(v);
     }
@@ -227,7 +228,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 }
 
 //// bn_train
-// batch_norm with training=True from x's own statistics (f32, like bn_stats): one workgroup per
+// batch_norm with training=True from x's own statistics (f32, like bn_stats): one group per
 // channel. Used where the statistics inputs were rounded to a narrow storage type.
 @group(0) @binding(0) var<storage, read_write> y: array<scalar>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
@@ -237,31 +238,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let p = param_of(wid);
+    let t = cfg.group;
+    let p = row_of(lid, wid);
+    let lane = lid % t;
     let c = min(p, cfg.n - 1u);
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     let m = f32(max(cfg.outer * cfg.inner, 1u));
     let xo = cfg.off[0].y;
     var s = 0.0;
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         s += f32(x[xo + param_addr(p, e)]);
     }
-    let mean = group_sum(lid, lid, 256u, s) / m;
+    let mean = group_sum(lid, lane, t, s) / m;
     var q = 0.0;
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         let d = f32(x[xo + param_addr(p, e)]) - mean;
         q += d * d;
     }
-    let a = f32(w[cfg.off[0].z + c]) / sqrt(group_sum(lid, lid, 256u, q) / m + cfg.eps);
+    let a = f32(w[cfg.off[0].z + c]) / sqrt(group_sum(lid, lane, t, q) / m + cfg.eps);
     let sh = f32(b[cfg.off[0].w + c]);
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         let i = param_addr(p, e);
         y[cfg.off[0].x + i] = scalar((f32(x[xo + i]) - mean) * a + sh);
     }
 }
 
 //// bn_backward
-// one workgroup per channel: the sums, then gx of the channel's elements
+// one group per channel: the sums, then gx of the channel's elements
 @group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
 @group(0) @binding(1) var<storage, read_write> gw: array<scalar>;
 @group(0) @binding(2) var<storage, read_write> gb: array<scalar>;
@@ -274,7 +277,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let p = param_of(wid);
+    let t = cfg.group;
+    let p = row_of(lid, wid);
+    let lane = lid % t;
     let valid = p < cfg.n;
     let c = min(p, cfg.n - 1u);
     let count = select(0u, cfg.outer * cfg.inner, valid);
@@ -284,24 +289,24 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let xo = cfg.off[1].x;
     var sg = 0.0;
     var sgx = 0.0;
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         let a = param_addr(p, e);
         let gv = f32(g[go + a]);
         sg += gv;
         sgx += gv * (f32(x[xo + a]) - mu);
     }
-    sg = group_sum(lid, lid, 256u, sg);
-    sgx = group_sum(lid, lid, 256u, sgx);
+    sg = group_sum(lid, lane, t, sg);
+    sgx = group_sum(lid, lane, t, sgx);
     let m = f32(cfg.outer * cfg.inner);
     let train = (cfg.flags & 4u) != 0u && m > 0.0;
     let mg = select(0.0, sg / m, train);
     let mx = select(0.0, sgx * invstd * invstd / m, train);
     let k = f32(w[cfg.off[1].y + c]) * invstd;
-    for (var e = lid; e < count; e += 256u) {
+    for (var e = lane; e < count; e += t) {
         let a = param_addr(p, e);
         gx[cfg.off[0].x + a] = scalar(k * (f32(g[go + a]) - mg - (f32(x[xo + a]) - mu) * mx));
     }
-    if (lid == 0u && valid) {
+    if (lane == 0u && valid) {
         gb[cfg.off[0].z + p] = scalar(sg);
         gw[cfg.off[0].y + p] = scalar(sgx * invstd);
     }

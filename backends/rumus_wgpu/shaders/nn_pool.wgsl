@@ -30,6 +30,18 @@ fn item(lid: u32, wid: vec3<u32>) -> u32 {
     return (wid.y * cfg.gx + wid.x) * 256u + lid;
 }
 
+// t / s when t >= 0 and s divides it, else -1 (one division at most: they are slow on some devices)
+fn exact_div(t: i32, s: i32) -> i32 {
+    if (t < 0) {
+        return -1;
+    }
+    if (s == 1) {
+        return t;
+    }
+    let q = t / s;
+    return select(-1, q, q * s == t);
+}
+
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
@@ -104,8 +116,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let per = u32(cfg.ho * cfg.wo);
     let plane = i / per;
-    let r = i32(i % per);
-    let best = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r % cfg.wo);
+    let r = i32(i - plane * per);
+    let best = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r - r / cfg.wo * cfg.wo);
     y[cfg.out_off + i] = scalar(best.v);
 }
 
@@ -123,8 +135,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let per = u32(cfg.ho * cfg.wo);
     let plane = i / per;
-    let r = i32(i % per);
-    idx[i] = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r % cfg.wo).idx;
+    let r = i32(i - plane * per);
+    idx[i] = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r - r / cfg.wo * cfg.wo).idx;
 }
 
 //// max_backward
@@ -142,23 +154,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let per = u32(cfg.h * cfg.w);
     let plane = i / per;
-    let pos = i32(i % per);
+    let pos = i32(i - plane * per);
     let ih = pos / cfg.w;
-    let iw = pos % cfg.w;
+    let iw = pos - ih * cfg.w;
     let obase = plane * u32(cfg.ho * cfg.wo);
     var acc = 0.0;
     for (var a = cfg.kh - 1; a >= 0; a--) {         // descending kernel row: ascending window row
-        let t = ih + cfg.ph - a * cfg.dh;
-        if (t < 0 || t % cfg.sh != 0 || t / cfg.sh >= cfg.ho) {
+        let oh = exact_div(ih + cfg.ph - a * cfg.dh, cfg.sh);
+        if (oh < 0 || oh >= cfg.ho) {
             continue;
         }
-        let oh = t / cfg.sh;
         for (var b = cfg.kw - 1; b >= 0; b--) {
-            let u = iw + cfg.pw - b * cfg.dw;
-            if (u < 0 || u % cfg.sw != 0 || u / cfg.sw >= cfg.wo) {
+            let ow = exact_div(iw + cfg.pw - b * cfg.dw, cfg.sw);
+            if (ow < 0 || ow >= cfg.wo) {
                 continue;
             }
-            let o = obase + u32(oh * cfg.wo + u / cfg.sw);
+            let o = obase + u32(oh * cfg.wo + ow);
             if (idx[o] == pos) {
                 acc += f32(g[cfg.a_off + o]);
             }
@@ -180,8 +191,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let per = u32(cfg.ho * cfg.wo);
     let plane = i / per;
-    let r = i32(i % per);
-    let win = avg_window(r / cfg.wo, r % cfg.wo);
+    let r = i32(i - plane * per);
+    let win = avg_window(r / cfg.wo, r - r / cfg.wo * cfg.wo);
     let base = cfg.a_off + plane * u32(cfg.h * cfg.w);
     var s = 0.0;
     for (var ih = win.h0; ih < win.h1; ih++) {
@@ -205,9 +216,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let per = u32(cfg.h * cfg.w);
     let plane = i / per;
-    let pos = i32(i % per);
+    let pos = i32(i - plane * per);
     let ih = pos / cfg.w;
-    let iw = pos % cfg.w;
+    let iw = pos - ih * cfg.w;
     let obase = cfg.a_off + plane * u32(cfg.ho * cfg.wo);
     // windows [oh * sh - ph, + kh) holding ih: oh from ceil((ih + ph - kh + 1) / sh) to (ih + ph) / sh
     let th = ih + cfg.ph - cfg.kh + 1;
