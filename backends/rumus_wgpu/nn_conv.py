@@ -55,7 +55,7 @@ class _Conv:
     def chunk(self, dev: Any, dtype: DType, extra: int) -> int:
         """Samples per chunk: the column buffer plus `extra` elements per sample within SCRATCH_BYTES."""
         per = (self.rows * self.L + extra) * dtype.itemsize
-        cap = min(dev.max_binding, SCRATCH_BYTES)
+        cap = min(int(dev.max_binding), SCRATCH_BYTES)
         return max(1, min(self.n, cap // max(per, 1), MAX_COLUMNS // self.L))
 
     def strides(self, nb: int, per_sample: bool) -> tuple[int, int]:

@@ -55,9 +55,10 @@ class _Rows:
 
     def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg | None, flags: int,
                 eps: float) -> None:
-        bias = b if b is not None else w
-        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags | (BIAS if b is not None else 0),
-                        eps=eps, offsets=[y.offset, x.offset, w.offset, bias.offset])
+        bias = b if b is not None else w  # RMS norm: bound twice, never read as a bias
+        flags |= BIAS if b is not None else 0
+        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
+                        offsets=[y.offset, x.offset, w.offset, bias.offset])
         dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
                  self.rows, 256 // self.group)
 

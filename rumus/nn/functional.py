@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rumus_contracts import RumusError, ShapeError
+from rumus_contracts import ShapeError
 
 from .. import _math as M
 from ..tensor import Tensor
+from ._functional_loss import reduce_loss
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -36,16 +37,6 @@ def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
     return M.log_softmax(x, dim, dtype)
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "mean":
-        return M.mean(loss)
-    if reduction == "sum":
-        return M.sum(loss)
-    if reduction == "none":
-        return loss
-    raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-
-
 def _check_same(op: str, input: Tensor, target: Tensor) -> None:
     if input.shape != target.shape:
         raise ShapeError(f"{op}: input shape {input.shape} and target shape {target.shape} differ; "
@@ -55,12 +46,12 @@ def _check_same(op: str, input: Tensor, target: Tensor) -> None:
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_same("mse_loss", input, target)
     d = M.sub(input, target)
-    return _reduce(M.mul(d, d), reduction)
+    return reduce_loss(M.mul(d, d), reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_same("l1_loss", input, target)
-    return _reduce(M.abs(M.sub(input, target)), reduction)
+    return reduce_loss(M.abs(M.sub(input, target)), reduction)
 from ._functional_ext import *  # noqa: E402, F401, F403  (activations, dropout, embedding, losses, attention)
 from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
 from .functional_norm import *  # noqa: E402, F401, F403  (normalization)
