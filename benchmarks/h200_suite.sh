@@ -5,10 +5,12 @@ set -uo pipefail
 OUT=${OUT:-/tmp/h200}
 mkdir -p "$OUT"
 export XDG_RUNTIME_DIR=/tmp PYTHONUNBUFFERED=1
+# the GPU machine has no compiled CPU kernels: every benchmark runs with wgpu as the default device
+export RUMUS_BACKEND=wgpu
 python3 -c "import wgpu; print(wgpu.gpu.request_adapter_sync(power_preference='high-performance').info)" \
   | tee "$OUT/adapter.txt"
 echo "== conformance on wgpu (H200)"
-RUMUS_BACKEND=wgpu timeout 300 python3 -m pytest conformance/rumus_conformance -q -p no:cacheprovider \
+timeout 300 python3 -m pytest conformance/rumus_conformance -q -p no:cacheprovider \
   > "$OUT/conformance.txt" 2>&1; tail -3 "$OUT/conformance.txt"
 grep -A200 "rumus conformance: op x dtype" "$OUT/conformance.txt" > "$OUT/matrix.txt"
 echo "== GEMM / elementwise / MLP step vs torch CUDA"

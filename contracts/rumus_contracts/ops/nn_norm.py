@@ -367,6 +367,10 @@ def register(registry: OpRegistry) -> None:
         "layer_norm_backward", ("grad", "x", "weight"), _layer_norm_backward_shape, attrs={"eps": 1e-5},
         contiguous=("grad", "x", "weight"), num_outputs=3, dtype=_thrice, reference=layer_norm_backward_reference,
         samples=_layer_norm_backward_samples, error_samples=_backward_errors("layer_norm_backward"),
+        tolerance={"float32": (1.3e-6, 5e-5)},
+        tolerance_reason="rows of length 1 have zero variance, so rstd = 1/sqrt(eps) ~ 316 multiplies one float32 "
+                         "rounding of g*w (fused multiply-add on GPUs, measured 1.5e-5 on the H200) where the "
+                         "float64 reference gives exactly 0",
         doc="gradients (x, weight, bias) of layer_norm; the statistics are recomputed from x", **fl))
     registry.register(OpSchema(
         "rms_norm", ("x", "weight"), _rms_norm_shape, attrs={"eps": 1e-6}, contiguous=("x", "weight"),
