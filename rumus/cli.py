@@ -49,12 +49,20 @@ def _delegate(module: str, attr: str) -> Callable[[list[str]], int]:
     return run
 
 
+def fixed(argv: list[str]) -> int:
+    """`rumus fixed verify FILE...`: re-run fixed-point fixtures and compare their outputs bit for bit."""
+    if not argv or argv[0] != "verify":
+        print("usage: rumus fixed verify FILE [FILE ...]")
+        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    return _delegate("rumus.fixed.cli", "verify_main")(argv[1:])
+
+
 COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "info": (info, "print backends, devices, capabilities and plugins"),
     "demo": (_delegate("rumus.demo", "main"), "train the demo model on the default backend"),
     "conformance": (_delegate("rumus_conformance.runner", "main"), "run the conformance suite on a backend"),
     "rrec": (_delegate("rumus.data.cli", "main"), "inspect / verify / convert .rrec record files"),
-    "fixed": (_delegate("rumus.fixed.cli", "main"), "verify fixed-point fixtures"),
+    "fixed": (fixed, "fixed verify FILE: re-run a fixed-point fixture and check it bit for bit"),
 }
 
 
