@@ -19,6 +19,22 @@ typedef struct {
         const adam_ctx *c = (const adam_ctx *)ctx;                                                      \
         const double wd = c->wd, b1 = c->beta1, b2 = c->beta2;                                          \
         const double decay = c->decoupled ? 1.0 - c->lr * wd : 1.0, l2 = c->decoupled ? 0.0 : wd;       \
+        if (s[0] == sizeof(T) && s[1] == sizeof(T) && s[2] == sizeof(T) && s[3] == sizeof(T)) {         \
+            /* contiguous: arithmetic in T, as PyTorch does, so the loop vectorizes (sqrt, div) */     \
+            T *restrict P_ = (T *)p[0], *restrict M_ = (T *)p[2], *restrict V_ = (T *)p[3];             \
+            const T *restrict G_ = (const T *)p[1];                                                     \
+            const T tb1 = (T)b1, tb2 = (T)b2, ob1 = (T)(1.0 - b1), ob2 = (T)(1.0 - b2);                 \
+            const T tdecay = (T)decay, tl2 = (T)l2, tss = (T)c->step_size;                              \
+            const T tinv = (T)(1.0 / c->sqrt_bc2), teps = (T)c->eps;                                    \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const T Pv = P_[i] * tdecay, Gv = G_[i] + tl2 * Pv;                                     \
+                const T Mv = tb1 * M_[i] + ob1 * Gv, Vv = tb2 * V_[i] + ob2 * Gv * Gv;                  \
+                M_[i] = Mv;                                                                             \
+                V_[i] = Vv;                                                                             \
+                P_[i] = Pv - tss * Mv / (_Generic(Vv, float: sqrtf, default: sqrt)(Vv) * tinv + teps);  \
+            }                                                                                           \
+            return;                                                                                     \
+        }                                                                                               \
         for (int64_t i = 0; i < n; i++) {                                                               \
             T *pp = (T *)(p[0] + i * s[0]), *pm = (T *)(p[2] + i * s[2]), *pv = (T *)(p[3] + i * s[3]); \
             double P = (double)*pp, G = (double)*(const T *)(p[1] + i * s[1]);                          \

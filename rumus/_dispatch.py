@@ -75,6 +75,7 @@ class Op:
         self._dtypes = frozenset(schema.dtypes)
         self._skip = 1 if schema.name == "where" else 0  # where's condition keeps its bool dtype
         self._has_attrs = bool(schema.attrs)
+        self._shape_cache: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
         self._same_dtype = schema.dtype is _same_dtype_rule
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
         self.__doc__ = schema.doc
@@ -128,7 +129,7 @@ class Op:
         if schema.broadcast:
             inputs, out_shapes = self._broadcast(inputs)
         else:
-            out_shapes = schema.shape([t.shape for t in inputs], attrs)
+            out_shapes = self._shapes(inputs, attrs)
         if inputs:
             key_dtype = inputs[schema.dispatch_on]._storage.dtype
             out_dtypes = [key_dtype] if self._same_dtype else schema.dtype([t._storage.dtype for t in inputs], attrs)
@@ -165,6 +166,21 @@ class Op:
                     self._record(inputs, outputs, attrs)
                     break
         return outputs
+
+    def _shapes(self, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> list[tuple[int, ...]]:
+        """The schema's shape rule, memoised: rules are pure functions of (input shapes, attrs), and a
+        training loop asks the same questions every step."""
+        shapes = [t.shape for t in inputs]
+        try:
+            key = (*shapes, *attrs.values())
+            hit = self._shape_cache.get(key)
+        except TypeError:  # an unhashable attribute (a list): no memo for this call
+            return self.schema.shape(shapes, attrs)
+        if hit is None:
+            hit = self.schema.shape(shapes, attrs)
+            if len(self._shape_cache) < 4096:
+                self._shape_cache[key] = hit
+        return hit
 
     def _broadcast(self, inputs: Sequence[Tensor]) -> tuple[Sequence[Tensor], list[tuple[int, ...]]]:
         """Elementwise ops: one dtype for all operands, and the broadcast output shape."""

@@ -122,12 +122,17 @@ def allclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
 
 # ---- reductions -----------------------------------------------------------------------------------
 
+_ALL_DIMS = [tuple(range(n)) for n in range(65)]
+
+
 def _dims(op: str, x: Tensor, dim: int | Sequence[int] | None) -> tuple[int, ...]:
+    if dim is None:
+        return _ALL_DIMS[len(x.shape)]
     return normalize_dims(op, dim, x.ndim)
 
 
 def _finish(r: Tensor, dims: tuple[int, ...], keepdim: bool) -> Tensor:
-    return r if keepdim or not dims else _views.squeeze(r, dims)
+    return r if keepdim or not dims else _views.drop_dims(r, dims)
 
 
 def sum_dims(x: Tensor, dims: tuple[int, ...]) -> Tensor:

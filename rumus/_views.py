@@ -195,6 +195,13 @@ def squeeze(t: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     return _view(t, shape, strides, t._offset, "squeeze", _reshape_back, {})
 
 
+def drop_dims(t: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """Remove size-1 dims known to be valid (sorted, normalized): the reductions' keepdim=False view."""
+    shape = tuple(s for i, s in enumerate(t.shape) if i not in dims)
+    strides = tuple(s for i, s in enumerate(t._strides) if i not in dims)
+    return _view(t, shape, strides, t._offset, "squeeze", _reshape_back, {})
+
+
 def unsqueeze(t: Tensor, dim: int) -> Tensor:
     d = normalize_dim("unsqueeze", dim, t.ndim + 1)
     stride = t._strides[d] * t.shape[d] if d < t.ndim else 1

@@ -1,0 +1,238 @@
+"""Host (CPU/Python) cost per op of the wgpu backend, for small ops where the host dominates.
+
+For each op, three numbers in microseconds per op:
+
+* `core+sync`: N ops called through the core (`rumus` tensors on wgpu), then one synchronize; the
+  whole wall time divided by N, nothing subtracted (includes GPU work, on lavapipe CPU work too).
+* `core rec`: only the recording calls of N ops through the core, with N small enough that the
+  recorder does not submit in between (it flushes at `max_dispatches`); GPU work is excluded.
+* `kernel rec`: the same, calling the backend kernel directly with `TensorArg`s (no core dispatch,
+  no autograd, no output allocation by the core): the rumus_wgpu share of the host cost.
+
+Then the MLP 784-256-256-10 Adam training step (benchmarks/wgpu_core.py), in ms per step, and with
+`--profile` a cProfile of it, restricted to the top entries by internal time.
+
+    XDG_RUNTIME_DIR=/tmp PYTHONPATH=.:contracts:backends:conformance \
+        python benchmarks/wgpu_host_overhead.py [--reps 5] [--steps 20] [--profile] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def _median_us(fn: Callable[[int], float], n: int, reps: int) -> float:
+    fn(n)  # warm-up: compile programs, fill caches and the pool
+    return statistics.median(fn(n) for _ in range(reps)) / n * 1e6
+
+
+class Bench:
+    def __init__(self) -> None:
+        import rumus as rm
+
+        self.rm = rm
+        self.dev = "wgpu:0"
+        self.backend = rm._runtime.backend("wgpu")
+        from rumus_contracts import Device
+        self.device = Device("wgpu", 0)
+        self.recorder = self.backend.device(self.device).recorder
+
+    def sync(self) -> None:
+        self.backend.synchronize(self.device)
+
+    def per_call_dispatches(self, call: Callable[[], Any]) -> int:
+        self.sync()
+        before = self.recorder.dispatches + self.recorder.copies
+        call()
+        self.sync()
+        return max(1, self.recorder.dispatches + self.recorder.copies - before)
+
+    def timed(self, call: Callable[[], Any], n: int, with_sync: bool) -> float:
+        """Seconds for n calls (plus the final synchronize when with_sync)."""
+        self.sync()
+        keep = []
+        t0 = time.perf_counter()
+        for _ in range(n):
+            keep.append(call())
+        if with_sync:
+            self.sync()
+        t1 = time.perf_counter()
+        if not with_sync:
+            self.sync()
+        del keep
+        return t1 - t0
+
+    def row(self, name: str, core: Callable[[], Any], kernel: Callable[[], Any], n_sync: int,
+            reps: int) -> dict[str, Any]:
+        per = self.per_call_dispatches(core)
+        n_rec = max(1, (self.recorder.max_dispatches - 1) // per)
+        return {
+            "op": name, "dispatches": per,
+            "core+sync": _median_us(lambda n: self.timed(core, n, True), n_sync, reps),
+            "core rec": _median_us(lambda n: self.timed(core, n, False), n_rec, reps),
+            "kernel rec": _median_us(lambda n: self.timed(kernel, n, False), n_rec, reps),
+        }
+
+
+def op_rows(b: Bench, reps: int, n_sync: int) -> list[dict[str, Any]]:
+    rm = b.rm
+    from rumus_contracts import TensorArg, contiguous_strides, float32
+
+    rm.manual_seed(0)
+    with rm.no_grad():
+        a = rm.randn(128, 256, device=b.dev)
+        c = rm.randn(128, 256, device=b.dev)
+        w = rm.randn(256, 256, device=b.dev)
+        p = rm.randn(65536, device=b.dev)
+        g = rm.randn(65536, device=b.dev)
+        m1 = rm.zeros(65536, device=b.dev)
+        m2 = rm.zeros(65536, device=b.dev)
+    kt = b.backend.kernels
+
+    def arg(t: Any) -> TensorArg:
+        return t._arg  # the core's own view of a tensor
+
+    def empty(shape: tuple[int, ...]) -> TensorArg:
+        return TensorArg(b.backend.allocate(b.device, int(np.prod(shape)), float32), shape,
+                         contiguous_strides(shape), 0, float32)
+
+    A, C, W, P, G, M1, M2 = (arg(t) for t in (a, c, w, p, g, m1, m2))
+    adam_attrs = {"lr": 1e-3, "beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0,
+                  "decoupled": False, "step": 3}
+    adam = rm.ops.get("adam_step")
+
+    def k_add() -> Any:
+        o = empty((128, 256))
+        kt["add"]([o], [A, C], {})
+        return o
+
+    def k_relu() -> Any:
+        o = empty((128, 256))
+        kt["relu"]([o], [A], {})
+        return o
+
+    def k_sum() -> Any:
+        o = empty((128,))
+        kt["sum"]([TensorArg(o.buffer, (128, 1), (1, 1), 0, float32)], [A], {"dims": (1,)})
+        return o
+
+    def k_matmul() -> Any:
+        o = empty((128, 256))
+        kt["matmul"]([o], [A, W], {})
+        return o
+
+    def k_softmax() -> Any:
+        o = empty((128, 256))
+        kt["softmax"]([o], [A], {"dim": 1})
+        return o
+
+    def k_adam() -> None:
+        kt["adam_step"]([], [P, G, M1, M2], adam_attrs)
+
+    cases: list[tuple[str, Callable[[], Any], Callable[[], Any]]] = [
+        ("add [128,256]", lambda: a + c, k_add),
+        ("relu [128,256]", lambda: a.relu(), k_relu),
+        ("sum dim=1 [128,256]", lambda: a.sum(dim=1), k_sum),
+        ("matmul 128x256x256", lambda: a @ w, k_matmul),
+        ("softmax dim=1 [128,256]", lambda: rm.nn.functional.softmax(a, dim=1), k_softmax),
+        ("adam_step 64K params", lambda: adam(p, g, m1, m2, **adam_attrs), k_adam),
+    ]
+    rows = []
+    with rm.no_grad():
+        for name, core, kernel in cases:
+            rows.append(b.row(name, core, kernel, n_sync, reps))
+    return rows
+
+
+def _mlp(b: Bench) -> Callable[[], float]:
+    rm = b.rm
+    from rumus import nn
+    rm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                          nn.Linear(256, 10)).to(b.dev)
+    opt = rm.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = rm.randn(128, 784, device=b.dev), rm.randn(128, 10, device=b.dev)
+    loss_fn = nn.MSELoss()
+
+    def step() -> float:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return float(loss.item())
+    for _ in range(3):
+        step()
+    return step
+
+
+def mlp_row(b: Bench, step: Callable[[], float], steps: int, reps: int) -> dict[str, Any]:
+    """ms per MLP step, whole steps (each reads the loss with `.item()`: one host sync per step)."""
+    rec = b.recorder
+    d0 = rec.dispatches
+    step()
+    per = rec.dispatches - d0
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            step()
+        samples.append((time.perf_counter() - t0) / steps)
+    return {"op": "MLP 784-256-256-10 Adam step (ms)", "dispatches": per, "ms": statistics.median(samples)}
+
+
+def profile_step(step: Callable[[], float], steps: int, top: int) -> str:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        step()
+    prof.disable()
+    out = io.StringIO()
+    st = pstats.Stats(prof, stream=out)
+    st.sort_stats("tottime").print_stats(top)
+    out2 = io.StringIO()
+    pstats.Stats(prof, stream=out2).sort_stats("cumulative").print_stats("rumus_wgpu", top)
+    return out.getvalue() + "\n--- cumulative, rumus_wgpu only ---\n" + out2.getvalue()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5, help="timed repetitions (median)")
+    parser.add_argument("--n-sync", type=int, default=200, help="ops per timed batch for core+sync")
+    parser.add_argument("--steps", type=int, default=20, help="MLP steps per timed batch")
+    parser.add_argument("--profile", action="store_true", help="cProfile the MLP step")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--no-ops", action="store_true", help="only the MLP step")
+    parser.add_argument("--json", help="write the rows here")
+    args = parser.parse_args()
+    b = Bench()
+    caps = b.backend.capabilities(b.device)
+    print(f"wgpu device: {caps.description}")
+    rows = [] if args.no_ops else op_rows(b, args.reps, args.n_sync)
+    if rows:
+        print(f"\nhost us per op (median of {args.reps})")
+        print(f"{'op':28} {'disp':>4} {'core+sync':>10} {'core rec':>9} {'kernel rec':>10}")
+        for r in rows:
+            print(f"{r['op']:28} {r['dispatches']:4d} {r['core+sync']:10.1f} {r['core rec']:9.1f} "
+                  f"{r['kernel rec']:10.1f}")
+    step = _mlp(b)
+    mlp = mlp_row(b, step, args.steps, args.reps)
+    print(f"\n{mlp['op']}: {mlp['ms']:.3f} ms/step, {mlp['dispatches']} dispatches/step")
+    rows.append(mlp)
+    if args.profile:
+        print(profile_step(step, args.steps, args.top))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
