@@ -316,6 +316,9 @@ class RecordFile:
         if stored > end - data:
             raise self._fail(f"{what} is truncated: shape {list(shape)} of {DTYPE_NAMES[tag]} needs {nbytes} bytes "
                              f"from byte {data}, but the record ends at byte {end}")
+        if math.prod(d or 1 for d in shape) * dtype.itemsize >= 1 << 62:
+            # a zero dim makes the block empty, but numpy cannot hold the other sizes: they overflow
+            raise self._fail(f"{what}: shape {list(shape)} at byte {pos + 4} overflows the addressable size")
         if stored != nbytes and any(mm[data + nbytes:data + stored]):
             raise self._fail(f"{what}: non-zero padding at byte {data + nbytes}")
         return BlockLayout(tuple(shape), tag, data - rec_off, nbytes, data + stored - rec_off)

@@ -57,6 +57,8 @@ def _decode_block(buf: bytes, pos: int, end: int) -> tuple[np.ndarray, int] | No
     stop = start + nbytes + (-nbytes) % 4
     if stop > end or any(buf[start + nbytes:stop]):
         return None
+    if np.prod([d or 1 for d in dims], dtype=object) * np.dtype(NP[tag]).itemsize >= 1 << 62:
+        return None  # an empty block whose other sizes overflow: not representable
     arr = np.frombuffer(buf[start:start + nbytes], dtype=NP[tag]).reshape(dims).astype(np.float32)
     return arr, stop
 
