@@ -130,6 +130,8 @@ class Op:
             inputs, out_shapes = self._broadcast(inputs)
         else:
             out_shapes = self._shapes(inputs, attrs)
+            if len(inputs) > 1:
+                _same_float_dtype(self.name, inputs)
         if inputs:
             key_dtype = inputs[schema.dispatch_on]._storage.dtype
             out_dtypes = [key_dtype] if self._same_dtype else schema.dtype([t._storage.dtype for t in inputs], attrs)
@@ -229,6 +231,19 @@ class Op:
                 o.requires_grad = True
                 o.grad_fn = node
                 o._output_nr = i
+
+
+def _same_float_dtype(name: str, inputs: Sequence[Tensor]) -> None:
+    """Non-elementwise ops never mix float dtypes silently (elementwise ops promote instead)."""
+    first: DType | None = None
+    for t in inputs:
+        dt = t._storage.dtype
+        if dt.kind == "f":
+            if first is None:
+                first = dt
+            elif dt != first:
+                raise DTypeError(f"{name}: inputs have different dtypes {first} and {dt}; convert one with "
+                                 f".to({first.name!r}) or .to({dt.name!r})")
 
 
 def empty(shape: tuple[int, ...], dtype: DType, device: Device, backend: Any = None) -> Tensor:

@@ -65,6 +65,11 @@ def test_shape_mismatch_names_op_and_shapes():
         rm.ones(2, 3) + rm.ones(4)
 
 
+def test_mixed_float_dtypes_in_matmul_name_both():
+    with pytest.raises(DTypeError, match="float32.*float64"):
+        rm.randn(2, 3) @ rm.randn(3, 2, dtype="float64")
+
+
 def test_dtype_and_device_errors_name_both():
     with pytest.raises(DTypeError, match="matmul"):
         rm.tensor([[1, 2]]) @ rm.tensor([[1], [2]])
