@@ -10,7 +10,7 @@ from typing import Any
 from rumus_contracts import AutogradError, Device, DType, RumusError, ShapeError, bool_, parse_dtype, uint8
 from rumus_contracts.shapes import normalize_dim, normalize_dims
 
-from . import _views, ops
+from . import _views
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
 from .tensor import Tensor, make_tensor
@@ -310,12 +310,10 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
         src = to_device(src.detach(), dst.device)
     if src.shape != dst.shape:
         src = _views.expand(src.detach(), dst.shape)
-    kernel = ops.get("copy")
     from . import _runtime
     k = _runtime.kernel("copy", dst._storage.backend, src.dtype)
     k([dst._arg], [src._arg], {"dtype": dst.dtype.name})
     dst._storage.version += 1
-    del kernel
 
 
 def _to_device_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
@@ -493,8 +491,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     if isinstance(value, Tensor):
         copy_into(target, value if value.dtype == x.dtype else cast(value.detach(), x.dtype))
     else:
-        fill_(target, value)
-        x._storage.version += 0  # fill_ already bumped the shared storage version
+        fill_(target, value)  # bumps the shared storage's version
 
 
 # Every public function above whose first argument is a tensor is also a Tensor method.

@@ -179,9 +179,7 @@ class Tensor:
             body = np.array2string(self.numpy(), separator=", ", prefix="tensor(", precision=4)
         extra = []
         if self.dtype.name not in ("float32", "int64", "bool") or self.dtype.is_packed:
-            extra.append(f"dtype={self.dtype}")
-        elif self.numel() == 0 or self.dtype.name == "int64" and False:
-            extra.append(f"dtype={self.dtype}")
+            extra.append(f"dtype={self.dtype}")  # like torch: the default dtypes go unnamed
         if self.device.backend != "cpu":
             extra.append(f"device='{self.device}'")
         if self.grad_fn is not None:
