@@ -2,15 +2,16 @@
 
 For each op, three numbers in microseconds per op:
 
-* `core+sync`: N ops called through the core (`rumus` tensors on wgpu), then one synchronize; the
+* `core+sync`: N ops (--n-sync) called through the core (`rumus` tensors on wgpu), then one synchronize; the
   whole wall time divided by N, nothing subtracted (includes GPU work, on lavapipe CPU work too).
-* `core rec`: only the recording calls of N ops through the core, with N small enough that the
+* `core rec`: only the recording calls of N ops through the core (--n-rec), with N small enough that the
   recorder does not submit in between (it flushes at `max_dispatches`); GPU work is excluded.
 * `kernel rec`: the same, calling the backend kernel directly with `TensorArg`s (no core dispatch,
   no autograd, no output allocation by the core): the rumus_wgpu share of the host cost.
 
-Then the MLP 784-256-256-10 Adam training step (benchmarks/wgpu_core.py), in ms per step, and with
-`--profile` a cProfile of it, restricted to the top entries by internal time.
+Then the MLP 784-256-256-10 Adam training step (benchmarks/wgpu_core.py) in ms per step: whole steps
+(`loss.item()` each), and the recording alone (no GPU work); with `--profile` a cProfile of whole
+steps, top entries by internal time and the rumus_wgpu entries by cumulative time.
 
     XDG_RUNTIME_DIR=/tmp PYTHONPATH=.:contracts:backends:conformance \
         python benchmarks/wgpu_host_overhead.py [--reps 5] [--steps 20] [--profile] [--json out.json]
@@ -50,15 +51,26 @@ class Bench:
     def sync(self) -> None:
         self.backend.synchronize(self.device)
 
-    def per_call_dispatches(self, call: Callable[[], Any]) -> int:
+    def per_call(self, call: Callable[[], Any]) -> tuple[int, float]:
+        """(dispatches + copies per call, seconds of one call plus its synchronize)."""
         self.sync()
         before = self.recorder.dispatches + self.recorder.copies
+        t0 = time.perf_counter()
         call()
         self.sync()
-        return max(1, self.recorder.dispatches + self.recorder.copies - before)
+        dt = time.perf_counter() - t0
+        return max(1, self.recorder.dispatches + self.recorder.copies - before), dt
+
+    def discard(self) -> None:
+        """Drop the pending (recorded, never submitted) batch: its GPU work is not run at all, so
+        record-only timings cost no GPU time (ops whose kernels are slow on lavapipe stay cheap)."""
+        rec = self.recorder
+        rec.cpass = rec.encoder = None
+        rec.used = rec.count = 0
+        rec.keep = []
 
     def timed(self, call: Callable[[], Any], n: int, with_sync: bool) -> float:
-        """Seconds for n calls (plus the final synchronize when with_sync)."""
+        """Seconds for n calls (plus the final synchronize when with_sync, else the batch is dropped)."""
         self.sync()
         keep = []
         t0 = time.perf_counter()
@@ -68,23 +80,25 @@ class Bench:
             self.sync()
         t1 = time.perf_counter()
         if not with_sync:
-            self.sync()
+            self.discard()
         del keep
         return t1 - t0
 
-    def row(self, name: str, core: Callable[[], Any], kernel: Callable[[], Any], n_sync: int,
+    def row(self, name: str, core: Callable[[], Any], kernel: Callable[[], Any], n_sync: int, n_rec: int,
             reps: int) -> dict[str, Any]:
-        per = self.per_call_dispatches(core)
-        n_rec = max(1, (self.recorder.max_dispatches - 1) // per)
+        per, one = self.per_call(core)
+        per, one = self.per_call(core)  # the first call compiled the programs
+        n_rec = max(1, min(n_rec, (self.recorder.max_dispatches - 1) // per))
+        n_sync = max(1, min(n_sync, int(0.3 / one)))  # keep slow (on lavapipe) kernels to ~0.3 s a batch
         return {
-            "op": name, "dispatches": per,
+            "op": name, "dispatches": per, "n_sync": n_sync,
             "core+sync": _median_us(lambda n: self.timed(core, n, True), n_sync, reps),
             "core rec": _median_us(lambda n: self.timed(core, n, False), n_rec, reps),
             "kernel rec": _median_us(lambda n: self.timed(kernel, n, False), n_rec, reps),
         }
 
 
-def op_rows(b: Bench, reps: int, n_sync: int) -> list[dict[str, Any]]:
+def op_rows(b: Bench, reps: int, n_sync: int, n_rec: int, verbose: bool = False) -> list[dict[str, Any]]:
     rm = b.rm
     from rumus_contracts import TensorArg, contiguous_strides, float32
 
@@ -150,11 +164,15 @@ def op_rows(b: Bench, reps: int, n_sync: int) -> list[dict[str, Any]]:
     rows = []
     with rm.no_grad():
         for name, core, kernel in cases:
-            rows.append(b.row(name, core, kernel, n_sync, reps))
+            rows.append(b.row(name, core, kernel, n_sync, n_rec, reps))
+            if verbose:
+                print(f"  {name}: " + ", ".join(f"{k} {v:.1f}" for k, v in rows[-1].items() if k != "op"),
+                      flush=True)
     return rows
 
 
-def _mlp(b: Bench) -> Callable[[], float]:
+def _mlp(b: Bench) -> tuple[Callable[[], float], Callable[[], Any]]:
+    """(a training step that reads the loss, the same step without the read: recording only)."""
     rm = b.rm
     from rumus import nn
     rm.manual_seed(0)
@@ -164,19 +182,25 @@ def _mlp(b: Bench) -> Callable[[], float]:
     x, y = rm.randn(128, 784, device=b.dev), rm.randn(128, 10, device=b.dev)
     loss_fn = nn.MSELoss()
 
-    def step() -> float:
+    def record() -> Any:
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
-        return float(loss.item())
+        return loss
+
+    def step() -> float:
+        return float(record().item())
     for _ in range(3):
         step()
-    return step
+    return step, record
 
 
-def mlp_row(b: Bench, step: Callable[[], float], steps: int, reps: int) -> dict[str, Any]:
-    """ms per MLP step, whole steps (each reads the loss with `.item()`: one host sync per step)."""
+def mlp_row(b: Bench, step: Callable[[], float], record: Callable[[], Any], steps: int,
+            reps: int) -> dict[str, Any]:
+    """ms per MLP step: whole steps (each reads the loss with `.item()`: one host sync per step), and
+    the recording of a step alone (its batch is then dropped unsubmitted: host time, no GPU work)."""
     rec = b.recorder
+    b.sync()
     d0 = rec.dispatches
     step()
     per = rec.dispatches - d0
@@ -186,7 +210,19 @@ def mlp_row(b: Bench, step: Callable[[], float], steps: int, reps: int) -> dict[
         for _ in range(steps):
             step()
         samples.append((time.perf_counter() - t0) / steps)
-    return {"op": "MLP 784-256-256-10 Adam step (ms)", "dispatches": per, "ms": statistics.median(samples)}
+    rec_samples = []
+    for _ in range(reps):
+        total = 0.0
+        for _ in range(steps):
+            b.sync()
+            t0 = time.perf_counter()
+            loss = record()
+            total += time.perf_counter() - t0
+            b.discard()
+            del loss
+        rec_samples.append(total / steps)
+    return {"op": "MLP 784-256-256-10 Adam step", "dispatches": per, "ms": statistics.median(samples) * 1e3,
+            "record ms": statistics.median(rec_samples) * 1e3}
 
 
 def profile_step(step: Callable[[], float], steps: int, top: int) -> str:
@@ -206,7 +242,8 @@ def profile_step(step: Callable[[], float], steps: int, top: int) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="timed repetitions (median)")
-    parser.add_argument("--n-sync", type=int, default=200, help="ops per timed batch for core+sync")
+    parser.add_argument("--n-sync", type=int, default=20, help="ops per timed batch for core+sync")
+    parser.add_argument("--n-rec", type=int, default=100, help="ops per timed batch when recording only")
     parser.add_argument("--steps", type=int, default=20, help="MLP steps per timed batch")
     parser.add_argument("--profile", action="store_true", help="cProfile the MLP step")
     parser.add_argument("--top", type=int, default=25)
@@ -216,16 +253,17 @@ def main() -> None:
     b = Bench()
     caps = b.backend.capabilities(b.device)
     print(f"wgpu device: {caps.description}")
-    rows = [] if args.no_ops else op_rows(b, args.reps, args.n_sync)
+    rows = [] if args.no_ops else op_rows(b, args.reps, args.n_sync, args.n_rec, verbose=True)
     if rows:
         print(f"\nhost us per op (median of {args.reps})")
-        print(f"{'op':28} {'disp':>4} {'core+sync':>10} {'core rec':>9} {'kernel rec':>10}")
+        print(f"{'op':28} {'disp':>4} {'core+sync':>10} {'(n)':>4} {'core rec':>9} {'kernel rec':>10}")
         for r in rows:
-            print(f"{r['op']:28} {r['dispatches']:4d} {r['core+sync']:10.1f} {r['core rec']:9.1f} "
+            print(f"{r['op']:28} {r['dispatches']:4d} {r['core+sync']:10.1f} {r['n_sync']:4d} {r['core rec']:9.1f} "
                   f"{r['kernel rec']:10.1f}")
-    step = _mlp(b)
-    mlp = mlp_row(b, step, args.steps, args.reps)
-    print(f"\n{mlp['op']}: {mlp['ms']:.3f} ms/step, {mlp['dispatches']} dispatches/step")
+    step, record = _mlp(b)
+    mlp = mlp_row(b, step, record, args.steps, args.reps)
+    print(f"\n{mlp['op']}: {mlp['ms']:.3f} ms/step with .item(), {mlp['record ms']:.3f} ms/step recording only, "
+          f"{mlp['dispatches']} dispatches/step")
     rows.append(mlp)
     if args.profile:
         print(profile_step(step, args.steps, args.top))

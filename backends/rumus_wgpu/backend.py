@@ -21,7 +21,7 @@ from rumus_contracts import (
 
 from . import device as _device
 from .layout import new_buffer
-from .pool import WgpuBuffer, storage_itemsize
+from .pool import WgpuBuffer
 
 BASE_DTYPES = (float32, int32, int64, bool_)
 
@@ -57,7 +57,13 @@ class WgpuBackend:
 
     # -- memory ----------------------------------------------------------------------------------
     def allocate(self, device: Device, numel: int, dtype: DType) -> WgpuBuffer:
-        return new_buffer(self.device(device), numel * storage_itemsize(dtype), f"{dtype} tensor of {numel} elements")
+        dev = self._devices.get(device.index) if type(device) is Device else None
+        if dev is None:
+            dev = self.device(device)
+        nbytes = numel * (4 if dtype.is_bool else dtype.itemsize)
+        # the label only appears in the too-large error: format it only then
+        label = f"{dtype} tensor of {numel} elements" if nbytes > dev.pool.max_binding else ""
+        return new_buffer(dev, nbytes, label)
 
     def from_numpy(self, device: Device, array: np.ndarray[Any, Any], dtype: DType) -> WgpuBuffer:
         data = np.ascontiguousarray(array, dtype=dtype.numpy)

@@ -69,6 +69,8 @@ class WgpuDevice:
         self.pool = BufferPool(self.device, self.max_binding, self.limits.get("max-buffer-size", 1 << 28))
         self.recorder = Recorder(self)
         self.programs = Programs(self)
+        # per-op launch plans keyed by operand layouts: (program, uniform bytes, grid), see elementwise
+        self.launch_plans: dict[Any, Any] = {}
 
     @staticmethod
     def _request(adapter: Any, features: list[str]) -> Any:

@@ -9,7 +9,6 @@ scalar-broadcast fast path) or the general N-D variant otherwise.
 from __future__ import annotations
 
 import math
-import os
 import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,9 +16,11 @@ from typing import Any
 from rumus_contracts import DType, RumusError, TensorArg
 
 from .layout import (
-    STORAGE_TYPE, WG, coalesce, convert, dealias, device_of, f32_bits, grid, i32_word, kind, load, store,
+    NOVEC, STORAGE_TYPE, WG, coalesce, convert, dealias, device_of, env_set, f32_bits, grid, i32_word, kind, load,
+    remember, store,
 )
 from .pipelines import render
+from .pool import WgpuBuffer
 
 MAX_DIMS = 8
 # expressions over a, b, c (the inputs in their compute kind), by compute kind
@@ -173,7 +174,7 @@ VEC_TYPES = ("float32", "float16", "int32", "bool")
 def _vec_plan(out: TensorArg, inputs: Sequence[TensorArg], sizes: list[int], dims: list[list[int]],
               numel: int) -> tuple[bool, ...] | None:
     """Per-input vec4 flags when every operand is contiguous (or a broadcast scalar) and 4-aligned."""
-    if numel % 4 or len(sizes) != 1 or os.environ.get("RUMUS_WGPU_NOVEC") or dims[0][0] != 1 or out.offset % 4:
+    if numel % 4 or len(sizes) != 1 or env_set(NOVEC) or dims[0][0] != 1 or out.offset % 4:
         return None
     if any(t.dtype.name not in VEC_TYPES for t in (out, *inputs)):
         return None
@@ -187,12 +188,51 @@ def _vec_plan(out: TensorArg, inputs: Sequence[TensorArg], sizes: list[int], dim
 
 def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
             params: Sequence[int] = ()) -> None:
+    """Dispatch one map op. The launch (program, uniform bytes, grid) is a pure function of the
+    operands' layouts, so it is cached per device by them: a training loop repeats the same few
+    layouts, and the cached path skips dim coalescing, planning and packing."""
+    out = outputs[0]
+    ob = out.buffer
+    if len(outputs) == 1 and isinstance(ob, WgpuBuffer):
+        dev = ob.dev
+        key: list[Any] = [spec, out.shape, out.strides, out.offset, out.dtype, tuple(params), env_set(NOVEC)]
+        buffers = [ob]
+        for t in inputs:
+            b = t.buffer
+            if b is ob:  # aliasing an output: the general path decides (copy or in-place read)
+                break
+            buffers.append(b)
+            key += (t.strides, t.offset, t.dtype)
+        else:
+            plans = dev.launch_plans
+            try:
+                hit = plans.get(tuple(key))
+            except TypeError:  # unhashable shape or strides (lists): no caching
+                hit = key = None
+            if hit is not None:
+                if hit[0] is not None:
+                    dev.recorder.dispatch(hit[0], buffers, hit[1], hit[2])
+                return
+            launch = _map_launch(spec, outputs, inputs, params, dev)
+            if key is not None:
+                remember(plans, tuple(key), launch)
+            return
+    _map_launch(spec, outputs, inputs, params, None)
+
+
+def _map_launch(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
+                params: Sequence[int], cached_dev: Any) -> tuple[Any, bytes | None, tuple[int, int, int]]:
+    """Record the op through the general path; returns its (program, uniform, grid), (None, ...) when
+    nothing was dispatched. `cached_dev` is set when the caller checked there is no aliasing."""
     out = outputs[0]
     numel = out.numel
     if numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    inputs, aliases = dealias(dev, outputs, inputs, allow_identical=True)
+        return None, None, (0, 0, 0)
+    if cached_dev is None:
+        dev = device_of(outputs, inputs)
+        inputs, aliases = dealias(dev, outputs, inputs, allow_identical=True)
+    else:
+        dev, aliases = cached_dev, {}
     sizes, dims = coalesce(out.shape, [out.strides, *(t.strides for t in inputs)])
     if len(sizes) > MAX_DIMS:
         raise RumusError(f"wgpu {spec.op}: operands with more than {MAX_DIMS} non-mergeable dims "
@@ -218,6 +258,7 @@ def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[Tensor
     data = struct.pack(f"<{len(words)}I", *words)
     buffers = [out.buffer, *(t.buffer for k, t in enumerate(inputs) if k not in aliases)]
     dev.recorder.dispatch(prog, buffers, data, (x, y, z))
+    return prog, data, (x, y, z)
 
 
 def _unary(op: str) -> Any:

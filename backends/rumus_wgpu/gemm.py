@@ -19,8 +19,11 @@ from typing import Any
 
 from rumus_contracts import RumusError, TensorArg, float32
 
-from .layout import device_of, dealias, new_buffer
+from .layout import dealias, device_of, env_set, new_buffer, remember
 from .pipelines import render, wgsl_scalar
+from .pool import WgpuBuffer
+
+GEMM_ENV, CHECKED_ENV = "RUMUS_WGPU_GEMM", "RUMUS_WGPU_CHECKED"
 
 
 @dataclass(frozen=True)
@@ -195,7 +198,7 @@ def _plan(m: int, n: int, k: int, nbatch: int) -> tuple[str, int]:
     256-invocation 64x64 tile with 4x4 outputs each below that (n = 1024: 26.8 against 13.2 for
     128x128 and 23.3 for 128x128 split 4 ways). Few tiles over a long K split K instead
     (256x4096x4096: 128x128 split 4 ways 30.5, against 27.2 for the 64x64 tile)."""
-    forced = os.environ.get("RUMUS_WGPU_GEMM")
+    forced = os.environ.get(GEMM_ENV)
     if forced:
         name, _, splits = forced.partition(":")
         return name, int(splits or 1)
@@ -218,10 +221,35 @@ def _plan(m: int, n: int, k: int, nbatch: int) -> tuple[str, int]:
 
 
 def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    """C = A @ B. A single-dispatch launch is cached per device by the operands' layouts (no planning
+    or packing when a training loop repeats a shape); split-K launches always take the full path."""
     c = outputs[0]
     a, b = inputs
-    if c.numel == 0:
+    cb = c.buffer
+    if isinstance(cb, WgpuBuffer) and a.buffer is not cb and b.buffer is not cb and not env_set(GEMM_ENV):
+        key = ("gemm", c.shape, c.strides, c.offset, c.dtype, a.shape, a.strides, a.offset, a.dtype,
+               b.shape, b.strides, b.offset, b.dtype, env_set(CHECKED_ENV))
+        plans = cb.dev.launch_plans
+        try:
+            hit = plans.get(key)
+        except TypeError:  # unhashable shape or strides (lists): no caching
+            hit, key = None, None
+        if hit is not None:
+            if hit[0] is not None:
+                cb.dev.recorder.dispatch(hit[0], [cb, a.buffer, b.buffer], hit[1], hit[2])
+            return
+        launch = _matmul(c, a, b)
+        if key is not None and launch is not None:
+            remember(plans, key, launch)
         return
+    _matmul(c, a, b)
+
+
+def _matmul(c: TensorArg, a: TensorArg, b: TensorArg) -> tuple[Any, bytes | None, tuple[int, int, int]] | None:
+    """Record C = A @ B; returns the launch when it was one dispatch into C (cacheable), else None."""
+    outputs, inputs = [c], [a, b]
+    if c.numel == 0:
+        return None, None, (0, 0, 0)
     dev = device_of(outputs, inputs)
     a, b = dealias(dev, outputs, [a, b])[0]
     if any(s < 0 for t in (a, b, c) for s in t.strides):
@@ -265,7 +293,7 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         kchunk, target, c_off, c_dtype = max(k, 1), c.buffer, c.offset, dtype
         w_scm, w_scn, split_stride, w_bsc = scm, scn, 0, bsc
         c_vec = scn == 1 and _vec_ok(n, scm, c.offset, *bsc)
-    key = ("gemm", tile_name, a_mode, b_mode, c_vec, dtype, c_dtype, os.environ.get("RUMUS_WGPU_CHECKED"))
+    key = ("gemm", tile_name, a_mode, b_mode, c_vec, dtype, c_dtype, os.environ.get(CHECKED_ENV))
     prog = dev.programs.get(key, lambda: generate(tile, a_mode, b_mode, c_vec, dtype, c_dtype), trusted=True)
     gx, gy = (n + tile.bn - 1) // tile.bn, (m + tile.bm - 1) // tile.bm
     if max(gx, gy) > dev.max_groups:
@@ -278,9 +306,12 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
                            w_scm, w_scn, split_stride, len(sizes), *sizes, *([1] * len(pad4)), *bsa, *pad4,
                            *bsb, *pad4, *w_bsc, *pad4, zbase)
         dev.recorder.dispatch(prog, [target, a.buffer, b.buffer], data, (gx, gy, gz))
+    if splits == 1 and total_z <= dev.max_groups:
+        return prog, data, (gx, gy, total_z)
     if splits > 1:
         from .reduce import reduce_kernel
         ws = TensorArg(work, (splits, nbatch, m, n), (nbatch * m * n, m * n, n, 1), 0, float32)
         cb = bsc[0] if sizes else 0  # at most one batch dim when split
         cv = TensorArg(c.buffer, (1, nbatch, m, n), (0, cb, scm, scn), c.offset, c.dtype)
         reduce_kernel("sum")([cv], [ws], {"dims": (0,)})
+    return None

@@ -9,7 +9,7 @@ from typing import Any
 
 from rumus_contracts import RumusError, TensorArg
 
-from .layout import WG, device_of, grid, new_buffer
+from .layout import WG, device_of, grid, new_buffer, remember
 from .pipelines import render, wgsl_scalar
 
 
@@ -18,23 +18,32 @@ def _dispatch(entry: str, args: Sequence[TensorArg], flags: int, consts: Sequenc
     if n == 0:
         return
     dev = device_of([], args)
-    if len({id(a.buffer) for a in args}) != len(args):
+    buffers = [a.buffer for a in args]
+    if len(set(buffers)) != len(args):  # WgpuBuffer hashes by identity
         raise RumusError(f"{entry}_step: parameter, gradient and state tensors must not share memory")
     dtype = args[0].dtype
-    prog = dev.programs.get(("optim", entry, dtype.name), lambda: render("optim", scalar=wgsl_scalar(dtype)),
-                            entry_point=entry)
-    buffers = [a.buffer for a in args]
-    offsets = [a.offset for a in args]
+    offsets = tuple([a.offset for a in args])
+    # program, grid and the integer header depend only on these (cached per device); the constants
+    # (learning rate, bias corrections) change every step and are packed per call
+    key = ("optim", entry, dtype, n, offsets, flags)
+    hit = dev.launch_plans.get(key)
+    if hit is None:
+        prog = dev.programs.get(("optim", entry, dtype.name), lambda: render("optim", scalar=wgsl_scalar(dtype)),
+                                entry_point=entry)
+        offs = list(offsets)
+        if len(offs) < 4:  # sgd: state2 is unused, a dummy is bound
+            offs.append(0)
+        x, y, z = grid((n + WG - 1) // WG, dev.max_groups)
+        hit = (prog, (x, y, z), struct.pack("<4I4I", n, x * WG, flags, 0, *offs))
+        remember(dev.launch_plans, key, hit)
+    prog, groups, header = hit
     if len(buffers) < 4:  # sgd: state2 is unused, bind a dummy
         dummy = getattr(dev, "_optim_dummy", None)
         if dummy is None:
             dummy = dev._optim_dummy = new_buffer(dev, 16)
         buffers.append(dummy)
-        offsets.append(0)
-    x, y, z = grid((n + WG - 1) // WG, dev.max_groups)
-    consts = [*consts, *([0.0] * (12 - len(consts)))]
-    data = struct.pack("<4I4I12f", n, x * WG, flags, 0, *offsets, *consts)
-    dev.recorder.dispatch(prog, buffers, data, (x, y, z))
+    data = header + struct.pack("<12f", *consts, *([0.0] * (12 - len(consts))))
+    dev.recorder.dispatch(prog, buffers, data, groups)
 
 
 def adam_step(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

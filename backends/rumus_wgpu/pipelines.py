@@ -127,10 +127,11 @@ class Program:
                 raise DTypeError(f"{dev.name} has no shader-f16 support, so float16 kernels cannot run there; "
                                  f"use float32") from None
             raise RumusError(f"wgpu: compiling kernel '{label}' failed: {exc}") from exc
+        self.pipeline_handle = getattr(self.pipeline, "_internal", None)
         self._bind_groups: dict[Hashable, Any] = {}
 
     def bind_group(self, buffers: list[Any], uniform_gpu: Any) -> Any:
-        key = tuple((id(b.gpu), b.bind_size) for b in buffers)
+        key = tuple([b.bind_key for b in buffers])
         hit = self._bind_groups.get(key)
         if hit is not None:
             return hit[0]

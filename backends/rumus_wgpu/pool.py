@@ -33,7 +33,7 @@ def storage_itemsize(dtype: DType) -> int:
 class WgpuBuffer:
     """A tensor's GPU memory: `gpu` (a wgpu GPUBuffer), `nbytes` used, and its owning device."""
 
-    __slots__ = ("gpu", "nbytes", "bind_size", "size", "dev", "__weakref__")
+    __slots__ = ("gpu", "nbytes", "bind_size", "size", "dev", "bind_key", "__weakref__")
 
     def __init__(self, gpu: Any, nbytes: int, size: int, dev: Any) -> None:
         self.gpu = gpu
@@ -42,6 +42,7 @@ class WgpuBuffer:
         # storage bindings cover whole 16-byte words so the GEMM may view a buffer as array<vec4<f32>>
         self.bind_size = min(size, max(16, (nbytes + 15) & ~15))
         self.dev = dev
+        self.bind_key = (id(gpu), self.bind_size)  # what a cached bind group is keyed by
 
     def __del__(self) -> None:
         try:
@@ -97,7 +98,11 @@ class BufferPool:
             self.allocated_bytes -= size
             return
         self.cached_bytes += size
-        self._free.setdefault(size, []).append(buf)
+        free = self._free.get(size)
+        if free is None:
+            self._free[size] = [buf]
+        else:
+            free.append(buf)
 
     def empty(self) -> None:
         """Destroy every cached buffer (like torch.cuda.empty_cache)."""

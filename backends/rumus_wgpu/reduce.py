@@ -10,18 +10,18 @@ neighbouring addresses.
 from __future__ import annotations
 
 import copy
-import os
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import DType, RumusError, TensorArg, float32, int64
 
 from .layout import (
-    COMPUTE_TYPE, STORAGE_TYPE, coalesce, convert, dealias, device_of, grid, i32_word, kind, load, new_buffer,
-    store,
+    COMPUTE_TYPE, NOVEC, STORAGE_TYPE, coalesce, convert, dealias, device_of, env_set, grid, i32_word, kind, load,
+    new_buffer, remember, store,
 )
 from .pipelines import render
+from .pool import WgpuBuffer
 
 MAX_DIMS = 8
 NINF = 0xFF800000
@@ -139,15 +139,41 @@ def _acc_dtype(op: str, in_dtype: DType) -> DType:
 
 
 def _vec_rows(rows: Rows, dtype: DType) -> bool:
-    return (not os.environ.get("RUMUS_WGPU_NOVEC") and dtype.name != "int64" and rows.rlen % 4 == 0
+    return (not env_set(NOVEC) and dtype.name != "int64" and rows.rlen % 4 == 0
             and rows.rstr == [1] and rows.in_offset % 4 == 0 and all(s % 4 == 0 for s in rows.kin))
 
 
-def reduce_kernel(op: str) -> Any:
+def cached(name: str, launch: Callable[..., Any]) -> Any:
+    """A row kernel whose single-dispatch launches are cached per device by the operands' layouts and
+    attrs: `launch(outputs, inputs, attrs)` records the op and returns (program, uniform, grid) when it
+    was one dispatch over [out, x] (None otherwise: not cached)."""
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         out, x = outputs[0], inputs[0]
-        if out.numel == 0:
+        ob = out.buffer
+        if len(outputs) != 1 or x.buffer is ob or not isinstance(ob, WgpuBuffer):
+            launch(outputs, inputs, attrs)
             return
+        try:
+            key: Any = (name, out.shape, out.strides, out.offset, out.dtype, x.shape, x.strides, x.offset, x.dtype,
+                        tuple(attrs.get("dims", ())), attrs.get("dim"), env_set(NOVEC))
+            hit = ob.dev.launch_plans.get(key)
+        except TypeError:  # unhashable shape, strides or attrs: no caching
+            hit, key = None, None
+        if hit is not None:
+            if hit[0] is not None:
+                ob.dev.recorder.dispatch(hit[0], [ob, x.buffer], hit[1], hit[2])
+            return
+        plan = launch(outputs, inputs, attrs)
+        if key is not None and plan is not None:
+            remember(ob.dev.launch_plans, key, plan)
+    return kernel
+
+
+def reduce_kernel(op: str) -> Any:
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
+        out, x = outputs[0], inputs[0]
+        if out.numel == 0:
+            return None, None, (0, 0, 0)
         dev = device_of(outputs, inputs)
         (x,), _ = dealias(dev, outputs, [x])
         rows = Rows(x, out, tuple(attrs.get("dims", ())))
@@ -165,8 +191,9 @@ def reduce_kernel(op: str) -> Any:
         if splits == 1:
             prog = dev.programs.get(("reduce", op, x.dtype.name, out.dtype.name, vec),
                                     lambda: _reduce_source(op, x.dtype, out.dtype, False, vec))
-            dev.recorder.dispatch(prog, [out.buffer, x.buffer], rows.pack(t, gx, chunk, 0), (gx, gy, 1))
-            return
+            data = rows.pack(t, gx, chunk, 0)
+            dev.recorder.dispatch(prog, [out.buffer, x.buffer], data, (gx, gy, 1))
+            return prog, data, (gx, gy, 1)
         acc = _acc_dtype(op, x.dtype)
         part = new_buffer(dev, rows.rows * splits * acc.itemsize, "reduction partials")
         prog = dev.programs.get(("reduce", op, x.dtype.name, None, vec),
@@ -185,7 +212,8 @@ def reduce_kernel(op: str) -> Any:
         prog2 = dev.programs.get(("reduce2", op, acc.name, out.dtype.name),
                                  lambda: _reduce_source(op, acc, out.dtype, True, False))
         dev.recorder.dispatch(prog2, [out.buffer, part], rows2.pack(t2, gx2, splits, 0), (gx2, gy2, 1))
-    return kernel
+        return None
+    return cached("reduce:" + op, kernel)
 
 
 def _arg_source(op: str, dtype: DType) -> str:
@@ -196,10 +224,10 @@ def _arg_source(op: str, dtype: DType) -> str:
 
 
 def arg_kernel(op: str) -> Any:
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
         out, x = outputs[0], inputs[0]
         if out.numel == 0:
-            return
+            return None, None, (0, 0, 0)
         dev = device_of(outputs, inputs)
         (x,), _ = dealias(dev, outputs, [x])
         dims = (int(attrs.get("dim", 0)),) if x.shape else ()
@@ -208,18 +236,20 @@ def arg_kernel(op: str) -> Any:
         per_wg = 256 // t
         gx, gy, _ = grid((rows.rows + per_wg - 1) // per_wg, dev.max_groups)
         prog = dev.programs.get(("argreduce", op, x.dtype.name), lambda: _arg_source(op, x.dtype))
-        dev.recorder.dispatch(prog, [out.buffer, x.buffer], rows.pack(t, gx, rows.rlen, 0), (gx, gy, 1))
-    return kernel
+        data = rows.pack(t, gx, rows.rlen, 0)
+        dev.recorder.dispatch(prog, [out.buffer, x.buffer], data, (gx, gy, 1))
+        return prog, data, (gx, gy, 1)
+    return cached("arg:" + op, kernel)
 
 
 def softmax_kernel(log: bool) -> Any:
     finish = "let ls = log(s);" if log else ""
     expr = "x - ls" if log else "exp(x) / s"
 
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
         out, x = outputs[0], inputs[0]
         if out.numel == 0:
-            return
+            return None, None, (0, 0, 0)
         dev = device_of(outputs, inputs)
         (x,), _ = dealias(dev, outputs, [x])
         if not x.shape:  # a 0-d tensor is a row of one element
@@ -235,8 +265,10 @@ def softmax_kernel(log: bool) -> Any:
         scalar = "f16" if x.dtype.name == "float16" else "f32"
         prog = dev.programs.get(("softmax", log, x.dtype.name), lambda: render(
             "softmax", scalar=scalar, include=("rows",), FINISH=finish, OUT=expr, CONFIG="2"))
-        dev.recorder.dispatch(prog, [out.buffer, x.buffer], rows.pack(t, gx, rows.rlen, 0), (gx, gy, 1))
-    return kernel
+        data = rows.pack(t, gx, rows.rlen, 0)
+        dev.recorder.dispatch(prog, [out.buffer, x.buffer], data, (gx, gy, 1))
+        return prog, data, (gx, gy, 1)
+    return cached("log_softmax" if log else "softmax", kernel)
 
 
 def kernels() -> dict[str, Any]:
