@@ -90,12 +90,38 @@
             T *o = (T *)p[0];                                                                           \
             const uint8_t *c = (const uint8_t *)p[1];                                                   \
             const T *A = (const T *)p[2], *B = (const T *)p[3];                                         \
-            for (int64_t i = 0; i < n; i++) o[i] = c[i] ? A[i] : B[i];                                  \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const T a = A[i], b = B[i]; /* both loaded: the select compiles to a blend, not a branch */ \
+                o[i] = c[i] ? a : b;                                                                    \
+            }                                                                                           \
+            return;                                                                                     \
+        }                                                                                               \
+        /* one branch a broadcast scalar (relu's backward: where(y > 0, g, 0)): a vectorizable blend */ \
+        if (s[0] == (int64_t)sizeof(T) && s[1] == 1 && (s[2] == 0 || s[3] == 0) &&                      \
+            (s[2] == (int64_t)sizeof(T) || s[3] == (int64_t)sizeof(T))) {                               \
+            T *o = (T *)p[0];                                                                           \
+            const uint8_t *c = (const uint8_t *)p[1];                                                   \
+            if (s[3] == 0) {                                                                            \
+                const T *A = (const T *)p[2];                                                           \
+                const T bv = *(const T *)p[3];                                                          \
+                for (int64_t i = 0; i < n; i++) {                                                       \
+                    const T a = A[i];                                                                   \
+                    o[i] = c[i] ? a : bv;                                                               \
+                }                                                                                       \
+            } else {                                                                                    \
+                const T *B = (const T *)p[3];                                                           \
+                const T av = *(const T *)p[2];                                                          \
+                for (int64_t i = 0; i < n; i++) {                                                       \
+                    const T b = B[i];                                                                   \
+                    o[i] = c[i] ? av : b;                                                               \
+                }                                                                                       \
+            }                                                                                           \
             return;                                                                                     \
         }                                                                                               \
         for (int64_t i = 0; i < n; i++) {                                                               \
             const uint8_t c = *(const uint8_t *)(p[1] + i * s[1]);                                      \
-            *(T *)(p[0] + i * s[0]) = c ? *(const T *)(p[2] + i * s[2]) : *(const T *)(p[3] + i * s[3]); \
+            const T a = *(const T *)(p[2] + i * s[2]), b = *(const T *)(p[3] + i * s[3]);               \
+            *(T *)(p[0] + i * s[0]) = c ? a : b;                                                        \
         }                                                                                               \
     }
 #define ENT_WHERE(sfx, TT, ...) {"where_" #sfx, where_##sfx, {sizeof(TT), 1, sizeof(TT), sizeof(TT)}},
