@@ -26,8 +26,9 @@ BIND_GROUP_CACHE = 2048
 
 @cache
 def shader_source(name: str) -> str:
-    """The text of shaders/<name>.wgsl (package data)."""
-    return resources.files("rumus_wgpu").joinpath("shaders", f"{name}.wgsl").read_text(encoding="utf-8")
+    """The text of shaders/<name>.wgsl: the top-level shaders/ folder, installed as the package
+    `rumus_wgpu.shaders` (setup.py maps it, in a wheel and in an editable install alike)."""
+    return resources.files("rumus_wgpu.shaders").joinpath(f"{name}.wgsl").read_text(encoding="utf-8")
 
 
 def render(name: str, scalar: str = "f32", include: tuple[str, ...] = (), **slots: str) -> str:
