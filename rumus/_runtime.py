@@ -12,7 +12,7 @@ from rumus_contracts import (
 from rumus_contracts.ops import register_core_ops
 
 
-class _CorePlugin:
+class CorePlugin:
     """The core's own op schemas, registered through the same hook as any plugin's."""
 
     @hookimpl
@@ -20,6 +20,7 @@ class _CorePlugin:
         register_core_ops(registry)
 
 
+CORE_PLUGIN = "rumus-core"
 _lock = threading.Lock()
 _loaded: LoadedPlugins | None = None
 _default_device: Device | None = None
@@ -31,7 +32,7 @@ def plugins() -> LoadedPlugins:
     if _loaded is None:
         with _lock:
             if _loaded is None:
-                _loaded = load_plugins([("rumus-core", _CorePlugin())])
+                _loaded = load_plugins([(CORE_PLUGIN, CorePlugin())])
     return _loaded
 
 
@@ -40,7 +41,8 @@ def backend(name: str) -> Backend:
 
 
 def kernel(op: str, backend_obj: Backend, dtype: DType) -> Kernel:
-    """Cached (op, backend, dtype) -> kernel; GPU backends adapt shader kernels once, here."""
+    """Cached (op, backend, dtype) -> kernel, as the backend adapted it (GPU backends compile shader
+    kernels here, once)."""
     key = (op, backend_obj.name, dtype)
     hit = _kernel_cache.get(key)
     if hit is not None:
@@ -48,9 +50,7 @@ def kernel(op: str, backend_obj: Backend, dtype: DType) -> Kernel:
     found = plugins().kernels.find(op, backend_obj.name, dtype)
     if found is None:
         raise KernelNotFound(op, backend_obj.name, dtype, plugins().kernels.backends_for(op, dtype))
-    adapt = getattr(backend_obj, "adapt_kernel", None)
-    if adapt is not None:
-        found = adapt(found)
+    found = backend_obj.adapt_kernel(found)
     _kernel_cache[key] = found
     return found
 

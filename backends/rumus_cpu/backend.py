@@ -11,6 +11,7 @@ from rumus_contracts import (
     BackendUnavailable, Capabilities, Device, DType, Kernel, TensorArg, bool_, float32, float64, int8, int16,
     int32, int64, uint8,
 )
+from rumus_contracts.backend import callable_kernel
 
 CPU = Device("cpu", 0)
 DTYPES: tuple[DType, ...] = (float32, float64, int64, int32, int16, int8, uint8, bool_)
@@ -68,6 +69,9 @@ class CpuBackend:
             limits={"max_dims": 64, "num_threads": threads},
             description=f"host CPU: C kernels via cffi ({threads} thread{'s' if threads != 1 else ''}"
                         f"{', OpenMP' if openmp else ', no OpenMP'}), GEMM via numpy's BLAS")
+
+    def adapt_kernel(self, kernel: Kernel) -> Kernel:
+        return callable_kernel(self.name, kernel)  # the Backend protocol's default: callables run as they are
 
     def __repr__(self) -> str:
         return "CpuBackend()"

@@ -7,7 +7,7 @@ Kernels live in modules named in KERNEL_MODULES, one idea per module; each expos
 from __future__ import annotations
 
 import importlib
-import warnings
+from collections.abc import Callable
 
 from rumus_contracts import BackendRegistry, Kernel, KernelRegistry, hookimpl
 
@@ -24,11 +24,18 @@ KERNEL_MODULES: tuple[str, ...] = (
 )
 
 
-def kernel_entries() -> list[tuple[str, Kernel, tuple[object, ...]]]:
+def _raise(what: str, exc: Exception) -> None:
+    raise exc
+
+
+def kernel_entries(on_failure: Callable[[str, Exception], None] = _raise,
+                   ) -> list[tuple[str, Kernel, tuple[object, ...]]]:
     """(op, kernel, dtypes) of every module in KERNEL_MODULES (imports the compiled kernels).
 
-    Raises ImportError when the C extension is not built. A kernel module that fails to import is
-    reported with a warning and skipped, so one broken module never hides the others' kernels.
+    Raises ImportError when the C extension is not built or is stale. A kernel module that fails to
+    import goes to `on_failure(module name, error)` (default: raise); the plugin hook reports it with
+    `registry.report_failure` and keeps the other modules' kernels, so one broken module never hides
+    the others, and never passes unnoticed either (the conformance run fails on it).
     """
     importlib.import_module(f"{__package__}._lib")
     out = []
@@ -36,8 +43,7 @@ def kernel_entries() -> list[tuple[str, Kernel, tuple[object, ...]]]:
         try:
             module = importlib.import_module(f"{__package__}.{name}")
         except Exception as exc:
-            warnings.warn(f"rumus_cpu: kernel module '{name}' failed to load and was skipped: "
-                          f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+            on_failure(f"kernel module rumus_cpu.{name}", exc)
             continue
         out.extend(module.KERNELS)
     return out
@@ -45,7 +51,7 @@ def kernel_entries() -> list[tuple[str, Kernel, tuple[object, ...]]]:
 
 def kernel_table() -> dict[str, Kernel]:
     """op -> kernel (a later module's kernel for the same op wins, as in the registry)."""
-    return {op: kernel for op, kernel, _ in kernel_entries()}
+    return {op: kernel for op, kernel, _ in kernel_entries(on_failure=lambda what, exc: None)}
 
 
 @hookimpl
@@ -57,8 +63,11 @@ def rumus_register_backends(registry: BackendRegistry) -> None:
 @hookimpl
 def rumus_register_kernels(registry: KernelRegistry) -> None:
     try:
-        entries = kernel_entries()
-    except ImportError:
-        return  # not compiled: the backend factory reports it (BackendUnavailable) with the fix
+        entries = kernel_entries(on_failure=registry.report_failure)
+    except Exception as exc:  # ImportError, or whatever a stale-build check raises
+        # not compiled, or stale: the backend factory refuses to start with the fix in its message;
+        # reported here too, so a strict run (conformance) fails instead of counting skipped ops
+        registry.report_failure("C kernels (rumus_cpu._lib)", exc)
+        return
     for op, kernel, dtypes in entries:
         registry.register(op, BACKEND, kernel, dtypes=dtypes)

@@ -1,6 +1,6 @@
 """RUMUS ports: what the core, every backend, every plugin and the conformance suite rely on."""
 
-from .backend import Backend, Capabilities, Kernel, ShaderKernel
+from .backend import Backend, Capabilities, Kernel, ShaderKernel, callable_kernel
 from .device import Device
 from .dtype import (
     FLOAT_DTYPES, PLAIN_DTYPES, DType, bfloat16, bool_, fixed_i16, float16, float32, float64,
@@ -11,17 +11,17 @@ from .errors import (
     PluginError, RumusError, ShapeError,
 )
 from .hookspecs import hookimpl, hookspec
-from .plugins import LoadedPlugins, load_plugins
+from .plugins import Candidate, LoadedPlugins, load_plugins
 from .registry import BackendRegistry, KernelEntry, KernelRegistry
 from .schema import ErrorSample, OpRegistry, OpSchema, Sample
 from .tensor_arg import TensorArg, contiguous_strides
 
 __all__ = [
-    "AutogradError", "Backend", "BackendRegistry", "BackendUnavailable", "Capabilities", "DType",
+    "AutogradError", "Backend", "BackendRegistry", "BackendUnavailable", "Candidate", "Capabilities", "DType",
     "DTypeError", "Device", "DeviceMismatch", "ErrorSample", "FLOAT_DTYPES", "FormatError", "Kernel",
     "KernelEntry", "KernelNotFound", "KernelRegistry", "LoadedPlugins", "OpRegistry", "OpSchema",
     "PLAIN_DTYPES", "PluginError", "RumusError", "Sample", "ShaderKernel", "ShapeError", "TensorArg",
-    "bfloat16", "bool_", "contiguous_strides", "fixed_i16", "float16", "float32", "float64",
+    "bfloat16", "bool_", "callable_kernel", "contiguous_strides", "fixed_i16", "float16", "float32", "float64",
     "from_numpy_dtype", "hookimpl", "hookspec", "int16", "int32", "int4", "int64", "int8",
     "load_plugins", "parse_dtype", "promote", "q8", "uint8",
 ]

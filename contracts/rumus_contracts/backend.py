@@ -10,6 +10,7 @@ import numpy as np
 
 from .device import Device
 from .dtype import DType
+from .errors import PluginError
 from .tensor_arg import TensorArg
 
 # A kernel writes into preallocated outputs: kernel(outputs, inputs, attrs) -> None.
@@ -60,6 +61,17 @@ class Backend(Protocol):
     def capabilities(self, device: Device) -> Capabilities:
         ...
 
+    def adapt_kernel(self, kernel: Kernel) -> Kernel:
+        """The callable the dispatcher will run for a kernel registered for this backend.
+
+        Called once per (op, dtype) the first time the core looks the kernel up; the result is cached.
+        Default behaviour (what a backend whose kernels are Python callables writes):
+        ``return kernel`` for a callable, and raise :class:`PluginError` for a :class:`ShaderKernel`,
+        which such a backend cannot run. A GPU backend compiles a `ShaderKernel` here (WGSL for
+        `rumus_wgpu`) and returns a callable that dispatches it. Must not run the kernel.
+        """
+        ...
+
 
 class ShaderKernel:
     """A kernel given as shader source (for a GPU backend to compile), not as a Python function.
@@ -88,3 +100,11 @@ class ShaderKernel:
     def __call__(self, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
                  attrs: Mapping[str, Any]) -> None:
         raise TypeError("a ShaderKernel is compiled by its backend, never called directly")
+
+
+def callable_kernel(backend: str, kernel: Kernel) -> Kernel:
+    """`Backend.adapt_kernel`'s default for a backend that runs Python callables and compiles no shaders."""
+    if isinstance(kernel, ShaderKernel):
+        raise PluginError(f"backend '{backend}' runs Python callables and cannot compile a {kernel.language} "
+                          f"ShaderKernel; register a callable kernel(outputs, inputs, attrs) for it")
+    return kernel

@@ -15,6 +15,7 @@ import numpy as np
 
 from .dtype import FLOAT_DTYPES, DType
 from .errors import PluginError, RumusError
+from .registry import _Owned
 
 Shape = tuple[int, ...]
 ShapeRule = Callable[[Sequence[Shape], Mapping[str, Any]], list[Shape]]
@@ -118,20 +119,30 @@ class OpSchema:
         return {**self.attrs, **given}
 
 
-class OpRegistry:
-    """All op schemas, the core's and every plugin's."""
+class OpRegistry(_Owned):
+    """All op schemas, the core's and every plugin's. A name belongs to whoever registers it first
+    (the core registers first), so a plugin's op can never replace one of the core's."""
 
     def __init__(self) -> None:
+        super().__init__()
         self._ops: dict[str, OpSchema] = {}
         self.owner: dict[str, str] = {}
 
-    def register(self, schema: OpSchema, owner: str = "rumus") -> OpSchema:
+    def register(self, schema: OpSchema, owner: str | None = None) -> OpSchema:
+        who = self._owner(owner)
+        if not isinstance(schema, OpSchema):
+            raise PluginError(f"registry.register takes an OpSchema, got {type(schema).__name__}")
         if schema.name in self._ops:
             raise PluginError(f"op '{schema.name}' is registered twice (by '{self.owner[schema.name]}' "
-                              f"and '{owner}'); rename one of them")
+                              f"and '{who}'); the first keeps the name, rename the other")
         self._ops[schema.name] = schema
-        self.owner[schema.name] = owner
+        self.owner[schema.name] = who
         return schema
+
+    def drop_owner(self, owner: str) -> None:
+        """Remove every op of `owner` (a plugin that failed to load)."""
+        for name in [n for n, o in self.owner.items() if o == owner]:
+            del self._ops[name], self.owner[name]
 
     def get(self, name: str) -> OpSchema:
         try:
