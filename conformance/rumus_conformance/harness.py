@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 import rumus
-from rumus import _runtime
-from rumus._creation import from_storage
+from rumus import backend_api as api
+from rumus.backend_api import from_storage
 from rumus_contracts import (
     BackendUnavailable, DType, ErrorSample, OpSchema, Sample, float64, parse_dtype,
 )
@@ -32,8 +32,9 @@ class Claim:
 
 def _backend_dtypes(name: str) -> tuple[DType, ...] | None:
     try:
-        be = _runtime.backend(name)
-        return be.capabilities(be.devices()[0]).dtypes
+        be = api.backend(name)
+        dtypes: tuple[DType, ...] = be.capabilities(be.devices()[0]).dtypes
+        return dtypes
     except BackendUnavailable:
         return None
 
@@ -41,7 +42,7 @@ def _backend_dtypes(name: str) -> tuple[DType, ...] | None:
 def claims(name: str | None = None) -> list[Claim]:
     """What the backend claims for every registered op and each dtype the op is defined for."""
     name = name or backend_name()
-    reg = _runtime.plugins()
+    reg = api.plugins()
     caps = _backend_dtypes(name) or ()
     out = []
     for schema in reg.ops:
@@ -64,11 +65,11 @@ def claims(name: str | None = None) -> list[Claim]:
 def _host_for(arr: np.ndarray, dtype: DType) -> np.ndarray:
     """Sample values as the dtype under test can hold them (ints truncate, unsigned take |x|)."""
     if dtype.is_bool:
-        return arr != 0
+        return np.asarray(arr != 0)
     if dtype.is_integer:
         vals = np.trunc(np.abs(arr) if dtype.kind == "u" else arr)
-        info = np.iinfo(dtype.numpy)
-        return np.clip(vals, info.min, info.max).astype(dtype.numpy)
+        info = np.iinfo(cast(Any, dtype.numpy))  # DType.numpy is typed loosely
+        return np.asarray(np.clip(vals, info.min, info.max).astype(dtype.numpy))
     return arr
 
 

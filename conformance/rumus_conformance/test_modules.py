@@ -20,12 +20,14 @@ class XorMLP(nn.Module):
         self.output = nn.Linear(8, 1)
 
     def forward(self, x: rm.Tensor) -> rm.Tensor:
-        return self.output(rm.relu(self.hidden(x)))
+        out: rm.Tensor = self.output(rm.relu(self.hidden(x)))
+        return out
 
 
 def train_xor(device: str, steps: int = 200) -> tuple[XorMLP, float, rm.Tensor]:
     rm.manual_seed(0)
-    model = XorMLP().to(device)
+    model = XorMLP()
+    model.to(device)
     x = rm.tensor([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], device=device)
     y = rm.tensor([[0.0], [1.0], [1.0], [0.0]], device=device)
     opt = rm.optim.Adam(model.parameters(), lr=0.01, betas=(0.9, 0.999), eps=1e-8)
