@@ -22,6 +22,15 @@ _BINDING = re.compile(
     r"@(?:group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)|binding\(\s*(\d+)\s*\)\s*@group\(\s*(\d+)\s*\))"
     r"\s*var\s*<\s*(storage|uniform)\s*(?:,\s*(read_write|read))?\s*>")
 BIND_GROUP_CACHE = 2048
+# wgpu-py's private native layer (wgpu.backends.wgpu_native._api) gives two fast paths: trusted shader
+# modules (here) and direct per-dispatch pass calls (recorder.py). Both fall back to wgpu-py's public
+# API when the private names are missing; RUMUS_WGPU_PUBLIC_API=1 forces the fallback, so CI tests
+# both paths (tests/wgpu/test_wgpu_private_api.py). pyproject.toml pins wgpu to the tested range.
+PUBLIC_API_ENV = "RUMUS_WGPU_PUBLIC_API"
+
+
+def private_api_allowed() -> bool:
+    return not os.environ.get(PUBLIC_API_ENV)
 
 
 @cache
@@ -79,6 +88,8 @@ def trusted_module(device: Any, code: str, label: str) -> Any:
     """A shader module without naga's runtime checks (index clamping, loop bounding), or None when
     this wgpu build cannot make one. Only for our own kernels whose every global access is guarded
     (the GEMM): the clamping costs measurable time in compute-bound inner loops."""
+    if not private_api_allowed():
+        return None
     try:
         from wgpu.backends.wgpu_native import _api
 

@@ -19,7 +19,11 @@ def _native_pass_functions() -> Any:
     """wgpu-native's C functions for the three per-dispatch pass calls, called without wgpu-py's
     wrappers (argument conversion, an offsets array per call, error-capture scope: about 2 us of the
     3.5 us the three calls cost). Compute-pass commands are validated when the pass ends, which still
-    goes through wgpu-py, so errors surface as before. None when this wgpu build lacks them."""
+    goes through wgpu-py, so errors surface as before. None when this wgpu build lacks them, or
+    when RUMUS_WGPU_PUBLIC_API=1 asks for wgpu-py's public API only."""
+    from .pipelines import private_api_allowed
+    if not private_api_allowed():
+        return None
     try:
         from wgpu.backends.wgpu_native import _api
 
