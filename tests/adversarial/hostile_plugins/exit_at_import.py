@@ -1,0 +1,5 @@
+"""Calls sys.exit() while being imported: must not end the process."""
+
+import sys
+
+sys.exit(3)
