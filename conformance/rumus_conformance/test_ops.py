@@ -35,7 +35,7 @@ def _run_all(claim: harness.Claim, check: Callable[..., str | None], **kw: bool)
     if claim.status == "missing":
         # strict: the backend holds this dtype and the op is no composite, so a kernel is expected;
         # a known gap goes in the xfails file (see xfails.py), never silently here
-        pytest.fail(f"MISSING: backend '{BACKEND}' has no kernel for {claim.op} / {claim.dtype}")
+        pytest.fail(f"MISSING: backend '{BACKEND}' has no kernel for {claim.op} / {claim.dtype}", pytrace=False)
     schema = SCHEMAS[claim.op]
     failures, ran = [], 0
     for sample in samples(schema):
@@ -61,7 +61,7 @@ def _run_all(claim: harness.Claim, check: Callable[..., str | None], **kw: bool)
         # a kernel is registered for (op, dtype) but nothing can exercise it: e.g. a dtype the backend
         # does not hold. Untested is not passed.
         pytest.fail(f"UNTESTED: backend '{BACKEND}' registers a kernel for {claim.op} / {claim.dtype}, but no "
-                    f"sample of the op can run with it here (does the backend hold {claim.dtype}?)")
+                    f"sample of the op can run with it here (does the backend hold {claim.dtype}?)", pytrace=False)
 
 
 def test_plugins_loaded() -> None:
