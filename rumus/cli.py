@@ -17,6 +17,8 @@ def info(argv: list[str]) -> int:
     print(f"plugins loaded: {', '.join(loaded.loaded)}")
     for name, err in loaded.failures.items():
         print(f"plugin FAILED: {name}: {err}")
+    for name, parts in loaded.problems.items():  # loaded, but parts failed (e.g. a CPU kernel module)
+        print(f"plugin PARTLY FAILED: {name}: " + "; ".join(parts))
     print(f"ops registered: {len(loaded.ops)}")
     for name in loaded.backends.names():
         status = loaded.backends.status(name)
