@@ -56,13 +56,21 @@ class _ThreadDefaultGenerator(Generator):
     def __init__(self) -> None:
         self._local = _PerThread()
 
-    @property  # type: ignore[override]
+    @property
     def rng(self) -> np.random.Generator:
         return self._local.gen.rng
 
-    @property  # type: ignore[override]
+    @rng.setter
+    def rng(self, value: np.random.Generator) -> None:
+        self._local.gen.rng = value
+
+    @property
     def _seed(self) -> int:
         return self._local.gen._seed
+
+    @_seed.setter
+    def _seed(self, value: int) -> None:
+        self._local.gen._seed = value
 
     def manual_seed(self, seed: int) -> Generator:
         self._local.gen.manual_seed(seed)
