@@ -8,7 +8,7 @@ from math import prod
 from typing import Any
 
 from rumus_contracts import (
-    Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64, promote,
+    AutogradError, Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64, promote,
 )
 from rumus_contracts.schema import _same_dtype as _same_dtype_rule
 from rumus_contracts.shapes import broadcast_shapes
@@ -161,6 +161,8 @@ class Op:
         if schema.inplace:
             for i in schema.mutates_idx:
                 inputs[i]._storage.version += 1
+            if grad_state.enabled:
+                _refuse_tracked_inplace(self.name, [inputs[i] for i in schema.mutates_idx])
             return []
         if grad_state.enabled and schema.differentiable:
             for t in inputs:
@@ -228,9 +230,19 @@ class Op:
             node.save_outputs(outputs)
         for i, o in enumerate(outputs):
             if o.dtype.is_floating:
-                o.requires_grad = True
-                o.grad_fn = node
+                o._requires_grad = True
+                o._grad_fn = node
                 o._output_nr = i
+
+
+def _refuse_tracked_inplace(name: str, written: Sequence[Tensor]) -> None:
+    """Schema-level in-place ops (optimizer steps) record no graph: writing a tensor that takes part
+    in autograd in grad mode would leave its history silently wrong, so it is refused (after the
+    write: the version bump already makes any saved copy of it fail loudly)."""
+    for t in written:
+        if t.requires_grad:
+            raise AutogradError(f"{name}: updates a tensor that requires grad in place while grad mode is on; "
+                                f"run it under `with rumus.no_grad():` (as optimizers do)")
 
 
 def _same_float_dtype(name: str, inputs: Sequence[Tensor]) -> None:

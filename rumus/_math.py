@@ -11,6 +11,7 @@ from rumus_contracts import AutogradError, Device, DType, RumusError, ShapeError
 from rumus_contracts.shapes import normalize_dim, normalize_dims
 
 from . import _views
+from . import _inplace as _inplace_mod
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
 from .tensor import Tensor, make_tensor
@@ -400,28 +401,9 @@ def _writable(x: Tensor, name: str) -> Tensor:
 
 
 def _inplace(x: Tensor, result: Tensor, name: str) -> Tensor:
-    """Write `result` into x's storage, bump the version, and rebase x's autograd history on result."""
-    if x.dtype.is_fixed:
-        raise RumusError(f"{name} is refused on a fixed-point tensor: in-place writes to fixed-point "
-                         f"tensors are not allowed (build a new tensor with rumus.fixed.tensor)")
-    tracked = grad_state.enabled and (x.requires_grad or result.requires_grad)
-    if tracked:
-        if x.grad_fn is None and x.requires_grad:
-            raise AutogradError(f"{name}: a leaf tensor that requires grad is used in an in-place operation; "
-                                f"wrap the update in `with rumus.no_grad():` (as optimizers do)")
-        if x._base is not None and (x._base.requires_grad or result.requires_grad):
-            raise AutogradError(f"{name}: in-place ops on views of tensors that take part in autograd are "
-                                f"not supported; use the out-of-place op")
-    if result.shape != x.shape:
-        raise ShapeError(f"{name}: the result of shape {result.shape} cannot be written into a tensor of "
-                         f"shape {x.shape}")
-    copy_into(x, result.detach())
-    x._arg_cache = None
-    if tracked:
-        x.requires_grad = True
-        x.grad_fn = result.grad_fn
-        x._output_nr = result._output_nr
-    return x
+    """Write `result` into x's storage, bump the version, and rebase x's autograd history on result
+    (rumus._inplace.commit: views rebase their base, PyTorch's rule)."""
+    return _inplace_mod.commit(x, result, name)
 
 
 def add_(x: Tensor, o: Any, alpha: float = 1) -> Tensor: return _inplace(_writable(x, "add_"), add(x, o, alpha), "add_")
@@ -438,60 +420,20 @@ def relu_(x: Tensor) -> Tensor: return _inplace(_writable(x, "relu_"), relu(x), 
 
 
 def fill_(x: Tensor, value: float) -> Tensor:
-    if x.dtype.is_fixed:
-        raise RumusError("fill_ is refused on a fixed-point tensor: in-place writes to fixed-point tensors are "
-                         "not allowed")
-    if grad_state.enabled and x.requires_grad and x.grad_fn is None:
-        raise AutogradError("fill_: a leaf tensor that requires grad is used in an in-place operation; "
-                            "wrap it in `with rumus.no_grad():`")
-    from . import _runtime
-    k = _runtime.kernel("fill", x._storage.backend, x.dtype)
-    k([x._arg], [], {"shape": x.shape, "value": value, "dtype": x.dtype.name})
-    x._storage.version += 1
-    return x
+    return _inplace_mod.fill_(x, value)
 
 
 def zero_(x: Tensor) -> Tensor:
-    return fill_(x, 0)
+    return _inplace_mod.fill_(x, 0)
 
 
 def copy_(x: Tensor, src: Any) -> Tensor:
-    _writable(x, "copy_")
-    if not isinstance(src, Tensor):
-        from ._creation import tensor
-        src = tensor(src, dtype=x.dtype, device=x.device)
-    if src.shape != x.shape:
-        src = _views.expand(src, x.shape)
-    if src.device != x.device:
-        src = to_device(src, x.device)
-    return _inplace(x, src if src.dtype == x.dtype else cast(src, x.dtype), "copy_") if (
-        grad_state.enabled and src.requires_grad) else _plain_copy(x, src)
-
-
-def _plain_copy(x: Tensor, src: Tensor) -> Tensor:
-    if x.dtype.is_fixed:
-        raise RumusError("copy_ is refused on a fixed-point tensor: in-place writes to fixed-point tensors are "
-                         "not allowed")
-    if grad_state.enabled and x.requires_grad and x.grad_fn is None:
-        raise AutogradError("copy_: a leaf tensor that requires grad is used in an in-place operation; "
-                            "wrap it in `with rumus.no_grad():`")
-    copy_into(x, src)
-    return x
+    return _inplace_mod.copy_(x, src)
 
 
 def setitem(x: Tensor, index: Any, value: Any) -> None:
-    """x[index] = value: a strided copy into the view (no autograd through the assignment)."""
-    if x.dtype.is_fixed:
-        raise RumusError("item assignment is refused on a fixed-point tensor: in-place writes to fixed-point "
-                         "tensors are not allowed")
-    if grad_state.enabled and x.requires_grad:
-        raise AutogradError("item assignment into a tensor that requires grad is not supported; build the "
-                            "result with rumus.where / cat, or do it under rumus.no_grad()")
-    target = _views.raw_index(x, index)
-    if isinstance(value, Tensor):
-        copy_into(target, value if value.dtype == x.dtype else cast(value.detach(), x.dtype))
-    else:
-        fill_(target, value)  # bumps the shared storage's version
+    """x[index] = value; recorded by autograd when x or value requires grad (rumus._inplace)."""
+    _inplace_mod.setitem(x, index, value)
 
 
 # Every public function above whose first argument is a tensor is also a Tensor method.

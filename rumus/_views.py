@@ -20,9 +20,12 @@ def _view(base: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset
           backward: Backward, attrs: dict[str, Any]) -> Tensor:
     out = make_tensor(base._storage, shape, strides, offset)
     out._base = base._base if base._base is not None else base
-    if grad_state.enabled and base.requires_grad:
-        out.requires_grad = True
-        out.grad_fn = Node(name, backward, [base], attrs, save_inputs=False)
+    if grad_state.enabled:
+        # a differentiable view: after an in-place change of its base it takes its history from there
+        out._view_version = base._storage.version
+        if base.requires_grad:
+            out._requires_grad = True
+            out._grad_fn = Node(name, backward, [base], attrs, save_inputs=False)
     return out
 
 
@@ -267,6 +270,9 @@ def _getitem_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
 
 
 def getitem(t: Tensor, index: Any) -> Tensor:
+    from . import _advanced_index
+    if _advanced_index.is_advanced(index):
+        return _advanced_index.getitem(t, index)
     shape, strides, offset = _index_layout(t, index)
     return _view(t, shape, strides, offset, "getitem", _getitem_back, {"index": index})
 

@@ -22,18 +22,22 @@ if TYPE_CHECKING:
 
 
 class Tensor:
-    __slots__ = ("_storage", "shape", "_strides", "_offset", "requires_grad", "grad", "grad_fn", "_output_nr",
-                 "_base", "_arg_cache", "_hooks", "__weakref__")
+    __slots__ = ("_storage", "shape", "_strides", "_offset", "_requires_grad", "grad", "_grad_fn", "_output_nr",
+                 "_base", "_view_version", "_arg_cache", "_hooks", "__weakref__")
 
     _storage: Storage
     shape: tuple[int, ...]
     _strides: tuple[int, ...]
     _offset: int
-    requires_grad: bool
+    _requires_grad: bool
     grad: Tensor | None
-    grad_fn: Node | None
+    _grad_fn: Node | None
     _output_nr: int
     _base: Tensor | None
+    # For a view made in grad mode: the storage version its grad_fn belongs to. When an in-place op
+    # has changed the base since (the version moved on), grad_fn and requires_grad are recomputed
+    # from the base's current history on the next read (PyTorch's rule). -1: not such a view.
+    _view_version: int
     _arg_cache: TensorArg | None
     _hooks: list[Callable[[Tensor], None]] | None
 
@@ -87,6 +91,32 @@ class Tensor:
     @property
     def is_leaf(self) -> bool:
         return self.grad_fn is None
+
+    # ---- autograd state (views recompute theirs after an in-place change of their base) -------------
+    @property
+    def requires_grad(self) -> bool:
+        if self._view_version >= 0 and self._view_version != self._storage.version:
+            _inplace.refresh_view(self)
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._requires_grad = value
+
+    @property
+    def grad_fn(self) -> Node | None:
+        if self._view_version >= 0 and self._view_version != self._storage.version:
+            _inplace.refresh_view(self)
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node: Node | None) -> None:
+        self._grad_fn = node
+
+    @property
+    def _version(self) -> int:
+        """The version counter shared with every view of the same storage (bumped by in-place ops)."""
+        return self._storage.version
 
     def is_contiguous(self) -> bool:
         expected = 1
@@ -206,8 +236,10 @@ class Tensor:
         return make_tensor(self._storage, self.shape, self._strides, self._offset)
 
     def detach_(self) -> Tensor:
-        self.grad_fn = None
-        self.requires_grad = False
+        if self._base is not None and self._view_version >= 0:
+            raise AutogradError("detach_() on a view: it shares its base's history; use detach() instead")
+        self._grad_fn = None
+        self._requires_grad = False
         return self
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
@@ -340,7 +372,7 @@ class Tensor:
         return _views.getitem(self, index)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        _math.setitem(self, index, value)
+        _inplace.setitem(self, index, value)
 
     # ---- math: every method forwards to rumus._math ----------------------------------------------
     def __add__(self, o: Any) -> Tensor: return _math.add(self, o)
@@ -418,11 +450,12 @@ def _init(t: Tensor, storage: Storage, shape: tuple[int, ...], strides: tuple[in
     t.shape = shape
     t._strides = strides if strides is not None else _contiguous(shape)
     t._offset = offset
-    t.requires_grad = False
+    t._requires_grad = False
     t.grad = None
-    t.grad_fn = None
+    t._grad_fn = None
     t._output_nr = 0
     t._base = None
+    t._view_version = -1
     t._arg_cache = None
     t._hooks = None
 
@@ -451,4 +484,4 @@ def _is_dtype_name(s: str) -> bool:
         return False
 
 
-from . import _math, _views  # noqa: E402  (methods above call into these at run time)
+from . import _inplace, _math, _views  # noqa: E402  (methods above call into these at run time)

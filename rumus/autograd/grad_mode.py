@@ -1,8 +1,14 @@
-"""Grad mode switches: no_grad / enable_grad / inference_mode / set_grad_enabled."""
+"""Grad mode switches: no_grad / enable_grad / inference_mode / set_grad_enabled.
+
+The mode is per thread (PyTorch's rule): a `no_grad` block in one thread never stops another thread
+from recording its graph, and interleaved blocks in two threads each restore their own previous mode.
+`state` is a `threading.local`, so every thread starts with grad mode enabled.
+"""
 
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
@@ -10,9 +16,8 @@ from typing import Any, TypeVar
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class _GradState:
-    __slots__ = ("enabled",)
-
+class _GradState(threading.local):
+    # threading.local runs __init__ once in each thread that touches `state`: each starts enabled
     def __init__(self) -> None:
         self.enabled = True
 
@@ -25,7 +30,9 @@ def is_grad_enabled() -> bool:
 
 
 class set_grad_enabled:
-    """Context manager (and decorator) setting grad mode; also works as a plain call."""
+    """Context manager (and decorator) setting grad mode; also works as a plain call.
+
+    The previous mode is remembered when the block is entered, in the entering thread."""
 
     def __init__(self, mode: bool) -> None:
         self.prev = state.enabled
@@ -40,14 +47,18 @@ class set_grad_enabled:
 
 
 class _Mode:
+    """Base of the mode blocks. The saved previous modes form a per-thread stack, so one instance
+    (a decorator's, or a module-level `no_grad()`) can be entered by several threads at once."""
+
     mode = False
 
     def __enter__(self) -> None:
-        self.prev = state.enabled
+        stack = _saved_modes()
+        stack.append(state.enabled)
         state.enabled = self.mode
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        state.enabled = self.prev
+        state.enabled = _saved_modes().pop()
 
     def __call__(self, fn: F) -> F:
         @functools.wraps(fn)
@@ -55,6 +66,18 @@ class _Mode:
             with self.__class__():
                 return fn(*args, **kwargs)
         return wrapper  # type: ignore[return-value]
+
+
+class _Saved(threading.local):
+    def __init__(self) -> None:
+        self.modes: list[bool] = []
+
+
+_saved = _Saved()
+
+
+def _saved_modes() -> list[bool]:
+    return _saved.modes
 
 
 class no_grad(_Mode):
