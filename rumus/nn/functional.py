@@ -57,7 +57,7 @@ from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
 from .functional_norm import *  # noqa: E402, F401, F403  (normalization)
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:  # type: ignore[no-redef]  # checked
     """int64 one-hot encoding with a new last dim; class ids outside 0..num_classes-1 are refused (as
     PyTorch does) rather than encoded as rows of zeros."""
     from rumus_contracts import ArgumentTypeError, IndexOutOfRange
