@@ -1,13 +1,39 @@
 /* Data movement: strided copy with dtype conversion (every pair of dtypes), and fill.
 
-   Conversions follow C: float -> int truncates toward zero (through int64, so narrow and unsigned
-   targets wrap instead of hitting undefined behaviour), anything -> bool is x != 0, bool -> number
-   is 0/1. */
+   Conversions (docs/ARCHITECTURE.md, "Casts"; the wgpu backend does the same):
+   - float -> int truncates toward zero and SATURATES: NaN -> 0, +inf and values above the target's
+     range -> its maximum, -inf and values below -> its minimum (C leaves these undefined; x86 gives
+     INT_MIN, other machines other values, so they are pinned here);
+   - int -> narrower int wraps (two's complement, as C and PyTorch do);
+   - anything -> bool is x != 0 (NaN -> true); bool -> number is 0/1. */
+#include <stdint.h>
 #include "internal/rumus.h"
 #include "copy.h"
 
+/* double -> integer type TD, saturating, NaN -> 0. LO and HI are the type's bounds, exact as doubles;
+   a double >= HI truncates to >= HI, so comparing before the (then well-defined) C cast is exact. */
+#define DEF_SAT(TD, LO, HI)                                                                             \
+    static inline TD rumus_sat_##TD(double x) {                                                         \
+        if (x != x) return 0;                                                                           \
+        if (x >= (HI)) return (TD)(HI);                                                                 \
+        if (x <= (LO)) return (TD)(LO);                                                                 \
+        return (TD)x;                                                                                   \
+    }
+/* int64's maximum 2^63 - 1 is not a double: compare with 2^63 and return INT64_MAX itself */
+static inline int64_t rumus_sat_int64_t(double x) {
+    if (x != x) return 0;
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)x;
+}
+DEF_SAT(int32_t, -2147483648.0, 2147483647.0)
+DEF_SAT(int16_t, -32768.0, 32767.0)
+DEF_SAT(int8_t, -128.0, 127.0)
+DEF_SAT(uint8_t, 0.0, 255.0)
+
 #define CV_F(TD, x) ((TD)(x))
-#define CV_I(TD, x) _Generic((x), float: (TD)(int64_t)(x), double: (TD)(int64_t)(x), default: (TD)(x))
+#define CV_I(TD, x) _Generic((x), float: rumus_sat_##TD((double)(x)), double: rumus_sat_##TD((double)(x)), \
+                             default: (TD)(x))
 #define CV_B(TD, x) ((TD)((x) != 0))
 
 /* Destination list: M(suffix, C type, converter, ...). */
@@ -47,7 +73,7 @@ typedef struct {
     static void fill_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                    \
         typedef TT T;                                                                                   \
         const fill_value *fv = (const fill_value *)ctx;                                                 \
-        const T v = _Generic((T)0, float: (T)fv->f, double: (T)fv->f, default: CV(T, fv->i));           \
+        const T v = _Generic((T)0, float: (T)fv->f, double: (T)fv->f, default: CV(TT, fv->i));          \
         if (s[0] == (int64_t)sizeof(T)) {                                                               \
             T *o = (T *)p[0];                                                                           \
             for (int64_t i = 0; i < n; i++) o[i] = v;                                                   \

@@ -40,6 +40,9 @@ def logsumexp(x: Tensor, dims: tuple[int, ...] = ()) -> Tensor:
     if not dims:
         return M.add(x, 0.0)
     m = _op("amax")(x.detach(), dims=dims)  # the shift is a constant: gradients flow through exp/log only
+    # An infinite max would make x - m NaN (inf - inf); shift by 0 there instead, as PyTorch does, so a
+    # slice of -inf gives -inf and a slice holding +inf gives +inf. NaN still propagates.
+    m = M.where(M.eq(M.abs(m), float("inf")), 0.0, m)
     return M.add(M.log(_op("sum")(M.exp(M.sub(x, m)), dims=dims)), m)
 
 

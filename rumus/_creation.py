@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import math
+import operator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 import numpy as np
 
-from rumus_contracts import Device, DType, DTypeError, RumusError, float32, int64, parse_dtype
+from rumus_contracts import (
+    ArgumentTypeError, Device, DType, DTypeError, OutOfMemory, RumusError, ShapeError, float32, int64, parse_dtype,
+)
 from rumus_contracts import bool_ as rbool
 from rumus_contracts.dtype import from_numpy_dtype
 
@@ -22,13 +27,52 @@ def _device(device: Any) -> Device:
     return _runtime.default_device() if device is None else Device.parse(device)
 
 
-def _shape(size: tuple[Any, ...]) -> tuple[int, ...]:
+def _size_int(value: Any, what: str, where: str) -> int:
+    """An int (or anything with __index__, as PyTorch accepts); floats, strings, ... are refused."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{where}: {what} must be an integer, got {type(value).__name__} {value!r}") from None
+
+
+def _shape(size: tuple[Any, ...], where: str = "size") -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    shape = tuple(int(s) for s in size)
+    shape = tuple(_size_int(s, "every dimension of a size", where) for s in size)
     if any(s < 0 for s in shape):
-        raise RumusError(f"negative dimension in shape {shape}")
+        raise ShapeError(f"{where}: negative dimension in size {shape}; dimensions must be >= 0")
     return shape
+
+
+_T = TypeVar("_T")
+
+
+def _nbytes(shape: Sequence[int], dtype: DType) -> int:
+    return math.prod(shape) * np.dtype(dtype.numpy).itemsize
+
+
+@contextmanager
+def _allocating(shape: Sequence[int], dtype: DType) -> Iterator[None]:
+    """numpy's MemoryError (and its ValueError for sizes past its address space) as OutOfMemory naming
+    the shape, the dtype and the bytes asked for."""
+    def fail() -> OutOfMemory:
+        return OutOfMemory(f"cannot allocate a tensor of shape {tuple(shape)} and dtype {dtype}: "
+                           f"{_nbytes(shape, dtype)} bytes; use a smaller size")
+    if _nbytes(shape, dtype) >= 1 << 62:  # numpy refuses these with ValueError before trying
+        raise fail()
+    try:
+        yield
+    except MemoryError:
+        raise fail() from None
+    except ValueError as exc:
+        if isinstance(exc, RumusError) or "too big" not in str(exc) and "exceeds" not in str(exc):
+            raise
+        raise fail() from None
+
+
+def _sized(shape: Sequence[int], dtype: DType, make: Callable[[], _T]) -> _T:
+    with _allocating(shape, dtype):
+        return make()
 
 
 def _bfloat16_bits(a: np.ndarray) -> np.ndarray:
@@ -128,25 +172,26 @@ def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
 
 
 def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    shape = tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
+    shape = _shape((size,), "full")
     if dtype is None:
         dtype = rbool if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
     dt, dev = parse_dtype(dtype), _device(device)
-    out = _op("fill")(shape=shape, value=fill_value, dtype=dt.name, device=dev)
+    out = _sized(shape, dt, lambda: _op("fill")(shape=shape, value=fill_value, dtype=dt.name, device=dev))
     return out.requires_grad_(True) if requires_grad else out
 
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+    return full(_shape(size, "zeros"), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return full(_shape(size), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad)
+    return full(_shape(size, "ones"), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     from ._dispatch import empty as _empty
-    out = _empty(_shape(size), parse_dtype(dtype or float32), _device(device))
+    shape, dt = _shape(size, "empty"), parse_dtype(dtype or float32)
+    out = _sized(shape, dt, lambda: _empty(shape, dt, _device(device)))
     return out.requires_grad_(True) if requires_grad else out
 
 
@@ -171,23 +216,36 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
            requires_grad: bool = False) -> Tensor:
     if end is None:
         start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, (str, bytes)) or not isinstance(v, (int, float, np.number)):
+            raise ArgumentTypeError(f"arange: {name} must be a number, got {type(v).__name__} {v!r}")
+        if not math.isfinite(v):
+            raise ShapeError(f"arange: {name} must be finite, got {v}")
     if step == 0:
-        raise RumusError("arange: step must be non-zero")
-    all_int = all(isinstance(v, int) for v in (start, end, step))
+        raise ShapeError("arange: step must be non-zero")
+    all_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
     dt = parse_dtype(dtype) if dtype is not None else (int64 if all_int else float32)
-    return from_host(np.arange(start, end, step, dtype=np.float64 if not all_int else np.int64), dt,
-                     _device(device), requires_grad)
+    count = max(0, math.ceil((end - start) / step))
+    return _sized((count,), dt, lambda: from_host(
+        np.arange(start, end, step, dtype=np.float64 if not all_int else np.int64), dt, _device(device), requires_grad))
 
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    steps = _size_int(steps, "steps", "linspace")
     if steps < 0:
-        raise RumusError(f"linspace: steps must be non-negative, got {steps}")
-    return from_host(np.linspace(start, end, steps), parse_dtype(dtype or float32), _device(device), requires_grad)
+        raise ShapeError(f"linspace: steps must be non-negative, got {steps}")
+    dt = parse_dtype(dtype or float32)
+    return _sized((steps,), dt, lambda: from_host(np.linspace(start, end, steps), dt, _device(device), requires_grad))
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    return from_host(np.eye(n, m), parse_dtype(dtype or float32), _device(device), requires_grad)
+    n = _size_int(n, "n", "eye")
+    m = n if m is None else _size_int(m, "m", "eye")
+    if n < 0 or m < 0:
+        raise ShapeError(f"eye: n and m must be >= 0, got {n}, {m}")
+    dt = parse_dtype(dtype or float32)
+    return _sized((n, m), dt, lambda: from_host(np.eye(n, m), dt, _device(device), requires_grad))
 
 
 def _gen(generator: Generator | None) -> np.random.Generator:
@@ -196,24 +254,26 @@ def _gen(generator: Generator | None) -> np.random.Generator:
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False) -> Tensor:
-    return from_host(_gen(generator).random(_shape(size)), parse_dtype(dtype or float32), _device(device),
-                     requires_grad)
+    shape, dt = _shape(size, "rand"), parse_dtype(dtype or float32)
+    return _sized(shape, dt, lambda: from_host(_gen(generator).random(shape), dt, _device(device), requires_grad))
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False) -> Tensor:
-    return from_host(_gen(generator).standard_normal(_shape(size)), parse_dtype(dtype or float32),
-                     _device(device), requires_grad)
+    shape, dt = _shape(size, "randn"), parse_dtype(dtype or float32)
+    return _sized(shape, dt, lambda: from_host(_gen(generator).standard_normal(shape), dt, _device(device),
+                                              requires_grad))
 
 
 def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
             dtype: Any = None, device: Any = None) -> Tensor:
     if high is None:
         low, high = 0, low
+    low, high = _size_int(low, "low", "randint"), _size_int(high, "high", "randint")
     if high <= low:
-        raise RumusError(f"randint: high ({high}) must be greater than low ({low})")
-    return from_host(_gen(generator).integers(low, high, size=tuple(size)), parse_dtype(dtype or int64),
-                     _device(device))
+        raise ShapeError(f"randint: high ({high}) must be greater than low ({low})")
+    shape, dt = _shape((size,), "randint"), parse_dtype(dtype or int64)
+    return _sized(shape, dt, lambda: from_host(_gen(generator).integers(low, high, size=shape), dt, _device(device)))
 
 
 def rand_like(t: Tensor, generator: Generator | None = None) -> Tensor:
@@ -225,4 +285,7 @@ def randn_like(t: Tensor, generator: Generator | None = None) -> Tensor:
 
 
 def randperm(n: int, generator: Generator | None = None, device: Any = None) -> Tensor:
-    return from_host(_gen(generator).permutation(n), int64, _device(device))
+    n = _size_int(n, "n", "randperm")
+    if n < 0:
+        raise ShapeError(f"randperm: n must be >= 0, got {n}")
+    return _sized((n,), int64, lambda: from_host(_gen(generator).permutation(n), int64, _device(device)))

@@ -212,8 +212,9 @@ class Op:
                 target = promote(target, d)
         if target not in self.schema.dtypes and not target.is_floating and float32 in self.schema.dtypes:
             target = float32
-        if self.name == "where" and inputs[0].dtype != bool_:
-            inputs[0] = inputs[0].to(bool_)
+        if self.name == "where" and inputs[0].dtype != bool_:  # a float mask is a mistake, not "nonzero"
+            raise DTypeError(f"where: the condition must be a bool tensor, got {inputs[0].dtype}; compare first "
+                             f"(e.g. where(x > 0, a, b)) or convert with .bool()")
         return [t if i < skip or t.dtype == target else t.to(target) for i, t in enumerate(inputs)]
 
     def _record(self, inputs: Sequence[Tensor], outputs: list[Tensor], attrs: dict[str, Any]) -> None:

@@ -1,13 +1,23 @@
-"""The `rumus` command: info, demo, conformance, rrec, fixed."""
+"""The `rumus` command: info, demo, conformance, rrec, fixed.
+
+Exit codes shared by every subcommand: 0 success, 1 the check it ran failed, 2 bad input (a usage
+error, a missing, unreadable or malformed file: one line on stderr naming the problem), 3 an internal
+error (one line asking for a report; RUMUS_TRACEBACK=1 shows the traceback), 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable
 
+from rumus_contracts import RumusError
+
 from . import _runtime
+
+EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 2, 3, 130
 
 
 def info(argv: list[str]) -> int:
@@ -77,7 +87,32 @@ def main(argv: list[str] | None = None) -> int:
         for name, (_, help_text) in sorted(COMMANDS.items()):
             print(f"  {name:<12} {help_text}")
         return 0 if argv and argv[0] in ("-h", "--help") else 2
-    return COMMANDS[argv[0]][0](argv[1:])
+    return _guarded(argv[0], COMMANDS[argv[0]][0], argv[1:])
+
+
+def _guarded(name: str, command: Callable[[list[str]], int], argv: list[str]) -> int:
+    """Run a subcommand so that bad input is one line and an exit code, never a traceback."""
+    try:
+        return command(argv)
+    except SystemExit as exc:  # argparse inside a subcommand: it has printed its usage line already
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"rumus {name}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (RumusError, OSError, MemoryError) as exc:  # bad input: a malformed or missing file, no memory
+        print(f"rumus {name}: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        if os.environ.get("RUMUS_TRACEBACK"):
+            raise
+        print(f"rumus {name}: internal error: {type(exc).__name__}: {_one_line(exc)} (please report this; "
+              f"RUMUS_TRACEBACK=1 shows where)", file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 500 else text[:497] + "..."
 
 
 if __name__ == "__main__":

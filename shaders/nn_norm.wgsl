@@ -188,11 +188,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     let m = f32(max(cfg.outer * cfg.inner, 1u));
     let xo = cfg.off[0].z;
+    // shifted by the channel's first value: at a large offset (1e6 + noise) a plain f32 sum of the
+    // values loses the noise; the sum of the differences keeps it, and a constant channel gets
+    // exactly its value as mean and 0 as variance
+    let shift = select(0.0, f32(x[xo + param_addr(min(p, cfg.n - 1u), 0u)]), count > 0u);
     var s = 0.0;
     for (var e = lane; e < count; e += t) {
-        s += f32(x[xo + param_addr(p, e)]);
+        s += f32(x[xo + param_addr(p, e)]) - shift;
     }
-    let mean = group_sum(lid, lane, t, s) / m;
+    let mean = shift + group_sum(lid, lane, t, s) / m;
     var q = 0.0;
     for (var e = lane; e < count; e += t) {
         let d = f32(x[xo + param_addr(p, e)]) - mean;
@@ -245,11 +249,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     let m = f32(max(cfg.outer * cfg.inner, 1u));
     let xo = cfg.off[0].y;
+    let shift = select(0.0, f32(x[xo + param_addr(c, 0u)]), count > 0u);  // as in bn_stats
     var s = 0.0;
     for (var e = lane; e < count; e += t) {
-        s += f32(x[xo + param_addr(p, e)]);
+        s += f32(x[xo + param_addr(p, e)]) - shift;
     }
-    let mean = group_sum(lid, lane, t, s) / m;
+    let mean = shift + group_sum(lid, lane, t, s) / m;
     var q = 0.0;
     for (var e = lane; e < count; e += t) {
         let d = f32(x[xo + param_addr(p, e)]) - mean;

@@ -319,6 +319,7 @@ def clamp(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
 
 def copy(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     dst, src = outputs[0], inputs[0]
+    kind(dst.dtype)  # a cast to a dtype this backend cannot store (int8, ...) is a DTypeError, not a KeyError
     if src.dtype == dst.dtype and _copy_as_bytes(dst, src):
         return
     run_map(_COPY, outputs, inputs)

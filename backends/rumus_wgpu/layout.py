@@ -66,8 +66,15 @@ def store(dtype: DType, value: str) -> str:
     return value
 
 
+# NaN tested on the bits: WGSL lets a compiler assume `x != x` is false.
+_IS_NAN = "((bitcast<u32>({0}) & 0x7fffffffu) > 0x7f800000u)"
+# float -> int saturates and maps NaN to 0, exactly as the CPU backend's C casts (csrc/copy.c and
+# docs/ARCHITECTURE.md "Casts"); 2^31 and -2^31 are exact in f32, so the comparisons are exact.
+_F32_TO_I32 = ("select(select(select(i32({0}), 2147483647i, {0} >= 2147483648.0), -2147483647i - 1i, "
+               "{0} < -2147483648.0), 0i, " + _IS_NAN + ")")
 _CONVERT = {
-    ("f", "i"): "i32({})", ("f", "l"): "i64_from_f32({})", ("f", "b"): "({} != 0.0)",
+    ("f", "i"): _F32_TO_I32, ("f", "l"): "select(i64_from_f32({0}), vec2<u32>(0u, 0u), " + _IS_NAN + ")",
+    ("f", "b"): "(({0} != 0.0) || " + _IS_NAN + ")",  # NaN is true, as in C
     ("i", "f"): "f32({})", ("i", "l"): "i64_from_i32({})", ("i", "b"): "({} != 0)",
     ("l", "f"): "i64_to_f32({})", ("l", "i"): "bitcast<i32>(({}).x)", ("l", "b"): "any(({}) != vec2<u32>(0u))",
     ("b", "f"): "select(0.0, 1.0, {})", ("b", "i"): "select(0, 1, {})", ("b", "l"): "vec2<u32>(select(0u, 1u, {}), 0u)",
@@ -75,7 +82,8 @@ _CONVERT = {
 
 
 def convert(value: str, src: str, dst: str) -> str:
-    """WGSL expression converting between compute kinds (floats to ints truncate toward zero)."""
+    """WGSL expression converting between compute kinds (floats to ints truncate toward zero and saturate;
+    NaN becomes 0)."""
     return value if src == dst else _CONVERT[(src, dst)].format(value)
 
 

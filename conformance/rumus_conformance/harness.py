@@ -176,10 +176,11 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, out_dtype: DType, rtol
             return f"{name}: at index {tuple(idx)} got {g[tuple(idx)]}, expected {cast[tuple(idx)]} (exact)"
         return None
     want = want.astype(np.float64)
-    both_nan = np.isnan(got) & np.isnan(want)
-    diff = np.where(both_nan, 0.0, np.abs(got - want))
+    same = (np.isnan(got) & np.isnan(want)) | (got == want)  # equal infinities too (inf - inf is NaN)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(got - want))
     bound = atol + rtol * np.abs(want)
-    bad = ~(diff <= bound)
+    bad = ~((diff <= bound) | same)
     if bad.any():
         idx = tuple(np.argwhere(bad)[0])
         return (f"{name}: {int(bad.sum())} of {bad.size} elements differ; worst at {idx}: got {got[idx]!r}, "

@@ -10,6 +10,7 @@ from .errors import (
     AutogradError, BackendUnavailable, DeviceMismatch, DTypeError, FormatError, KernelNotFound,
     PluginError, RumusError, ShapeError,
 )
+from .errors import ArgumentTypeError, FileError, IndexOutOfRange, MissingFile, OutOfMemory
 from .hookspecs import hookimpl, hookspec
 from .plugins import Candidate, LoadedPlugins, load_plugins
 from .registry import BackendRegistry, KernelEntry, KernelRegistry
@@ -24,4 +25,5 @@ __all__ = [
     "bfloat16", "bool_", "callable_kernel", "contiguous_strides", "fixed_i16", "float16", "float32", "float64",
     "from_numpy_dtype", "hookimpl", "hookspec", "int16", "int32", "int4", "int64", "int8",
     "load_plugins", "parse_dtype", "promote", "q8", "uint8",
+    "ArgumentTypeError", "FileError", "IndexOutOfRange", "MissingFile", "OutOfMemory",
 ]

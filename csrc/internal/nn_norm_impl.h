@@ -241,19 +241,23 @@ void FN(rumus_batch_norm)(const void *xv, const void *wv, const void *bv, const 
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
-            const double a = (double)w[k] / sqrt((double)var[k] + eps), sh = (double)b[k] - (double)mean[k] * a;
-            if (sizeof(T) == sizeof(float)) { /* float math vectorises; a and sh are already rounded once */
-                const T af = (T)a, sf = (T)sh;
+            /* (x - mean) * a + b, never x * a + (b - mean * a): at a large offset (x = mean = 1e6) the
+             * folded form subtracts two huge rounded products and leaves garbage (-32 instead of 0),
+             * while x - mean is exact there (Sterbenz) and the result is b. */
+            const double a = (double)w[k] / sqrt((double)var[k] + eps), bk = (double)b[k];
+            if (sizeof(T) == sizeof(float)) { /* float math vectorises; a is rounded once */
+                const T af = (T)a, mf = mean[k], bf = (T)bk;
                 for (int64_t bb = 0; bb < n; bb++) {
                     const T *xr = x + (bb * c + k) * s;
                     T *yr = y + (bb * c + k) * s;
-                    for (int64_t i = 0; i < s; i++) yr[i] = xr[i] * af + sf;
+                    for (int64_t i = 0; i < s; i++) yr[i] = (xr[i] - mf) * af + bf;
                 }
             } else {
+                const double mu = (double)mean[k];
                 for (int64_t bb = 0; bb < n; bb++) {
                     const T *xr = x + (bb * c + k) * s;
                     T *yr = y + (bb * c + k) * s;
-                    for (int64_t i = 0; i < s; i++) yr[i] = (T)((double)xr[i] * a + sh);
+                    for (int64_t i = 0; i < s; i++) yr[i] = (T)(((double)xr[i] - mu) * a + bk);
                 }
             }
         }

@@ -1,14 +1,14 @@
 """RecordWriter: streams records to a temporary file and renames it into place on finish().
 
 A crash or an exception inside `with RecordWriter(...)` never leaves a half-written file under the
-final name: until finish() the bytes live in a hidden temporary file in the same directory (same
-filesystem, so the final os.replace is atomic).
+final name: until finish() the bytes live in `.<name>.tmp-<pid>-<random>` next to the target (same
+filesystem, so the final os.replace is atomic); the temp is removed on any exception and a killed
+writer's temp is swept by the next successful save of the same file (rumus.io.files.AtomicFile).
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from array import array
 from types import TracebackType
 from typing import Any
@@ -17,6 +17,7 @@ import numpy as np
 
 from rumus_contracts import DTypeError, RumusError
 
+from ..io.files import AtomicFile
 from ..tensor import Tensor
 from .rrec_format import FLOAT16, FLOAT32, HEADER, HEADER_SIZE, MAGIC, MAX_NDIM, TAG_DTYPES, U32_MAX, VERSION
 from .rrec_format import block_header, padded
@@ -37,9 +38,8 @@ class RecordWriter:
     def __init__(self, path: str | os.PathLike[str], float16: bool = False) -> None:
         self.path = os.fspath(path)
         self._float16 = float16
-        directory = os.path.dirname(os.path.abspath(self.path))
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{os.path.basename(self.path)}.", suffix=".tmp", dir=directory)
-        self._file: Any = os.fdopen(fd, "wb")
+        self._atomic = AtomicFile(self.path)
+        self._file: Any = self._atomic.file
         self._file.write(bytes(HEADER_SIZE))  # zeros now; finish() patches the counts in
         self._pos = HEADER_SIZE
         self._index = array("Q")  # offset, length, offset, length, ...
@@ -72,26 +72,18 @@ class RecordWriter:
             self._file.write(index.tobytes())
             self._file.seek(0)
             self._file.write(HEADER.pack(MAGIC, VERSION, len(self), self._pos))
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-            os.replace(self._tmp, self.path)
+            self._atomic.commit()  # fsync, rename into place, fsync the directory, sweep stale temps
         except BaseException:
             self.discard()
             raise
         self._state = "finished"
-        _fsync_dir(os.path.dirname(os.path.abspath(self.path)))
 
     def discard(self) -> None:
         """Drop everything written so far; the final path is left untouched."""
         if self._state == "finished":
             return
         self._state = "discarded"
-        self._file.close()
-        try:
-            os.unlink(self._tmp)
-        except FileNotFoundError:
-            pass
+        self._atomic.discard()
 
     def __enter__(self) -> RecordWriter:
         return self
@@ -156,16 +148,3 @@ def _host_array(value: Any, what: str) -> np.ndarray:
         raise RumusError(f"RecordWriter: cannot store the {what} of type {type(value).__name__}")
     return arr
 
-
-def _fsync_dir(directory: str) -> None:
-    """Persist the rename itself (POSIX); a no-op where directories cannot be opened."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

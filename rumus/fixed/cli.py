@@ -1,7 +1,8 @@
 """`rumus fixed verify FILE...`: exit 0 when every fixture reproduces bit for bit.
 
 Exit codes: 0 all verified; 1 some output differs (the first differing index is printed);
-2 a file is unreadable or malformed (the FormatError, naming the field, is printed).
+2 a file is unreadable or malformed (the FormatError, naming the field, is printed), or the
+arguments are wrong. Every problem is one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -37,15 +38,17 @@ def verify_main(argv: Sequence[str] | None = None) -> int:
         try:
             fx = load_fixture(path)
             result = fx.verify()
-        except OSError as exc:
-            print(f"ERROR {path}: cannot read it: {exc.strerror or exc}", file=sys.stderr)
+        except OSError as exc:  # MissingFile / FileError are OSErrors too
+            print(f"ERROR {path}: cannot read it: {exc if isinstance(exc, RumusError) else exc.strerror or exc}",
+                  file=sys.stderr)
             status = max(status, EXIT_MALFORMED)
             continue
         except FormatError as exc:
-            print(f"ERROR {path}: malformed fixture: FormatError: {exc}", file=sys.stderr)
+            text = str(exc).removeprefix(f"{path}: ")  # the path is already at the start of the line
+            print(f"ERROR {path}: malformed fixture: FormatError: {text}", file=sys.stderr)
             status = max(status, EXIT_MALFORMED)
             continue
-        except RumusError as exc:
+        except (RumusError, MemoryError) as exc:
             print(f"ERROR {path}: cannot run it: {type(exc).__name__}: {exc}", file=sys.stderr)
             status = max(status, EXIT_MALFORMED)
             continue

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,23 +137,10 @@ class Fixture:
 
     def write(self, path: str | os.PathLike[str]) -> Path:
         """Write the canonical bytes atomically: a temp file in the same directory, then os.replace,
-        so a reader never sees half a fixture and a crash leaves the old file intact."""
+        so a reader never sees half a fixture and a crash leaves the old file intact (rumus.io.files)."""
+        from ..io.files import atomic_write
         target = Path(path)
-        data = self.to_canonical_bytes()
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.chmod(tmp, target.stat().st_mode & 0o7777 if target.exists() else 0o644)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_write(target, self.to_canonical_bytes())
         return target
 
     @classmethod
@@ -184,9 +170,9 @@ FixedFixture = Fixture
 
 def load_fixture(path: str | os.PathLike[str]) -> Fixture:
     """Read and validate a fixture file (FormatError naming the field when malformed)."""
-    from .parse import fixture_from_json
-    with open(path, "rb") as f:
-        return fixture_from_json(f.read())
+    from ..io.json_safe import read_bounded
+    from .parse import FIXTURE_LIMITS, fixture_from_json
+    return fixture_from_json(read_bounded(os.fspath(path), FIXTURE_LIMITS.max_bytes), os.fspath(path))
 
 
 class FixedFixtureBuilder:

@@ -1,5 +1,6 @@
-"""File formats: safetensors (ONNX export arrives with its own issue)."""
+"""File formats: safetensors (ONNX export arrives with its own issue), atomic saves, hardened JSON."""
 
-from .safetensors import atomic_write, load_file, save_file
+from .files import AtomicFile, atomic_write
+from .safetensors import load_file, save_file
 
-__all__ = ["atomic_write", "load_file", "save_file"]
+__all__ = ["AtomicFile", "atomic_write", "load_file", "save_file"]

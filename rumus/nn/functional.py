@@ -55,3 +55,23 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 from ._functional_ext import *  # noqa: E402, F401, F403  (activations, dropout, embedding, losses, attention)
 from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
 from .functional_norm import *  # noqa: E402, F401, F403  (normalization)
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:  # type: ignore[no-redef]  # checked
+    """int64 one-hot encoding with a new last dim; class ids outside 0..num_classes-1 are refused (as
+    PyTorch does) rather than encoded as rows of zeros."""
+    from rumus_contracts import ArgumentTypeError, IndexOutOfRange
+
+    from .._indexing import one_hot as _one_hot
+    if isinstance(num_classes, bool) or not isinstance(num_classes, int):
+        raise ArgumentTypeError(f"one_hot: num_classes must be an int, got {type(num_classes).__name__}")
+    if tensor.dtype.name in ("int64", "int32") and tensor.numel():
+        lo, hi = int(M.amin(tensor).item()), int(M.amax(tensor).item())
+        if lo < 0:
+            raise IndexOutOfRange(f"one_hot: class values must be non-negative, found {lo}")
+        if num_classes >= 0 and hi >= num_classes:
+            raise IndexOutOfRange(f"one_hot: class value {hi} is out of range for num_classes={num_classes} "
+                                  f"(valid classes are 0..{num_classes - 1})")
+    elif num_classes < -1:
+        raise IndexOutOfRange(f"one_hot: num_classes must be -1 (infer) or >= 0, got {num_classes}")
+    return _one_hot(tensor, num_classes)

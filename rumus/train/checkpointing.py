@@ -17,8 +17,8 @@ from typing import Any
 
 from rumus_contracts import FormatError
 
-from ..io import load_file, save_file
-from ..io.safetensors import atomic_write
+from ..io import json_safe, load_file, save_file
+from ..io.files import atomic_write
 from ..tensor import Tensor
 
 FORMAT = "rumus-train-checkpoint"
@@ -84,15 +84,16 @@ def _previous_tensors_file(directory: str) -> str | None:
 def load(directory: str, device: Any = None) -> tuple[dict[str, Tensor], dict[str, Any] | None, dict[str, Any]]:
     """(model state, optimizer state_dict or None, the sidecar) of a checkpoint directory."""
     sidecar_path = os.path.join(directory, SIDECAR)
-    try:
-        with open(sidecar_path) as f:
-            sidecar = json.load(f)
-    except OSError as exc:
-        raise FormatError(f"{sidecar_path}: cannot read the checkpoint sidecar: {exc}") from None
-    except ValueError as exc:
-        raise FormatError(f"{sidecar_path}: not valid JSON: {exc}") from None
-    if sidecar.get("format") != FORMAT or sidecar.get("version") != VERSION:
+    sidecar = json_safe.load(sidecar_path, f"{sidecar_path} (the checkpoint sidecar)")
+    if not isinstance(sidecar, dict) or sidecar.get("format") != FORMAT or sidecar.get("version") != VERSION:
         raise FormatError(f"{sidecar_path}: not a {FORMAT} version {VERSION} sidecar")
+    name, digest = sidecar.get("tensors_file"), sidecar.get("tensors_sha256")
+    # a plain file name in the checkpoint directory: a hostile sidecar must not point elsewhere
+    if not isinstance(name, str) or not name or os.path.basename(name) != name or name in (".", ".."):
+        raise FormatError(f"{sidecar_path}: tensors_file must be a file name inside the checkpoint directory, "
+                          f"got {str(name)[:80]!r}")
+    if not isinstance(digest, str):
+        raise FormatError(f"{sidecar_path}: tensors_sha256: expected a hex string, got {str(digest)[:80]!r}")
     path = os.path.join(directory, sidecar["tensors_file"])
     if not os.path.exists(path):
         raise FormatError(f"{directory}: the tensors file {sidecar['tensors_file']} named by {SIDECAR} is missing")
@@ -103,10 +104,14 @@ def load(directory: str, device: Any = None) -> tuple[dict[str, Tensor], dict[st
     optimizer: dict[str, Any] | None = None
     opt_json = sidecar.get("optimizer")
     if opt_json is not None:
-        state: dict[int, dict[str, Any]] = {int(i): dict(s) for i, s in opt_json["state"].items()}
-        for key, value in tensors.items():
-            if key.startswith("optimizer."):
-                _, idx, name = key.split(".", 2)
-                state.setdefault(int(idx), {})[name] = value
-        optimizer = {"state": state, "param_groups": opt_json["param_groups"]}
+        try:
+            state: dict[int, dict[str, Any]] = {int(i): dict(s) for i, s in opt_json["state"].items()}
+            for key, value in tensors.items():
+                if key.startswith("optimizer."):
+                    _, idx, entry = key.split(".", 2)
+                    state.setdefault(int(idx), {})[entry] = value
+            optimizer = {"state": state, "param_groups": opt_json["param_groups"]}
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise FormatError(f"{sidecar_path}: optimizer: malformed optimizer state ({type(exc).__name__}: "
+                              f"{str(exc)[:80]})") from None
     return model, optimizer, sidecar

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from ..dtype import FLOAT_DTYPES
-from ..schema import OpRegistry, OpSchema, Sample
+from ..errors import DTypeError
+from ..schema import ErrorSample, OpRegistry, OpSchema, Sample
 from ..shapes import elementwise
 from ._common import (
     ALL, BINARY_SHAPES, NUMERIC, SIGNED, UNARY_SHAPES, away_from_zero, binary_samples, bool_result,
@@ -67,7 +68,16 @@ def _where_samples(rng: np.random.Generator) -> list[Sample]:
 
 
 def _where_dtype(dtypes: Sequence[Any], attrs: Mapping[str, Any]) -> list[Any]:
+    # a float condition is almost always a mistake (a mask of 0.5s is not "true"): refuse it as PyTorch does
+    if getattr(dtypes[0], "name", "bool") != "bool":
+        raise DTypeError(f"where: the condition must be a bool tensor, got {dtypes[0]}; compare first "
+                         f"(e.g. where(x > 0, a, b)) or convert with .bool()")
     return [dtypes[1]]
+
+
+def _where_errors() -> list[ErrorSample]:
+    return [ErrorSample([np.ones(3, np.float32), np.ones(3, np.float32), np.zeros(3, np.float32)], {}, DTypeError,
+                        "condition must be a bool")]
 
 
 def _clamp_ref(x: np.ndarray, min: float | None = None, max: float | None = None) -> np.ndarray:
@@ -108,7 +118,7 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "where", ("cond", "a", "b"), elementwise("where"), broadcast=True, dtypes=NUMERIC,
         dtype=_where_dtype, dispatch_on=1, differentiable=("a", "b"), reference=_where_ref, samples=_where_samples,
-        doc="where(cond, a, b): a where cond else b; cond is bool; the dtype is a's"))
+        error_samples=_where_errors, doc="where(cond, a, b): a where cond else b; cond is bool; the dtype is a's"))
     registry.register(OpSchema(
         "clamp", ("x",), elementwise("clamp"), attrs={"min": None, "max": None}, broadcast=True,
         dtypes=NUMERIC, differentiable=("x",), reference=_clamp_ref, samples=_clamp_samples,

@@ -300,9 +300,26 @@ def _bn_inputs(rng: np.random.Generator, xs: Shape, training: bool) -> list[np.n
     return [x, *_affine(rng, xs[1:2]), mean, var]
 
 
+def _offset_x(rng: np.random.Generator) -> np.ndarray:
+    """Channels at large offsets (issue 20: a constant 1e4 gave -0.25, 1e6 gave -32): constant 1e4,
+    constant -4096 (exact in every float dtype, so the reference and the kernel see the same values),
+    and one ordinary channel."""
+    x = np.empty((6, 3, 5))
+    x[:, 0], x[:, 1], x[:, 2] = 1e4, -4096.0, rng.uniform(-2, 2, (6, 5))
+    return x
+
+
+def _offset_inputs(rng: np.random.Generator, training: bool) -> list[np.ndarray]:
+    x = _offset_x(rng)
+    mean, var = batch_norm_stats_reference(x)
+    return [x, *_affine(rng, (3,)), mean, var]
+
+
 def _batch_norm_samples(rng: np.random.Generator) -> list[Sample]:
     return [Sample(_bn_inputs(rng, xs, t), {"eps": 1e-5, "training": t}, name=f"{xs}/{'train' if t else 'eval'}")
-            for xs in BN_CASES for t in (True, False)]
+            for xs in BN_CASES for t in (True, False)] + [
+        Sample(_offset_inputs(rng, t), {"eps": 1e-5, "training": t}, grad=False,
+               name=f"constant channels at 1e4/{'train' if t else 'eval'}") for t in (True, False)]
 
 
 def _batch_norm_backward_samples(rng: np.random.Generator) -> list[Sample]:
@@ -312,11 +329,16 @@ def _batch_norm_backward_samples(rng: np.random.Generator) -> list[Sample]:
             x, w, _, mean, var = _bn_inputs(rng, xs, t)
             out.append(Sample([rng.uniform(-1, 1, xs), x, w, mean, var], {"eps": 1e-5, "training": t},
                               name=f"{xs}/{'train' if t else 'eval'}"))
+    for t in (True, False):
+        x, w, _, mean, var = _offset_inputs(rng, t)
+        out.append(Sample([rng.uniform(-1, 1, x.shape), x, w, mean, var], {"eps": 1e-5, "training": t}, grad=False,
+                          name=f"constant channels at 1e4/{'train' if t else 'eval'}"))
     return out
 
 
 def _stats_samples(rng: np.random.Generator) -> list[Sample]:
-    return [Sample([rng.uniform(-2, 2, xs)], name=f"{xs}") for xs in (*BN_CASES, (7, 33, 1, 5))]
+    return [Sample([rng.uniform(-2, 2, xs)], name=f"{xs}") for xs in (*BN_CASES, (7, 33, 1, 5))] + [
+        Sample([_offset_x(rng)], grad=False, name="constant channels at 1e4")]
 
 
 def _layer_norm_errors() -> list[ErrorSample]:

@@ -91,14 +91,29 @@ def _arg_samples(rng: np.random.Generator) -> list[Sample]:
 
 def _softmax_samples(rng: np.random.Generator) -> list[Sample]:
     cases = (((3, 4), 1), ((3, 4), 0), ((2, 3, 5), 1), ((7,), 0), ((2, 0, 3), 2), ((4, 1), 1), ((2, 65), 1))
-    return [Sample([rng.uniform(-4, 4, s)], {"dim": d}, name=f"{s}/{d}") for s, d in cases]
+    return [Sample([rng.uniform(-4, 4, s)], {"dim": d}, name=f"{s}/{d}") for s, d in cases] + [
+        Sample([INFINITE_ROWS], {"dim": 1}, grad=False, name="infinite rows")]
+
+
+# Rows with infinities and NaN, one per row: PyTorch's results are the max-shifted formulas evaluated
+# in IEEE arithmetic (a +inf row gives NaN for softmax, a -inf entry weight 0, an all -inf row NaN).
+INFINITE_ROWS = np.array([
+    [np.inf, 0.0, 1.0], [-np.inf, -np.inf, -np.inf], [-np.inf, 0.0, 1.0], [np.inf, np.inf, 0.0],
+    [np.inf, -np.inf, 0.0], [np.nan, 0.0, 1.0], [-np.inf, -np.inf, 2.0], [1.0, 2.0, 3.0]])
+
+
+def _logsumexp_samples(rng: np.random.Generator) -> list[Sample]:
+    return list(_reduce_samples(allow_empty=False)(rng)) + [
+        Sample([INFINITE_ROWS], {"dims": (1,)}, grad=False, name="infinite rows"),
+        Sample([INFINITE_ROWS], {"dims": (0, 1)}, grad=False, name="infinite all")]
 
 
 def _softmax(x: np.ndarray, dim: int) -> Any:
     if x.ndim == 0:
         return np.ones_like(x)
-    e = np.exp(x - x.max(axis=dim, keepdims=True)) if x.size else x
-    return e / e.sum(axis=dim, keepdims=True) if x.size else x
+    with np.errstate(invalid="ignore", over="ignore"):
+        e = np.exp(x - x.max(axis=dim, keepdims=True)) if x.size else x
+        return e / e.sum(axis=dim, keepdims=True) if x.size else x
 
 
 def _log_softmax(x: np.ndarray, dim: int) -> Any:
@@ -107,14 +122,17 @@ def _log_softmax(x: np.ndarray, dim: int) -> Any:
     if not x.size:
         return x
     m = x.max(axis=dim, keepdims=True)
-    return x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return x - m - np.log(np.exp(x - m).sum(axis=dim, keepdims=True))
 
 
 def _logsumexp(x: np.ndarray, dims: tuple[int, ...]) -> Any:
     if not dims:
         return x.copy()
     m = np.max(x, axis=dims, keepdims=True)
-    return m + np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True))
+    m = np.where(np.isinf(m), 0.0, m)  # PyTorch's rule: an infinite max shifts by 0 (no inf - inf)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return m + np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True))
 
 
 def _var(x: np.ndarray, dims: tuple[int, ...], correction: int = 1) -> Any:
@@ -161,8 +179,8 @@ def register(registry: OpRegistry) -> None:
                                reference=lambda x, dims: np.mean(x, axis=dims, keepdims=True) if dims else x.copy(),
                                samples=_reduce_samples(allow_empty=False), doc="mean over dims", **kw))
     registry.register(OpSchema("logsumexp", ("x",), _reduce_shape("logsumexp"), dtypes=FLOAT_DTYPES,
-                               composite=True, reference=_logsumexp,
-                               samples=_reduce_samples(allow_empty=False), doc="max-shifted log-sum-exp", **kw))
+                               composite=True, reference=_logsumexp, samples=_logsumexp_samples,
+                               doc="max-shifted log-sum-exp; an infinite max shifts by 0 (PyTorch's rule)", **kw))
     moments: tuple[tuple[str, Any], ...] = (
         ("var", _var), ("std", lambda x, dims, correction=1: np.sqrt(_var(x, dims, correction))))
     for name, ref in moments:
