@@ -95,8 +95,8 @@ from . import data, fixed, io, nn, optim  # noqa: E402
 from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 
-save = io.save_file
-load = io.load_file
+save = io.save  # whole checkpoints; rumus.load also reads torch.save and safetensors files
+load = io.load
 
 __all__ = [
     'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',
