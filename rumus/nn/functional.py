@@ -55,3 +55,4 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 from ._functional_ext import *  # noqa: E402, F401, F403  (activations, dropout, embedding, losses, attention)
 from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
 from .functional_norm import *  # noqa: E402, F401, F403  (normalization)
+from .functional_dropout import *  # noqa: E402, F401, F403  (channel dropout: dropout1d/2d/3d)
