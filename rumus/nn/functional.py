@@ -56,3 +56,4 @@ from ._functional_ext import *  # noqa: E402, F401, F403  (activations, dropout,
 from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
 from .functional_norm import *  # noqa: E402, F401, F403  (normalization)
 from .functional_dropout import *  # noqa: E402, F401, F403  (channel dropout: dropout1d/2d/3d)
+from .functional_torch import *  # noqa: E402, F401, F403  (pad, interpolate, normalize, cosine_similarity, kl_div)
