@@ -95,9 +95,12 @@ from . import data, fixed, io, nn, optim  # noqa: E402
 from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 from .nn.functional import one_hot  # noqa: E402, F811  (the checked one: refuses out-of-range classes)
+from ._tensor_methods_torch import install as _install_torch_names  # noqa: E402
 
-save = io.save_file
-load = io.load_file
+_install_torch_names(globals())  # rumus.float/long/..., cuda, tril, einsum, ...; Tensor.new_zeros, .norm, ...
+
+save = io.save  # whole checkpoints; rumus.load also reads torch.save and safetensors files
+load = io.load
 
 __all__ = [
     'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',

@@ -14,3 +14,5 @@ from ._layers_ext import *  # noqa: E402, F401, F403  (activations, losses, drop
 __all__ += _layers_ext.__all__  # type: ignore[name-defined]  # noqa: F405
 from ._layers_cnn import *  # noqa: E402, F401, F403  (conv, pooling, normalization)
 __all__ += _layers_cnn.__all__  # type: ignore[name-defined]  # noqa: F405
+from ._layers_compat import *  # noqa: E402, F401, F403  (issue 12: recurrent layers, Dropout2d, decoder)
+__all__ += _layers_compat.__all__  # type: ignore[name-defined]  # noqa: F405

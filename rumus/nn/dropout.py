@@ -19,3 +19,25 @@ class Dropout(Module):
 
     def extra_repr(self) -> str:
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class _ChannelDropout(Dropout):
+    _fn = staticmethod(F.dropout2d)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return type(self)._fn(x, self.p, self.training)
+
+
+class Dropout1d(_ChannelDropout):
+    """Zero whole channels of (N, C, L) inputs."""
+    _fn = staticmethod(F.dropout1d)
+
+
+class Dropout2d(_ChannelDropout):
+    """Zero whole feature maps of (N, C, H, W) inputs."""
+    _fn = staticmethod(F.dropout2d)
+
+
+class Dropout3d(_ChannelDropout):
+    """Zero whole feature volumes of (N, C, D, H, W) inputs."""
+    _fn = staticmethod(F.dropout3d)

@@ -55,6 +55,8 @@ def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 from ._functional_ext import *  # noqa: E402, F401, F403  (activations, dropout, embedding, losses, attention)
 from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
 from .functional_norm import *  # noqa: E402, F401, F403  (normalization)
+from .functional_dropout import *  # noqa: E402, F401, F403  (channel dropout: dropout1d/2d/3d)
+from .functional_torch import *  # noqa: E402, F401, F403  (pad, interpolate, normalize, cosine_similarity, kl_div)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:  # type: ignore[no-redef]  # checked

@@ -5,13 +5,20 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from rumus_contracts import Device, RumusError, ShapeError, parse_dtype
 
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
+from ..utils.hooks import RemovableHandle
 from .parameter import Buffer, Parameter
+
+
+class IncompatibleKeys(NamedTuple):
+    """What load_state_dict returns: a (missing_keys, unexpected_keys) pair with names, as in PyTorch."""
+    missing_keys: list[str]
+    unexpected_keys: list[str]
 
 
 class Module:
@@ -23,6 +30,8 @@ class Module:
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
 
     # ---- registration -------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:
@@ -85,7 +94,37 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} does not define forward()")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        if not (d.get("_forward_pre_hooks") or d.get("_forward_hooks")):
+            return self.forward(*args, **kwargs)
+        for hook in list(d["_forward_pre_hooks"].values()):
+            changed = hook(self, args)
+            if changed is not None:  # PyTorch's rule: a non-tuple result is the single new argument
+                args = changed if isinstance(changed, tuple) else (changed,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(d["_forward_hooks"].values()):
+            changed = hook(self, args, out)
+            if changed is not None:
+                out = changed
+        return out
+
+    def _add_hook(self, table_name: str, hook: Callable[..., Any], prepend: bool) -> RemovableHandle:
+        if table_name not in self.__dict__:  # a subclass that skipped Module.__init__'s hook tables
+            object.__setattr__(self, table_name, OrderedDict())
+        table = self.__dict__[table_name]
+        handle = RemovableHandle(table)
+        table[handle.id] = hook
+        if prepend:
+            table.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
+        """hook(module, args) runs before forward; returning a value replaces the positional arguments."""
+        return self._add_hook("_forward_pre_hooks", hook, prepend)
+
+    def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False) -> RemovableHandle:
+        """hook(module, args, output) runs after forward; returning a value replaces the output."""
+        return self._add_hook("_forward_hooks", hook, prepend)
 
     # ---- traversal ----------------------------------------------------------------------------
     def named_modules(self, prefix: str = "", memo: set[int] | None = None) -> Iterator[tuple[str, Module]]:
@@ -172,7 +211,7 @@ class Module:
                     out[f"{mp}.{name}" if mp else name] = b.detach()
         return out
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> tuple[list[str], list[str]]:
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
         """Copy values into the existing tensors. Everything is checked before anything is written, so
         a bad state_dict leaves the module untouched. Returns (missing_keys, unexpected_keys)."""
         own = self.state_dict()
@@ -201,7 +240,7 @@ class Module:
         with no_grad():
             for target, value in staged:
                 target.copy_(value)
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Move/cast parameters and buffers in place (the Parameter objects stay the same, so optimizers

@@ -6,12 +6,12 @@ never touch each other's gradients, and a parameter that got no gradient is simp
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rumus_contracts import RumusError
 
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
 
 
@@ -49,7 +49,16 @@ class Optimizer:
             for p in g["params"]:
                 p.grad = None
 
-    def step(self) -> None:
+    def step(self, closure: Callable[[], Any] | None = None) -> Any:
+        """Apply one update; `closure` (re-evaluates the model, returns the loss) runs first, with grad on."""
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        self._apply()
+        return loss
+
+    def _apply(self) -> None:
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
