@@ -59,6 +59,8 @@ def _check(name: str, shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> tupl
     if not 1 <= D <= MAX_HEAD_DIM:
         raise ShapeError(f"{name}: head_dim {D} is outside 1..{MAX_HEAD_DIM}; use the composite "
                          f"scaled_dot_product_attention for larger heads")
+    if L == 0 or S == 0:
+        raise ShapeError(f"{name}: needs at least one query and one key, got L = {L}, S = {S}")
     bias, key_bias = (tuple(s) for s in shapes[-2:])
     _broadcastable(name, "bias", bias, (B, H, L, S))
     _broadcastable(name, "key_bias (key padding)", key_bias, (B, S))
@@ -225,6 +227,7 @@ def _errors(backward: bool) -> Any:
             ErrorSample(args((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4), bias=(3, 4)), {}, ShapeError, "bias"),
             ErrorSample(args((2, 2, 3, 4), (2, 2, 5, 4), (2, 2, 5, 4), kb=(3, 5)), {}, ShapeError, "key_bias"),
             ErrorSample(args((1, 1, 3, 4), (1, 1, 3, 4), (1, 1, 3, 4)), {"dropout_p": 1.0}, ShapeError, "dropout_p"),
+            ErrorSample(args((1, 1, 3, 4), (1, 1, 0, 4), (1, 1, 0, 4)), {}, ShapeError, "at least one query"),
         ]
     return gen
 
