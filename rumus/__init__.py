@@ -29,6 +29,7 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .autograd import formulas as _formulas  # noqa: F401  (registers backward formulas)
 from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (conv, pooling, normalization)
 from .autograd import formulas_act_index as _formulas_act_index  # noqa: F401  (activations, dropout, indexing)
+from .autograd import formulas_attention as _formulas_attention  # noqa: F401  (flash_attention)
 from .random import Generator, initial_seed, manual_seed
 from .tensor import Tensor
 

@@ -3,6 +3,11 @@
 Masks become one additive bias (0 where a query may attend, -inf where not) added to the scores, so the
 backward of masking is free (an add). Causal biases are cached per (L, S, offset, dtype, device): a
 training loop builds its mask once, not once per step.
+
+When the fused kernel applies (`flash_attend`: 3-D/4-D inputs of one head dim <= 128, float32/float64, a
+backend with a flash_attention kernel, no gradient wanted for a float mask) attention runs as one
+flash_attention op — O(L) memory instead of the [L, S] weights — and its dropout mask is the one the
+composite path would draw from the same seed. Otherwise the composite path below runs.
 """
 
 from __future__ import annotations
@@ -11,14 +16,17 @@ import math
 
 import numpy as np
 
-from rumus_contracts import Device, DType, RumusError, ShapeError
+from rumus_contracts import Device, DType, RumusError, ShapeError, float32, float64
+from rumus_contracts.ops.attention import MAX_HEAD_DIM
 
-from .. import _creation
+from .. import _creation, _runtime
 from .. import _math as M
 from .. import _views
 from .._dispatch import COMPOSITES, scalar_tensor
+from ..autograd.grad_mode import is_grad_enabled
+from ..ops import get as _op
 from ..tensor import Tensor
-from ._functional_act import dropout
+from ._functional_act import dropout, next_seed
 
 _CAUSAL: dict[tuple[int, int, int, str, Device], Tensor] = {}
 
@@ -79,6 +87,57 @@ def attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, dropout_
     return M.matmul(weights, v), weights
 
 
+_HAS_FLASH: dict[tuple[str, DType], bool] = {}
+
+
+def _has_flash(t: Tensor) -> bool:
+    key = (t.device.backend, t.dtype)
+    hit = _HAS_FLASH.get(key)
+    if hit is None:
+        kernels = _runtime.plugins().kernels
+        hit = _HAS_FLASH[key] = all(kernels.find(op, t.device.backend, t.dtype) is not None
+                                    for op in ("flash_attention", "flash_attention_backward"))
+    return hit
+
+
+def flash_attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, key_bias: Tensor | None = None,
+                 is_causal: bool = False, dropout_p: float = 0.0, scale: float | None = None) -> Tensor | None:
+    """The fused flash_attention op when it applies, else None (the caller runs the composite path).
+
+    q [N, L, E] or [N, H, L, E], k and v shaped like q with S for L; bias: an additive float mask
+    broadcastable to the scores (no gradient taken); key_bias: additive [N, S] (key padding)."""
+    if q.ndim not in (3, 4) or k.shape != v.shape or k.shape[:-2] != q.shape[:-2] or k.shape[-1] != q.shape[-1]:
+        return None
+    if q.dtype not in (float32, float64) or not 0.0 <= dropout_p < 1.0 or not 1 <= q.shape[-1] <= MAX_HEAD_DIM:
+        return None
+    if any(d == 0 for d in (*q.shape, k.shape[-2])) or not _has_flash(q):
+        return None
+    zero = scalar_tensor(0.0, q.dtype, q.device)
+    masks = []
+    for m in (bias, key_bias):
+        if m is None:
+            masks.append(zero)
+        elif m.dtype != q.dtype or m.device != q.device or (m.requires_grad and is_grad_enabled()):
+            return None
+        else:
+            masks.append(m)
+    unbatched_heads = q.ndim == 3
+    if unbatched_heads:
+        q, k, v = (_views.unsqueeze(t, 1) for t in (q, k, v))
+    b, h, length, src = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
+    if masks[0].ndim > 4 or masks[1].ndim > 2 or not _fits(masks[0].shape, (b, h, length, src)) \
+            or not _fits(masks[1].shape, (b, src)):
+        return None
+    seed = next_seed() if dropout_p > 0.0 else 0
+    out, _ = _op("flash_attention").multi(q, k, v, masks[0], masks[1], is_causal=bool(is_causal), scale=scale,
+                                          dropout_p=float(dropout_p), seed=seed, offset=0)
+    return _views.squeeze(out, 1) if unbatched_heads else out
+
+
+def _fits(shape: tuple[int, ...], to: tuple[int, ...]) -> bool:
+    return len(shape) <= len(to) and all(s in (1, t) for s, t in zip(reversed(shape), reversed(to)))
+
+
 def _repeat_heads(t: Tensor, times: int) -> Tensor:
     """[..., H, S, E] -> [..., H * times, S, E], each head repeated `times` times in a row (grouped-query)."""
     if times == 1:
@@ -108,11 +167,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         times = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, times), _repeat_heads(value, times)
     L, S = query.shape[-2], key.shape[-2]
-    bias = None
-    if is_causal:
-        bias = causal_bias(L, S, 0, query.dtype, query.device)
-    elif attn_mask is not None:
-        bias = mask_to_bias(attn_mask, query)
+    mask = None if attn_mask is None else mask_to_bias(attn_mask, query)
+    fused = flash_attend(query, key, value, mask, None, is_causal, dropout_p, scale)
+    if fused is not None:
+        return fused
+    bias = causal_bias(L, S, 0, query.dtype, query.device) if is_causal else mask
     out, _ = attend(query, key, value, bias, dropout_p, scale)
     return out
 

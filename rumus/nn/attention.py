@@ -18,7 +18,7 @@ from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from . import functional as F
 from . import init
-from ._functional_attention import attend, causal_bias, mask_to_bias
+from ._functional_attention import attend, causal_bias, flash_attend, mask_to_bias
 from .linear import Linear
 from .module import Module
 from .parameter import Parameter
@@ -168,17 +168,39 @@ class MultiheadAttention(Module):
         n, length, _ = query.shape
         src_len = key.shape[1]
         q, k, v = self._project(query, key, value)
-        bias = self._attention_bias(attn_mask, key_padding_mask, is_causal, n, length, src_len, q)
-        out, weights = attend(q, k, v, bias, self.dropout if self.training else 0.0)
-        out = self._output(out)
+        p = self.dropout if self.training else 0.0
+        fused = None if need_weights else self._flash(q, k, v, attn_mask, key_padding_mask, is_causal, p)
+        weights: Tensor | None = None
+        if fused is None:
+            bias = self._attention_bias(attn_mask, key_padding_mask, is_causal, n, length, src_len, q)
+            fused, weights = attend(q, k, v, bias, p)
+        out = self._output(fused)
         if not self.batch_first:
             out = _views.transpose(out, 0, 1)
         if unbatched:
             out = _views.squeeze(out, 0 if self.batch_first else 1)
-        if not need_weights:
+        if not need_weights or weights is None:
             return out, None
         w = M.mean(weights, 1) if average_attn_weights else weights
         return out, (_views.squeeze(w, 0) if unbatched else w)
+
+    def _flash(self, q: Tensor, k: Tensor, v: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+               is_causal: bool, dropout_p: float) -> Tensor | None:
+        """The fused flash_attention op (no weights wanted): the key-padding mask stays an [N, S] bias, never
+        expanded to [N, L, S]; None when the kernel does not apply."""
+        n, _, length, src_len = k.shape[0], q.shape[1], q.shape[2], k.shape[2]
+        bias = key_bias = None
+        if attn_mask is not None:
+            bias = mask_to_bias(attn_mask, q, true_means_masked=True)
+            if bias.ndim == 3 and bias.shape[0] == n * self.num_heads:
+                bias = bias.reshape(n, self.num_heads, length, src_len)
+            elif bias.ndim != 2:
+                return None  # the composite path raises the shape error
+        if key_padding_mask is not None:
+            if key_padding_mask.shape != (n, src_len):
+                return None
+            key_bias = mask_to_bias(key_padding_mask, q, true_means_masked=True)
+        return flash_attend(q, k, v, bias, key_bias, is_causal and attn_mask is None, dropout_p)
 
     def _attention_bias(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None, is_causal: bool, n: int,
                         length: int, src_len: int, like: Tensor) -> Tensor | None:

@@ -8,12 +8,14 @@ from ..schema import OpRegistry
 from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
 )
+from . import attention
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
     fixed,  # fixed-point i16 engine
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
+    attention,  # fused FlashAttention forward and backward
 )
 
 

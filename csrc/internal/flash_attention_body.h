@@ -1,0 +1,232 @@
+/* The FlashAttention kernels for one element type; csrc/flash_attention.c includes this once per dtype with
+   FA_T (the C type) and FA_SFX (the name suffix) defined. Tiles are packed contiguous before use, so
+   strided q, k, v and dout cost one gather per tile, not one per use. */
+#define FA_CAT2(a, b) a##_##b
+#define FA_CAT(a, b) FA_CAT2(a, b)
+#define FA_FN(name) FA_CAT(name, FA_SFX)
+
+static inline FA_T FA_FN(fa_dot)(const FA_T *a, const FA_T *b, int64_t n) {
+    FA_T s = 0;
+    for (int64_t d = 0; d < n; d++) s += a[d] * b[d];
+    return s;
+}
+
+/* rows [r0, r0 + n) of the [rows, D] matrix at base with strides (row stride rs, element stride es) into
+   dst [n, D]. */
+static void FA_FN(fa_pack)(FA_T *dst, const FA_T *base, int64_t r0, int64_t n, int64_t D, int64_t rs, int64_t es) {
+    for (int64_t r = 0; r < n; r++) {
+        const FA_T *src = base + (r0 + r) * rs;
+        if (es == 1) {
+            memcpy(dst + r * D, src, (size_t)D * sizeof(FA_T));
+        } else {
+            for (int64_t d = 0; d < D; d++) dst[r * D + d] = src[d * es];
+        }
+    }
+}
+
+/* The score of (query i, key j) from packed rows qi and kj: scale q.k + bias + key bias, or -inf. */
+static inline FA_T FA_FN(fa_score)(const fa_cfg *c, const FA_T *qi, const FA_T *kj, const FA_T *bias,
+                                   const FA_T *kb, int64_t i, int64_t j) {
+    if (c->causal && j > i) return (FA_T)-INFINITY;
+    return FA_FN(fa_dot)(qi, kj, c->D) * (FA_T)c->scale + bias[i * c->bs[2] + j * c->bs[3]] + kb[j * c->kbs[1]];
+}
+
+static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias,
+                                    const FA_T *kb, FA_T *out, FA_T *lse, int64_t bh, int64_t i0, FA_T *w) {
+    const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
+    const int64_t nq = L - i0 < FA_BQ ? L - i0 : FA_BQ;
+    FA_T *qt = w, *kt = qt + FA_BQ * D, *vt = kt + FA_BK * D, *acc = vt + FA_BK * D, *st = acc + FA_BQ * D;
+    double m[FA_BQ], l[FA_BQ];
+    const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
+    FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, nq, D, c->qs[2], c->qs[3]);
+    for (int64_t r = 0; r < nq; r++) {
+        m[r] = -INFINITY;
+        l[r] = 0.0;
+    }
+    memset(acc, 0, (size_t)(nq * D) * sizeof(FA_T));
+    const int64_t jend = c->causal ? (i0 + nq < S ? i0 + nq : S) : S;
+    for (int64_t j0 = 0; j0 < jend; j0 += FA_BK) {
+        const int64_t nk = jend - j0 < FA_BK ? jend - j0 : FA_BK;
+        FA_FN(fa_pack)(kt, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
+        FA_FN(fa_pack)(vt, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
+        for (int64_t r = 0; r < nq; r++) {
+            const int64_t i = i0 + r;
+            FA_T top = (FA_T)-INFINITY;
+            for (int64_t t = 0; t < nk; t++) {
+                st[t] = FA_FN(fa_score)(c, qt + r * D, kt + t * D, bb, kbb, i, j0 + t);
+                top = st[t] > top ? st[t] : top;
+            }
+            if (top == (FA_T)-INFINITY) continue;
+            const double mnew = m[r] > (double)top ? m[r] : (double)top;
+            const FA_T alpha = (FA_T)exp(m[r] - mnew);
+            FA_T *a = acc + r * D;
+            l[r] *= (double)alpha;
+            for (int64_t d = 0; d < D; d++) a[d] *= alpha;
+            for (int64_t t = 0; t < nk; t++) {
+                FA_T pj = (FA_T)exp((double)st[t] - mnew);
+                l[r] += (double)pj;
+                if (c->drop) pj *= (FA_T)fa_drop(c, bh, i, j0 + t);
+                if (pj == 0) continue;
+                const FA_T *vj = vt + t * D;
+                for (int64_t d = 0; d < D; d++) a[d] += pj * vj[d];
+            }
+            m[r] = mnew;
+        }
+    }
+    for (int64_t r = 0; r < nq; r++) {
+        const int64_t row = bh * L + i0 + r;
+        const FA_T inv = l[r] > 0.0 ? (FA_T)(1.0 / l[r]) : (FA_T)0;
+        for (int64_t d = 0; d < D; d++) out[row * D + d] = acc[r * D + d] * inv;
+        lse[row] = l[r] > 0.0 ? (FA_T)(m[r] + log(l[r])) : (FA_T)-INFINITY;
+    }
+}
+
+void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias, const FA_T *kb,
+                                  FA_T *out, FA_T *lse, const int64_t *dims, const int64_t *strides, int is_causal,
+                                  double scale, double p, uint32_t seed, uint32_t offset) {
+    fa_cfg c;
+    fa_config(&c, dims, strides, is_causal, scale, p, seed, offset);
+    const int64_t qblocks = (c.L + FA_BQ - 1) / FA_BQ, blocks = c.B * c.H * qblocks;
+    if (blocks == 0) return;
+    const int nt = rumus_threads_for(c.B * c.H * c.L * c.S * c.D);
+    const size_t wsize = (size_t)((2 * FA_BQ + 2 * FA_BK) * c.D + FA_BK) * sizeof(FA_T);
+    FA_PARALLEL_FOR
+    for (int64_t blk = 0; blk < blocks; blk++) {
+        FA_T *w = (FA_T *)malloc(wsize);
+        if (w == NULL) continue; /* out of memory: the block keeps the allocator's contents */
+        FA_FN(fa_forward_block)(&c, q, k, v, bias, kb, out, lse, blk / qblocks, (blk % qblocks) * FA_BQ, w);
+        free(w);
+    }
+}
+
+/* dK and dV of key block [j0, j0 + FA_BQ): every query that may see it, FA_BK queries per packed tile. */
+static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
+                                 const FA_T *lse, const FA_T *drow, const FA_T *bias, const FA_T *kb, FA_T *dk,
+                                 FA_T *dv, int64_t bh, int64_t j0, FA_T *w) {
+    const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
+    const int64_t nk = S - j0 < FA_BQ ? S - j0 : FA_BQ;
+    FA_T *kt = w, *vt = kt + FA_BQ * D, *gk = vt + FA_BQ * D, *gv = gk + FA_BQ * D, *qt = gv + FA_BQ * D;
+    FA_T *ot = qt + FA_BK * D;
+    const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
+    FA_FN(fa_pack)(kt, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
+    FA_FN(fa_pack)(vt, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
+    memset(gk, 0, (size_t)(2 * FA_BQ * D) * sizeof(FA_T));
+    for (int64_t i0 = c->causal ? j0 : 0; i0 < L; i0 += FA_BK) {
+        const int64_t ni = L - i0 < FA_BK ? L - i0 : FA_BK;
+        FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, ni, D, c->qs[2], c->qs[3]);
+        FA_FN(fa_pack)(ot, dout + b * c->dos[0] + h * c->dos[1], i0, ni, D, c->dos[2], c->dos[3]);
+        for (int64_t r = 0; r < ni; r++) {
+            const int64_t i = i0 + r;
+            const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
+            if (li == (FA_T)-INFINITY) continue;
+            const FA_T *qi = qt + r * D, *gi = ot + r * D;
+            for (int64_t t = 0; t < nk; t++) {
+                const FA_T s = FA_FN(fa_score)(c, qi, kt + t * D, bb, kbb, i, j0 + t);
+                if (s == (FA_T)-INFINITY) continue;
+                const FA_T pij = (FA_T)exp((double)(s - li));
+                FA_T dp = FA_FN(fa_dot)(gi, vt + t * D, D), pd = pij;
+                if (c->drop) {
+                    const FA_T f = (FA_T)fa_drop(c, bh, i, j0 + t);
+                    pd *= f;
+                    dp *= f;
+                }
+                const FA_T ds = pij * (dp - di) * (FA_T)c->scale;
+                FA_T *a = gk + t * D, *e = gv + t * D;
+                for (int64_t d = 0; d < D; d++) {
+                    a[d] += ds * qi[d];
+                    e[d] += pd * gi[d];
+                }
+            }
+        }
+    }
+    memcpy(dk + (bh * S + j0) * D, gk, (size_t)(nk * D) * sizeof(FA_T));
+    memcpy(dv + (bh * S + j0) * D, gv, (size_t)(nk * D) * sizeof(FA_T));
+}
+
+/* dQ of query block [i0, i0 + FA_BQ): every key it may see, FA_BK keys per packed tile. */
+static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
+                               const FA_T *lse, const FA_T *drow, const FA_T *bias, const FA_T *kb, FA_T *dq,
+                               int64_t bh, int64_t i0, FA_T *w) {
+    const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
+    const int64_t nq = L - i0 < FA_BQ ? L - i0 : FA_BQ;
+    FA_T *qt = w, *ot = qt + FA_BQ * D, *gq = ot + FA_BQ * D, *kt = gq + FA_BQ * D, *vt = kt + FA_BK * D;
+    const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
+    FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, nq, D, c->qs[2], c->qs[3]);
+    FA_FN(fa_pack)(ot, dout + b * c->dos[0] + h * c->dos[1], i0, nq, D, c->dos[2], c->dos[3]);
+    memset(gq, 0, (size_t)(FA_BQ * D) * sizeof(FA_T));
+    const int64_t jend = c->causal ? (i0 + nq < S ? i0 + nq : S) : S;
+    for (int64_t j0 = 0; j0 < jend; j0 += FA_BK) {
+        const int64_t nk = jend - j0 < FA_BK ? jend - j0 : FA_BK;
+        FA_FN(fa_pack)(kt, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
+        FA_FN(fa_pack)(vt, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
+        for (int64_t r = 0; r < nq; r++) {
+            const int64_t i = i0 + r;
+            const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
+            if (li == (FA_T)-INFINITY) continue;
+            const FA_T *qi = qt + r * D, *gi = ot + r * D;
+            FA_T *a = gq + r * D;
+            for (int64_t t = 0; t < nk; t++) {
+                const FA_T s = FA_FN(fa_score)(c, qi, kt + t * D, bb, kbb, i, j0 + t);
+                if (s == (FA_T)-INFINITY) continue;
+                const FA_T pij = (FA_T)exp((double)(s - li));
+                FA_T dp = FA_FN(fa_dot)(gi, vt + t * D, D);
+                if (c->drop) dp *= (FA_T)fa_drop(c, bh, i, j0 + t);
+                const FA_T ds = pij * (dp - di) * (FA_T)c->scale;
+                const FA_T *kj = kt + t * D;
+                for (int64_t d = 0; d < D; d++) a[d] += ds * kj[d];
+            }
+        }
+    }
+    memcpy(dq + (bh * L + i0) * D, gq, (size_t)(nq * D) * sizeof(FA_T));
+}
+
+void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *out,
+                                           const FA_T *dout, const FA_T *lse, const FA_T *bias, const FA_T *kb,
+                                           FA_T *dq, FA_T *dk, FA_T *dv, const int64_t *dims,
+                                           const int64_t *strides, int is_causal, double scale, double p,
+                                           uint32_t seed, uint32_t offset) {
+    fa_cfg c;
+    fa_config(&c, dims, strides, is_causal, scale, p, seed, offset);
+    const int64_t BH = c.B * c.H, L = c.L, S = c.S, D = c.D;
+    if (BH * L * D == 0) {
+        if (BH * S * D != 0) { /* no queries: nothing reaches k and v */
+            memset(dk, 0, (size_t)(BH * S * D) * sizeof(FA_T));
+            memset(dv, 0, (size_t)(BH * S * D) * sizeof(FA_T));
+        }
+        return;
+    }
+    /* D[row] = dout[row] . out[row] (out is contiguous), the only O(L) scratch */
+    FA_T *drow = (FA_T *)malloc((size_t)(BH * L) * sizeof(FA_T));
+    if (drow == NULL) return;
+    for (int64_t bh = 0; bh < BH; bh++) {
+        const FA_T *g = dout + (bh / c.H) * c.dos[0] + (bh % c.H) * c.dos[1];
+        for (int64_t i = 0; i < L; i++) {
+            FA_T s = 0;
+            for (int64_t d = 0; d < D; d++) s += g[i * c.dos[2] + d * c.dos[3]] * out[(bh * L + i) * D + d];
+            drow[bh * L + i] = s;
+        }
+    }
+    const int nt = rumus_threads_for(BH * L * S * D);
+    const size_t wsize = (size_t)((4 * FA_BQ + 2 * FA_BK) * D) * sizeof(FA_T);
+    const int64_t kblocks = (S + FA_BQ - 1) / FA_BQ, qblocks = (L + FA_BQ - 1) / FA_BQ;
+    FA_PARALLEL_FOR
+    for (int64_t blk = 0; blk < BH * kblocks; blk++) {
+        FA_T *w = (FA_T *)malloc(wsize);
+        if (w == NULL) continue;
+        FA_FN(fa_dkdv_block)(&c, q, k, v, dout, lse, drow, bias, kb, dk, dv, blk / kblocks, (blk % kblocks) * FA_BQ,
+                             w);
+        free(w);
+    }
+    FA_PARALLEL_FOR
+    for (int64_t blk = 0; blk < BH * qblocks; blk++) {
+        FA_T *w = (FA_T *)malloc(wsize);
+        if (w == NULL) continue;
+        FA_FN(fa_dq_block)(&c, q, k, v, dout, lse, drow, bias, kb, dq, blk / qblocks, (blk % qblocks) * FA_BQ, w);
+        free(w);
+    }
+    free(drow);
+}
+
+#undef FA_CAT2
+#undef FA_CAT
+#undef FA_FN

@@ -1,0 +1,361 @@
+// FlashAttention forward and backward (rumus_contracts/ops/attention.py; the same algorithm as
+// csrc/flash_attention.c). Tiled online softmax: a workgroup of WG invocations owns WG query rows (or,
+// in the dK/dV pass, WG key rows) of one (batch, head); the other side streams through workgroup memory
+// in tiles of BK rows, so extra memory is O(L) (lse and D = dout . out per row), never [L, S].
+//
+// DMAX (32, 64 or 128) bounds the head dim: rows are zero-padded to DMAX in registers and tiles, so the
+// inner loops have constant trip counts. Masked scores are never formed as -inf arithmetic (WGSL need not
+// honour infinities): a score <= -1e30 (a -inf bias, a causal or padding position) has probability 0.
+// Dropout is the dropout op's counter-based hash at element ((b * H + h) * L + i) * S + j (u32 wrap).
+alias scalar = f32;
+
+const DMAX: u32 = 64u;     // replaced by the host: the head-dim bucket
+const BK: u32 = 32u;       // replaced by the host: rows per tile, BK * DMAX = 2048 (16 KiB for two tiles)
+const WG: u32 = 64u;
+const MASKED: f32 = -1.0e30;
+
+struct Config {
+    n: u32,                  // rows (the D pass) or unused
+    gx: u32,
+    B: u32,
+    H: u32,
+    L: u32,
+    S: u32,
+    D: u32,
+    causal: u32,
+    drop: u32,               // 1: dropout on
+    scale: f32,
+    key: u32,                // mix32(seed ^ 0x9E3779B9)
+    thr: u32,                // floor(p * 2^32), saturated
+    doff: u32,               // the dropout counter of element 0 (the op's offset attribute)
+    inv_keep: f32,           // 1 / (1 - p)
+    pad0: u32,
+    pad1: u32,
+    qs: vec4<u32>,           // element strides of q, k, v, dout; bias and key_bias with 0 on broadcast dims
+    ks: vec4<u32>,
+    vs: vec4<u32>,
+    os: vec4<u32>,
+    bs: vec4<u32>,
+    kbs: vec4<u32>,
+    off: array<vec4<u32>, 2>, // element offsets: q, k, v, dout, bias, key_bias, out, lse
+}
+
+fn mix32(v: u32) -> u32 {
+    var h = v;
+    h ^= h >> 16u;
+    h *= 0x21F0AAADu;
+    h ^= h >> 15u;
+    h *= 0x735A2D97u;
+    h ^= h >> 15u;
+    return h;
+}
+
+// keep / (1 - p) for probability element (bh, i, j)
+fn drop_factor(bh: u32, i: u32, j: u32) -> f32 {
+    let idx = (bh * cfg.L + i) * cfg.S + j;
+    let bits = mix32(mix32((cfg.doff + idx) ^ cfg.key) + cfg.key);
+    return select(0.0, cfg.inv_keep, bits >= cfg.thr);
+}
+
+fn neg_inf() -> f32 {
+    return bitcast<f32>(0xff800000u);
+}
+
+//// forward
+@group(0) @binding(0) var<storage, read_write> out: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> lse: array<scalar>;
+@group(0) @binding(2) var<storage, read> q: array<scalar>;
+@group(0) @binding(3) var<storage, read> k: array<scalar>;
+@group(0) @binding(4) var<storage, read> v: array<scalar>;
+@group(0) @binding(5) var<storage, read> bias: array<scalar>;
+@group(0) @binding(6) var<storage, read> kbias: array<scalar>;
+@group(0) @binding(7) var<uniform> cfg: Config;
+
+var<workgroup> kt: array<f32, 2048>;
+var<workgroup> vt: array<f32, 2048>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let bh = wid.y;
+    let b = bh / cfg.H;
+    let h = bh % cfg.H;
+    let i0 = wid.x * WG;
+    let i = i0 + lid;
+    let live = i < cfg.L;
+    let ii = min(i, cfg.L - 1u);
+    var qr: array<f32, DMAX>;
+    var acc: array<f32, DMAX>;
+    let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
+    for (var d = 0u; d < DMAX; d++) {
+        qr[d] = select(0.0, f32(q[qb + min(d, cfg.D - 1u) * cfg.qs.w]), d < cfg.D) * cfg.scale;
+        acc[d] = 0.0;
+    }
+    var m = MASKED;
+    var l = 0.0;
+    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
+    let kbb = cfg.off[1].y + b * cfg.kbs.x;
+    var jend = cfg.S;
+    if (cfg.causal != 0u) {
+        jend = min(cfg.S, i0 + WG);
+    }
+    for (var j0 = 0u; j0 < jend; j0 += BK) {
+        // the K and V tile: rows j0 .. j0 + BK, zero-padded past S and D
+        for (var e = lid; e < BK * DMAX; e += WG) {
+            let t = e / DMAX;
+            let d = e % DMAX;
+            let j = min(j0 + t, cfg.S - 1u);
+            let ok = j0 + t < cfg.S && d < cfg.D;
+            let dd = min(d, cfg.D - 1u);
+            kt[e] = select(0.0, f32(k[cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y + j * cfg.ks.z + dd * cfg.ks.w]), ok);
+            vt[e] = select(0.0, f32(v[cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y + j * cfg.vs.z + dd * cfg.vs.w]), ok);
+        }
+        workgroupBarrier();
+        var s: array<f32, BK>;
+        var top = MASKED;
+        for (var t = 0u; t < BK; t++) {
+            let j = j0 + t;
+            var dot = 0.0;
+            for (var d = 0u; d < DMAX; d++) {
+                dot += qr[d] * kt[t * DMAX + d];
+            }
+            let jj = min(j, cfg.S - 1u);
+            let sc = dot + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
+            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED;
+            s[t] = select(MASKED, sc, ok);
+            top = max(top, s[t]);
+        }
+        if (top > MASKED) {
+            let mnew = max(m, top);
+            let alpha = exp(m - mnew);
+            l *= alpha;
+            for (var d = 0u; d < DMAX; d++) {
+                acc[d] *= alpha;
+            }
+            for (var t = 0u; t < BK; t++) {
+                var p = select(0.0, exp(s[t] - mnew), s[t] > MASKED);
+                l += p;
+                if (cfg.drop != 0u) {
+                    p *= drop_factor(bh, i, j0 + t);
+                }
+                for (var d = 0u; d < DMAX; d++) {
+                    acc[d] += p * vt[t * DMAX + d];
+                }
+            }
+            m = mnew;
+        }
+        workgroupBarrier();
+    }
+    if (live) {
+        let row = bh * cfg.L + i;
+        let inv = select(0.0, 1.0 / l, l > 0.0);
+        for (var d = 0u; d < cfg.D; d++) {
+            out[cfg.off[1].z + row * cfg.D + d] = scalar(acc[d] * inv);
+        }
+        lse[cfg.off[1].w + row] = scalar(select(neg_inf(), m + log(l), l > 0.0));
+    }
+}
+
+//// rowdot
+// stats[2 r] = lse[r], stats[2 r + 1] = dout[r] . out[r]: what both backward passes read per query row
+@group(0) @binding(0) var<storage, read_write> stats: array<f32>;
+@group(0) @binding(1) var<storage, read> out: array<scalar>;
+@group(0) @binding(2) var<storage, read> dout: array<scalar>;
+@group(0) @binding(3) var<storage, read> lse: array<scalar>;
+@group(0) @binding(4) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let r = (wid.y * cfg.gx + wid.x) * 256u + lid;
+    if (r >= cfg.n) {
+        return;
+    }
+    let bh = r / cfg.L;
+    let i = r % cfg.L;
+    let ob = cfg.off[0].w + (bh / cfg.H) * cfg.os.x + (bh % cfg.H) * cfg.os.y + i * cfg.os.z;
+    var s = 0.0;
+    for (var d = 0u; d < cfg.D; d++) {
+        s += f32(dout[ob + d * cfg.os.w]) * f32(out[cfg.off[1].z + r * cfg.D + d]);
+    }
+    stats[2u * r] = f32(lse[cfg.off[1].w + r]);
+    stats[2u * r + 1u] = s;
+}
+
+//// dkdv
+// one invocation per key row j: dk[j] and dv[j] over every query that sees j, queries streamed in tiles
+@group(0) @binding(0) var<storage, read_write> dkv: array<scalar>;   // dk rows, then dv rows
+@group(0) @binding(1) var<storage, read> q: array<scalar>;
+@group(0) @binding(2) var<storage, read> k: array<scalar>;
+@group(0) @binding(3) var<storage, read> v: array<scalar>;
+@group(0) @binding(4) var<storage, read> dout: array<scalar>;
+@group(0) @binding(5) var<storage, read> stats: array<f32>;
+@group(0) @binding(6) var<storage, read> bias: array<scalar>;
+@group(0) @binding(7) var<storage, read> kbias: array<scalar>;
+@group(0) @binding(8) var<uniform> cfg: Config;
+
+var<workgroup> qt: array<f32, 2048>;
+var<workgroup> ot: array<f32, 2048>;
+var<workgroup> st: array<vec2<f32>, BK>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let bh = wid.y;
+    let b = bh / cfg.H;
+    let h = bh % cfg.H;
+    let j0 = wid.x * WG;
+    let j = j0 + lid;
+    let live = j < cfg.S;
+    let jj = min(j, cfg.S - 1u);
+    var kr: array<f32, DMAX>;
+    var vr: array<f32, DMAX>;
+    var gk: array<f32, DMAX>;
+    var gv: array<f32, DMAX>;
+    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y + jj * cfg.ks.z;
+    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y + jj * cfg.vs.z;
+    for (var d = 0u; d < DMAX; d++) {
+        let dd = min(d, cfg.D - 1u);
+        kr[d] = select(0.0, f32(k[kb0 + dd * cfg.ks.w]), d < cfg.D) * cfg.scale;
+        vr[d] = select(0.0, f32(v[vb0 + dd * cfg.vs.w]), d < cfg.D);
+        gk[d] = 0.0;
+        gv[d] = 0.0;
+    }
+    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + jj * cfg.bs.w;
+    let kbv = f32(kbias[cfg.off[1].y + b * cfg.kbs.x + jj * cfg.kbs.y]);
+    var istart = 0u;
+    if (cfg.causal != 0u) {
+        istart = j0;
+    }
+    for (var i0 = istart; i0 < cfg.L; i0 += BK) {
+        for (var e = lid; e < BK * DMAX; e += WG) {
+            let t = e / DMAX;
+            let d = e % DMAX;
+            let i = min(i0 + t, cfg.L - 1u);
+            let ok = i0 + t < cfg.L && d < cfg.D;
+            let dd = min(d, cfg.D - 1u);
+            qt[e] = select(0.0, f32(q[cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + i * cfg.qs.z + dd * cfg.qs.w]), ok);
+            ot[e] = select(0.0, f32(dout[cfg.off[0].w + b * cfg.os.x + h * cfg.os.y + i * cfg.os.z + dd * cfg.os.w]), ok);
+        }
+        for (var t = lid; t < BK; t += WG) {
+            let r = bh * cfg.L + min(i0 + t, cfg.L - 1u);
+            st[t] = vec2<f32>(select(MASKED, stats[2u * r], i0 + t < cfg.L), stats[2u * r + 1u]);
+        }
+        workgroupBarrier();
+        for (var t = 0u; t < BK; t++) {
+            let i = i0 + t;
+            var dot = 0.0;
+            var dp = 0.0;
+            for (var d = 0u; d < DMAX; d++) {
+                dot += qt[t * DMAX + d] * kr[d];
+                dp += ot[t * DMAX + d] * vr[d];
+            }
+            let ii = min(i, cfg.L - 1u);
+            let sc = dot + f32(bias[bb + ii * cfg.bs.z]) + kbv;
+            let li = st[t].x;
+            let ok = live && i < cfg.L && !(cfg.causal != 0u && j > i) && sc > MASKED && li > MASKED;
+            let p = select(0.0, exp(sc - li), ok);
+            var f = 1.0;
+            if (cfg.drop != 0u) {
+                f = drop_factor(bh, i, j);
+            }
+            let ds = p * (dp * f - st[t].y) * cfg.scale;
+            let pd = p * f;
+            for (var d = 0u; d < DMAX; d++) {
+                gk[d] += ds * qt[t * DMAX + d];
+                gv[d] += pd * ot[t * DMAX + d];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (live) {
+        let row = (bh * cfg.S + j) * cfg.D;
+        let half = cfg.B * cfg.H * cfg.S * cfg.D;
+        for (var d = 0u; d < cfg.D; d++) {
+            dkv[row + d] = scalar(gk[d]);
+            dkv[half + row + d] = scalar(gv[d]);
+        }
+    }
+}
+
+//// dq
+// one invocation per query row i: dq[i] over every key it sees, keys streamed in tiles
+@group(0) @binding(0) var<storage, read_write> dq: array<scalar>;
+@group(0) @binding(1) var<storage, read> q: array<scalar>;
+@group(0) @binding(2) var<storage, read> k: array<scalar>;
+@group(0) @binding(3) var<storage, read> v: array<scalar>;
+@group(0) @binding(4) var<storage, read> dout: array<scalar>;
+@group(0) @binding(5) var<storage, read> stats: array<f32>;
+@group(0) @binding(6) var<storage, read> bias: array<scalar>;
+@group(0) @binding(7) var<storage, read> kbias: array<scalar>;
+@group(0) @binding(8) var<uniform> cfg: Config;
+
+var<workgroup> kt: array<f32, 2048>;
+var<workgroup> vt: array<f32, 2048>;
+
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let bh = wid.y;
+    let b = bh / cfg.H;
+    let h = bh % cfg.H;
+    let i0 = wid.x * WG;
+    let i = i0 + lid;
+    let live = i < cfg.L;
+    let ii = min(i, cfg.L - 1u);
+    var qr: array<f32, DMAX>;
+    var gr: array<f32, DMAX>;
+    var gq: array<f32, DMAX>;
+    let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
+    let ob = cfg.off[0].w + b * cfg.os.x + h * cfg.os.y + ii * cfg.os.z;
+    for (var d = 0u; d < DMAX; d++) {
+        let dd = min(d, cfg.D - 1u);
+        qr[d] = select(0.0, f32(q[qb + dd * cfg.qs.w]), d < cfg.D) * cfg.scale;
+        gr[d] = select(0.0, f32(dout[ob + dd * cfg.os.w]), d < cfg.D);
+        gq[d] = 0.0;
+    }
+    let r = bh * cfg.L + ii;
+    let li = stats[2u * r];
+    let di = stats[2u * r + 1u];
+    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
+    let kbb = cfg.off[1].y + b * cfg.kbs.x;
+    var jend = cfg.S;
+    if (cfg.causal != 0u) {
+        jend = min(cfg.S, i0 + WG);
+    }
+    for (var j0 = 0u; j0 < jend; j0 += BK) {
+        for (var e = lid; e < BK * DMAX; e += WG) {
+            let t = e / DMAX;
+            let d = e % DMAX;
+            let j = min(j0 + t, cfg.S - 1u);
+            let ok = j0 + t < cfg.S && d < cfg.D;
+            let dd = min(d, cfg.D - 1u);
+            kt[e] = select(0.0, f32(k[cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y + j * cfg.ks.z + dd * cfg.ks.w]), ok);
+            vt[e] = select(0.0, f32(v[cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y + j * cfg.vs.z + dd * cfg.vs.w]), ok);
+        }
+        workgroupBarrier();
+        for (var t = 0u; t < BK; t++) {
+            let j = j0 + t;
+            var dot = 0.0;
+            var dp = 0.0;
+            for (var d = 0u; d < DMAX; d++) {
+                dot += qr[d] * kt[t * DMAX + d];
+                dp += gr[d] * vt[t * DMAX + d];
+            }
+            let jj = min(j, cfg.S - 1u);
+            let sc = dot + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
+            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED && li > MASKED;
+            let p = select(0.0, exp(sc - li), ok);
+            var f = 1.0;
+            if (cfg.drop != 0u) {
+                f = drop_factor(bh, i, j);
+            }
+            let ds = p * (dp * f - di) * cfg.scale;
+            for (var d = 0u; d < DMAX; d++) {
+                gq[d] += ds * kt[t * DMAX + d];
+            }
+        }
+        workgroupBarrier();
+    }
+    if (live) {
+        for (var d = 0u; d < cfg.D; d++) {
+            dq[(bh * cfg.L + i) * cfg.D + d] = scalar(gq[d]);
+        }
+    }
+}
