@@ -131,6 +131,7 @@ HOST_OPS: dict[str, Fn] = {
         (1,) if at.get("keepdims", 1) else ()),
     "Expand": lambda a, at, o: H(a[0]) * np.ones(_ints(a[1]), dtype=H(a[0]).dtype),
     "Constant": lambda a, at, o: _constant(at),
+    "Mod": lambda a, at, o: (np.fmod if at.get("fmod", 0) else np.mod)(H(a[0]), H(a[1])),
 }
 
 
@@ -388,6 +389,12 @@ def _layer_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return op("layer_norm")(x, w.reshape(shape), b.reshape(shape), eps=float(at.get("epsilon", 1e-5)))
 
 
+def _instance_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])  # instance norm is group norm with one channel per group
+    return op("group_norm")(x, _same(x, a[1]), _same(x, a[2]), num_groups=x.shape[1],
+                            eps=float(at.get("epsilon", 1e-5)))
+
+
 def _softmax(name: str) -> Fn:
     def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
         x = T(a[0])
@@ -481,4 +488,5 @@ OPS: dict[str, Fn] = {
     "Flatten": _flatten, "ConstantOfShape": _constant_of_shape, "Trilu": _trilu,
     "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _max_pool, "AveragePool": _avg_pool,
     "GlobalAveragePool": _global_avg, "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
+    "InstanceNormalization": _instance_norm,
 }
