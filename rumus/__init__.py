@@ -92,7 +92,7 @@ def numel(x: Tensor) -> int:
 
 
 
-from . import data, fixed, io, nn, optim  # noqa: E402
+from . import data, fixed, io, nn, onnx, optim  # noqa: E402
 from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 from .nn.functional import one_hot  # noqa: E402, F811  (the checked one: refuses out-of-range classes)

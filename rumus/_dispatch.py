@@ -25,6 +25,10 @@ FORMULAS: dict[str, tuple[Formula, bool, bool]] = {}
 # composite ops implemented in the core: name -> python function taking (*tensors, **attrs)
 COMPOSITES: dict[str, Callable[..., Any]] = {}
 
+# ONNX export (rumus.onnx) sets this to observe every dispatched op: fn(schema, inputs, outputs, attrs).
+# One global read per dispatch when unset.
+_tracer: Callable[..., None] | None = None
+
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
 
@@ -158,6 +162,8 @@ class Op:
             in_args = [t._arg for t in inputs]
         outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
         kernel([o._arg for o in outputs], in_args, attrs)
+        if _tracer is not None:
+            _tracer(schema, inputs, outputs, attrs)
         if schema.inplace:
             for i in schema.mutates_idx:
                 inputs[i]._storage.version += 1

@@ -14,12 +14,16 @@ from .autograd.graph import Context, Node
 from .tensor import Tensor, make_tensor
 
 Backward = Callable[..., Sequence[Tensor | None]]
+# ONNX export (rumus.onnx) sets this to observe every view: fn(name, base, out, attrs).
+_tracer: Callable[..., None] | None = None
 
 
 def _view(base: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset: int, name: str,
           backward: Backward, attrs: dict[str, Any]) -> Tensor:
     out = make_tensor(base._storage, shape, strides, offset)
     out._base = base._base if base._base is not None else base
+    if _tracer is not None:
+        _tracer(name, base, out, attrs)
     if grad_state.enabled:
         # a differentiable view: after an in-place change of its base it takes its history from there
         out._view_version = base._storage.version

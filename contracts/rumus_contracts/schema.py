@@ -80,6 +80,8 @@ class OpSchema:
     samples / error_samples -- conformance inputs.
     backward    -- for plugin ops: fn(ctx, *grad_outputs) over rumus tensors, like torch.autograd.Function.
     tolerance   -- per-dtype (rtol, atol) overrides with `tolerance_reason` saying why.
+    onnx        -- ONNX lowering: fn(ctx, input_names, output_names, attrs) -> node descriptions
+                   (see rumus_contracts.onnx_lowering); None: the op cannot be exported.
     """
 
     name: str
@@ -103,6 +105,7 @@ class OpSchema:
     tolerance: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     tolerance_reason: str = ""
     doc: str = ""
+    onnx: Callable[..., Any] | None = None  # ONNX lowering (rumus_contracts.onnx_lowering)
 
     def __post_init__(self) -> None:
         self.contiguous_idx = tuple(self.inputs.index(n) for n in self.contiguous)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from ..onnx_lowering import attach_onnx_lowerings
 from ..schema import OpRegistry
 from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
@@ -22,3 +23,4 @@ MODULES: tuple[ModuleType, ...] = (
 def register_core_ops(registry: OpRegistry) -> None:
     for module in MODULES:
         module.register(registry)
+    attach_onnx_lowerings(registry)  # each core op's schema.onnx (rumus_contracts/onnx_lowering/)

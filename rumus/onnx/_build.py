@@ -1,0 +1,122 @@
+"""Node descriptions -> an onnx ModelProto; full check and shape inference; atomic write (external data
+for models over 2 GB)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rumus_contracts import DType
+from rumus_contracts.onnx_lowering import OnnxExportError, OnnxNode, onnx_dtype
+
+PROTOBUF_LIMIT = 2**31 - 1  # a single protobuf message cannot exceed 2 GB
+
+
+def _onnx() -> Any:
+    try:
+        import onnx
+    except ImportError:
+        raise OnnxExportError("ONNX export/import needs the 'onnx' package: pip install 'rumus[onnx]'") from None
+    return onnx
+
+
+def bf16_bits(arr: np.ndarray) -> np.ndarray:
+    """float32 -> bfloat16 bit patterns, round to nearest even (raw uint16 arrays pass through)."""
+    if arr.dtype == np.uint16:
+        return arr
+    bits = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def tensor_proto(name: str, arr: np.ndarray, dtype: DType) -> Any:
+    onnx = _onnx()
+    t = onnx.TensorProto()
+    t.name = name
+    t.data_type = onnx_dtype(dtype)
+    t.dims.extend(arr.shape)
+    if dtype.name == "bfloat16":
+        t.raw_data = bf16_bits(arr).tobytes()
+    else:
+        t.raw_data = np.ascontiguousarray(arr, dtype=dtype.numpy).tobytes()
+    return t
+
+
+def _attr_value(name: str, value: Any) -> Any:
+    if isinstance(value, np.ndarray):  # tensor attributes (ConstantOfShape's value)
+        from rumus_contracts.dtype import from_numpy_dtype
+        return tensor_proto(name, value, from_numpy_dtype(value.dtype))
+    return value
+
+
+def make_node(n: OnnxNode, index: int) -> Any:
+    onnx = _onnx()
+    attrs = {k: _attr_value(k, v) for k, v in n.attrs.items()}
+    return onnx.helper.make_node(n.op_type, list(n.inputs), list(n.outputs), name=f"{n.op_type}_{index}",
+                                 domain=n.domain or None, **attrs)
+
+
+def value_info(name: str, dtype: DType, shape: Sequence[int | str]) -> Any:
+    return _onnx().helper.make_tensor_value_info(name, onnx_dtype(dtype), list(shape))
+
+
+def build_model(nodes: Sequence[OnnxNode], inputs: Sequence[Any], outputs: Sequence[Any],
+                initializers: Mapping[str, tuple[np.ndarray, DType]], opset: int, graph_name: str) -> Any:
+    onnx = _onnx()
+    inits = [tensor_proto(k, arr, dt) for k, (arr, dt) in initializers.items()]
+    graph = onnx.helper.make_graph([make_node(n, i) for i, n in enumerate(nodes)], graph_name, list(inputs),
+                                   list(outputs), initializer=inits)
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
+                                   producer_name="rumus")
+    model.ir_version = min(model.ir_version, _max_ir_version())
+    return model
+
+
+def _max_ir_version() -> int:
+    """The newest IR version onnxruntime reads (newer onnx writes newer IR than ORT may accept)."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return 10**6
+    return 10
+
+
+def initializer_bytes(initializers: Mapping[str, tuple[np.ndarray, DType]]) -> int:
+    return sum(arr.size * dt.itemsize for arr, dt in initializers.values())
+
+
+def check_and_save(model: Any, path: str, external_data: bool) -> Any:
+    """Full checker + strict shape inference, then an atomic write: everything goes to a temporary folder
+    next to `path` and is moved into place only once it is complete and valid."""
+    onnx = _onnx()
+    target = os.path.abspath(path)
+    folder = os.path.dirname(target) or "."
+    tmp = tempfile.mkdtemp(prefix=".rumus-onnx-", dir=folder)
+    try:
+        tmp_model = os.path.join(tmp, os.path.basename(target))
+        data_name = os.path.basename(target) + ".data"
+        if external_data:
+            onnx.save_model(model, tmp_model, save_as_external_data=True, all_tensors_to_one_file=True,
+                            location=data_name, size_threshold=1024)
+            onnx.checker.check_model(tmp_model, full_check=True)
+            inferred = onnx.shape_inference.infer_shapes_path(tmp_model, tmp_model + ".inferred",
+                                                             check_type=True, strict_mode=True)
+            del inferred
+            os.replace(tmp_model + ".inferred", tmp_model)
+        else:
+            try:
+                model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+                onnx.checker.check_model(model, full_check=True)
+            except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+                raise OnnxExportError(f"the exported graph failed onnx's checker: {exc}") from None
+            onnx.save_model(model, tmp_model)
+        if external_data:
+            os.replace(os.path.join(tmp, data_name), os.path.join(folder, data_name))
+        os.replace(tmp_model, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return model

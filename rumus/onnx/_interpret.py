@@ -1,0 +1,492 @@
+"""ONNX ops in rumus: what our exporter emits and what PyTorch's exporter emits for the same layers.
+
+Values are rumus Tensors, or numpy arrays for the small integer "shape arithmetic" that graphs compute
+(Shape -> Gather -> Concat -> Reshape): HOST_OPS run those on the host when every input is host data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Union
+
+import numpy as np
+
+from rumus_contracts import RumusError, ShapeError
+
+from .. import _creation
+from .. import _math as M
+from .. import _views
+from ..nn import functional as F
+from ..ops import get as op
+from ..tensor import Tensor
+
+Value = Union[Tensor, np.ndarray, None]
+Fn = Callable[[list[Any], dict[str, Any], int], Any]
+_ONNX_TO_DTYPE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
+                  11: "float64", 16: "bfloat16"}
+_NP = {1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16, 6: np.int32, 7: np.int64, 9: np.bool_, 10: np.float16,
+       11: np.float64}
+
+
+def T(v: Value) -> Tensor:
+    if isinstance(v, Tensor):
+        return v
+    if v is None:
+        raise RumusError("a required input is missing")
+    return _creation.tensor(np.asarray(v))
+
+
+def H(v: Value) -> np.ndarray:
+    """Host ints (shapes, axes): Tensors are read back."""
+    return np.asarray(v.numpy() if isinstance(v, Tensor) else v)
+
+
+def _ints(v: Value) -> list[int]:
+    return [int(x) for x in H(v).reshape(-1)]
+
+
+def _norm(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < max(ndim, 1):
+        raise ShapeError(f"axis {axis} is out of range for {ndim} dims")
+    return axis % ndim if ndim else 0
+
+
+def _axes(args: list[Any], attrs: dict[str, Any], ndim: int, pos: int = 1) -> list[int] | None:
+    given = args[pos] if len(args) > pos and args[pos] is not None else attrs.get("axes")
+    if given is None:
+        return None
+    return sorted({_norm(a, ndim) for a in _ints(given)})
+
+
+# ---- shape arithmetic on the host --------------------------------------------------------------------
+
+def _h_reshape(a: list[Any], at: dict[str, Any], o: int) -> np.ndarray:
+    x, shape = H(a[0]), _ints(a[1])
+    return x.reshape(_target(x.shape, shape, at))
+
+
+def _target(in_shape: tuple[int, ...], shape: list[int], at: dict[str, Any]) -> tuple[int, ...]:
+    if not at.get("allowzero", 0):
+        shape = [in_shape[i] if s == 0 else s for i, s in enumerate(shape)]
+    if -1 in shape:
+        rest = int(np.prod([s for s in shape if s != -1]))
+        total = int(np.prod(in_shape))
+        shape = [total // rest if s == -1 and rest else s for s in shape]
+    return tuple(shape)
+
+
+def _h_slice(a: list[Any], at: dict[str, Any], o: int) -> np.ndarray:
+    x = H(a[0])
+    starts, ends = _ints(a[1]), _ints(a[2])
+    axes = _ints(a[3]) if len(a) > 3 and a[3] is not None else list(range(len(starts)))
+    steps = _ints(a[4]) if len(a) > 4 and a[4] is not None else [1] * len(starts)
+    index = [slice(None)] * x.ndim
+    for s, e, ax, st in zip(starts, ends, axes, steps):
+        index[_norm(ax, x.ndim)] = slice(s, e, st)
+    return x[tuple(index)]
+
+
+def _h_gather(a: list[Any], at: dict[str, Any], o: int) -> np.ndarray:
+    return np.take(H(a[0]), H(a[1]).astype(np.int64), axis=int(at.get("axis", 0)))
+
+
+def _h_concat(a: list[Any], at: dict[str, Any], o: int) -> np.ndarray:
+    return np.concatenate([H(x) for x in a], axis=int(at["axis"]))
+
+
+def _h_unsqueeze(a: list[Any], at: dict[str, Any], o: int) -> np.ndarray:
+    x = H(a[0])
+    axes = _ints(a[1]) if len(a) > 1 else list(at["axes"])
+    nd = x.ndim + len(axes)
+    return np.expand_dims(x, tuple(sorted(ax % nd for ax in axes)))
+
+
+def _h_squeeze(a: list[Any], at: dict[str, Any], o: int) -> np.ndarray:
+    x = H(a[0])
+    axes = _axes(a, at, x.ndim)
+    return np.squeeze(x, axis=None if axes is None else tuple(axes))
+
+
+def _h_cast(a: list[Any], at: dict[str, Any], o: int) -> np.ndarray:
+    return H(a[0]).astype(_NP[int(at["to"])])
+
+
+def _binary(fn: Callable[..., Any]) -> Fn:
+    return lambda a, at, o: fn(H(a[0]), H(a[1]))
+
+
+def _h_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else x / y
+
+
+HOST_OPS: dict[str, Fn] = {
+    "Shape": lambda a, at, o: _shape(a, at),
+    "Reshape": _h_reshape, "Slice": _h_slice, "Gather": _h_gather, "Concat": _h_concat,
+    "Unsqueeze": _h_unsqueeze, "Squeeze": _h_squeeze, "Cast": _h_cast, "Identity": lambda a, at, o: a[0],
+    "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply), "Div": _binary(_h_div),
+    "Equal": _binary(np.equal), "Where": lambda a, at, o: np.where(H(a[0]), H(a[1]), H(a[2])),
+    "Max": _binary(np.maximum), "Min": _binary(np.minimum),
+    "Range": lambda a, at, o: np.arange(H(a[0]).item(), H(a[1]).item(), H(a[2]).item()).astype(H(a[0]).dtype),
+    "ReduceProd": lambda a, at, o: np.prod(H(a[0]), keepdims=bool(at.get("keepdims", 1))).reshape(
+        (1,) if at.get("keepdims", 1) else ()),
+    "Expand": lambda a, at, o: H(a[0]) * np.ones(_ints(a[1]), dtype=H(a[0]).dtype),
+    "Constant": lambda a, at, o: _constant(at),
+    "Mod": lambda a, at, o: (np.fmod if at.get("fmod", 0) else np.mod)(H(a[0]), H(a[1])),
+}
+
+
+def _shape(a: list[Any], at: dict[str, Any]) -> np.ndarray:
+    shape = a[0].shape
+    nd = len(shape)
+    start = int(at.get("start", 0))
+    end = int(at.get("end", nd))
+    start, end = max(0, start + nd if start < 0 else start), min(nd, end + nd if end < 0 else end)
+    return np.asarray(shape[start:end], dtype=np.int64)
+
+
+def _constant(at: dict[str, Any]) -> Value:
+    if "value" in at:
+        v = np.asarray(at["value"])
+    elif "value_float" in at:
+        v = np.asarray(at["value_float"], dtype=np.float32)
+    elif "value_int" in at:
+        v = np.asarray(at["value_int"], dtype=np.int64)
+    elif "value_ints" in at:
+        v = np.asarray(at["value_ints"], dtype=np.int64)
+    elif "value_floats" in at:
+        v = np.asarray(at["value_floats"], dtype=np.float32)
+    else:
+        raise RumusError(f"Constant with attributes {sorted(at)} is not supported")
+    return _creation.tensor(v) if v.dtype.kind == "f" else v
+
+
+# ---- tensor ops ----------------------------------------------------------------------------------------
+
+def _same(x: Tensor, y: Value) -> Tensor:
+    """y as a tensor of x's dtype (graphs mix host ints and tensors in shape arithmetic)."""
+    t = T(y)
+    return t if t.dtype == x.dtype else t.to(x.dtype)
+
+
+def _bin(fn: Callable[[Tensor, Tensor], Tensor]) -> Fn:
+    def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+        x = T(a[0]) if isinstance(a[0], Tensor) or not isinstance(a[1], Tensor) else _same(a[1], a[0])
+        return fn(x, _same(x, a[1]))
+    return run
+
+
+def _unary(fn: Callable[[Tensor], Tensor]) -> Fn:
+    return lambda a, at, o: fn(T(a[0]))
+
+
+def _reshape(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    return x.reshape(_target(x.shape, _ints(a[1]), at))
+
+
+def _transpose(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    perm = at.get("perm", list(range(x.ndim))[::-1])
+    return _views.permute(x, tuple(int(p) for p in perm))
+
+
+def _expand(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x, shape = T(a[0]), _ints(a[1])
+    nd = max(x.ndim, len(shape))
+    xs = (1,) * (nd - x.ndim) + x.shape
+    ss = [1] * (nd - len(shape)) + shape
+    target = tuple(max(i, s) if 1 in (i, s) else i for i, s in zip(xs, ss))
+    return _views.expand(x.reshape(xs), target)
+
+
+def _slice(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    starts, ends = _ints(a[1]), _ints(a[2])
+    axes = _ints(a[3]) if len(a) > 3 and a[3] is not None else list(range(len(starts)))
+    steps = _ints(a[4]) if len(a) > 4 and a[4] is not None else [1] * len(starts)
+    index: list[Any] = [slice(None)] * x.ndim
+    for s, e, ax, st in zip(starts, ends, axes, steps):
+        if st <= 0:
+            raise RumusError(f"Slice with step {st} is not supported (only positive steps)")
+        index[_norm(ax, x.ndim)] = slice(s, e, st)
+    return _views.getitem(x, tuple(index))
+
+
+def _gather(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x, idx = T(a[0]), a[1]
+    axis = _norm(int(at.get("axis", 0)), x.ndim)
+    if isinstance(idx, np.ndarray) and idx.ndim == 0:
+        return _views.select(x, axis, int(idx))
+    it = T(idx)
+    if it.dtype.name != "int64":
+        it = it.to("int64")
+    flat = op("index_select")(x, it.reshape(-1), dim=axis)
+    return flat.reshape((*x.shape[:axis], *it.shape, *x.shape[axis + 1:]))
+
+
+def _concat(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    ts = [T(v) for v in a]
+    return M.cat(ts, _norm(int(at["axis"]), ts[0].ndim))
+
+
+def _split(a: list[Any], at: dict[str, Any], o: int) -> list[Tensor]:
+    x = T(a[0])
+    axis = _norm(int(at.get("axis", 0)), x.ndim)
+    if len(a) > 1 and a[1] is not None:
+        sizes = _ints(a[1])
+    elif "split" in at:
+        sizes = [int(s) for s in at["split"]]
+    else:
+        n = int(at.get("num_outputs", 0)) or 1
+        size = -(-x.shape[axis] // n)
+        sizes = [min(size, x.shape[axis] - i * size) for i in range(n)]
+    return list(_views.split(x, sizes, axis))
+
+
+def _squeeze(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    axes = _axes(a, at, x.ndim)
+    return _views.squeeze(x, tuple(axes) if axes is not None else None)
+
+
+def _unsqueeze(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    axes = _ints(a[1]) if len(a) > 1 and a[1] is not None else list(at["axes"])
+    nd = x.ndim + len(axes)
+    for ax in sorted(ax % nd for ax in axes):
+        x = _views.unsqueeze(x, ax)
+    return x
+
+
+def _flatten(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    axis = int(at.get("axis", 1)) % (x.ndim + 1) if x.ndim else 0
+    lead = int(np.prod(x.shape[:axis]))
+    return x.reshape((lead, int(np.prod(x.shape[axis:]))))
+
+
+def _reduce(name: str) -> Fn:
+    def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+        x = T(a[0])
+        use_input = name in ("sum",) and o >= 13 or o >= 18
+        axes = _axes(a, at, x.ndim) if use_input else (sorted({_norm(v, x.ndim) for v in at["axes"]})
+                                                        if "axes" in at else None)
+        if axes is None or not axes:
+            if at.get("noop_with_empty_axes", 0):
+                return x
+            axes = list(range(x.ndim))
+        dims = tuple(axes)
+        out: Tensor = op(name)(x, dims=dims) if name != "mean" else M.mean(x, dims, keepdim=True)
+        return out if at.get("keepdims", 1) else _views.squeeze(out, dims)
+    return run
+
+
+def _arg(name: str) -> Fn:
+    def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+        if at.get("select_last_index", 0):
+            raise RumusError(f"{name} with select_last_index=1 is not supported")
+        x = T(a[0])
+        axis = _norm(int(at.get("axis", 0)), x.ndim)
+        out: Tensor = (M.argmax if name == "argmax" else M.argmin)(x, axis, keepdim=bool(at.get("keepdims", 1)))
+        return out
+    return run
+
+
+def _cast(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    return T(a[0]).to(_ONNX_TO_DTYPE[int(at["to"])])
+
+
+def _clip(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    lo = a[1] if len(a) > 1 else at.get("min")
+    hi = a[2] if len(a) > 2 else at.get("max")
+    lo_v = None if lo is None else float(H(lo)) if x.dtype.is_floating else int(H(lo))
+    hi_v = None if hi is None else float(H(hi)) if x.dtype.is_floating else int(H(hi))
+    return M.clamp(x, lo_v, hi_v)
+
+
+def _gemm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x, w = T(a[0]), T(a[1])
+    if at.get("transA", 0):
+        x = x.mT
+    if at.get("transB", 0):
+        w = w.mT
+    out = M.matmul(x, w)
+    alpha, beta = float(at.get("alpha", 1.0)), float(at.get("beta", 1.0))
+    if alpha != 1.0:
+        out = M.mul(out, alpha)
+    if len(a) > 2 and a[2] is not None:
+        c = _same(out, a[2])
+        out = M.add(out, c if beta == 1.0 else M.mul(c, beta))
+    return out
+
+
+def _pads(at: dict[str, Any], k: int = 2) -> tuple[int, int]:
+    if at.get("auto_pad", "NOTSET") not in ("NOTSET", "VALID"):
+        raise RumusError(f"auto_pad={at['auto_pad']} is not supported; export with explicit pads")
+    pads = [int(p) for p in at.get("pads", [0] * 2 * k)]
+    if pads[:k] != pads[k:]:
+        raise RumusError(f"asymmetric pads {pads} are not supported")
+    return (pads[0], pads[1])
+
+
+def _pair(at: dict[str, Any], key: str, default: int = 1) -> tuple[int, int]:
+    v = [int(x) for x in at.get(key, [default, default])]
+    return (v[0], v[1])
+
+
+def _conv(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x, w = T(a[0]), T(a[1])
+    if x.ndim != 4:
+        raise RumusError(f"Conv on {x.ndim - 2}-d data is not supported (2-d only)")
+    out = op("conv2d")(x, w, stride=_pair(at, "strides"), padding=_pads(at), dilation=_pair(at, "dilations"),
+                       groups=int(at.get("group", 1)))
+    if len(a) > 2 and a[2] is not None:
+        out = M.add(out, T(a[2]).reshape((1, -1, 1, 1)))
+    return out
+
+
+def _conv_transpose(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x, w = T(a[0]), T(a[1])
+    if x.ndim != 4 or "output_shape" in at:
+        raise RumusError("ConvTranspose: only 2-d data with pads/output_padding is supported")
+    out = F.conv_transpose2d(x, w, None, stride=_pair(at, "strides"), padding=_pads(at),
+                             output_padding=_pair(at, "output_padding", 0), groups=int(at.get("group", 1)),
+                             dilation=_pair(at, "dilations"))
+    if len(a) > 2 and a[2] is not None:
+        out = M.add(out, T(a[2]).reshape((1, -1, 1, 1)))
+    return out
+
+
+def _max_pool(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    if int(at.get("storage_order", 0)):
+        raise RumusError("MaxPool with storage_order=1 is not supported")
+    k = _pair(at, "kernel_shape")
+    return op("max_pool2d")(T(a[0]), kernel_size=k, stride=_pair(at, "strides"), padding=_pads(at),
+                            dilation=_pair(at, "dilations"), ceil_mode=bool(at.get("ceil_mode", 0)))
+
+
+def _avg_pool(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    k = _pair(at, "kernel_shape")
+    return op("avg_pool2d")(T(a[0]), kernel_size=k, stride=_pair(at, "strides"), padding=_pads(at),
+                            ceil_mode=bool(at.get("ceil_mode", 0)),
+                            count_include_pad=bool(at.get("count_include_pad", 0)))
+
+
+def _batch_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    if at.get("training_mode", 0):
+        raise RumusError("BatchNormalization in training mode is not supported")
+    x = T(a[0])
+    return op("batch_norm")(x, *(_same(x, v) for v in a[1:5]), eps=float(at.get("epsilon", 1e-5)), training=False)
+
+
+def _layer_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    axis = _norm(int(at.get("axis", -1)), x.ndim)
+    w = _same(x, a[1])
+    b = _same(x, a[2]) if len(a) > 2 and a[2] is not None else M.mul(w, 0.0)
+    shape = x.shape[axis:]
+    return op("layer_norm")(x, w.reshape(shape), b.reshape(shape), eps=float(at.get("epsilon", 1e-5)))
+
+
+def _instance_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])  # instance norm is group norm with one channel per group
+    return op("group_norm")(x, _same(x, a[1]), _same(x, a[2]), num_groups=x.shape[1],
+                            eps=float(at.get("epsilon", 1e-5)))
+
+
+def _softmax(name: str) -> Fn:
+    def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+        x = T(a[0])
+        if o < 13:
+            raise RumusError(f"{name} before opset 13 (2-d coercion) is not supported")
+        return op(name)(x, dim=_norm(int(at.get("axis", -1)), x.ndim))
+    return run
+
+
+def _constant_of_shape(a: list[Any], at: dict[str, Any], o: int) -> Value:
+    value = np.asarray(at.get("value", np.zeros(1, dtype=np.float32))).reshape(-1)
+    shape = tuple(_ints(a[0]))
+    if value.dtype.kind != "f":
+        return np.full(shape, value[0], dtype=value.dtype)
+    return _creation.full(shape, float(value[0]), dtype=str(value.dtype))
+
+
+def _trilu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    k = int(H(a[1])) if len(a) > 1 and a[1] is not None else 0
+    n, m = x.shape[-2], x.shape[-1]
+    rows, cols = np.arange(n)[:, None], np.arange(m)[None, :]
+    keep = (cols - rows >= k) if int(at.get("upper", 1)) else (cols - rows <= k)
+    return M.where(_creation.tensor(keep), x, _creation.zeros((), dtype=x.dtype))
+
+
+def _where(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    c = T(a[0])
+    ref = a[1] if isinstance(a[1], Tensor) else a[2]
+    x = T(ref)
+    return M.where(c if c.dtype.is_bool else c.to("bool"), _same(x, a[1]), _same(x, a[2]))
+
+
+def _softplus(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    return op("softplus")(T(a[0]), beta=1.0, threshold=float("inf"))
+
+
+def _pow(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    return M.pow(x, _same(x, a[1]))
+
+
+def _dropout(a: list[Any], at: dict[str, Any], o: int) -> Any:
+    x = T(a[0])
+    return [x, _creation.ones(x.shape, dtype="bool")]
+
+
+def _global_avg(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    return M.mean(x, tuple(range(2, x.ndim)), keepdim=True)
+
+
+def _min_max(fn: Callable[[Tensor, Tensor], Tensor]) -> Fn:
+    def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+        out = T(a[0])
+        for v in a[1:]:
+            out = fn(out, _same(out, v))
+        return out
+    return run
+
+
+def _gelu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    return F.gelu(T(a[0]), approximate=str(at.get("approximate", "none")))
+
+
+def _scatter(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    if at.get("reduction", "none") != "add":
+        raise RumusError("ScatterElements: only reduction='add' is supported")
+    x = T(a[0])
+    return op("scatter_add")(x, T(a[1]), _same(x, a[2]), dim=_norm(int(at.get("axis", 0)), x.ndim))
+
+
+OPS: dict[str, Fn] = {
+    "Add": _bin(M.add), "Sub": _bin(M.sub), "Mul": _bin(M.mul), "Div": _bin(M.div), "Pow": _pow,
+    "Max": _min_max(M.maximum), "Min": _min_max(M.minimum),
+    "Equal": _bin(M.eq), "Less": _bin(M.lt), "LessOrEqual": _bin(M.le), "Greater": _bin(M.gt),
+    "GreaterOrEqual": _bin(M.ge), "Not": _unary(M.logical_not), "Where": _where,
+    "Neg": _unary(M.neg), "Abs": _unary(M.abs), "Exp": _unary(M.exp), "Log": _unary(M.log), "Sqrt": _unary(M.sqrt),
+    "Reciprocal": _unary(M.reciprocal), "Sin": _unary(M.sin), "Cos": _unary(M.cos), "Tanh": _unary(M.tanh),
+    "Sigmoid": _unary(M.sigmoid), "Relu": _unary(M.relu), "Erf": _unary(op("erf")), "Gelu": _gelu,
+    "Elu": lambda a, at, o: op("elu")(T(a[0]), alpha=float(at.get("alpha", 1.0))),
+    "LeakyRelu": lambda a, at, o: op("leaky_relu")(T(a[0]), negative_slope=float(at.get("alpha", 0.01))),
+    "Softplus": _softplus, "Softmax": _softmax("softmax"), "LogSoftmax": _softmax("log_softmax"),
+    "Clip": _clip, "Cast": _cast, "Identity": lambda a, at, o: a[0], "Dropout": _dropout,
+    "MatMul": _bin(M.matmul), "Gemm": _gemm,
+    "ReduceSum": _reduce("sum"), "ReduceMean": _reduce("mean"), "ReduceMax": _reduce("amax"),
+    "ReduceMin": _reduce("amin"), "ReduceProd": _reduce("prod"), "ArgMax": _arg("argmax"), "ArgMin": _arg("argmin"),
+    "Reshape": _reshape, "Transpose": _transpose, "Expand": _expand, "Slice": _slice, "Gather": _gather,
+    "GatherElements": lambda a, at, o: op("gather")(T(a[0]), T(a[1]), dim=_norm(int(at.get("axis", 0)), T(a[0]).ndim)),
+    "ScatterElements": _scatter, "Concat": _concat, "Split": _split, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze,
+    "Flatten": _flatten, "ConstantOfShape": _constant_of_shape, "Trilu": _trilu,
+    "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _max_pool, "AveragePool": _avg_pool,
+    "GlobalAveragePool": _global_avg, "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
+    "InstanceNormalization": _instance_norm,
+}
