@@ -12,11 +12,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "fixed_i16.h"
+#include "runtime.h" /* the backend's thread budget (rumus_get_num_threads), not OpenMP's process-wide one */
 
 #define TILE_M 4
 #define TILE_N 256
@@ -117,7 +114,7 @@ void rumus_fixed_linear(int16_t *out, int64_t out_sm, int64_t out_sn, const int1
     if (tiles == 0) return;
     int threads = 1;
 #ifdef _OPENMP
-    if (m * k * n >= PARALLEL_MACS) threads = omp_get_max_threads();
+    if (m * k * n >= PARALLEL_MACS) threads = rumus_get_num_threads();
     if (threads > tiles) threads = (int)tiles;
 #endif
 #ifdef _OPENMP

@@ -1,4 +1,13 @@
-/* Threading policy and the generic strided N-d iterator every elementwise kernel runs on. */
+/* Threading policy, OpenBLAS's jobs on the kernels' thread pool, and the generic strided N-d iterator
+   every elementwise kernel runs on.
+
+   One thread budget: the C kernels' OpenMP regions and numpy's OpenBLAS share one team of threads.
+   OpenBLAS hands its jobs to rumus_blas_callback (openblas_set_threads_callback_function), which runs
+   them as an OpenMP region, so OpenBLAS's own worker threads never get work and never spin against
+   the kernels' threads (they spun ~2^28 cycles after every call: 15 cores busy on a 16-core host). */
+#include <pthread.h>
+#include <stdlib.h>
+
 #include "internal/rumus.h"
 #include "runtime.h"
 
@@ -8,6 +17,7 @@
 
 static int g_threads = 1;
 static int64_t g_threshold = 32768; /* below this many elements a kernel stays on one thread */
+static int g_forked = 0;            /* in a fork()ed child: libgomp's pool is gone */
 
 void rumus_set_num_threads(int n) {
 #ifdef _OPENMP
@@ -21,11 +31,6 @@ void rumus_set_num_threads(int n) {
 
 int rumus_get_num_threads(void) { return g_threads; }
 
-/* libgomp's thread pool does not survive fork(): a forked child that entered a parallel region
-   would wait forever for threads it does not have. Children therefore run every kernel on their
-   one thread (what PyTorch does too); no OpenMP call happens here. */
-void rumus_after_fork_child(void) { g_threads = 1; }
-
 int rumus_has_openmp(void) {
 #ifdef _OPENMP
     return 1;
@@ -34,19 +39,164 @@ int rumus_has_openmp(void) {
 #endif
 }
 
-void rumus_set_parallel_threshold(int64_t elements) { g_threshold = elements < 1 ? 1 : elements; }
+void rumus_set_parallel_threshold(int64_t elements) { g_threshold = elements < 2 ? 2 : elements; }
 int64_t rumus_get_parallel_threshold(void) { return g_threshold; }
 
 int rumus_threads_for(int64_t work) {
 #ifdef _OPENMP
     if (g_threads <= 1 || work < g_threshold) return 1;
-    int64_t most = work / (g_threshold / 2 > 0 ? g_threshold / 2 : 1); /* keep >= threshold/2 per thread */
+    const int64_t most = work / (g_threshold / 2); /* keep >= threshold/2 elements per thread */
     return most < g_threads ? (int)(most < 1 ? 1 : most) : g_threads;
 #else
     RUMUS_UNUSED(work);
     return 1;
 #endif
 }
+
+int rumus_threads_for_units(int64_t units, int64_t work) {
+    const int nt = rumus_threads_for(work);
+    return units < nt ? (int)(units < 1 ? 1 : units) : nt;
+}
+
+/* ---- OpenBLAS's jobs ---------------------------------------------------------------------------- */
+
+#define BLAS_JOBS_ON_STACK 256
+
+typedef void (*blas_dojob_fn)(int thread_num, void *jobdata, int dojob_data);
+
+typedef struct {
+    blas_dojob_fn fn;
+    char *data;
+    size_t elsize;
+    int arg, job;
+} blas_job;
+
+static void (*g_blas_set_threads)(int) = NULL; /* openblas_set_num_threads of the attached library */
+static int g_blas_threads = 0;                  /* what it was last set to */
+static int64_t g_blas_calls = 0, g_blas_jobs = 0;
+static pthread_mutex_t g_blas_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int t_in_blas = 0;
+
+static void *blas_job_main(void *p) {
+    const blas_job *j = (const blas_job *)p;
+    j->fn(j->job, j->data + (size_t)j->job * j->elsize, j->arg);
+    return NULL;
+}
+
+/* Jobs [from, to) on threads of their own; returns how many were started (the rest run here). */
+static int blas_spawn(blas_job *jobs, pthread_t *tids, int from, int to) {
+    int started = 0;
+    for (int i = from; i < to; i++) {
+        if (pthread_create(&tids[i], NULL, blas_job_main, &jobs[i]) != 0) break;
+        started++;
+    }
+    return started;
+}
+
+/* OpenBLAS's level-3 jobs wait on each other (one packs a panel the others read), so all `numjobs`
+   must run at once: on an OpenMP team of that size, or, where that cannot be had (a fork()ed child,
+   a call from inside a parallel region, no OpenMP), on threads started for the call. */
+void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void *jobdata, int dojob_data) {
+    RUMUS_UNUSED(sync); /* OpenBLAS passes 1; every job has finished when this returns either way */
+    blas_dojob_fn fn = (blas_dojob_fn)dojob;
+    char *data = (char *)jobdata;
+    if (numjobs <= 0) return;
+    if (numjobs == 1) {
+        fn(0, data, dojob_data);
+        return;
+    }
+    /* job i uses OpenBLAS's scratch buffer i: two calls at once (two Python threads) would share them */
+    const int nested = t_in_blas;
+    if (!nested) pthread_mutex_lock(&g_blas_lock);
+    t_in_blas = 1;
+    g_blas_calls++;
+    g_blas_jobs += numjobs;
+    blas_job jobs_here[BLAS_JOBS_ON_STACK];
+    pthread_t tids_here[BLAS_JOBS_ON_STACK];
+    blas_job *jobs = jobs_here;
+    pthread_t *tids = tids_here;
+    if (numjobs > BLAS_JOBS_ON_STACK) { /* more jobs than cores on any machine seen so far */
+        jobs = (blas_job *)malloc(sizeof(blas_job) * (size_t)numjobs);
+        tids = (pthread_t *)malloc(sizeof(pthread_t) * (size_t)numjobs);
+        if (!jobs || !tids) abort(); /* dropping a job would leave part of the product unwritten */
+    }
+    for (int i = 0; i < numjobs; i++) jobs[i] = (blas_job){fn, data, elsize, dojob_data, i};
+    int done = 0;
+#ifdef _OPENMP
+    if (!g_forked && !nested && !omp_in_parallel() && !omp_get_dynamic()) {
+#pragma omp parallel num_threads(numjobs)
+        {
+            const int t = omp_get_thread_num(), got = omp_get_num_threads();
+            int extra = 0;
+            if (t == 0 && got < numjobs) extra = blas_spawn(jobs, tids, got, numjobs);
+            if (t < numjobs) blas_job_main(&jobs[t]);
+            if (t == 0) {
+                for (int i = got + extra; i < numjobs; i++) blas_job_main(&jobs[i]); /* could not start */
+                for (int i = got; i < got + extra; i++) pthread_join(tids[i], NULL);
+            }
+        }
+        done = 1;
+    }
+#endif
+    if (!done) {
+        const int extra = blas_spawn(jobs, tids, 1, numjobs);
+        blas_job_main(&jobs[0]);
+        for (int i = 1 + extra; i < numjobs; i++) blas_job_main(&jobs[i]);
+        for (int i = 1; i < 1 + extra; i++) pthread_join(tids[i], NULL);
+    }
+    if (jobs != jobs_here) {
+        free(jobs);
+        free(tids);
+    }
+    t_in_blas = nested;
+    if (!nested) pthread_mutex_unlock(&g_blas_lock);
+}
+
+int rumus_blas_attach(uintptr_t set_callback, uintptr_t set_threads) {
+    if (!set_callback || !set_threads) return 0;
+    void (*set_cb)(void (*)(int, void *, int, size_t, void *, int)) =
+        (void (*)(void (*)(int, void *, int, size_t, void *, int)))set_callback;
+    g_blas_set_threads = (void (*)(int))set_threads;
+    g_blas_threads = 0;
+    set_cb(rumus_blas_callback);
+    return 1;
+}
+
+int rumus_blas_attached(void) { return g_blas_set_threads != NULL; }
+
+void rumus_blas_set_threads(int n) {
+    if (n < 1) n = 1;
+    if (g_blas_set_threads && n != g_blas_threads) {
+        g_blas_set_threads(n);
+        g_blas_threads = n;
+    }
+}
+
+int rumus_blas_get_threads(void) { return g_blas_threads; }
+
+int64_t rumus_blas_calls(void) { return g_blas_calls; }
+int64_t rumus_blas_jobs(void) { return g_blas_jobs; }
+
+/* libgomp's thread pool does not survive fork(): a forked child that entered a parallel region would
+   wait forever for threads it does not have. Children therefore run every kernel on their one thread
+   (what PyTorch does too), and OpenBLAS's jobs on threads started per call; no OpenMP call happens here.
+   A lock some other thread of the parent held is re-made free (only this thread was copied). */
+void rumus_after_fork_child(void) {
+    g_threads = 1;
+    g_forked = 1;
+    pthread_mutex_init(&g_blas_lock, NULL);
+    t_in_blas = 0;
+}
+
+/* Elementwise work is cut into a few chunks per thread, handed out as threads come free: a thread whose
+   core is shared with another process then does less of the work instead of holding the others up at
+   the end of the region. Each element's result does not depend on the chunk it falls in. */
+#define CHUNKS_PER_THREAD 4
+#ifdef _OPENMP
+#define PARALLEL_FOR_CHUNKS _Pragma("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+#else
+#define PARALLEL_FOR_CHUNKS
+#endif
 
 int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const char *name) {
     for (int64_t i = 0; i < count; i++)
@@ -146,11 +296,12 @@ void rumus_iterate(int nops, const int64_t *meta, char **base, const int *isz, r
             fn(total, base, bst, ctx);
             return;
         }
-        RUMUS_PARALLEL_FOR
-        for (int t = 0; t < nt; t++) {
+        const int nc = nt * CHUNKS_PER_THREAD;
+        PARALLEL_FOR_CHUNKS
+        for (int t = 0; t < nc; t++) {
             /* chunk borders on multiples of 64 elements keep vector loops aligned */
-            const int64_t s = (total * t / nt) & ~(int64_t)63;
-            const int64_t e = t == nt - 1 ? total : (total * (t + 1) / nt) & ~(int64_t)63;
+            const int64_t s = (total * t / nc) & ~(int64_t)63;
+            const int64_t e = t == nc - 1 ? total : (total * (t + 1) / nc) & ~(int64_t)63;
             if (e <= s) continue;
             char *p[RUMUS_MAX_OPS];
             for (int k = 0; k < nops; k++) p[k] = base[k] + s * bst[k];
@@ -166,18 +317,20 @@ void rumus_iterate(int nops, const int64_t *meta, char **base, const int *isz, r
             run_tiles(nops, ndim, shape, bst, base, fn, ctx, 0, units);
             return;
         }
-        RUMUS_PARALLEL_FOR
-        for (int t = 0; t < nt; t++)
-            run_tiles(nops, ndim, shape, bst, base, fn, ctx, units * t / nt, units * (t + 1) / nt);
+        const int64_t nc = units < (int64_t)nt * CHUNKS_PER_THREAD ? units : (int64_t)nt * CHUNKS_PER_THREAD;
+        PARALLEL_FOR_CHUNKS
+        for (int64_t t = 0; t < nc; t++)
+            run_tiles(nops, ndim, shape, bst, base, fn, ctx, units * t / nc, units * (t + 1) / nc);
         return;
     }
     if (nt <= 1) {
         run_range(nops, ndim, shape, bst, base, fn, ctx, 0, total);
         return;
     }
-    RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        int64_t s = total * t / nt, e = total * (t + 1) / nt;
+    const int nc = nt * CHUNKS_PER_THREAD;
+    PARALLEL_FOR_CHUNKS
+    for (int t = 0; t < nc; t++) {
+        int64_t s = total * t / nc, e = total * (t + 1) / nc;
         if (e > s) run_range(nops, ndim, shape, bst, base, fn, ctx, s, e);
     }
 }

@@ -4,3 +4,11 @@ int rumus_has_openmp(void);
 void rumus_set_parallel_threshold(int64_t elements);
 int64_t rumus_get_parallel_threshold(void);
 void rumus_after_fork_child(void);
+/* one thread budget: OpenBLAS's jobs run on the kernels' threads (see runtime.c) */
+void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void *jobdata, int dojob_data);
+int rumus_blas_attach(uintptr_t set_callback, uintptr_t set_threads);
+int rumus_blas_attached(void);
+void rumus_blas_set_threads(int n);
+int rumus_blas_get_threads(void);
+int64_t rumus_blas_calls(void);
+int64_t rumus_blas_jobs(void);

@@ -8,14 +8,15 @@ single contiguous or strided run. Building one costs microseconds; a dict keyed 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from rumus_contracts import DType, ShapeError
 
-from ._kernels import ffi, lib  # noqa: F401  (ImportError here means: not compiled)
-from .threads import default_num_threads
+from . import threads
+
+with threads.openmp_env_for_loading():  # libgomp reads its wait policy once, when it loads with the kernels
+    from ._kernels import ffi, lib  # noqa: F401  (ImportError here means: not compiled)
 
 MAX_DIMS = 64
 CACHE_LIMIT = 8192
@@ -26,9 +27,7 @@ SUFFIX = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "i
 
 META: dict[tuple[Any, ...], Any] = {}  # layout key -> int64_t[] meta (or EMPTY)
 
-lib.rumus_set_num_threads(default_num_threads())
-if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: forked children run on one thread
-    os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
+threads.configure(lib)  # the thread budget (RUMUS_NUM_THREADS or every core), BLAS on the kernels' threads
 
 
 def loops(find: Callable[[bytes], int], op: str, dtypes: Iterable[DType]) -> dict[str, int]:

@@ -60,15 +60,17 @@ class CpuBackend:
         return None
 
     def capabilities(self, device: Device) -> Capabilities:
-        from .threads import get_num_threads, has_openmp
-        threads = get_num_threads()
-        openmp = has_openmp()
+        from .threads import describe, policy
+        p = policy()
+        threads = p["kernel_threads"]
+        blas = p["blas_threads"]
         return Capabilities(
             dtypes=DTYPES,
-            features=("openmp",) if openmp else (),
-            limits={"max_dims": 64, "num_threads": threads},
-            description=f"host CPU: C kernels via cffi ({threads} thread{'s' if threads != 1 else ''}"
-                        f"{', OpenMP' if openmp else ', no OpenMP'}), GEMM via numpy's BLAS")
+            features=(("openmp",) if p["openmp"] else ()) + (("blas_on_kernel_threads",)
+                                                             if p["blas_on_kernel_threads"] else ()),
+            limits={"max_dims": 64, "num_threads": threads, "parallel_grain": p["grain"],
+                    **({"blas_threads": blas} if isinstance(blas, int) else {})},
+            description=f"host CPU: C kernels via cffi, GEMM via numpy's BLAS; threads: {describe()}")
 
     def adapt_kernel(self, kernel: Kernel) -> Kernel:
         return callable_kernel(self.name, kernel)  # the Backend protocol's default: callables run as they are

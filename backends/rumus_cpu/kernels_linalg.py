@@ -11,6 +11,7 @@ import numpy as np
 from rumus_contracts import DType, Kernel, TensorArg
 
 from .dtypes import FLOAT
+from .threads import gemm_threads
 
 
 def view(arg: TensorArg) -> np.ndarray:
@@ -30,6 +31,9 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     if a.shape[-1] == 0:  # k == 0: an empty sum
         out[...] = 0
         return
+    # threads for one GEMM of the batch (numpy calls BLAS once per matrix), from its multiply-adds
+    rows, cols = (o.shape[-2] if len(o.shape) >= 2 else 1), (o.shape[-1] if o.shape else 1)
+    gemm_threads(a.shape[-1] * rows * cols)
     np.matmul(view(a), view(b), out=out)
 
 

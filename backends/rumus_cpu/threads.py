@@ -1,16 +1,51 @@
-"""How many threads the C kernels use: RUMUS_NUM_THREADS, else every core this process may run on --
-except on machines with 2 or fewer cores, where the default is 1.
+"""One thread budget for the CPU backend: the C kernels (OpenMP) and numpy's OpenBLAS share one team.
 
-Measured on a 2-vCPU machine (benchmarks/RESULTS.md): a 4M-element add gains 2x from 2 threads when the
-machine is idle, but an MLP training step (BLAS GEMMs between the kernels) went from 4 ms to 65 ms with 2
-threads, because every OpenMP barrier waits for a vCPU that BLAS or another process holds. Two vCPUs are
-often one physical core; one thread is the safe default there.
+- Kernel threads: RUMUS_NUM_THREADS, else every physical core this process may run on. A kernel below
+  the parallel grain (rumus_get_parallel_threshold elements) stays on the calling thread; above it, it
+  takes one thread per grain/2 elements up to the budget (csrc/runtime.c, rumus_threads_for).
+- BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the kernels' OpenMP
+  team, so OpenBLAS's own threads never get work. Those threads used to spin ~2^28 cycles after every
+  call (measured: 126 ms of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP
+  step took 40 ms at 16 threads and 2.2 ms at 1. Each GEMM gets one thread per GEMM_GRAIN multiply-adds,
+  up to the budget.
+- Waiting: libgomp's idle threads spin GOMP_SPINCOUNT polls before sleeping. Its default (300000 polls
+  of a `pause` that takes 54 ns on the dev machine's Xeon) is 16 ms of spinning after every parallel
+  region, which starves BLAS, PyTorch and other processes. Unless the user set OMP_WAIT_POLICY or
+  GOMP_SPINCOUNT, the kernels load with GOMP_SPINCOUNT=SPIN_COUNT (~50 us there: enough to bridge the
+  gap between two kernels of one step). libgomp reads it once, when it is loaded; if another library
+  (torch) loaded libgomp first, its setting stays and `rumus info` says so. PyTorch's CPU wheels link the
+  same libgomp.so.1, so torch's and RUMUS's regions run on one pool and do not oversubscribe each other.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import warnings
+from collections.abc import Iterator
+from typing import Any
+
+SPIN_COUNT = "1000"
+GEMM_GRAIN = 1 << 21  # multiply-adds per BLAS thread (~20 us of work): smaller GEMMs use fewer threads
+
+_state: dict[str, Any] = {"omp_wait": "unknown", "blas": None}
+
+
+def physical_cores() -> int:
+    """Distinct physical cores among the CPUs this process may run on (hyperthreads count once)."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return max(os.cpu_count() or 1, 1)
+    cores = set()
+    for cpu in cpus:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list") as f:
+                cores.add(f.read().strip())
+        except OSError:
+            cores.add(str(cpu))
+    return max(len(cores), 1)
 
 
 def default_num_threads() -> int:
@@ -22,19 +57,109 @@ def default_num_threads() -> int:
                 return n
         except ValueError:
             pass
-        warnings.warn(f"RUMUS_NUM_THREADS={env!r} is not a positive integer; using all cores",
+        warnings.warn(f"RUMUS_NUM_THREADS={env!r} is not a positive integer; using every physical core",
                       RuntimeWarning, stacklevel=2)
+    return physical_cores()
+
+
+def _libgomp_loaded() -> bool:
     try:
-        cores = max(len(os.sched_getaffinity(0)), 1)
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return cores if cores > 2 else 1
+        with open("/proc/self/maps") as f:
+            return any("libgomp" in line for line in f)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def openmp_env_for_loading() -> Iterator[None]:
+    """Around the import of the compiled kernels: libgomp reads its wait policy when it is loaded.
+    The environment is restored afterwards, so child processes and later libraries see the user's."""
+    user_set = any(k in os.environ for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
+    if user_set:
+        _state["omp_wait"] = "as set by the user: " + ", ".join(
+            f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if k in os.environ)
+        yield
+        return
+    if _libgomp_loaded():
+        _state["omp_wait"] = "libgomp's default (spin ~300000 polls): it was loaded before rumus (torch?)"
+        yield
+        return
+    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
+    try:
+        yield
+    finally:
+        del os.environ["GOMP_SPINCOUNT"]
+    _state["omp_wait"] = f"spin {SPIN_COUNT} polls, then sleep"
+
+
+def _openblas_libraries() -> list[str]:
+    """Paths of the OpenBLAS libraries loaded in this process, numpy's first."""
+    paths: list[str] = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                path = line.split()[-1] if len(line.split()) >= 6 else ""
+                if "openblas" in os.path.basename(path).lower() and ".so" in path and path not in paths:
+                    paths.append(path)
+    except OSError:
+        pass
+    if not paths:
+        try:
+            from threadpoolctl import threadpool_info
+            paths = [i["filepath"] for i in threadpool_info() if i.get("internal_api") == "openblas"]
+        except Exception:  # threadpoolctl missing or failing: BLAS stays unmanaged
+            pass
+    return sorted(paths, key=lambda p: "numpy" not in p)
+
+
+def _symbol(dll: ctypes.CDLL, name: str) -> int:
+    """Address of OpenBLAS function `name` under the prefixes/suffixes its builds use (scipy-openblas64)."""
+    for prefix in ("", "scipy_"):
+        for suffix in ("", "64_", "_64"):
+            try:
+                return int(ctypes.cast(getattr(dll, f"{prefix}{name}{suffix}"), ctypes.c_void_p).value or 0)
+            except AttributeError:
+                continue
+    return 0
+
+
+def attach_blas(lib: Any) -> bool:
+    """Route numpy's OpenBLAS jobs onto the kernels' threads (OpenBLAS >= 0.3.27 has the callback)."""
+    import numpy  # noqa: F401  (numpy loads its BLAS)
+    for path in _openblas_libraries():
+        try:
+            dll = ctypes.CDLL(path)
+        except OSError:
+            continue
+        set_cb = _symbol(dll, "openblas_set_threads_callback_function")
+        set_threads = _symbol(dll, "openblas_set_num_threads")
+        if set_cb and set_threads and lib.rumus_blas_attach(set_cb, set_threads):
+            _state["blas"] = path
+            return True
+    return False
+
+
+def configure(lib: Any) -> None:
+    """At load: the default budget, BLAS on the kernels' threads, one thread in fork()ed children."""
+    attach_blas(lib)
+    set_num_threads(default_num_threads())
+    if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
+        os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
 
 
 def set_num_threads(n: int) -> None:
-    """Threads for kernels large enough to split (numpy's BLAS keeps its own setting)."""
+    """The budget for kernels large enough to split and for numpy's BLAS (when attached)."""
     from ._lib import lib
-    lib.rumus_set_num_threads(max(int(n), 1))
+    n = max(int(n), 1)
+    lib.rumus_set_num_threads(n)
+    if lib.rumus_blas_attached():
+        lib.rumus_blas_set_threads(lib.rumus_get_num_threads())
+        return
+    try:  # an OpenBLAS without the callback (< 0.3.27) or another BLAS: at least keep it within the budget
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(limits=n, user_api="blas")
+    except Exception:  # threadpoolctl missing: BLAS keeps its own setting (`rumus info` shows it)
+        pass
 
 
 def get_num_threads() -> int:
@@ -42,6 +167,51 @@ def get_num_threads() -> int:
     return int(lib.rumus_get_num_threads())
 
 
+def gemm_threads(macs: int) -> None:
+    """Before a GEMM of `macs` multiply-adds: one BLAS thread per GEMM_GRAIN of them, within the budget."""
+    from ._lib import lib
+    budget = lib.rumus_get_num_threads()
+    lib.rumus_blas_set_threads(min(max(macs // GEMM_GRAIN, 1), budget))
+
+
 def has_openmp() -> bool:
     from ._lib import lib
     return bool(lib.rumus_has_openmp())
+
+
+def policy() -> dict[str, Any]:
+    """The policy in force, for `rumus info` and the benchmarks."""
+    from ._lib import lib
+    out: dict[str, Any] = {
+        "kernel_threads": int(lib.rumus_get_num_threads()),
+        "openmp": bool(lib.rumus_has_openmp()),
+        "grain": int(lib.rumus_get_parallel_threshold()),
+        "omp_wait": _state["omp_wait"],
+        "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
+        "blas_threads": int(lib.rumus_get_num_threads()) if lib.rumus_blas_attached() else None,
+        "blas_grain": GEMM_GRAIN,
+    }
+    try:
+        from threadpoolctl import threadpool_info
+        blas = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        blas.sort(key=lambda i: i.get("filepath") != _state["blas"])
+        if blas:
+            b = blas[0]
+            out["blas_library"] = f"{b.get('internal_api')} {b.get('version')}"
+            out["blas_kernel"] = b.get("architecture")
+            if not out["blas_on_kernel_threads"]:
+                out["blas_threads"] = b.get("num_threads")
+    except Exception:  # threadpoolctl missing: library and kernel unknown
+        out["blas_library"] = "unknown (threadpoolctl not installed)"
+    return out
+
+
+def describe() -> str:
+    """One line: the policy in force."""
+    p = policy()
+    blas = f"{p.get('blas_library', '?')}, kernel {p.get('blas_kernel', '?')}"
+    where = (f"on the kernel threads, up to {p['blas_threads']} (1 per {p['blas_grain']} MACs)"
+             if p["blas_on_kernel_threads"] else f"its own {p['blas_threads']} threads (not coordinated)")
+    n = p["kernel_threads"]
+    return (f"kernel threads {n} ({'OpenMP' if p['openmp'] else 'no OpenMP'}; 1 thread below "
+            f"{p['grain']} elements; idle threads: {p['omp_wait']}); BLAS {blas}: {where}")

@@ -23,6 +23,8 @@ typedef struct {
 
 /* Threads to use for `work` elements: 1 below the parallel threshold or without OpenMP. */
 int rumus_threads_for(int64_t work);
+/* The same, never more threads than `units` independent pieces of work. */
+int rumus_threads_for_units(int64_t units, int64_t work);
 
 /* Run `fn` over an N-d strided iteration space.  meta (in elements):
    [ndim, shape[ndim], strides of operand 0 [ndim], ..., strides of operand nops-1 [ndim]].
