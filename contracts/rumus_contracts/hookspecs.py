@@ -16,7 +16,9 @@ built-in backends, then third-party plugins by name. What a plugin must and must
 - A plugin that raises (any exception, SystemExit included) in its import or a hook is skipped, and
   everything it registered is removed; `rumus info` shows why, and `rumus conformance` fails.
   A plugin that wants to keep working when a part of it breaks (one kernel module of many) reports
-  that part with ``registry.report_failure(what, exc)`` instead of warning and carrying on.
+  that part from its kernels hook with ``registry.report_failure(what, exc)`` instead of warning and
+  carrying on; the conformance run then fails too.
+- KeyboardInterrupt is not contained (it may be the user's Ctrl-C); see rumus_contracts.plugins.
 - Hook wrappers and a hook function whose name matches no spec below are refused.
 """
 

@@ -213,3 +213,13 @@ def test_core_ops_work_in_this_process():
     # the hostile loads above are independent of the process's own registries
     assert backend_api.plugins().ops.owner["add"] == "rumus-core"
     np.testing.assert_array_equal(rm.neg(rm.ones(2)).numpy(), [-1.0, -1.0])
+
+
+def test_installed_plugin_reusing_a_builtin_entry_point_name_is_refused(tmp_path: Path):
+    # a third-party distribution whose entry point is called "cpu" must not replace the built-in backend
+    path = _installed_plugin(tmp_path, "cpu", "from hostile_plugins.steal_backend import *\n")
+    out = _run(CHECK + "; print(api.plugins().backends.owner['cpu'], type(api.backend('cpu')).__name__)", path)
+    assert out.returncode == 0, out.stderr
+    assert "['cpu (cpu_mod)']" in out.stdout and "[2.0, 2.0] [-1.0]" in out.stdout
+    assert "cpu CpuBackend" in out.stdout
+    assert "entry-point name 'cpu' is taken by 'rumus_cpu.plugin'" in out.stderr
