@@ -481,6 +481,8 @@ def creation_arguments() -> Iterator[Case]:
         ("empty(2**62)", lambda: rm.empty(2**62), MemoryError),
         ("ones(2**20, 2**20, 2**12)", lambda: rm.ones(2**20, 2**20, 2**12), OutOfMemory),
         ("rand(2**31, 2**31)", lambda: rm.rand(2**31, 2**31), OutOfMemory),
+        ("an op's huge output: expand(2**20, 2**20).contiguous()",
+         lambda: rm.ones(2**20).expand(2**20, 2**20).contiguous(), OutOfMemory),
     ]
     for name, fn, error in cases:
         yield _refuses(fn, error, name)
