@@ -91,7 +91,7 @@ def test_every_writer_saves_through_the_same_rule(tmp_path, save: str) -> None:
         with RecordWriter(tmp_path / name) as w:
             w.append(np.ones(2, np.float32), np.float32(0))
     elif save == "fixture":
-        from adversarial_helpers import CANONICAL
+        from shared_fixture_path import CANONICAL
         load_fixture(CANONICAL).write(tmp_path / name)
     else:
         checkpointing.save(str(tmp_path), {"w": rm.ones(2)}, None, {}, step=1)

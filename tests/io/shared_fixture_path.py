@@ -1,4 +1,4 @@
-"""Paths shared by the io tests."""
+"""Where the shared canonical fixture lives (beside the checkout in the workspace, else /work/shared)."""
 
 import os
 
