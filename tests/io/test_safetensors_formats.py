@@ -76,3 +76,18 @@ def test_checkpoint_sidecar_cannot_point_outside_its_directory(tmp_path) -> None
     (tmp_path / "trainer.json").write_text("[" * 5000)
     with pytest.raises(FormatError, match="nested"):
         checkpointing.load(str(tmp_path))
+
+
+def test_a_hostile_sidecar_can_neither_crash_a_save_nor_aim_its_cleanup_elsewhere(tmp_path) -> None:
+    from rumus.train import checkpointing
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "trainer.json").write_text(json.dumps({"tensors_file": "../victim.txt"}))
+    checkpointing.save(str(ckpt), {"w": rm.ones(2)}, None, {}, step=1)
+    assert victim.read_text() == "keep me"
+    (ckpt / "trainer.json").write_text("[" * 100000)
+    checkpointing.save(str(ckpt), {"w": rm.ones(2)}, None, {}, step=2)
+    model, _, sidecar = checkpointing.load(str(ckpt))
+    assert sidecar["step"] == 2 and model["w"].numpy().tolist() == [1.0, 1.0]
