@@ -12,6 +12,7 @@ from rumus_contracts import (
     RumusError, ShapeError, bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8,
 )
 from rumus_contracts import bool_ as bool  # noqa: A001  (rumus.bool mirrors torch.bool)
+from rumus_contracts import ArgumentTypeError, FileError, IndexOutOfRange, MissingFile, OutOfMemory  # noqa: F401
 
 from . import _composites, ops  # noqa: F401  (registers composite implementations)
 from ._creation import (

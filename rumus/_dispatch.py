@@ -271,7 +271,16 @@ def empty(shape: tuple[int, ...], dtype: DType, device: Device, backend: Any = N
     numel = prod(shape)
     if dtype.kind == "q":  # quantized storage is not one element per logical element
         raise DTypeError(f"{dtype} tensors are created by their own constructors, not by generic ops")
-    buf = backend.allocate(device, numel, dtype)
+    try:
+        buf = backend.allocate(device, numel, dtype)
+    except (MemoryError, ValueError) as exc:  # numpy: MemoryError, or ValueError "array is too big"
+        if isinstance(exc, RumusError) or not isinstance(exc, MemoryError) and "too big" not in str(exc) \
+                and "Maximum allowed" not in str(exc):
+            raise
+        from rumus_contracts import OutOfMemory
+        nbytes = numel * dtype.itemsize
+        raise OutOfMemory(f"cannot allocate a tensor of shape {tuple(shape)} and dtype {dtype} on {device}: "
+                          f"{nbytes} bytes; use smaller sizes (or chunk the computation)") from None
     return make_tensor(Storage(buf, device, dtype, backend, numel), shape)
 
 

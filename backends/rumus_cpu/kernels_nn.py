@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import DType, Kernel, ShapeError, TensorArg, contiguous_strides
+from rumus_contracts import DType, IndexOutOfRange, Kernel, ShapeError, TensorArg, contiguous_strides
 
 from . import _lib
 from ._lib import EMPTY, META, ew_meta, ffi, lib
@@ -98,7 +98,7 @@ def _prod(shape: Sequence[int]) -> int:
 
 def _out_of_range(op: str, index: TensorArg, pos: int, size: int, dim: int) -> ShapeError:
     value = int(_view(index).reshape(-1)[pos])
-    return ShapeError(f"{op}: index {value} is out of range for dim {dim} of size {size} "
+    return IndexOutOfRange(f"{op}: index {value} is out of range for dim {dim} of size {size} "
                       f"(valid indices are 0..{size - 1})")
 
 

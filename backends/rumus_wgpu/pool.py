@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from rumus_contracts import DType, RumusError
+from rumus_contracts import DType, OutOfMemory
 
 STORAGE, COPY_SRC, COPY_DST, MAP_READ = 0x80, 0x4, 0x8, 0x1  # wgpu.BufferUsage bits (no wgpu import here)
 MIN_BUCKET = 256
@@ -71,9 +71,9 @@ class BufferPool:
     def acquire(self, nbytes: int, label: str = "") -> tuple[Any, int]:
         """A GPU buffer of at least `nbytes` bytes and its real size."""
         if nbytes > self.max_binding:
-            raise RumusError(f"a {label or 'tensor'} of {nbytes} bytes is larger than this device's maximum "
-                             f"storage binding size of {self.max_binding} bytes (max-storage-buffer-binding-size); "
-                             f"split it into smaller tensors")
+            raise OutOfMemory(f"a {label or 'tensor'} of {nbytes} bytes is larger than this device's maximum "
+                              f"storage binding size of {self.max_binding} bytes (max-storage-buffer-binding-size); "
+                              f"split it into smaller tensors")
         size = bucket_size(nbytes)
         if size > self.max_buffer:
             size = (nbytes + 15) & ~15

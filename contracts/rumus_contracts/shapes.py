@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .errors import ShapeError
+from .errors import IndexOutOfRange, ShapeError
 
 Shape = tuple[int, ...]
 
@@ -36,8 +36,8 @@ def elementwise(op: str) -> Any:
 
 def normalize_dim(op: str, dim: int, ndim: int) -> int:
     lo, hi = -max(ndim, 1), max(ndim, 1) - 1
-    if not lo <= dim <= hi:
-        raise ShapeError(f"{op}: dim {dim} is out of range for a tensor with {ndim} dim(s) "
+    if not lo <= dim <= hi:  # PyTorch: IndexError "Dimension out of range"
+        raise IndexOutOfRange(f"{op}: dim {dim} is out of range for a tensor with {ndim} dim(s) "
                          f"(expected {lo}..{hi})")
     return dim % max(ndim, 1)
 

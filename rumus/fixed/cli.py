@@ -39,8 +39,9 @@ def verify_main(argv: Sequence[str] | None = None) -> int:
             fx = load_fixture(path)
             result = fx.verify()
         except OSError as exc:  # MissingFile / FileError are OSErrors too
-            print(f"ERROR {path}: cannot read it: {exc if isinstance(exc, RumusError) else exc.strerror or exc}",
-                  file=sys.stderr)
+            reason = str(exc).removeprefix(f"{path}: ") if isinstance(exc, RumusError) else \
+                f"cannot read it: {exc.strerror or exc}"
+            print(f"ERROR {path}: {reason}", file=sys.stderr)
             status = max(status, EXIT_MALFORMED)
             continue
         except FormatError as exc:

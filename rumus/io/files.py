@@ -82,7 +82,7 @@ def _fsync_dir(directory: str) -> None:
 def _file_error(exc: OSError, path: str, doing: str) -> FileError:
     reason = exc.strerror or str(exc)
     if exc.errno == errno.ENOENT:
-        return MissingFile(f"{path}: no such file or directory (cannot {doing} it)")
+        return MissingFile(f"{path}: no such file or directory")
     return FileError(f"{path}: cannot {doing} it: {reason}")
 
 

@@ -15,7 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from rumus_contracts import FormatError
+from rumus_contracts import FormatError, RumusError
 
 from ..io import json_safe, load_file, save_file
 from ..io.files import atomic_write
@@ -73,12 +73,16 @@ def save(directory: str, model_state: Mapping[str, Tensor], optimizer_state: Map
 
 
 def _previous_tensors_file(directory: str) -> str | None:
+    """The tensors file the current sidecar names, if it is a plain file name in `directory`: a corrupt or
+    hostile sidecar must neither crash a save nor make it delete a file elsewhere ("../x")."""
     try:
-        with open(os.path.join(directory, SIDECAR)) as f:
-            name = json.load(f).get("tensors_file")
-            return str(name) if name else None
-    except (OSError, ValueError):
+        sidecar = json_safe.load(os.path.join(directory, SIDECAR))
+    except (OSError, RumusError):
         return None
+    name = sidecar.get("tensors_file") if isinstance(sidecar, dict) else None
+    if not isinstance(name, str) or not name or os.path.basename(name) != name or name in (".", ".."):
+        return None
+    return name
 
 
 def load(directory: str, device: Any = None) -> tuple[dict[str, Tensor], dict[str, Any] | None, dict[str, Any]]:

@@ -22,7 +22,8 @@ def test_no_final_file_until_finish(tmp_path):
     w.append(np.ones(3), np.zeros(1))
     assert not path.exists()
     tmp = _leftovers(tmp_path)
-    assert len(tmp) == 1 and tmp[0].startswith(".data.rrec.") and tmp[0].endswith(".tmp")  # same directory
+    # same directory, named after the target (issue 20: .<name>.tmp-<pid>-<random>, swept after a kill)
+    assert len(tmp) == 1 and tmp[0].startswith(f".data.rrec.tmp-{os.getpid()}-")
     w.finish()
     assert _leftovers(tmp_path) == ["data.rrec"] and len(w) == 1
     w.finish()  # idempotent

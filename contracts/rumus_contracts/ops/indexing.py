@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..dtype import FLOAT_DTYPES, DType, int32
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, IndexOutOfRange, ShapeError
 from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
 from ._common import ALL
 
@@ -29,7 +29,7 @@ def _check_index(op: str, dtype: DType, what: str = "indices") -> None:
 
 def _check_dim(op: str, dim: int, ndim: int) -> int:
     if not 0 <= int(dim) < max(ndim, 1):
-        raise ShapeError(f"{op}: dim {dim} is out of range for a tensor with {ndim} dim(s)")
+        raise IndexOutOfRange(f"{op}: dim {dim} is out of range for a tensor with {ndim} dim(s)")
     return int(dim)
 
 
