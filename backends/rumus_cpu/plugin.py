@@ -21,6 +21,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_fixed",
     "kernels_nn",
     "kernels_nn_conv", "kernels_nn_norm",
+    "kernels_sort",
 )
 
 

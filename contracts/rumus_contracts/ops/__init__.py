@@ -7,6 +7,7 @@ from types import ModuleType
 from ..schema import OpRegistry
 from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
+    sorting,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -14,6 +15,7 @@ MODULES: tuple[ModuleType, ...] = (
     fixed,  # fixed-point i16 engine
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
+    sorting,  # argsort (sort / topk are built from it in the core)
 )
 
 
