@@ -27,7 +27,8 @@ def stable_argsort(x: np.ndarray, dim: int, descending: bool) -> np.ndarray:
     n = x.shape[dim]
     rev = np.flip(x, axis=dim)
     order = np.flip(np.argsort(rev, axis=dim, kind="stable"), axis=dim)
-    return (n - 1 - order).astype(np.int64)
+    out: np.ndarray = (n - 1 - order).astype(np.int64)
+    return out
 
 
 def _shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
