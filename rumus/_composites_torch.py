@@ -400,3 +400,19 @@ def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> SortRes
     idx = argsort(x, d).narrow(d, k - 1, 1)
     vals = gather(x, d, idx)
     return SortResult(vals, idx) if keepdim else SortResult(vals.squeeze(d), idx.squeeze(d))
+
+
+def _register_composites() -> None:
+    """Schemas in rumus_contracts/ops/structural.py name these; the conformance suite calls them through
+    rumus.ops.<name>(x, **attrs)."""
+    from ._dispatch import COMPOSITES
+    from .nn.functional_torch import interpolate, pad
+    COMPOSITES.update({
+        "tril": tril, "triu": triu, "flip": flip, "roll": roll, "cumsum": cumsum, "cumprod": cumprod,
+        "repeat": lambda x, repeats=(1,): repeat(x, tuple(repeats)),
+        "repeat_interleave": lambda x, repeats=1, dim=0: repeat_interleave(x, int(repeats), dim),
+        "norm": lambda x, p=2.0, dims=(), keepdim=False: norm(x, p, tuple(dims) or None, keepdim),
+        "pad": lambda x, **a: pad(x, tuple(a.get("pad", (0, 0))), a.get("mode", "constant"), a.get("value", 0.0)),
+        "interpolate": lambda x, size=(1,), mode="nearest", align_corners=False: interpolate(
+            x, size=tuple(size), mode=mode, align_corners=None if mode == "nearest" else bool(align_corners)),
+    })

@@ -87,4 +87,5 @@ def install(namespace: dict[str, Any]) -> None:
             if name.startswith("__") or name in vars(Tensor):
                 setattr(Tensor, name, fn)
     namespace.update(FUNCTIONS)
+    C._register_composites()
     _ = parse_dtype  # dtype names such as "float" already parse (rumus.float is the same object as float32)

@@ -7,7 +7,7 @@ from types import ModuleType
 from ..schema import OpRegistry
 from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
-    sorting,
+    sorting, structural,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -16,6 +16,7 @@ MODULES: tuple[ModuleType, ...] = (
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
     sorting,  # argsort (sort / topk are built from it in the core)
+    structural,  # composites from issue 12: tril, flip, roll, cumsum, norm, pad, interpolate ...
 )
 
 
