@@ -15,7 +15,7 @@ from typing import Any
 
 from rumus_contracts import DType, bool_, float16, float32, int32, int64
 
-from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce
+from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce, sort
 
 F = (float32, float16)
 FI = (*F, int32, int64)
@@ -34,12 +34,13 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     **{op: ALL for op in ("gather", "index_select", "embedding")},
     **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
     **{op: F for m in (nn_conv, nn_pool, nn_norm, nn_dropout) for op in m.kernels()},
+    "argsort": FI,
 }
 
 
 def kernel_table() -> dict[str, Any]:
     table: dict[str, Any] = {}
-    for module in (elementwise, reduce, optim, indexing, nn_conv, nn_pool, nn_norm, nn_dropout):
+    for module in (elementwise, reduce, optim, indexing, nn_conv, nn_pool, nn_norm, nn_dropout, sort):
         table.update(module.kernels())
     table["matmul"] = gemm.matmul
     return table

@@ -1,6 +1,5 @@
-"""The compat layer on the WebGPU backend: composites (built from kernels wgpu has) run there and agree with
-the CPU; argsort/sort/topk, which have no WGSL kernel yet, refuse with KernelNotFound — never a silent CPU
-fallback."""
+"""The compat layer on the WebGPU backend: composites (built from kernels wgpu has) and the WGSL argsort
+behind sort/topk run there and agree with the CPU."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import numpy as np
 import pytest
 
 import rumus as rm
-from rumus import BackendUnavailable, KernelNotFound
+from rumus import BackendUnavailable
 
 try:
     rm._runtime.backend("wgpu").devices()
@@ -48,9 +47,18 @@ def test_lstm_forward_and_backward_on_wgpu() -> None:
     assert m.weight_hh_l1.grad is not None and str(m.weight_hh_l1.grad.device).startswith("wgpu")
 
 
-def test_sorting_has_no_wgpu_kernel_and_says_so() -> None:
-    x = rm.ones(4).to("wgpu:0")
-    with pytest.raises(KernelNotFound, match="argsort"):
-        x.sort()
-    with pytest.raises(KernelNotFound, match="argsort"):
-        rm.topk(x, 2)
+def test_sort_and_topk_on_wgpu_match_cpu_with_ties_and_nan() -> None:
+    data = [[3.0, 1.0, float("nan"), 1.0, 3.0], [0.0, 5.0, 5.0, -1.0, 0.0]]
+    for dtype in ("float32", "int32", "int64"):
+        rows = [[0.0 if v != v else v for v in r] for r in data] if dtype != "float32" else data
+        cpu = rm.tensor(rows, dtype=dtype)
+        gpu = cpu.to("wgpu:0")
+        for dim in (0, 1):
+            for desc in (False, True):
+                assert gpu.argsort(dim=dim, descending=desc).tolist() == cpu.argsort(dim=dim, descending=desc).tolist()
+        np.testing.assert_array_equal(rm.topk(gpu, 2).values.numpy(), rm.topk(cpu, 2).values.numpy())
+    x = rm.randn(3, 40, requires_grad=True)
+    xg = x.detach().to("wgpu:0").requires_grad_(True)
+    rm.topk(xg, 5).values.sum().backward()
+    rm.topk(x, 5).values.sum().backward()
+    np.testing.assert_array_equal(xg.grad.numpy(), x.grad.numpy())
