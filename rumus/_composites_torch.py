@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import builtins
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from rumus_contracts.shapes import normalize_dim
 from . import _creation
 from . import _math as M
 from ._indexing import gather, index_add, index_select, scatter_add
+from .ops import get as _op
 from .tensor import Tensor
 
 
@@ -357,3 +358,61 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, gene
     rng = (generator or default_generator).rng
     out = np.stack([rng.choice(r.size, size=num_samples, replace=replacement, p=r / r.sum()) for r in rows])
     return _creation.from_numpy(out.reshape(*p.shape[:-1], num_samples).astype(np.int64), device=probs.device)
+
+
+# ---- sorting ----------------------------------------------------------------------------------------
+class SortResult(NamedTuple):
+    values: Tensor
+    indices: Tensor
+
+
+def argsort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Tensor:
+    """Always stable (ties keep their order), which also satisfies stable=False."""
+    d = normalize_dim("argsort", dim, x.ndim) if x.ndim else 0
+    keys = x.to(dtype="uint8") if x.dtype.name == "bool" else x
+    out: Tensor = _op("argsort")(keys, dim=d, descending=bool(descending))
+    return out
+
+
+def sort(x: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> SortResult:
+    idx = argsort(x, dim, descending)
+    return SortResult(gather(x, dim, idx) if x.ndim else M.add(x, M._t(0, x)), idx)
+
+
+def msort(x: Tensor) -> Tensor:
+    return sort(x, 0).values
+
+
+def topk(x: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True) -> SortResult:
+    d = normalize_dim("topk", dim, x.ndim) if x.ndim else 0
+    n = x.shape[d] if x.ndim else 1
+    if not 0 <= k <= n:
+        raise RumusError(f"topk: k ({k}) is out of range for a dimension of size {n}")
+    idx = argsort(x, d, descending=largest)
+    idx = idx.narrow(d, 0, k) if x.ndim else idx
+    return SortResult(gather(x, d, idx) if x.ndim else M.add(x, M._t(0, x)), idx)
+
+
+def kthvalue(x: Tensor, k: int, dim: int = -1, keepdim: bool = False) -> SortResult:
+    d = normalize_dim("kthvalue", dim, x.ndim)
+    if not 1 <= k <= x.shape[d]:
+        raise RumusError(f"kthvalue: k ({k}) must be in 1..{x.shape[d]}")
+    idx = argsort(x, d).narrow(d, k - 1, 1)
+    vals = gather(x, d, idx)
+    return SortResult(vals, idx) if keepdim else SortResult(vals.squeeze(d), idx.squeeze(d))
+
+
+def _register_composites() -> None:
+    """Schemas in rumus_contracts/ops/structural.py name these; the conformance suite calls them through
+    rumus.ops.<name>(x, **attrs)."""
+    from ._dispatch import COMPOSITES
+    from .nn.functional_torch import interpolate, pad
+    COMPOSITES.update({
+        "tril": tril, "triu": triu, "flip": flip, "roll": roll, "cumsum": cumsum, "cumprod": cumprod,
+        "repeat": lambda x, repeats=(1,): repeat(x, tuple(repeats)),
+        "repeat_interleave": lambda x, repeats=1, dim=0: repeat_interleave(x, int(repeats), dim),
+        "norm": lambda x, p=2.0, dims=(), keepdim=False: norm(x, p, tuple(dims) or None, keepdim),
+        "pad": lambda x, **a: pad(x, tuple(a.get("pad", (0, 0))), a.get("mode", "constant"), a.get("value", 0.0)),
+        "interpolate": lambda x, size=(1,), mode="nearest", align_corners=False: interpolate(
+            x, size=tuple(size), mode=mode, align_corners=None if mode == "nearest" else bool(align_corners)),
+    })

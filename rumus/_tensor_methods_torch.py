@@ -59,7 +59,8 @@ METHODS: dict[str, Any] = {
     "repeat": C.repeat, "repeat_interleave": C.repeat_interleave, "cumsum": C.cumsum, "cumprod": C.cumprod,
     "norm": C.norm, "scatter": C.scatter, "scatter_": C.scatter_, "scatter_add_": C.scatter_add_,
     "index_add_": C.index_add_, "masked_fill": C.masked_fill, "masked_fill_": C.masked_fill_,
-    "take_along_dim": C.take_along_dim, "multinomial": C.multinomial,
+    "take_along_dim": C.take_along_dim, "multinomial": C.multinomial, "argsort": C.argsort, "sort": C.sort,
+    "msort": C.msort, "topk": C.topk, "kthvalue": C.kthvalue,
     "where": lambda self, condition, other: A.where(condition, self, other),
 }
 
@@ -71,7 +72,8 @@ FUNCTIONS: dict[str, Any] = {
     "tril": C.tril, "triu": C.triu, "flip": C.flip, "fliplr": C.fliplr, "flipud": C.flipud, "roll": C.roll,
     "repeat_interleave": C.repeat_interleave, "cumsum": C.cumsum, "cumprod": C.cumprod, "norm": C.norm,
     "scatter": C.scatter, "masked_fill": C.masked_fill, "take_along_dim": C.take_along_dim,
-    "meshgrid": C.meshgrid, "einsum": C.einsum, "multinomial": C.multinomial,
+    "meshgrid": C.meshgrid, "einsum": C.einsum, "multinomial": C.multinomial, "argsort": C.argsort,
+    "sort": C.sort, "msort": C.msort, "topk": C.topk, "kthvalue": C.kthvalue,
     **A.DTYPE_ALIASES,
 }
 
@@ -85,4 +87,5 @@ def install(namespace: dict[str, Any]) -> None:
             if name.startswith("__") or name in vars(Tensor):
                 setattr(Tensor, name, fn)
     namespace.update(FUNCTIONS)
+    C._register_composites()
     _ = parse_dtype  # dtype names such as "float" already parse (rumus.float is the same object as float32)

@@ -315,7 +315,7 @@ acc = torch.zeros(3).index_add_(0, torch.tensor([0, 2, 0]), torch.tensor([1.0, 2
 pad = F.pad(x.view(1, 1, 4, 5), (1, 1, 2, 0), mode="replicate")
 up = F.interpolate(x.view(1, 1, 4, 5), scale_factor=2, mode="bilinear", align_corners=False)
 result = {
-    "attn_diag": attn.diagonal().tolist() if hasattr(attn, "diagonal") else [attn[i, i].item() for i in range(4)],
+    "attn_diag": [attn[i, i].item() for i in range(4)],
     "counts": counts.item(), "counts_dtype": str(counts.dtype).split(".")[-1],
     "signs_dtype": str(signs.dtype).split(".")[-1], "signs": signs.sum().item(),
     "csum": csum[:, -1].tolist(), "cprod": cprod[-1].tolist(), "rolled": rolled[0].tolist(),

@@ -57,6 +57,9 @@ CASES: list[tuple[str, tuple[int, ...], Fn]] = [
     ("kl_div", (3, 4), lambda L, x: _F(L).kl_div(x.log_softmax(-1), x.flip(1).softmax(-1), reduction="batchmean")),
     ("kl_div-log", (3, 4), lambda L, x: _F(L).kl_div(x, (x * 0.5).log_softmax(-1), reduction="sum", log_target=True)),
     ("dropout2d-eval", (2, 3, 2, 2), lambda L, x: _F(L).dropout2d(x, 0.5, training=False)),
+    ("sort", (3, 5), lambda L, x: L.sort(x, dim=1).values), ("sort-desc", (4, 3), lambda L, x: x.sort(0, True)[0]),
+    ("topk", (3, 6), lambda L, x: L.topk(x, 3).values), ("topk-min", (5, 4), lambda L, x: x.topk(2, 0, False)[0]),
+    ("kthvalue", (3, 5), lambda L, x: L.kthvalue(x, 2, 1).values), ("msort", (4, 2), lambda L, x: L.msort(x)),
 ]
 
 
@@ -181,3 +184,20 @@ def test_utils_data_module_path() -> None:
     from rumus.utils.data import DataLoader, TensorDataset
     dl = DataLoader(TensorDataset(rm.arange(6).float()), batch_size=4)
     assert [b[0].shape for b in dl] == [(4,), (2,)]
+
+
+def test_sort_indices_match_torch_stable_sort_with_ties() -> None:
+    data = [[3, 1, 2, 1, 3, 0], [5, 5, -1, 5, 0, 0]]
+    for dtype in ("float32", "int64", "int32"):
+        for desc in (False, True):
+            r = rm.tensor(data, dtype=dtype).sort(dim=1, descending=desc, stable=True)
+            t = torch.tensor(data, dtype=getattr(torch, dtype)).sort(dim=1, descending=desc, stable=True)
+            assert r.indices.tolist() == t.indices.tolist() and r.values.tolist() == t.values.tolist()
+            assert r.indices.dtype == rm.int64
+    nan = [2.0, float("nan"), -1.0]
+    assert rm.tensor(nan).argsort().tolist() == torch.tensor(nan).argsort(stable=True).tolist()
+    assert rm.tensor(nan).argsort(descending=True).tolist() == torch.tensor(nan).argsort(descending=True,
+                                                                                          stable=True).tolist()
+    assert rm.tensor([True, False, True]).argsort().tolist() == [1, 0, 2]
+    with pytest.raises(rm.RumusError, match="topk"):
+        rm.topk(rm.ones(3), 4)

@@ -8,6 +8,7 @@ from ..onnx_lowering import attach_onnx_lowerings
 from ..schema import OpRegistry
 from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
+    sorting, structural,
 )
 from . import attention
 
@@ -17,6 +18,8 @@ MODULES: tuple[ModuleType, ...] = (
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
     attention,  # fused FlashAttention forward and backward
+    sorting,  # argsort (sort / topk are built from it in the core)
+    structural,  # composites from issue 12: tril, flip, roll, cumsum, norm, pad, interpolate ...
 )
 
 
