@@ -28,9 +28,13 @@ def head_bucket(d: int) -> int:
     return 32 if d <= 32 else 64 if d <= 64 else 128
 
 
+# the row readers each kernel uses (sections of their own: they name the kernel's bindings)
+READERS = {"forward": "+rd_q+rd_k+rd_v", "dkdv": "+rd_q+rd_k+rd_v+rd_dout", "dq": "+rd_q+rd_k+rd_v+rd_dout"}
+
+
 def _program(dev: Any, section: str, dmax: int, dtype: Any) -> Any:
     def build() -> str:
-        src = source("flash_attention", section, dtype)
+        src = source("flash_attention", section + READERS[section], dtype)
         src = src.replace("const DMAX: u32 = 64u;", f"const DMAX: u32 = {dmax}u;")
         return src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
     return dev.programs.get(("flash_attention", section, dmax, dtype.name), build)

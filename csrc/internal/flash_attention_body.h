@@ -5,10 +5,15 @@
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA_FN(name) FA_CAT(name, FA_SFX)
 
+/* eight partial sums (a fixed order, so the same bits on every machine) let gcc vectorise the dot product,
+   which a single running sum forbids without -ffast-math */
 static inline FA_T FA_FN(fa_dot)(const FA_T *a, const FA_T *b, int64_t n) {
-    FA_T s = 0;
-    for (int64_t d = 0; d < n; d++) s += a[d] * b[d];
-    return s;
+    FA_T acc[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s = 0;
+    int64_t d = 0;
+    for (; d + 8 <= n; d += 8)
+        for (int u = 0; u < 8; u++) acc[u] += a[d + u] * b[d + u];
+    for (; d < n; d++) s += a[d] * b[d];
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + s;
 }
 
 /* rows [r0, r0 + n) of the [rows, D] matrix at base with strides (row stride rs, element stride es) into
@@ -31,7 +36,7 @@ static inline FA_T FA_FN(fa_score)(const fa_cfg *c, const FA_T *qi, const FA_T *
     return FA_FN(fa_dot)(qi, kj, c->D) * (FA_T)c->scale + bias[i * c->bs[2] + j * c->bs[3]] + kb[j * c->kbs[1]];
 }
 
-static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias,
+RUMUS_CLONES static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias,
                                     const FA_T *kb, FA_T *out, FA_T *lse, int64_t bh, int64_t i0, FA_T *w) {
     const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
     const int64_t nq = L - i0 < FA_BQ ? L - i0 : FA_BQ;
@@ -100,7 +105,7 @@ void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, c
 }
 
 /* dK and dV of key block [j0, j0 + FA_BQ): every query that may see it, FA_BK queries per packed tile. */
-static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
+RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
                                  const FA_T *lse, const FA_T *drow, const FA_T *bias, const FA_T *kb, FA_T *dk,
                                  FA_T *dv, int64_t bh, int64_t j0, FA_T *w) {
     const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
@@ -144,7 +149,7 @@ static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, 
 }
 
 /* dQ of query block [i0, i0 + FA_BQ): every key it may see, FA_BK keys per packed tile. */
-static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
+RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
                                const FA_T *lse, const FA_T *drow, const FA_T *bias, const FA_T *kb, FA_T *dq,
                                int64_t bh, int64_t i0, FA_T *w) {
     const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
