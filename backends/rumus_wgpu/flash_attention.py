@@ -10,6 +10,7 @@ may be strided; bias and key_bias come contiguous and broadcast through zero str
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,11 +33,39 @@ def head_bucket(d: int) -> int:
 READERS = {"forward": "+rd_q+rd_k+rd_v", "dkdv": "+rd_q+rd_k+rd_v+rd_dout", "dq": "+rd_q+rd_k+rd_v+rd_dout"}
 
 
+UNROLL = "for (var c = 0u; c < V4; c++) {"
+
+
+def unroll_rows(src: str, v4: int) -> str:
+    """Every `for (var c = 0u; c < V4; c++) { ... }` loop written out v4 times with c a constant: arrays
+    indexed only by constants stay in registers, where a loop index (if the driver does not unroll) would
+    put them in slow local memory."""
+    out: list[str] = []
+    lines = src.split("\n")
+    n = 0
+    while n < len(lines):
+        line = lines[n]
+        if line.strip() != UNROLL:
+            out.append(line)
+            n += 1
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        end = lines.index(indent + "}", n + 1)
+        body = lines[n + 1:end]
+        for c in range(v4):  # each copy in a block of its own: the body's `let`s are declared once per copy
+            out.append(indent + "{")
+            out.extend(re.sub(r"\bc\b", f"{c}u", b) for b in body)
+            out.append(indent + "}")
+        n = end + 1
+    return "\n".join(out)
+
+
 def _program(dev: Any, section: str, dmax: int, dtype: Any) -> Any:
     def build() -> str:
         src = source("flash_attention", section + READERS[section], dtype)
         src = src.replace("const DMAX: u32 = 64u;", f"const DMAX: u32 = {dmax}u;")
-        return src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
+        src = src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
+        return unroll_rows(src, dmax // 4)
     return dev.programs.get(("flash_attention", section, dmax, dtype.name), build)
 
 

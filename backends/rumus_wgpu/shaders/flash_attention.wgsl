@@ -5,7 +5,8 @@
 //
 // DMAX (32, 64 or 128) bounds the head dim: rows are zero-padded to DMAX in registers and tiles, so the
 // inner loops have constant trip counts; rows are vec4s (V4 = DMAX / 4 of them), so one workgroup-memory
-// load feeds four multiply-adds. Masked scores are never formed as -inf arithmetic (WGSL need not
+// load feeds four multiply-adds. The host unrolls every `for (var c = 0u; c < V4; c++)` loop, so the
+// per-invocation rows are indexed by constants only and stay in registers. Masked scores are never formed as -inf arithmetic (WGSL need not
 // honour infinities): a score <= -1e30 (a -inf bias, a causal or padding position) has probability 0.
 // Dropout is the dropout op's counter-based hash at element ((b * H + h) * L + i) * S + j (u32 wrap).
 alias scalar = f32;
@@ -161,8 +162,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
         }
         workgroupBarrier();
-        var s: array<f32, BK>;
-        var top = MASKED;
+        // online softmax one key at a time: the running max only moves up a few times per row, and no
+        // per-tile score array is needed (a dynamically indexed array would leave the registers)
         for (var t = 0u; t < BK; t++) {
             let j = j0 + t;
             var dot = vec4<f32>(0.0);
@@ -172,35 +173,35 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             let jj = min(j, cfg.S - 1u);
             let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
             let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED;
-            s[t] = select(MASKED, sc, ok);
-            top = max(top, s[t]);
-        }
-        if (top > MASKED) {
-            let mnew = max(m, top);
-            let alpha = exp(m - mnew);
-            l *= alpha;
-            for (var c = 0u; c < V4; c++) {
-                acc[c] *= alpha;
-            }
-            for (var t = 0u; t < BK; t++) {
-                var p = select(0.0, exp(s[t] - mnew), s[t] > MASKED);
-                l += p;
-                if (cfg.drop != 0u) {
-                    p *= drop_factor(bh, i, j0 + t);
-                }
+            if (ok && sc > m) {
+                let alpha = exp(m - sc);
+                l *= alpha;
                 for (var c = 0u; c < V4; c++) {
-                    acc[c] += p * vt[t * V4 + c];
+                    acc[c] *= alpha;
                 }
+                m = sc;
             }
-            m = mnew;
+            var p = select(0.0, exp(sc - m), ok);
+            l += p;
+            if (cfg.drop != 0u) {
+                p *= drop_factor(bh, i, j);
+            }
+            for (var c = 0u; c < V4; c++) {
+                acc[c] += p * vt[t * V4 + c];
+            }
         }
         workgroupBarrier();
     }
     if (live) {
         let row = bh * cfg.L + i;
         let inv = select(0.0, 1.0 / l, l > 0.0);
-        for (var d = 0u; d < cfg.D; d++) {
-            out[cfg.off[1].z + row * cfg.D + d] = scalar(acc[d / 4u][d % 4u] * inv);
+        let o = cfg.off[1].z + row * cfg.D;
+        for (var c = 0u; c < V4; c++) {
+            let a = acc[c] * inv;
+            if (4u * c < cfg.D) { out[o + 4u * c] = scalar(a.x); }
+            if (4u * c + 1u < cfg.D) { out[o + 4u * c + 1u] = scalar(a.y); }
+            if (4u * c + 2u < cfg.D) { out[o + 4u * c + 2u] = scalar(a.z); }
+            if (4u * c + 3u < cfg.D) { out[o + 4u * c + 3u] = scalar(a.w); }
         }
         lse[cfg.off[1].w + row] = scalar(select(neg_inf(), m + log(l), l > 0.0));
     }
@@ -316,11 +317,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
     if (live) {
-        let row = (bh * cfg.S + j) * cfg.D;
-        let half = cfg.B * cfg.H * cfg.S * cfg.D;
-        for (var d = 0u; d < cfg.D; d++) {
-            dkv[row + d] = scalar(gk[d / 4u][d % 4u]);
-            dkv[half + row + d] = scalar(gv[d / 4u][d % 4u]);
+        let o = (bh * cfg.S + j) * cfg.D;
+        let o2 = o + cfg.B * cfg.H * cfg.S * cfg.D;
+        for (var c = 0u; c < V4; c++) {
+            let a = gk[c];
+            let e = gv[c];
+            if (4u * c < cfg.D) { dkv[o + 4u * c] = scalar(a.x); dkv[o2 + 4u * c] = scalar(e.x); }
+            if (4u * c + 1u < cfg.D) { dkv[o + 4u * c + 1u] = scalar(a.y); dkv[o2 + 4u * c + 1u] = scalar(e.y); }
+            if (4u * c + 2u < cfg.D) { dkv[o + 4u * c + 2u] = scalar(a.z); dkv[o2 + 4u * c + 2u] = scalar(e.z); }
+            if (4u * c + 3u < cfg.D) { dkv[o + 4u * c + 3u] = scalar(a.w); dkv[o2 + 4u * c + 3u] = scalar(e.w); }
         }
     }
 }
@@ -403,8 +408,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
     if (live) {
-        for (var d = 0u; d < cfg.D; d++) {
-            dq[cfg.off[1].z + (bh * cfg.L + i) * cfg.D + d] = scalar(gq[d / 4u][d % 4u]);
+        let o = cfg.off[1].z + (bh * cfg.L + i) * cfg.D;
+        for (var c = 0u; c < V4; c++) {
+            let a = gq[c];
+            if (4u * c < cfg.D) { dq[o + 4u * c] = scalar(a.x); }
+            if (4u * c + 1u < cfg.D) { dq[o + 4u * c + 1u] = scalar(a.y); }
+            if (4u * c + 2u < cfg.D) { dq[o + 4u * c + 2u] = scalar(a.z); }
+            if (4u * c + 3u < cfg.D) { dq[o + 4u * c + 3u] = scalar(a.w); }
         }
     }
 }
