@@ -68,7 +68,7 @@ RUMUS_CLONES static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q,
             l[r] *= (double)alpha;
             for (int64_t d = 0; d < D; d++) a[d] *= alpha;
             for (int64_t t = 0; t < nk; t++) {
-                FA_T pj = (FA_T)exp((double)st[t] - mnew);
+                FA_T pj = FA_EXP((FA_T)((double)st[t] - mnew));
                 l[r] += (double)pj;
                 if (c->drop) pj *= (FA_T)fa_drop(c, bh, i, j0 + t);
                 if (pj == 0) continue;
@@ -128,7 +128,7 @@ RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, co
             for (int64_t t = 0; t < nk; t++) {
                 const FA_T s = FA_FN(fa_score)(c, qi, kt + t * D, bb, kbb, i, j0 + t);
                 if (s == (FA_T)-INFINITY) continue;
-                const FA_T pij = (FA_T)exp((double)(s - li));
+                const FA_T pij = FA_EXP(s - li);
                 FA_T dp = FA_FN(fa_dot)(gi, vt + t * D, D), pd = pij;
                 if (c->drop) {
                     const FA_T f = (FA_T)fa_drop(c, bh, i, j0 + t);
@@ -173,7 +173,7 @@ RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, cons
             for (int64_t t = 0; t < nk; t++) {
                 const FA_T s = FA_FN(fa_score)(c, qi, kt + t * D, bb, kbb, i, j0 + t);
                 if (s == (FA_T)-INFINITY) continue;
-                const FA_T pij = (FA_T)exp((double)(s - li));
+                const FA_T pij = FA_EXP(s - li);
                 FA_T dp = FA_FN(fa_dot)(gi, vt + t * D, D);
                 if (c->drop) dp *= (FA_T)fa_drop(c, bh, i, j0 + t);
                 const FA_T ds = pij * (dp - di) * (FA_T)c->scale;
