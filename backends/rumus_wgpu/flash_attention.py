@@ -1,9 +1,10 @@
 """FlashAttention forward and backward (shaders/flash_attention.wgsl): tiled online softmax, one workgroup per
 (batch * head, block of 64 query rows), K/V tiles in workgroup memory, O(L) extra memory.
 
-The backward is FlashAttention-2's, in three dispatches: a row pass (lse and D = dout . out per query row
-into one scratch buffer), a dK/dV pass over key blocks (into one [2, B, H, S, D] scratch, copied out: the
-pass then binds 8 storage buffers, WebGPU's default limit) and a dQ pass over query blocks. q, k, v and dout
+The backward is FlashAttention-2's, in four dispatches: a row pass (lse and D = dout . out per query row
+into one scratch buffer), a dK and a dV pass over key blocks (one kernel compiled twice: each keeps only
+its own accumulator in registers) and a dQ pass over query blocks; each binds at most 8 storage buffers,
+WebGPU's default limit. q, k, v and dout
 may be strided; bias and key_bias come contiguous and broadcast through zero strides.
 """
 
@@ -60,13 +61,14 @@ def unroll_rows(src: str, v4: int) -> str:
     return "\n".join(out)
 
 
-def _program(dev: Any, section: str, dmax: int, dtype: Any) -> Any:
+def _program(dev: Any, section: str, dmax: int, dtype: Any, want_dk: bool = True) -> Any:
     def build() -> str:
         src = source("flash_attention", section + READERS[section], dtype)
         src = src.replace("const DMAX: u32 = 64u;", f"const DMAX: u32 = {dmax}u;")
         src = src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
+        src = src.replace("const WANT_DK: bool = true;", f"const WANT_DK: bool = {str(want_dk).lower()};")
         return unroll_rows(src, dmax // 4)
-    return dev.programs.get(("flash_attention", section, dmax, dtype.name), build)
+    return dev.programs.get(("flash_attention", section, dmax, dtype.name, want_dk), build)
 
 
 def _bstrides(arg: TensorArg, to: Sequence[int]) -> list[int]:
@@ -122,15 +124,12 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
     dispatch(dev, "flash_attention", "rowdot", q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows)
-    isz = q.dtype.itemsize
-    half = B * H * S * D
-    dkv = new_buffer(dev, 2 * half * isz, "flash attention dk and dv")
     masks = [bias.buffer, key_bias.buffer]
-    dev.recorder.dispatch(_program(dev, "dkdv", dmax, q.dtype),
-                          [dkv, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks], pack([0, 0, *words]),
-                          _grid(dev, S, B * H))
-    dev.recorder.copy(dkv, 0, dk.buffer, dk.offset * isz, half * isz)
-    dev.recorder.copy(dkv, half * isz, dv.buffer, dv.offset * isz, half * isz)
+    for grad, want_dk in ((dk, True), (dv, False)):
+        words_kv = _words(q, k, v, dout, bias, key_bias, grad.offset, lse.offset, attrs)
+        dev.recorder.dispatch(_program(dev, "dkdv", dmax, q.dtype, want_dk),
+                              [grad.buffer, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks],
+                              pack([0, 0, *words_kv]), _grid(dev, S, B * H))
     words_dq = _words(q, k, v, dout, bias, key_bias, dq.offset, lse.offset, attrs)
     dev.recorder.dispatch(_program(dev, "dq", dmax, q.dtype),
                           [dq.buffer, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks],

@@ -233,8 +233,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 }
 
 //// dkdv
-// one invocation per key row j: dk[j] and dv[j] over every query that sees j, queries streamed in tiles
-@group(0) @binding(0) var<storage, read_write> dkv: array<scalar>;   // dk rows, then dv rows
+// one invocation per key row j: dk[j] (WANT_DK) or dv[j] over every query that sees j, queries streamed in
+// tiles. Two dispatches of this kernel, not one computing both: the compiler drops what the other gradient
+// needs, so a row of k, v and two accumulators (4 x DMAX floats) never has to fit in registers at once.
+const WANT_DK: bool = true;  // replaced by the host
+@group(0) @binding(0) var<storage, read_write> grad: array<scalar>;
 @group(0) @binding(1) var<storage, read> q: array<scalar>;
 @group(0) @binding(2) var<storage, read> k: array<scalar>;
 @group(0) @binding(3) var<storage, read> v: array<scalar>;
@@ -317,15 +320,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
     if (live) {
-        let o = (bh * cfg.S + j) * cfg.D;
-        let o2 = o + cfg.B * cfg.H * cfg.S * cfg.D;
+        let o = cfg.off[1].z + (bh * cfg.S + j) * cfg.D;
         for (var c = 0u; c < V4; c++) {
-            let a = gk[c];
-            let e = gv[c];
-            if (4u * c < cfg.D) { dkv[o + 4u * c] = scalar(a.x); dkv[o2 + 4u * c] = scalar(e.x); }
-            if (4u * c + 1u < cfg.D) { dkv[o + 4u * c + 1u] = scalar(a.y); dkv[o2 + 4u * c + 1u] = scalar(e.y); }
-            if (4u * c + 2u < cfg.D) { dkv[o + 4u * c + 2u] = scalar(a.z); dkv[o2 + 4u * c + 2u] = scalar(e.z); }
-            if (4u * c + 3u < cfg.D) { dkv[o + 4u * c + 3u] = scalar(a.w); dkv[o2 + 4u * c + 3u] = scalar(e.w); }
+            var a = gv[c];  // a constant branch, not select(): select would keep both accumulators alive
+            if (WANT_DK) {
+                a = gk[c];
+            }
+            if (4u * c < cfg.D) { grad[o + 4u * c] = scalar(a.x); }
+            if (4u * c + 1u < cfg.D) { grad[o + 4u * c + 1u] = scalar(a.y); }
+            if (4u * c + 2u < cfg.D) { grad[o + 4u * c + 2u] = scalar(a.z); }
+            if (4u * c + 3u < cfg.D) { grad[o + 4u * c + 3u] = scalar(a.w); }
         }
     }
 }
