@@ -4,13 +4,16 @@
 // in tiles of BK rows, so extra memory is O(L) (lse and D = dout . out per row), never [L, S].
 //
 // DMAX (32, 64 or 128) bounds the head dim: rows are zero-padded to DMAX in registers and tiles, so the
-// inner loops have constant trip counts. Masked scores are never formed as -inf arithmetic (WGSL need not
+// inner loops have constant trip counts; rows are vec4s (V4 = DMAX / 4 of them), so one workgroup-memory
+// load feeds four multiply-adds. The host unrolls every `for (var c = 0u; c < V4; c++)` loop, so the
+// per-invocation rows are indexed by constants only and stay in registers. Masked scores are never formed as -inf arithmetic (WGSL need not
 // honour infinities): a score <= -1e30 (a -inf bias, a causal or padding position) has probability 0.
 // Dropout is the dropout op's counter-based hash at element ((b * H + h) * L + i) * S + j (u32 wrap).
 alias scalar = f32;
 
 const DMAX: u32 = 64u;     // replaced by the host: the head-dim bucket
 const BK: u32 = 32u;       // replaced by the host: rows per tile, BK * DMAX = 2048 (16 KiB for two tiles)
+const V4: u32 = DMAX / 4u;
 const WG: u32 = 64u;
 const MASKED: f32 = -1.0e30;
 
@@ -61,6 +64,55 @@ fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
 
+fn hsum(v: vec4<f32>) -> f32 {
+    return (v.x + v.y) + (v.z + v.w);
+}
+
+//// rd_q
+// elements 4c .. 4c + 3 of the row of q at element `base`, zero past the head dim
+fn rd_q(base: u32, c: u32) -> vec4<f32> {
+    let d = 4u * c;
+    let s = cfg.qs.w;
+    let e = cfg.D - 1u;
+    return vec4<f32>(select(0.0, f32(q[base + min(d, e) * s]), d < cfg.D),
+                     select(0.0, f32(q[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
+                     select(0.0, f32(q[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
+                     select(0.0, f32(q[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+}
+
+//// rd_k
+fn rd_k(base: u32, c: u32) -> vec4<f32> {
+    let d = 4u * c;
+    let s = cfg.ks.w;
+    let e = cfg.D - 1u;
+    return vec4<f32>(select(0.0, f32(k[base + min(d, e) * s]), d < cfg.D),
+                     select(0.0, f32(k[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
+                     select(0.0, f32(k[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
+                     select(0.0, f32(k[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+}
+
+//// rd_v
+fn rd_v(base: u32, c: u32) -> vec4<f32> {
+    let d = 4u * c;
+    let s = cfg.vs.w;
+    let e = cfg.D - 1u;
+    return vec4<f32>(select(0.0, f32(v[base + min(d, e) * s]), d < cfg.D),
+                     select(0.0, f32(v[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
+                     select(0.0, f32(v[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
+                     select(0.0, f32(v[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+}
+
+//// rd_dout
+fn rd_dout(base: u32, c: u32) -> vec4<f32> {
+    let d = 4u * c;
+    let s = cfg.os.w;
+    let e = cfg.D - 1u;
+    return vec4<f32>(select(0.0, f32(dout[base + min(d, e) * s]), d < cfg.D),
+                     select(0.0, f32(dout[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
+                     select(0.0, f32(dout[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
+                     select(0.0, f32(dout[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+}
+
 //// forward
 @group(0) @binding(0) var<storage, read_write> out: array<scalar>;
 @group(0) @binding(1) var<storage, read_write> lse: array<scalar>;
@@ -71,8 +123,8 @@ fn neg_inf() -> f32 {
 @group(0) @binding(6) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(7) var<uniform> cfg: Config;
 
-var<workgroup> kt: array<f32, 2048>;
-var<workgroup> vt: array<f32, 2048>;
+var<workgroup> kt: array<vec4<f32>, 512>;
+var<workgroup> vt: array<vec4<f32>, 512>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -83,73 +135,73 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let i = i0 + lid;
     let live = i < cfg.L;
     let ii = min(i, cfg.L - 1u);
-    var qr: array<f32, DMAX>;
-    var acc: array<f32, DMAX>;
+    var qr: array<vec4<f32>, V4>;
+    var acc: array<vec4<f32>, V4>;
     let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
-    for (var d = 0u; d < DMAX; d++) {
-        qr[d] = select(0.0, f32(q[qb + min(d, cfg.D - 1u) * cfg.qs.w]), d < cfg.D) * cfg.scale;
-        acc[d] = 0.0;
+    for (var c = 0u; c < V4; c++) {
+        qr[c] = rd_q(qb, c) * cfg.scale;
+        acc[c] = vec4<f32>(0.0);
     }
     var m = MASKED;
     var l = 0.0;
     let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
     let kbb = cfg.off[1].y + b * cfg.kbs.x;
+    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
+    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
     var jend = cfg.S;
     if (cfg.causal != 0u) {
         jend = min(cfg.S, i0 + WG);
     }
     for (var j0 = 0u; j0 < jend; j0 += BK) {
-        // the K and V tile: rows j0 .. j0 + BK, zero-padded past S and D
-        for (var e = lid; e < BK * DMAX; e += WG) {
-            let t = e / DMAX;
-            let d = e % DMAX;
+        // the K and V tile: rows j0 .. j0 + BK, zero past S and D
+        for (var e = lid; e < BK * V4; e += WG) {
+            let t = e / V4;
             let j = min(j0 + t, cfg.S - 1u);
-            let ok = j0 + t < cfg.S && d < cfg.D;
-            let dd = min(d, cfg.D - 1u);
-            kt[e] = select(0.0, f32(k[cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y + j * cfg.ks.z + dd * cfg.ks.w]), ok);
-            vt[e] = select(0.0, f32(v[cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y + j * cfg.vs.z + dd * cfg.vs.w]), ok);
+            let ok = j0 + t < cfg.S;
+            kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
+            vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
         }
         workgroupBarrier();
-        var s: array<f32, BK>;
-        var top = MASKED;
+        // online softmax one key at a time: the running max only moves up a few times per row, and no
+        // per-tile score array is needed (a dynamically indexed array would leave the registers)
         for (var t = 0u; t < BK; t++) {
             let j = j0 + t;
-            var dot = 0.0;
-            for (var d = 0u; d < DMAX; d++) {
-                dot += qr[d] * kt[t * DMAX + d];
+            var dot = vec4<f32>(0.0);
+            for (var c = 0u; c < V4; c++) {
+                dot += qr[c] * kt[t * V4 + c];
             }
             let jj = min(j, cfg.S - 1u);
-            let sc = dot + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
+            let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
             let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED;
-            s[t] = select(MASKED, sc, ok);
-            top = max(top, s[t]);
-        }
-        if (top > MASKED) {
-            let mnew = max(m, top);
-            let alpha = exp(m - mnew);
-            l *= alpha;
-            for (var d = 0u; d < DMAX; d++) {
-                acc[d] *= alpha;
-            }
-            for (var t = 0u; t < BK; t++) {
-                var p = select(0.0, exp(s[t] - mnew), s[t] > MASKED);
-                l += p;
-                if (cfg.drop != 0u) {
-                    p *= drop_factor(bh, i, j0 + t);
+            if (ok && sc > m) {
+                let alpha = exp(m - sc);
+                l *= alpha;
+                for (var c = 0u; c < V4; c++) {
+                    acc[c] *= alpha;
                 }
-                for (var d = 0u; d < DMAX; d++) {
-                    acc[d] += p * vt[t * DMAX + d];
-                }
+                m = sc;
             }
-            m = mnew;
+            var p = select(0.0, exp(sc - m), ok);
+            l += p;
+            if (cfg.drop != 0u) {
+                p *= drop_factor(bh, i, j);
+            }
+            for (var c = 0u; c < V4; c++) {
+                acc[c] += p * vt[t * V4 + c];
+            }
         }
         workgroupBarrier();
     }
     if (live) {
         let row = bh * cfg.L + i;
         let inv = select(0.0, 1.0 / l, l > 0.0);
-        for (var d = 0u; d < cfg.D; d++) {
-            out[cfg.off[1].z + row * cfg.D + d] = scalar(acc[d] * inv);
+        let o = cfg.off[1].z + row * cfg.D;
+        for (var c = 0u; c < V4; c++) {
+            let a = acc[c] * inv;
+            if (4u * c < cfg.D) { out[o + 4u * c] = scalar(a.x); }
+            if (4u * c + 1u < cfg.D) { out[o + 4u * c + 1u] = scalar(a.y); }
+            if (4u * c + 2u < cfg.D) { out[o + 4u * c + 2u] = scalar(a.z); }
+            if (4u * c + 3u < cfg.D) { out[o + 4u * c + 3u] = scalar(a.w); }
         }
         lse[cfg.off[1].w + row] = scalar(select(neg_inf(), m + log(l), l > 0.0));
     }
@@ -181,8 +233,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 }
 
 //// dkdv
-// one invocation per key row j: dk[j] and dv[j] over every query that sees j, queries streamed in tiles
-@group(0) @binding(0) var<storage, read_write> dkv: array<scalar>;   // dk rows, then dv rows
+// one invocation per key row j: dk[j] (WANT_DK) or dv[j] over every query that sees j, queries streamed in
+// tiles. Two dispatches of this kernel, not one computing both: the compiler drops what the other gradient
+// needs, so a row of k, v and two accumulators (4 x DMAX floats) never has to fit in registers at once.
+const WANT_DK: bool = true;  // replaced by the host
+@group(0) @binding(0) var<storage, read_write> grad: array<scalar>;
 @group(0) @binding(1) var<storage, read> q: array<scalar>;
 @group(0) @binding(2) var<storage, read> k: array<scalar>;
 @group(0) @binding(3) var<storage, read> v: array<scalar>;
@@ -192,8 +247,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(7) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(8) var<uniform> cfg: Config;
 
-var<workgroup> qt: array<f32, 2048>;
-var<workgroup> ot: array<f32, 2048>;
+var<workgroup> qt: array<vec4<f32>, 512>;
+var<workgroup> ot: array<vec4<f32>, 512>;
 var<workgroup> st: array<vec2<f32>, BK>;
 
 @compute @workgroup_size(64)
@@ -205,34 +260,33 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let j = j0 + lid;
     let live = j < cfg.S;
     let jj = min(j, cfg.S - 1u);
-    var kr: array<f32, DMAX>;
-    var vr: array<f32, DMAX>;
-    var gk: array<f32, DMAX>;
-    var gv: array<f32, DMAX>;
+    var kr: array<vec4<f32>, V4>;
+    var vr: array<vec4<f32>, V4>;
+    var gk: array<vec4<f32>, V4>;
+    var gv: array<vec4<f32>, V4>;
     let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y + jj * cfg.ks.z;
     let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y + jj * cfg.vs.z;
-    for (var d = 0u; d < DMAX; d++) {
-        let dd = min(d, cfg.D - 1u);
-        kr[d] = select(0.0, f32(k[kb0 + dd * cfg.ks.w]), d < cfg.D) * cfg.scale;
-        vr[d] = select(0.0, f32(v[vb0 + dd * cfg.vs.w]), d < cfg.D);
-        gk[d] = 0.0;
-        gv[d] = 0.0;
+    for (var c = 0u; c < V4; c++) {
+        kr[c] = rd_k(kb0, c) * cfg.scale;
+        vr[c] = rd_v(vb0, c);
+        gk[c] = vec4<f32>(0.0);
+        gv[c] = vec4<f32>(0.0);
     }
     let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + jj * cfg.bs.w;
     let kbv = f32(kbias[cfg.off[1].y + b * cfg.kbs.x + jj * cfg.kbs.y]);
+    let qb0 = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y;
+    let ob0 = cfg.off[0].w + b * cfg.os.x + h * cfg.os.y;
     var istart = 0u;
     if (cfg.causal != 0u) {
         istart = j0;
     }
     for (var i0 = istart; i0 < cfg.L; i0 += BK) {
-        for (var e = lid; e < BK * DMAX; e += WG) {
-            let t = e / DMAX;
-            let d = e % DMAX;
+        for (var e = lid; e < BK * V4; e += WG) {
+            let t = e / V4;
             let i = min(i0 + t, cfg.L - 1u);
-            let ok = i0 + t < cfg.L && d < cfg.D;
-            let dd = min(d, cfg.D - 1u);
-            qt[e] = select(0.0, f32(q[cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + i * cfg.qs.z + dd * cfg.qs.w]), ok);
-            ot[e] = select(0.0, f32(dout[cfg.off[0].w + b * cfg.os.x + h * cfg.os.y + i * cfg.os.z + dd * cfg.os.w]), ok);
+            let ok = i0 + t < cfg.L;
+            qt[e] = select(vec4<f32>(0.0), rd_q(qb0 + i * cfg.qs.z, e % V4), ok);
+            ot[e] = select(vec4<f32>(0.0), rd_dout(ob0 + i * cfg.os.z, e % V4), ok);
         }
         for (var t = lid; t < BK; t += WG) {
             let r = bh * cfg.L + min(i0 + t, cfg.L - 1u);
@@ -241,14 +295,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
             let i = i0 + t;
-            var dot = 0.0;
-            var dp = 0.0;
-            for (var d = 0u; d < DMAX; d++) {
-                dot += qt[t * DMAX + d] * kr[d];
-                dp += ot[t * DMAX + d] * vr[d];
+            var dot = vec4<f32>(0.0);
+            var dp4 = vec4<f32>(0.0);
+            for (var c = 0u; c < V4; c++) {
+                dot += qt[t * V4 + c] * kr[c];
+                dp4 += ot[t * V4 + c] * vr[c];
             }
             let ii = min(i, cfg.L - 1u);
-            let sc = dot + f32(bias[bb + ii * cfg.bs.z]) + kbv;
+            let sc = hsum(dot) + f32(bias[bb + ii * cfg.bs.z]) + kbv;
             let li = st[t].x;
             let ok = live && i < cfg.L && !(cfg.causal != 0u && j > i) && sc > MASKED && li > MASKED;
             let p = select(0.0, exp(sc - li), ok);
@@ -256,21 +310,26 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (cfg.drop != 0u) {
                 f = drop_factor(bh, i, j);
             }
-            let ds = p * (dp * f - st[t].y) * cfg.scale;
+            let ds = p * (hsum(dp4) * f - st[t].y) * cfg.scale;
             let pd = p * f;
-            for (var d = 0u; d < DMAX; d++) {
-                gk[d] += ds * qt[t * DMAX + d];
-                gv[d] += pd * ot[t * DMAX + d];
+            for (var c = 0u; c < V4; c++) {
+                gk[c] += ds * qt[t * V4 + c];
+                gv[c] += pd * ot[t * V4 + c];
             }
         }
         workgroupBarrier();
     }
     if (live) {
-        let row = (bh * cfg.S + j) * cfg.D;
-        let half = cfg.B * cfg.H * cfg.S * cfg.D;
-        for (var d = 0u; d < cfg.D; d++) {
-            dkv[row + d] = scalar(gk[d]);
-            dkv[half + row + d] = scalar(gv[d]);
+        let o = cfg.off[1].z + (bh * cfg.S + j) * cfg.D;
+        for (var c = 0u; c < V4; c++) {
+            var a = gv[c];  // a constant branch, not select(): select would keep both accumulators alive
+            if (WANT_DK) {
+                a = gk[c];
+            }
+            if (4u * c < cfg.D) { grad[o + 4u * c] = scalar(a.x); }
+            if (4u * c + 1u < cfg.D) { grad[o + 4u * c + 1u] = scalar(a.y); }
+            if (4u * c + 2u < cfg.D) { grad[o + 4u * c + 2u] = scalar(a.z); }
+            if (4u * c + 3u < cfg.D) { grad[o + 4u * c + 3u] = scalar(a.w); }
         }
     }
 }
@@ -287,8 +346,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(7) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(8) var<uniform> cfg: Config;
 
-var<workgroup> kt: array<f32, 2048>;
-var<workgroup> vt: array<f32, 2048>;
+var<workgroup> kt: array<vec4<f32>, 512>;
+var<workgroup> vt: array<vec4<f32>, 512>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
@@ -299,63 +358,67 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let i = i0 + lid;
     let live = i < cfg.L;
     let ii = min(i, cfg.L - 1u);
-    var qr: array<f32, DMAX>;
-    var gr: array<f32, DMAX>;
-    var gq: array<f32, DMAX>;
+    var qr: array<vec4<f32>, V4>;
+    var gr: array<vec4<f32>, V4>;
+    var gq: array<vec4<f32>, V4>;
     let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
     let ob = cfg.off[0].w + b * cfg.os.x + h * cfg.os.y + ii * cfg.os.z;
-    for (var d = 0u; d < DMAX; d++) {
-        let dd = min(d, cfg.D - 1u);
-        qr[d] = select(0.0, f32(q[qb + dd * cfg.qs.w]), d < cfg.D) * cfg.scale;
-        gr[d] = select(0.0, f32(dout[ob + dd * cfg.os.w]), d < cfg.D);
-        gq[d] = 0.0;
+    for (var c = 0u; c < V4; c++) {
+        qr[c] = rd_q(qb, c) * cfg.scale;
+        gr[c] = rd_dout(ob, c);
+        gq[c] = vec4<f32>(0.0);
     }
     let r = bh * cfg.L + ii;
     let li = stats[2u * r];
     let di = stats[2u * r + 1u];
     let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
     let kbb = cfg.off[1].y + b * cfg.kbs.x;
+    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
+    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
     var jend = cfg.S;
     if (cfg.causal != 0u) {
         jend = min(cfg.S, i0 + WG);
     }
     for (var j0 = 0u; j0 < jend; j0 += BK) {
-        for (var e = lid; e < BK * DMAX; e += WG) {
-            let t = e / DMAX;
-            let d = e % DMAX;
+        for (var e = lid; e < BK * V4; e += WG) {
+            let t = e / V4;
             let j = min(j0 + t, cfg.S - 1u);
-            let ok = j0 + t < cfg.S && d < cfg.D;
-            let dd = min(d, cfg.D - 1u);
-            kt[e] = select(0.0, f32(k[cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y + j * cfg.ks.z + dd * cfg.ks.w]), ok);
-            vt[e] = select(0.0, f32(v[cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y + j * cfg.vs.z + dd * cfg.vs.w]), ok);
+            let ok = j0 + t < cfg.S;
+            kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
+            vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
         }
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
             let j = j0 + t;
-            var dot = 0.0;
-            var dp = 0.0;
-            for (var d = 0u; d < DMAX; d++) {
-                dot += qr[d] * kt[t * DMAX + d];
-                dp += gr[d] * vt[t * DMAX + d];
+            var dot = vec4<f32>(0.0);
+            var dp4 = vec4<f32>(0.0);
+            for (var c = 0u; c < V4; c++) {
+                dot += qr[c] * kt[t * V4 + c];
+                dp4 += gr[c] * vt[t * V4 + c];
             }
             let jj = min(j, cfg.S - 1u);
-            let sc = dot + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
+            let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
             let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED && li > MASKED;
             let p = select(0.0, exp(sc - li), ok);
             var f = 1.0;
             if (cfg.drop != 0u) {
                 f = drop_factor(bh, i, j);
             }
-            let ds = p * (dp * f - di) * cfg.scale;
-            for (var d = 0u; d < DMAX; d++) {
-                gq[d] += ds * kt[t * DMAX + d];
+            let ds = p * (hsum(dp4) * f - di) * cfg.scale;
+            for (var c = 0u; c < V4; c++) {
+                gq[c] += ds * kt[t * V4 + c];
             }
         }
         workgroupBarrier();
     }
     if (live) {
-        for (var d = 0u; d < cfg.D; d++) {
-            dq[(bh * cfg.L + i) * cfg.D + d] = scalar(gq[d]);
+        let o = cfg.off[1].z + (bh * cfg.L + i) * cfg.D;
+        for (var c = 0u; c < V4; c++) {
+            let a = gq[c];
+            if (4u * c < cfg.D) { dq[o + 4u * c] = scalar(a.x); }
+            if (4u * c + 1u < cfg.D) { dq[o + 4u * c + 1u] = scalar(a.y); }
+            if (4u * c + 2u < cfg.D) { dq[o + 4u * c + 2u] = scalar(a.z); }
+            if (4u * c + 3u < cfg.D) { dq[o + 4u * c + 3u] = scalar(a.w); }
         }
     }
 }

@@ -1,15 +1,17 @@
 """FlashAttention forward and backward (shaders/flash_attention.wgsl): tiled online softmax, one workgroup per
 (batch * head, block of 64 query rows), K/V tiles in workgroup memory, O(L) extra memory.
 
-The backward is FlashAttention-2's, in three dispatches: a row pass (lse and D = dout . out per query row
-into one scratch buffer), a dK/dV pass over key blocks (into one [2, B, H, S, D] scratch, copied out: the
-pass then binds 8 storage buffers, WebGPU's default limit) and a dQ pass over query blocks. q, k, v and dout
+The backward is FlashAttention-2's, in four dispatches: a row pass (lse and D = dout . out per query row
+into one scratch buffer), a dK and a dV pass over key blocks (one kernel compiled twice: each keeps only
+its own accumulator in registers) and a dQ pass over query blocks; each binds at most 8 storage buffers,
+WebGPU's default limit. q, k, v and dout
 may be strided; bias and key_bias come contiguous and broadcast through zero strides.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,12 +30,45 @@ def head_bucket(d: int) -> int:
     return 32 if d <= 32 else 64 if d <= 64 else 128
 
 
-def _program(dev: Any, section: str, dmax: int, dtype: Any) -> Any:
+# the row readers each kernel uses (sections of their own: they name the kernel's bindings)
+READERS = {"forward": "+rd_q+rd_k+rd_v", "dkdv": "+rd_q+rd_k+rd_v+rd_dout", "dq": "+rd_q+rd_k+rd_v+rd_dout"}
+
+
+UNROLL = "for (var c = 0u; c < V4; c++) {"
+
+
+def unroll_rows(src: str, v4: int) -> str:
+    """Every `for (var c = 0u; c < V4; c++) { ... }` loop written out v4 times with c a constant: arrays
+    indexed only by constants stay in registers, where a loop index (if the driver does not unroll) would
+    put them in slow local memory."""
+    out: list[str] = []
+    lines = src.split("\n")
+    n = 0
+    while n < len(lines):
+        line = lines[n]
+        if line.strip() != UNROLL:
+            out.append(line)
+            n += 1
+            continue
+        indent = line[:len(line) - len(line.lstrip())]
+        end = lines.index(indent + "}", n + 1)
+        body = lines[n + 1:end]
+        for c in range(v4):  # each copy in a block of its own: the body's `let`s are declared once per copy
+            out.append(indent + "{")
+            out.extend(re.sub(r"\bc\b", f"{c}u", b) for b in body)
+            out.append(indent + "}")
+        n = end + 1
+    return "\n".join(out)
+
+
+def _program(dev: Any, section: str, dmax: int, dtype: Any, want_dk: bool = True) -> Any:
     def build() -> str:
-        src = source("flash_attention", section, dtype)
+        src = source("flash_attention", section + READERS[section], dtype)
         src = src.replace("const DMAX: u32 = 64u;", f"const DMAX: u32 = {dmax}u;")
-        return src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
-    return dev.programs.get(("flash_attention", section, dmax, dtype.name), build)
+        src = src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
+        src = src.replace("const WANT_DK: bool = true;", f"const WANT_DK: bool = {str(want_dk).lower()};")
+        return unroll_rows(src, dmax // 4)
+    return dev.programs.get(("flash_attention", section, dmax, dtype.name, want_dk), build)
 
 
 def _bstrides(arg: TensorArg, to: Sequence[int]) -> list[int]:
@@ -89,15 +124,12 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
     dispatch(dev, "flash_attention", "rowdot", q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows)
-    isz = q.dtype.itemsize
-    half = B * H * S * D
-    dkv = new_buffer(dev, 2 * half * isz, "flash attention dk and dv")
     masks = [bias.buffer, key_bias.buffer]
-    dev.recorder.dispatch(_program(dev, "dkdv", dmax, q.dtype),
-                          [dkv, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks], pack([0, 0, *words]),
-                          _grid(dev, S, B * H))
-    dev.recorder.copy(dkv, 0, dk.buffer, dk.offset * isz, half * isz)
-    dev.recorder.copy(dkv, half * isz, dv.buffer, dv.offset * isz, half * isz)
+    for grad, want_dk in ((dk, True), (dv, False)):
+        words_kv = _words(q, k, v, dout, bias, key_bias, grad.offset, lse.offset, attrs)
+        dev.recorder.dispatch(_program(dev, "dkdv", dmax, q.dtype, want_dk),
+                              [grad.buffer, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks],
+                              pack([0, 0, *words_kv]), _grid(dev, S, B * H))
     words_dq = _words(q, k, v, dout, bias, key_bias, dq.offset, lse.offset, attrs)
     dev.recorder.dispatch(_program(dev, "dq", dmax, q.dtype),
                           [dq.buffer, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks],

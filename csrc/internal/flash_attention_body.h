@@ -5,14 +5,7 @@
 #define FA_CAT(a, b) FA_CAT2(a, b)
 #define FA_FN(name) FA_CAT(name, FA_SFX)
 
-static inline FA_T FA_FN(fa_dot)(const FA_T *a, const FA_T *b, int64_t n) {
-    FA_T s = 0;
-    for (int64_t d = 0; d < n; d++) s += a[d] * b[d];
-    return s;
-}
-
-/* rows [r0, r0 + n) of the [rows, D] matrix at base with strides (row stride rs, element stride es) into
-   dst [n, D]. */
+/* rows [r0, r0 + n) of the [rows, D] matrix at base (row stride rs, element stride es) into dst [n, D] */
 static void FA_FN(fa_pack)(FA_T *dst, const FA_T *base, int64_t r0, int64_t n, int64_t D, int64_t rs, int64_t es) {
     for (int64_t r = 0; r < n; r++) {
         const FA_T *src = base + (r0 + r) * rs;
@@ -24,18 +17,48 @@ static void FA_FN(fa_pack)(FA_T *dst, const FA_T *base, int64_t r0, int64_t n, i
     }
 }
 
-/* The score of (query i, key j) from packed rows qi and kj: scale q.k + bias + key bias, or -inf. */
-static inline FA_T FA_FN(fa_score)(const fa_cfg *c, const FA_T *qi, const FA_T *kj, const FA_T *bias,
-                                   const FA_T *kb, int64_t i, int64_t j) {
-    if (c->causal && j > i) return (FA_T)-INFINITY;
-    return FA_FN(fa_dot)(qi, kj, c->D) * (FA_T)c->scale + bias[i * c->bs[2] + j * c->bs[3]] + kb[j * c->kbs[1]];
+/* the same rows transposed: dst[d * FA_BK + r], so a query row meets a whole tile in one vector loop */
+static void FA_FN(fa_pack_t)(FA_T *dst, const FA_T *base, int64_t r0, int64_t n, int64_t D, int64_t rs,
+                             int64_t es) {
+    for (int64_t r = 0; r < n; r++) {
+        const FA_T *src = base + (r0 + r) * rs;
+        for (int64_t d = 0; d < D; d++) dst[d * FA_BK + r] = src[d * es];
+    }
 }
 
-static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias,
-                                    const FA_T *kb, FA_T *out, FA_T *lse, int64_t bh, int64_t i0, FA_T *w) {
+/* out[t] = x . tile row t for the n rows of a transposed tile: the loop over t is contiguous (vectorised,
+   no horizontal sums), summing over d in order, so the bits do not depend on the machine's vector width */
+static inline void FA_FN(fa_rowdots)(FA_T *out, const FA_T *x, const FA_T *tT, int64_t n, int64_t D) {
+    for (int64_t t = 0; t < n; t++) out[t] = 0;
+    for (int64_t d = 0; d < D; d++) {
+        const FA_T xd = x[d];
+        const FA_T *td = tT + d * FA_BK;
+        for (int64_t t = 0; t < n; t++) out[t] += xd * td[t];
+    }
+}
+
+/* raw dot products s[t] of query i with keys j0 + t into scores: scale, biases, -inf where masked */
+static inline void FA_FN(fa_finish_scores)(const fa_cfg *c, FA_T *s, int64_t n, const FA_T *bias, const FA_T *kb,
+                                           int64_t i, int64_t j0) {
+    const FA_T scale = (FA_T)c->scale;
+    const FA_T *brow = bias + i * c->bs[2];
+    for (int64_t t = 0; t < n; t++) {
+        const int64_t j = j0 + t;
+        s[t] = (c->causal && j > i) ? (FA_T)-INFINITY : s[t] * scale + brow[j * c->bs[3]] + kb[j * c->kbs[1]];
+    }
+}
+
+/* workspace of one block, in elements */
+static size_t FA_FN(fa_workspace)(int64_t D) {
+    return (size_t)((3 * FA_BQ + 4 * FA_BK) * D + 2 * FA_BK);
+}
+
+RUMUS_CLONES static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v,
+                                                 const FA_T *bias, const FA_T *kb, FA_T *out, FA_T *lse, int64_t bh,
+                                                 int64_t i0, FA_T *w) {
     const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
     const int64_t nq = L - i0 < FA_BQ ? L - i0 : FA_BQ;
-    FA_T *qt = w, *kt = qt + FA_BQ * D, *vt = kt + FA_BK * D, *acc = vt + FA_BK * D, *st = acc + FA_BQ * D;
+    FA_T *qt = w, *kT = qt + FA_BQ * D, *vt = kT + FA_BK * D, *acc = vt + FA_BK * D, *st = acc + FA_BQ * D;
     double m[FA_BQ], l[FA_BQ];
     const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
     FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, nq, D, c->qs[2], c->qs[3]);
@@ -47,15 +70,14 @@ static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q, const FA_T *
     const int64_t jend = c->causal ? (i0 + nq < S ? i0 + nq : S) : S;
     for (int64_t j0 = 0; j0 < jend; j0 += FA_BK) {
         const int64_t nk = jend - j0 < FA_BK ? jend - j0 : FA_BK;
-        FA_FN(fa_pack)(kt, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
+        FA_FN(fa_pack_t)(kT, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
         FA_FN(fa_pack)(vt, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
         for (int64_t r = 0; r < nq; r++) {
             const int64_t i = i0 + r;
+            FA_FN(fa_rowdots)(st, qt + r * D, kT, nk, D);
+            FA_FN(fa_finish_scores)(c, st, nk, bb, kbb, i, j0);
             FA_T top = (FA_T)-INFINITY;
-            for (int64_t t = 0; t < nk; t++) {
-                st[t] = FA_FN(fa_score)(c, qt + r * D, kt + t * D, bb, kbb, i, j0 + t);
-                top = st[t] > top ? st[t] : top;
-            }
+            for (int64_t t = 0; t < nk; t++) top = st[t] > top ? st[t] : top;
             if (top == (FA_T)-INFINITY) continue;
             const double mnew = m[r] > (double)top ? m[r] : (double)top;
             const FA_T alpha = (FA_T)exp(m[r] - mnew);
@@ -63,7 +85,7 @@ static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q, const FA_T *
             l[r] *= (double)alpha;
             for (int64_t d = 0; d < D; d++) a[d] *= alpha;
             for (int64_t t = 0; t < nk; t++) {
-                FA_T pj = (FA_T)exp((double)st[t] - mnew);
+                FA_T pj = FA_EXP((FA_T)((double)st[t] - mnew));
                 l[r] += (double)pj;
                 if (c->drop) pj *= (FA_T)fa_drop(c, bh, i, j0 + t);
                 if (pj == 0) continue;
@@ -89,7 +111,7 @@ void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, c
     const int64_t qblocks = (c.L + FA_BQ - 1) / FA_BQ, blocks = c.B * c.H * qblocks;
     if (blocks == 0) return;
     const int nt = rumus_threads_for(c.B * c.H * c.L * c.S * c.D);
-    const size_t wsize = (size_t)((2 * FA_BQ + 2 * FA_BK) * c.D + FA_BK) * sizeof(FA_T);
+    const size_t wsize = FA_FN(fa_workspace)(c.D) * sizeof(FA_T);
     FA_PARALLEL_FOR
     for (int64_t blk = 0; blk < blocks; blk++) {
         FA_T *w = (FA_T *)malloc(wsize);
@@ -100,17 +122,18 @@ void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, c
 }
 
 /* dK and dV of key block [j0, j0 + FA_BQ): every query that may see it, FA_BK queries per packed tile. */
-static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
-                                 const FA_T *lse, const FA_T *drow, const FA_T *bias, const FA_T *kb, FA_T *dk,
-                                 FA_T *dv, int64_t bh, int64_t j0, FA_T *w) {
+RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v,
+                                              const FA_T *dout, const FA_T *lse, const FA_T *drow, const FA_T *bias,
+                                              const FA_T *kb, FA_T *dk, FA_T *dv, int64_t bh, int64_t j0, FA_T *w) {
     const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
     const int64_t nk = S - j0 < FA_BQ ? S - j0 : FA_BQ;
-    FA_T *kt = w, *vt = kt + FA_BQ * D, *gk = vt + FA_BQ * D, *gv = gk + FA_BQ * D, *qt = gv + FA_BQ * D;
-    FA_T *ot = qt + FA_BK * D;
+    FA_T *kT = w, *vT = kT + FA_BK * D, *gk = vT + FA_BK * D, *gv = gk + FA_BQ * D, *qt = gv + FA_BQ * D;
+    FA_T *ot = qt + FA_BK * D, *sr = ot + FA_BK * D, *dpr = sr + FA_BK;
     const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
-    FA_FN(fa_pack)(kt, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
-    FA_FN(fa_pack)(vt, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
+    FA_FN(fa_pack_t)(kT, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
+    FA_FN(fa_pack_t)(vT, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
     memset(gk, 0, (size_t)(2 * FA_BQ * D) * sizeof(FA_T));
+    const FA_T scale = (FA_T)c->scale;
     for (int64_t i0 = c->causal ? j0 : 0; i0 < L; i0 += FA_BK) {
         const int64_t ni = L - i0 < FA_BK ? L - i0 : FA_BK;
         FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, ni, D, c->qs[2], c->qs[3]);
@@ -120,22 +143,22 @@ static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, 
             const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
             if (li == (FA_T)-INFINITY) continue;
             const FA_T *qi = qt + r * D, *gi = ot + r * D;
+            FA_FN(fa_rowdots)(sr, qi, kT, nk, D);
+            FA_FN(fa_finish_scores)(c, sr, nk, bb, kbb, i, j0);
+            FA_FN(fa_rowdots)(dpr, gi, vT, nk, D);
             for (int64_t t = 0; t < nk; t++) {
-                const FA_T s = FA_FN(fa_score)(c, qi, kt + t * D, bb, kbb, i, j0 + t);
-                if (s == (FA_T)-INFINITY) continue;
-                const FA_T pij = (FA_T)exp((double)(s - li));
-                FA_T dp = FA_FN(fa_dot)(gi, vt + t * D, D), pd = pij;
+                if (sr[t] == (FA_T)-INFINITY) continue;
+                const FA_T pij = FA_EXP(sr[t] - li);
+                FA_T dp = dpr[t], pd = pij;
                 if (c->drop) {
                     const FA_T f = (FA_T)fa_drop(c, bh, i, j0 + t);
                     pd *= f;
                     dp *= f;
                 }
-                const FA_T ds = pij * (dp - di) * (FA_T)c->scale;
+                const FA_T ds = pij * (dp - di) * scale;
                 FA_T *a = gk + t * D, *e = gv + t * D;
-                for (int64_t d = 0; d < D; d++) {
-                    a[d] += ds * qi[d];
-                    e[d] += pd * gi[d];
-                }
+                for (int64_t d = 0; d < D; d++) a[d] += ds * qi[d];
+                for (int64_t d = 0; d < D; d++) e[d] += pd * gi[d];
             }
         }
     }
@@ -144,34 +167,39 @@ static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, 
 }
 
 /* dQ of query block [i0, i0 + FA_BQ): every key it may see, FA_BK keys per packed tile. */
-static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *dout,
-                               const FA_T *lse, const FA_T *drow, const FA_T *bias, const FA_T *kb, FA_T *dq,
-                               int64_t bh, int64_t i0, FA_T *w) {
+RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v,
+                                            const FA_T *dout, const FA_T *lse, const FA_T *drow, const FA_T *bias,
+                                            const FA_T *kb, FA_T *dq, int64_t bh, int64_t i0, FA_T *w) {
     const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
     const int64_t nq = L - i0 < FA_BQ ? L - i0 : FA_BQ;
-    FA_T *qt = w, *ot = qt + FA_BQ * D, *gq = ot + FA_BQ * D, *kt = gq + FA_BQ * D, *vt = kt + FA_BK * D;
+    FA_T *qt = w, *ot = qt + FA_BQ * D, *gq = ot + FA_BQ * D, *kt = gq + FA_BQ * D, *kT = kt + FA_BK * D;
+    FA_T *vT = kT + FA_BK * D, *sr = vT + FA_BK * D, *dpr = sr + FA_BK;
     const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
     FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, nq, D, c->qs[2], c->qs[3]);
     FA_FN(fa_pack)(ot, dout + b * c->dos[0] + h * c->dos[1], i0, nq, D, c->dos[2], c->dos[3]);
     memset(gq, 0, (size_t)(FA_BQ * D) * sizeof(FA_T));
+    const FA_T scale = (FA_T)c->scale;
     const int64_t jend = c->causal ? (i0 + nq < S ? i0 + nq : S) : S;
     for (int64_t j0 = 0; j0 < jend; j0 += FA_BK) {
         const int64_t nk = jend - j0 < FA_BK ? jend - j0 : FA_BK;
-        FA_FN(fa_pack)(kt, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
-        FA_FN(fa_pack)(vt, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
+        const FA_T *kbase = k + b * c->ks[0] + h * c->ks[1];
+        FA_FN(fa_pack)(kt, kbase, j0, nk, D, c->ks[2], c->ks[3]);
+        FA_FN(fa_pack_t)(kT, kbase, j0, nk, D, c->ks[2], c->ks[3]);
+        FA_FN(fa_pack_t)(vT, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
         for (int64_t r = 0; r < nq; r++) {
             const int64_t i = i0 + r;
             const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
             if (li == (FA_T)-INFINITY) continue;
-            const FA_T *qi = qt + r * D, *gi = ot + r * D;
+            FA_FN(fa_rowdots)(sr, qt + r * D, kT, nk, D);
+            FA_FN(fa_finish_scores)(c, sr, nk, bb, kbb, i, j0);
+            FA_FN(fa_rowdots)(dpr, ot + r * D, vT, nk, D);
             FA_T *a = gq + r * D;
             for (int64_t t = 0; t < nk; t++) {
-                const FA_T s = FA_FN(fa_score)(c, qi, kt + t * D, bb, kbb, i, j0 + t);
-                if (s == (FA_T)-INFINITY) continue;
-                const FA_T pij = (FA_T)exp((double)(s - li));
-                FA_T dp = FA_FN(fa_dot)(gi, vt + t * D, D);
+                if (sr[t] == (FA_T)-INFINITY) continue;
+                const FA_T pij = FA_EXP(sr[t] - li);
+                FA_T dp = dpr[t];
                 if (c->drop) dp *= (FA_T)fa_drop(c, bh, i, j0 + t);
-                const FA_T ds = pij * (dp - di) * (FA_T)c->scale;
+                const FA_T ds = pij * (dp - di) * scale;
                 const FA_T *kj = kt + t * D;
                 for (int64_t d = 0; d < D; d++) a[d] += ds * kj[d];
             }
@@ -207,7 +235,7 @@ void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const F
         }
     }
     const int nt = rumus_threads_for(BH * L * S * D);
-    const size_t wsize = (size_t)((4 * FA_BQ + 2 * FA_BK) * D) * sizeof(FA_T);
+    const size_t wsize = FA_FN(fa_workspace)(D) * sizeof(FA_T);
     const int64_t kblocks = (S + FA_BQ - 1) / FA_BQ, qblocks = (L + FA_BQ - 1) / FA_BQ;
     FA_PARALLEL_FOR
     for (int64_t blk = 0; blk < BH * kblocks; blk++) {

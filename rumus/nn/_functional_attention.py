@@ -122,8 +122,10 @@ def flash_attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, ke
         else:
             masks.append(m)
     unbatched_heads = q.ndim == 3
-    if unbatched_heads:
+    if unbatched_heads:  # [N, L, E] as one head: a bias with a batch dim gains the head dim too
         q, k, v = (_views.unsqueeze(t, 1) for t in (q, k, v))
+        if masks[0].ndim == 3:
+            masks[0] = _views.unsqueeze(masks[0], 1)
     b, h, length, src = q.shape[0], q.shape[1], q.shape[2], k.shape[2]
     if masks[0].ndim > 4 or masks[1].ndim > 2 or not _fits(masks[0].shape, (b, h, length, src)) \
             or not _fits(masks[1].shape, (b, src)):

@@ -2,6 +2,9 @@
 
 Parameters: in_proj_weight [3E, E] and in_proj_bias [3E] (or q/k/v_proj_weight when kdim/vdim differ from
 E), out_proj.weight [E, E] and out_proj.bias, so PyTorch state_dicts load unchanged.
+
+With need_weights=False the attention runs as one fused flash_attention op (O(L) memory, the key-padding
+mask kept as an [N, S] bias); asking for the weights keeps the composite path that materialises them.
 """
 
 from __future__ import annotations
@@ -188,7 +191,7 @@ class MultiheadAttention(Module):
                is_causal: bool, dropout_p: float) -> Tensor | None:
         """The fused flash_attention op (no weights wanted): the key-padding mask stays an [N, S] bias, never
         expanded to [N, L, S]; None when the kernel does not apply."""
-        n, _, length, src_len = k.shape[0], q.shape[1], q.shape[2], k.shape[2]
+        n, length, src_len = k.shape[0], q.shape[2], k.shape[2]
         bias = key_bias = None
         if attn_mask is not None:
             bias = mask_to_bias(attn_mask, q, true_means_masked=True)
@@ -232,7 +235,9 @@ class MultiheadAttention(Module):
         bias = causal_bias(length, start_pos + length, start_pos, q.dtype, q.device)
         if attn_mask is not None:
             bias = M.add(bias, mask_to_bias(attn_mask, q, true_means_masked=True))
-        out, _ = attend(q, k_all, v_all, bias, 0.0)
+        out = flash_attend(q, k_all, v_all, bias)
+        if out is None:
+            out, _ = attend(q, k_all, v_all, bias, 0.0)
         return self._output(out)
 
     def new_cache(self, batch_size: int, max_len: int) -> KVCache:

@@ -38,6 +38,16 @@ def _np(t):
     return t.detach().numpy().astype(np.float64)
 
 
+def _made_by_flash(t, depth: int = 3) -> bool:
+    """Whether t's graph reaches a flash_attention node within `depth` steps (views sit on top of it)."""
+    nodes = [t.grad_fn]
+    for _ in range(depth):
+        if any(n is not None and n.name == "flash_attention" for n in nodes):
+            return True
+        nodes = [e[0] for n in nodes if n is not None for e in n.edges if e is not None and hasattr(e[0], "edges")]
+    return False
+
+
 def test_sdpa_takes_the_flash_path():
     rng = np.random.default_rng(0)
     q, k, v = _qkv(rng, (1, 2, 5, 8), (1, 2, 5, 8))
@@ -199,3 +209,52 @@ def test_cpu_memory_stays_linear_in_sequence_length():
     assert out.grad_fn.name == "flash_attention"
     assert peak < L * L * 4 / 8, f"peak {peak} bytes: an [L, S] buffer was allocated"
     assert np.all(np.isfinite(_np(q.grad)))
+
+
+@pytest.mark.skipif("wgpu:0" not in DEVICES, reason="wgpu unavailable")
+def test_wgpu_forward_and_backward_never_wait_for_the_host():
+    """Forward + backward record their dispatches without one host sync (issue 10: no round trip in an op)."""
+    backend = rm._runtime.backend("wgpu")
+    rng = np.random.default_rng(9)
+    q, k, v = _qkv(rng, (1, 2, 33, 16), (1, 2, 20, 16), device="wgpu:0")
+    grad = rm.tensor(rng.uniform(-1, 1, (1, 2, 33, 16)), dtype="float32", device="wgpu:0")
+    rm.synchronize("wgpu:0")
+    before = backend.stats(0)
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=0.1)
+    out.backward(grad)
+    after = backend.stats(0)
+    assert out.grad_fn.name == "flash_attention"
+    assert after["syncs"] == before["syncs"]
+    assert after["dispatches"] - before["dispatches"] >= 4  # forward, row pass, dK/dV pass, dQ pass
+    assert np.all(np.isfinite(_np(q.grad))) and np.abs(_np(k.grad)).sum() > 0
+
+
+def test_three_dim_inputs_with_a_batched_mask():
+    """[N, L, E] inputs with an [N, L, S] float mask run fused (as one head) and match the composite path."""
+    rng = np.random.default_rng(10)
+    q, k, v = _qkv(rng, (3, 5, 8), (3, 7, 8))
+    mask = rm.tensor(rng.uniform(-1, 1, (3, 5, 7)), dtype="float32")
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert _made_by_flash(out)
+    ref, _ = attend(q, k, v, mask)
+    np.testing.assert_allclose(_np(out), _np(ref), rtol=1e-5, atol=1e-6)
+    out.sum().backward()
+    g = _np(q.grad)
+    q.grad = None
+    ref.sum().backward()
+    np.testing.assert_allclose(g, _np(q.grad), rtol=1e-4, atol=1e-6)
+
+
+def test_cached_decoding_matches_full_causal_attention():
+    """forward_cached (fused, a causal bias offset by start_pos over strided cache views) token by token
+    equals the composite full-sequence causal attention."""
+    rm.manual_seed(1)
+    mha = nn.MultiheadAttention(16, 2, batch_first=True)
+    x = rm.tensor(np.random.default_rng(12).uniform(-1, 1, (2, 6, 16)), dtype="float32")
+    with rm.no_grad():
+        full, _ = mha(x, x, x, attn_mask=rm.tensor(np.triu(np.ones((6, 6), bool), 1)), need_weights=True)
+        cache = mha.new_cache(2, 8)
+        prefix = mha.forward_cached(x[:, :3], cache, 0)
+        steps = [mha.forward_cached(x[:, t:t + 1], cache, t) for t in range(3, 6)]
+    got = np.concatenate([_np(prefix), *[_np(s) for s in steps]], axis=1)
+    np.testing.assert_allclose(got, _np(full), rtol=1e-5, atol=1e-6)
