@@ -93,21 +93,22 @@ RX_LIBM(f32, float, f)
 RX_LIBM(f64, double, )
 #undef MAXV
 
-/* integers: C's / and % truncate; fix toward floor.  b == 0 and b == -1 never trap. */
+/* integers: C's / and % truncate; fix toward floor.  b == 0 and (signed) b == -1 never trap. */
+#define RX_MINUS_ONE(T, b) ((T)-1 < (T)0 && (b) == (T)-1)
 #define RX_INT(sfx, T, ...)                                                                             \
     static inline T rx_abs_##sfx(T x) { return x < 0 ? (T)-x : x; }                                    \
     static inline T rx_max_##sfx(T x, T y) { return x > y ? x : y; }                                    \
     static inline T rx_min_##sfx(T x, T y) { return x < y ? x : y; }                                    \
     static inline int rx_isnan_##sfx(T x) { (void)x; return 0; }                                        \
     static inline int rx_truthy_##sfx(T x) { return x != 0; }                                           \
-    static inline T rx_fmod_##sfx(T a, T b) { return (b == 0 || b == (T)-1) ? (T)0 : (T)(a % b); }     \
+    static inline T rx_fmod_##sfx(T a, T b) { return (b == 0 || RX_MINUS_ONE(T, b)) ? (T)0 : (T)(a % b); } \
     static inline T rx_mod_##sfx(T a, T b) {                                                            \
         const T m = rx_fmod_##sfx(a, b);                                                                \
         return (m != 0 && ((b < 0) != (m < 0))) ? (T)(m + b) : m;                                       \
     }                                                                                                   \
     static inline T rx_floordiv_##sfx(T a, T b) {                                                       \
         if (b == 0) return 0;                                                                           \
-        if (b == (T)-1) return (T)(0 - (uint64_t)a); /* wraps at the minimum, like PyTorch */           \
+        if (RX_MINUS_ONE(T, b)) return (T)(0 - (uint64_t)a); /* wraps at the minimum, like PyTorch */   \
         const T q = (T)(a / b);                                                                         \
         return (T)(q - ((a % b != 0) && ((a < 0) != (b < 0))));                                         \
     }
