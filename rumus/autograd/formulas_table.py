@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
 
-from rumus_contracts.ops.expr_lang import Renderer
+from rumus_contracts.ops.expr_lang import python_function
 from rumus_contracts.ops.expressions import EXPRESSIONS, Expr, backward_name, backward_ops
 
 from .. import _creation
@@ -38,41 +37,41 @@ FUNCTIONS: dict[str, Callable[..., Tensor]] = {
        for f in ("log1p", "expm1", "erf", "floor", "ceil", "trunc", "fmod", "atan2", "isnan", "isinf", "isfinite")},
     "rint": lambda x: _op("round")(x),
 }
-_CMP = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
 
 
-class CoreRenderer(Renderer):
-    """Renders an expression as Python over core ops (M.*, FUNCTIONS); constants take x's dtype (K)."""
+class _CoreOps:
+    """The expression language's primitives as differentiable core ops (expr_lang.PythonRenderer);
+    constants become 0-d tensors of the inputs' dtype, on their device."""
 
-    def const(self, v: float) -> str: return f"K({v!r})"
-    def neg(self, a: str) -> str: return f"M.neg({a})"
+    add, sub, mul, div, neg = staticmethod(M.add), staticmethod(M.sub), staticmethod(M.mul), staticmethod(M.div), \
+        staticmethod(M.neg)
+    lt, le, gt, ge, eq, ne = (staticmethod(f) for f in (M.lt, M.le, M.gt, M.ge, M.eq, M.ne))
+    where, logical_and, logical_or, logical_not = (staticmethod(f) for f in (M.where, M.logical_and,
+                                                                           M.logical_or, M.logical_not))
+    fn = FUNCTIONS
 
-    def binop(self, op: str, a: str, b: str) -> str:
-        fn = {"+": "M.add", "-": "M.sub", "*": "M.mul", "/": "M.div", "//": "OP('floor_divide')",
-              "%": "OP('remainder')"}[op]
-        return f"{fn}({a}, {b})"
+    def __init__(self, like: Tensor) -> None:
+        self.like = like
 
-    def cmp(self, op: str, a: str, b: str) -> str: return f"M.{_CMP[op]}({a}, {b})"
-    def bool_cmp(self, op: str, a: str, b: str) -> str: return f"M.{_CMP[op]}({a}, {b})"
-    def logic(self, op: str, a: str, b: str) -> str: return f"M.logical_{op}({a}, {b})"
-    def not_(self, a: str) -> str: return f"M.logical_not({a})"
-    def select(self, c: str, a: str, b: str) -> str: return f"M.where({c}, {a}, {b})"
-    def call(self, fn: str, args: list[str]) -> str: return f"F[{fn!r}]({', '.join(args)})"
+    @staticmethod
+    def floor_divide(a: Tensor, b: Tensor) -> Tensor:
+        return _op("floor_divide")(a, b)
+
+    @staticmethod
+    def remainder(a: Tensor, b: Tensor) -> Tensor:
+        return _op("remainder")(a, b)
+
+    def const(self, v: float) -> Tensor:
+        return scalar_tensor(v, _scalar_dtype(v, self.like.dtype), self.like.device)
+
+    @staticmethod
+    def result(r: Tensor) -> Tensor:
+        return r
 
 
 def core_evaluator(e: Expr) -> Callable[..., Tensor]:
     """fn(*input tensors, **params) -> tensor: the expression evaluated with differentiable core ops."""
-    lets, (res, typ) = CoreRenderer().render(e.body, {n: n for n in (*e.inputs, *e.params)})
-    if typ == "c":
-        res = f"K({res})"
-    like = e.inputs[-1]
-    lines = [f"    K = lambda v: scalar_tensor(v, _scalar_dtype(v, {like}.dtype), {like}.device)"]
-    lines += [f"    {n} = {v}" for n, v, _ in lets] + [f"    return {res}"]
-    namespace: dict[str, Any] = {"M": M, "F": FUNCTIONS, "OP": _op, "scalar_tensor": scalar_tensor,
-                                 "_scalar_dtype": _scalar_dtype}
-    exec(f"def fn({', '.join([*e.inputs, *e.params])}):\n" + "\n".join(lines), namespace)  # the table's text only
-    fn: Callable[..., Tensor] = namespace["fn"]
-    return fn
+    return python_function(e, lambda *inputs: _CoreOps(inputs[-1]))
 
 
 def _register(op: str, e: Expr) -> None:

@@ -11,7 +11,11 @@ that (op, dtype).  Stdlib only (imported by the C build).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+
+from .expressions import Expr
 
 # name: (arity, result type): "T" is the value type of the op's inputs
 FUNCTIONS: dict[str, tuple[int, str]] = {
@@ -134,3 +138,36 @@ class Renderer:
 def _fold(op: str, a: float, b: float) -> float:
     return {"+": a + b, "-": a - b, "*": a * b, "/": a / b if b else float("nan"), "//": a // b if b else 0.0,
             "%": a % b if b else 0.0}[op]
+
+
+_PY_BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floor_divide", "%": "remainder"}
+_PY_CMPS = {"<": "lt", "<=": "le", ">": "gt", ">=": "ge", "==": "eq", "!=": "ne"}
+
+
+class PythonRenderer(Renderer):
+    """Python source over a namespace P of primitives (P.add, P.lt, P.where, P.fn[name], P.const):
+    numpy (float64 references) and the core's differentiable ops each supply one."""
+
+    def const(self, v: float) -> str: return f"P.const({v!r})"
+    def neg(self, a: str) -> str: return f"P.neg({a})"
+    def binop(self, op: str, a: str, b: str) -> str: return f"P.{_PY_BINOPS[op]}({a}, {b})"
+    def cmp(self, op: str, a: str, b: str) -> str: return f"P.{_PY_CMPS[op]}({a}, {b})"
+    def bool_cmp(self, op: str, a: str, b: str) -> str: return self.cmp(op, a, b)
+    def logic(self, op: str, a: str, b: str) -> str: return f"P.logical_{op}({a}, {b})"
+    def not_(self, a: str) -> str: return f"P.logical_not({a})"
+    def select(self, c: str, a: str, b: str) -> str: return f"P.where({c}, {a}, {b})"
+    def call(self, fn: str, args: list[str]) -> str: return f"P.fn[{fn!r}]({', '.join(args)})"
+
+
+def python_function(e: Expr, namespace: Callable[..., Any]) -> Callable[..., Any]:
+    """fn(*inputs, **params): the expression evaluated in Python; `namespace(*inputs)` gives P."""
+    lets, (res, typ) = PythonRenderer().render(e.body, {n: n for n in (*e.inputs, *e.params)})
+    if typ == "c":
+        res = f"P.const({res})"
+    lines = [f"    P = NAMESPACE({', '.join(e.inputs)})", *(f"    {n} = {v}" for n, v, _ in lets),
+             f"    return P.result({res})"]
+    args = ", ".join([*e.inputs, *(f"{p}={d!r}" for p, d in e.params.items())])
+    scope: dict[str, Any] = {"NAMESPACE": namespace}
+    exec(f"def fn({args}):\n" + "\n".join(lines), scope)  # the table's own text, never user input
+    fn: Callable[..., Any] = scope["fn"]
+    return fn

@@ -7,12 +7,13 @@ proven by the forward op's gradient check against finite differences of its hand
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from .expr_lang import Renderer
+from .expr_lang import python_function
 from .expressions import Expr
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -28,27 +29,15 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 
-class NumpyRenderer(Renderer):
-    def const(self, v: float) -> str: return repr(v)
-    def neg(self, a: str) -> str: return f"(-{a})"
-
-    def binop(self, op: str, a: str, b: str) -> str:
-        return {"//": f"np.floor_divide({a}, {b})", "%": f"np.remainder({a}, {b})"}.get(op, f"({a} {op} {b})")
-
-    def cmp(self, op: str, a: str, b: str) -> str: return f"({a} {op} {b})"
-    def bool_cmp(self, op: str, a: str, b: str) -> str: return f"({a} {op} {b})"
-    def logic(self, op: str, a: str, b: str) -> str: return f"np.logical_{op}({a}, {b})"
-    def not_(self, a: str) -> str: return f"np.logical_not({a})"
-    def select(self, c: str, a: str, b: str) -> str: return f"np.where({c}, {a}, {b})"
-    def call(self, fn: str, args: list[str]) -> str: return f"F[{fn!r}]({', '.join(args)})"
+# the expression language's primitives in numpy (see expr_lang.PythonRenderer)
+_NUMPY = SimpleNamespace(
+    add=np.add, sub=np.subtract, mul=np.multiply, div=np.divide, floor_divide=np.floor_divide,
+    remainder=np.remainder, neg=np.negative, lt=np.less, le=np.less_equal, gt=np.greater, ge=np.greater_equal,
+    eq=np.equal, ne=np.not_equal, where=np.where, logical_and=np.logical_and, logical_or=np.logical_or,
+    logical_not=np.logical_not, const=float, fn=FUNCTIONS, result=lambda r: np.asarray(r, dtype=np.float64),
+)
 
 
 def evaluator(e: Expr) -> Callable[..., Any]:
     """fn(*input arrays, **params) -> float64 array: the expression evaluated by numpy."""
-    lets, (res, _) = NumpyRenderer().render(e.body, {n: n for n in (*e.inputs, *e.params)})
-    lines = [f"    {n} = {v}" for n, v, _ in lets] + [f"    return np.asarray({res}, dtype=np.float64)"]
-    args = ", ".join([*e.inputs, *(f"{p}={d!r}" for p, d in e.params.items())])
-    namespace: dict[str, Any] = {"np": np, "F": FUNCTIONS}
-    exec(f"def fn({args}):\n" + "\n".join(lines), namespace)  # our own table's text, never user input
-    fn: Callable[..., Any] = namespace["fn"]
-    return fn
+    return python_function(e, lambda *inputs: _NUMPY)
