@@ -72,6 +72,10 @@ def selu(x: Tensor, inplace: bool = False) -> Tensor:
     return _op("selu")(x)
 
 
+def tanhshrink(x: Tensor) -> Tensor:
+    return _op("tanhshrink")(x)
+
+
 def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return _op("celu")(x, alpha=float(alpha))
 

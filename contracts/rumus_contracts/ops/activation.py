@@ -76,6 +76,7 @@ ACTIVATIONS: dict[str, tuple[Any, Domain, tuple[Mapping[str, Any], ...]]] = {
     "hardswish": (lambda x: x * np.clip(x + 3.0, 0.0, 6.0) / 6.0, _off_kinks(-3.0, 3.0), ({},)),
     "hardsigmoid": (lambda x: np.clip(x / 6.0 + 0.5, 0.0, 1.0), _off_kinks(-3.0, 3.0), ({},)),
     "logsigmoid": (lambda x: -np.logaddexp(0.0, -x), uniform(-6, 6), ({},)),
+    "tanhshrink": (lambda x: x - np.tanh(x), uniform(-4, 4), ({},)),
 }
 
 

@@ -103,6 +103,7 @@ BINARY: dict[str, tuple[Any, Domain, Domain | None]] = {
     "logical_and": (np.logical_and, _small_ints, None),
     "logical_or": (np.logical_or, _small_ints, None),
     "logical_xor": (np.logical_xor, _small_ints, None),
+    "logaddexp": (np.logaddexp, uniform(-4, 4), None),
 }
 
 COMPARE = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,

@@ -122,6 +122,9 @@ EXPRESSIONS: dict[str, Expr] = {
     "hardswish": unary("x * min(max(x + 3, 0), 6) / 6", grad="where(x < -3, 0, where(x <= 3, x / 3 + 0.5, 1))"),
     "hardsigmoid": unary("min(max(x / 6 + 0.5, 0), 1)", grad="where(x > -3 and x < 3, 1 / 6, 0)"),
     "logsigmoid": unary("min(x, 0) - log1p(exp(-abs(x)))", grad="1 / (1 + exp(x))"),
+    "tanhshrink": unary("x - tanh(x)", grad="t = tanh(x); t * t"),
+    "logaddexp": binary("where(x == y, x + 0.6931471805599453, max(x, y) + log1p(exp(-abs(x - y))))", "float",
+                        x="1 / (1 + exp(y - x))", y="1 / (1 + exp(x - y))"),
 }
 
 
