@@ -41,6 +41,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
     """One closure per arity, as lean as the hand-written kernels were: this is the per-op hot path."""
     loops = _lib.loops(lib.rumus_expr_find, op, dtypes)
     params = _params(e)
+    has_params = bool(e.params)  # most ops have none: skip the call on the per-op hot path
     n_in = len(e.inputs)
 
     def unary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -50,7 +51,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
         if meta is None:
             meta = ew_meta(key)
         if meta is not EMPTY:
-            p0, p1 = params(attrs)
+            p0, p1 = params(attrs) if has_params else _NO_PARAMS
             run1(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset,
                  p0, p1)
 
@@ -62,7 +63,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
         if meta is None:
             meta = ew_meta(key)
         if meta is not EMPTY:
-            p0, p1 = params(attrs)
+            p0, p1 = params(attrs) if has_params else _NO_PARAMS
             run2(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
                  _from_buffer(b.buffer), b.offset, p0, p1)
 
@@ -74,7 +75,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
         if meta is None:
             meta = ew_meta(key)
         if meta is not EMPTY:
-            p0, p1 = params(attrs)
+            p0, p1 = params(attrs) if has_params else _NO_PARAMS
             run3(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
                  _from_buffer(b.buffer), b.offset, _from_buffer(c.buffer), c.offset, p0, p1)
 
