@@ -169,3 +169,13 @@ def test_nn_layers_exist_for_the_new_activations() -> None:
 def test_dtype_claims_need_no_hand_lists() -> None:
     """float16 rides on float32's WGSL kind; the groups come from the table."""
     assert parse_dtype("float16").name in expr_c.GROUPS[EXPRESSIONS["gelu"].dtypes]
+
+
+def test_conformance_exits_nonzero_on_a_stale_extension() -> None:
+    """`rumus conformance` against a stale build fails (exit 1) and says how to rebuild."""
+    import subprocess
+    code = ("import sys\nfrom rumus_contracts.ops import expr_c\nexpr_c.table_hash = lambda: 'f' * 64\n"
+            "from rumus_conformance.runner import main\nsys.exit(main(['--backend', 'cpu', '-k', 'error_inputs']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    assert "another expression table" in proc.stdout and "pip install -e ." in proc.stdout
