@@ -25,8 +25,8 @@ from ._math import (
     sign, sin, softmax, sqrt, square, stack, std, sub, sum, tanh, var, where,
 )
 from ._math import (  # the expression-table ops added for PyTorch users
-    atan2, ceil, expm1, floor, floor_divide, fmod, isfinite, isinf, isnan, log1p, logical_xor, remainder, round,
-    trunc,
+    atan2, ceil, expm1, floor, floor_divide, fmod, isfinite, isinf, isnan, log1p, logaddexp, logical_xor, remainder,
+    round, trunc,
 )
 from ._runtime import default_device, set_default_device
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -117,6 +117,7 @@ __all__ = [
     'set_default_device', 'set_grad_enabled', 'sigmoid', 'sign', 'sin', 'softmax', 'split', 'sqrt', 'square',
     'squeeze', 'stack', 'std', 'sub', 'sum', 'synchronize', 'tanh', 'tensor', 'transpose', 'uint8',
     'unsqueeze', 'var', 'where', 'zeros', 'zeros_like',
-    'atan2', 'ceil', 'expm1', 'floor', 'floor_divide', 'fmod', 'isfinite', 'isinf', 'isnan', 'log1p', 'logical_xor',
+    'atan2', 'ceil', 'expm1', 'floor', 'floor_divide', 'fmod', 'isfinite', 'isinf', 'isnan', 'log1p', 'logaddexp',
+    'logical_xor',
     'remainder', 'round', 'trunc',
 ]

@@ -4,7 +4,7 @@ attention, transformer) plus rumus.nn.utils, gathered so rumus/nn/__init__.py im
 from . import utils
 from .activation import (
     CELU, ELU, GELU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, ReLU6, SiLU, Softplus,
-    Softsign,
+    Softsign, Tanhshrink,
 )
 from .attention import KVCache, MultiheadAttention
 from .dropout import Dropout
@@ -16,5 +16,5 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "GELU", "HuberLoss",
     "KVCache", "LeakyReLU", "Mish", "MultiheadAttention", "NLLLoss", "ReLU6", "SiLU", "SmoothL1Loss", "Softplus",
     "TransformerBlock", "TransformerEncoder", "TransformerEncoderLayer", "utils",
-    "CELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Softsign",
+    "CELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Softsign", "Tanhshrink",
 ]

@@ -160,6 +160,11 @@ class CELU(Module):
         return f"alpha={self.alpha}"
 
 
+class Tanhshrink(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanhshrink(x)
+
+
 class LogSigmoid(Module):
     def forward(self, x: Tensor) -> Tensor:
         return F.logsigmoid(x)

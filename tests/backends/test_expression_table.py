@@ -149,7 +149,7 @@ def test_binary_fused_backward_matches_torch() -> None:
     b = rm.tensor([[1.5], [-0.7]], dtype="float64", requires_grad=True)
     ta = torch.tensor(a.detach().numpy(), requires_grad=True)
     tb = torch.tensor(b.detach().numpy(), requires_grad=True)
-    for fn in ("atan2", "remainder", "fmod"):
+    for fn in ("atan2", "remainder", "fmod", "logaddexp"):
         a.grad = b.grad = ta.grad = tb.grad = None
         getattr(rm, fn)(a, b).sum().backward()
         getattr(torch, fn)(ta, tb).sum().backward()
@@ -162,7 +162,8 @@ def test_nn_layers_exist_for_the_new_activations() -> None:
     for layer, fn in ((rm.nn.Softsign(), torch.nn.Softsign()), (rm.nn.Hardswish(), torch.nn.Hardswish()),
                       (rm.nn.SELU(), torch.nn.SELU()), (rm.nn.CELU(0.5), torch.nn.CELU(0.5)),
                       (rm.nn.LogSigmoid(), torch.nn.LogSigmoid()), (rm.nn.Hardsigmoid(), torch.nn.Hardsigmoid()),
-                      (rm.nn.Hardtanh(-0.5, 2.0), torch.nn.Hardtanh(-0.5, 2.0))):
+                      (rm.nn.Hardtanh(-0.5, 2.0), torch.nn.Hardtanh(-0.5, 2.0)),
+                      (rm.nn.Tanhshrink(), torch.nn.Tanhshrink())):
         np.testing.assert_allclose(layer(x).numpy(), fn(torch.tensor(x.numpy())).numpy(), rtol=1e-6, atol=1e-7)
 
 
