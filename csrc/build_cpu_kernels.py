@@ -1,5 +1,10 @@
 """cffi (API mode) builder for the CPU kernels: every csrc/*.c is compiled, every csrc/*.h is the cdef.
 
+The elementwise kernels are rendered from the expression table (rumus_contracts/ops/expressions.py,
+through expr_c.py) into build/generated/rumus_expr_kernels.c, never committed. The generated file
+embeds two hashes, of the table's C text and of every csrc source; rumus_cpu/_lib.py refuses an
+extension whose hashes differ from the sources it runs with (a stale build).
+
 Headers fed to cdef must stay plain prototypes (no macros, no includes); private helpers live in
 csrc/internal/*.h, which only the .c files include (a .c file includes <stdint.h> or
 internal/rumus.h before its own header). OpenMP is used when the compiler accepts -fopenmp and left
@@ -12,6 +17,7 @@ out otherwise (the kernels then run single-threaded); RUMUS_NO_OPENMP=1 leaves i
 from __future__ import annotations
 
 import glob
+import importlib
 import os
 import shutil
 import subprocess
@@ -19,12 +25,42 @@ import sys
 import sysconfig
 import tempfile
 
+from types import ModuleType
+
 from cffi import FFI
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MODULE = "rumus_cpu._kernels"
 BASE_FLAGS = ["-O3", "-std=c11", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-D_GNU_SOURCE"]
+
+
+def _expr_c() -> ModuleType:
+    """contracts/rumus_contracts/ops/expr_c.py, imported without the rumus_contracts package (whose
+    __init__ needs numpy, which pip's isolated build environment lacks): the ops folder becomes a
+    stand-alone package, and expr_c, expr_lang and expressions use only the stdlib."""
+    name = "_rumus_expr_build"
+    if name not in sys.modules:
+        package = ModuleType(name)
+        package.__path__ = [os.path.join(ROOT, "contracts", "rumus_contracts", "ops")]
+        sys.modules[name] = package
+    return importlib.import_module(f"{name}.expr_c")
+
+
+def _generate() -> str:
+    """Write the rendered table into build/generated/ (only when it changed); returns its path."""
+    out_dir = os.path.join(ROOT, "build", "generated")
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, "rumus_expr_kernels.c")
+    text = _expr_c().c_source(_expr_c().sources_hash(HERE))
+    old = None
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    if old != text:
+        with open(path, "w") as f:
+            f.write(text)
+    return path
 
 
 def _rel(path: str) -> str:
@@ -64,15 +100,18 @@ def _make_builder(absolute: bool = False) -> FFI:
     fix = (lambda p: p) if absolute else _rel
     headers = sorted(glob.glob(os.path.join(HERE, "*.h")))
     sources = sorted(glob.glob(os.path.join(HERE, "*.c")))
+    sources.append(_generate())
     builder = FFI()
     for h in headers:
         with open(h) as f:
             builder.cdef(f.read())
+    builder.cdef(_expr_c().PROTOTYPES)
     openmp = _has_openmp()
     compile_args = [*BASE_FLAGS, *(["-fopenmp"] if openmp else [])]
     builder.set_source(
         MODULE,
-        "#include <stdint.h>\n" + "".join(f'#include "{os.path.basename(h)}"\n' for h in headers),
+        "#include <stdint.h>\n" + "".join(f'#include "{os.path.basename(h)}"\n' for h in headers)
+        + _expr_c().PROTOTYPES,
         sources=[fix(s) for s in sources],
         include_dirs=[fix(HERE)],
         extra_compile_args=compile_args,

@@ -25,6 +25,10 @@ from ._math import (
     max, maximum, mean, min, minimum, mm, mul, ne, neg, outer, pow, prod, reciprocal, relu, rsqrt, sigmoid,
     sign, sin, softmax, sqrt, square, stack, std, sub, sum, tanh, var, where,
 )
+from ._math import (  # the expression-table ops added for PyTorch users
+    atan2, ceil, expm1, floor, floor_divide, fmod, isfinite, isinf, isnan, log1p, logaddexp, logical_xor, remainder,
+    round, trunc,
+)
 from ._runtime import default_device, set_default_device
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import formulas as _formulas  # noqa: F401  (registers backward formulas)
@@ -119,4 +123,7 @@ __all__ = [
     'set_default_device', 'set_grad_enabled', 'sigmoid', 'sign', 'sin', 'softmax', 'split', 'sqrt', 'square',
     'squeeze', 'stack', 'std', 'sub', 'sum', 'synchronize', 'tanh', 'tensor', 'transpose', 'uint8',
     'unsqueeze', 'var', 'where', 'zeros', 'zeros_like',
+    'atan2', 'ceil', 'expm1', 'floor', 'floor_divide', 'fmod', 'isfinite', 'isinf', 'isnan', 'log1p', 'logaddexp',
+    'logical_xor',
+    'remainder', 'round', 'trunc',
 ]

@@ -7,7 +7,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rumus_contracts import AutogradError, Device, DType, RumusError, ShapeError, bool_, parse_dtype, uint8
+from rumus_contracts import AutogradError, Device, DType, RumusError, ShapeError, int32, parse_dtype, uint8
 from rumus_contracts.shapes import normalize_dim, normalize_dims
 
 from . import _views
@@ -67,8 +67,6 @@ def cos(x: Tensor) -> Tensor: return _op("cos")(x)
 def tanh(x: Tensor) -> Tensor: return _op("tanh")(x)
 def sigmoid(x: Tensor) -> Tensor: return _op("sigmoid")(x)
 def relu(x: Tensor) -> Tensor: return _op("relu")(x)
-def square(x: Tensor) -> Tensor: return _op("mul")(x, x)
-def reciprocal(x: Tensor) -> Tensor: return _op("div")(1.0, x)
 def maximum(a: Any, b: Any) -> Tensor: return _op("maximum")(a, b)
 def minimum(a: Any, b: Any) -> Tensor: return _op("minimum")(a, b)
 def eq(a: Any, b: Any) -> Tensor: return _op("eq")(a, b)
@@ -77,10 +75,6 @@ def lt(a: Any, b: Any) -> Tensor: return _op("lt")(a, b)
 def le(a: Any, b: Any) -> Tensor: return _op("le")(a, b)
 def gt(a: Any, b: Any) -> Tensor: return _op("gt")(a, b)
 def ge(a: Any, b: Any) -> Tensor: return _op("ge")(a, b)
-
-
-def sign(x: Tensor) -> Tensor:
-    return sub(gt(x, 0).to(x.dtype), lt(x, 0).to(x.dtype))
 
 
 def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
@@ -99,18 +93,66 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
     return _op("where")(cond, _t(a, like), _t(b, like))
 
 
-def logical_not(x: Tensor) -> Tensor:
-    return _op("eq")(x.to(bool_), False)
+# ---- expression-table ops added for PyTorch users (kernels rendered from rumus_contracts.ops.expressions)
+
+def log1p(x: Tensor) -> Tensor: return _op("log1p")(x)
+def expm1(x: Tensor) -> Tensor: return _op("expm1")(x)
+def floor(x: Tensor) -> Tensor: return x if not x.dtype.is_floating else _op("floor")(x)
+def ceil(x: Tensor) -> Tensor: return x if not x.dtype.is_floating else _op("ceil")(x)
+def trunc(x: Tensor) -> Tensor: return x if not x.dtype.is_floating else _op("trunc")(x)
+def sign(x: Tensor) -> Tensor: return _op("sign")(x)
+def reciprocal(x: Tensor) -> Tensor: return _op("reciprocal")(x)
+def square(x: Tensor) -> Tensor: return _op("square")(x)
+def fmod(a: Any, b: Any) -> Tensor: return _op("fmod")(*_int_divisor("fmod", a, b))
+def atan2(a: Any, b: Any) -> Tensor: return _op("atan2")(a, b)
+def logaddexp(a: Any, b: Any) -> Tensor: return _op("logaddexp")(a, b)
+def logical_not(x: Tensor) -> Tensor: return _op("logical_not")(x)
+def logical_and(a: Any, b: Any) -> Tensor: return _op("logical_and")(a, b)
+def logical_or(a: Any, b: Any) -> Tensor: return _op("logical_or")(a, b)
+def logical_xor(a: Any, b: Any) -> Tensor: return _op("logical_xor")(a, b)
 
 
-def logical_and(a: Tensor, b: Any) -> Tensor:
-    b = _t(b, a)
-    return _op("ne")(_op("mul")(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
+def round(x: Tensor, decimals: int = 0) -> Tensor:
+    """Half to even, like PyTorch; with decimals, round(x * 10**decimals) / 10**decimals as PyTorch does."""
+    if not x.dtype.is_floating:
+        return x
+    if decimals == 0:
+        return _op("round")(x)
+    scale = 10.0 ** decimals
+    return div(_op("round")(mul(x, scale)), scale)
 
 
-def logical_or(a: Tensor, b: Any) -> Tensor:
-    b = _t(b, a)
-    return _op("ne")(_op("add")(a.to(bool_).to(uint8), b.to(bool_).to(uint8)), 0)
+def isnan(x: Tensor) -> Tensor:
+    return _op("isnan")(x) if x.dtype.is_floating else _op("ne")(x, x)
+
+
+def isinf(x: Tensor) -> Tensor:
+    return _op("isinf")(x) if x.dtype.is_floating else _op("ne")(x, x)
+
+
+def isfinite(x: Tensor) -> Tensor:
+    return _op("isfinite")(x) if x.dtype.is_floating else _op("eq")(x, x)
+
+
+def _int_divisor(op: str, a: Any, b: Any) -> tuple[Any, Any]:
+    """Integer division by zero has no value: refuse it, as PyTorch does (one host read, integers only)."""
+    like = a if isinstance(a, Tensor) else b
+    if isinstance(like, Tensor) and not like.dtype.is_floating:
+        divisor = b if isinstance(b, Tensor) else None
+        if (divisor is None and isinstance(b, int) and b == 0) or (divisor is not None and not divisor.dtype.is_floating
+                                            and sum(eq(divisor, 0).to(int32)).item() > 0):
+            raise ZeroDivisionError(f"{op}: integer division by zero")
+    return a, b
+
+
+def floor_divide(a: Any, b: Any) -> Tensor:
+    """a // b rounded toward negative infinity (Python's rule, PyTorch's floor_divide)."""
+    return _op("floor_divide")(*_int_divisor("floor_divide", a, b))
+
+
+def remainder(a: Any, b: Any) -> Tensor:
+    """a % b with the sign of b (Python's rule, PyTorch's remainder)."""
+    return _op("remainder")(*_int_divisor("remainder", a, b))
 
 
 def isclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> Tensor:

@@ -399,6 +399,12 @@ class Tensor:
     def __invert__(self) -> Tensor: return _math.logical_not(self)
     def __and__(self, o: Any) -> Tensor: return _math.logical_and(self, o)
     def __or__(self, o: Any) -> Tensor: return _math.logical_or(self, o)
+    # expression-table operators (H3): Python's // and % rules, ^ as logical xor on bools
+    def __floordiv__(self, o: Any) -> Tensor: return _math.floor_divide(self, o)
+    def __rfloordiv__(self, o: Any) -> Tensor: return _math.floor_divide(o, self)
+    def __mod__(self, o: Any) -> Tensor: return _math.remainder(self, o)
+    def __rmod__(self, o: Any) -> Tensor: return _math.remainder(o, self)
+    def __xor__(self, o: Any) -> Tensor: return _math.logical_xor(self, o)
     def __iadd__(self, o: Any) -> Tensor: return _math.add_(self, o)
     def __isub__(self, o: Any) -> Tensor: return _math.sub_(self, o)
     def __imul__(self, o: Any) -> Tensor: return _math.mul_(self, o)

@@ -12,11 +12,41 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rumus_contracts import DType, ShapeError
+from rumus_contracts.ops import expr_c
 
 from . import threads
 
 with threads.openmp_env_for_loading():  # libgomp reads its wait policy once, when it loads with the kernels
     from ._kernels import ffi, lib  # noqa: F401  (ImportError here means: not compiled)
+
+# csrc/ next to the package in a source checkout (editable install); absent in an installed wheel
+CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "csrc")
+REBUILD = "rebuild it with `pip install -e .` (or `python csrc/build_cpu_kernels.py`) in the source checkout"
+
+
+class StaleExtension(ImportError):
+    """The compiled kernels do not match the expression table or the C sources they run with."""
+
+
+def check_build(table_hash: str | None = None, sources_hash: str | None = None) -> None:
+    """Refuse an extension built from other sources: its embedded hashes must equal the table's (always
+    checked) and, in a source checkout, those of csrc/ as it is now."""
+    if not hasattr(lib, "rumus_expr_table_hash"):
+        raise StaleExtension(f"rumus_cpu: the compiled kernels predate the expression table; {REBUILD}")
+    built_table = ffi.string(lib.rumus_expr_table_hash()).decode()
+    want_table = table_hash if table_hash is not None else expr_c.table_hash()
+    if built_table != want_table:
+        raise StaleExtension(f"rumus_cpu: the compiled kernels were built from another expression table "
+                             f"(built {built_table[:12]}, tables now {want_table[:12]}); {REBUILD}")
+    if sources_hash is None and os.path.isdir(CSRC):
+        sources_hash = expr_c.sources_hash(CSRC)
+    built_sources = ffi.string(lib.rumus_sources_hash()).decode()
+    if sources_hash is not None and built_sources != sources_hash:
+        raise StaleExtension(f"rumus_cpu: the compiled kernels are stale: csrc/ changed since they were built "
+                             f"(built {built_sources[:12]}, sources now {sources_hash[:12]}); {REBUILD}")
+
+
+check_build()
 
 MAX_DIMS = 64
 CACHE_LIMIT = 8192

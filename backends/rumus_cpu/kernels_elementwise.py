@@ -1,57 +1,61 @@
-"""Elementwise kernels: unary math, binary arithmetic, comparisons, where, clamp.
+"""Elementwise kernels: every op of the expression table (rendered into C at build time), where, clamp.
 
-Inputs arrive already expanded to the output shape (stride 0 on broadcast dims), so one layout key
-(output shape plus every operand's strides) describes the whole call.
+The table's ops and the dtypes claimed for them are derived from rumus_contracts.ops.expressions: an
+(op, dtype) is claimed when the C renderer expresses it. Inputs arrive already expanded to the output
+shape (stride 0 on broadcast dims), so one layout key (output shape plus every operand's strides)
+describes the whole call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import DType, Kernel, TensorArg
+from rumus_contracts import DType, Kernel, TensorArg, parse_dtype
+from rumus_contracts.ops import expr_c
+from rumus_contracts.ops.expressions import Expr, all_kernels
 
 from . import _lib
 from ._lib import EMPTY, META, ew_meta, ffi, lib
-from .dtypes import ALL, FLOAT, NUMERIC, SIGNED
-
-UNARY: dict[str, tuple[DType, ...]] = {
-    "neg": SIGNED, "abs": SIGNED, "relu": SIGNED, "exp": FLOAT, "log": FLOAT, "sqrt": FLOAT,
-    "rsqrt": FLOAT, "sin": FLOAT, "cos": FLOAT, "tanh": FLOAT, "sigmoid": FLOAT,
-}
-BINARY: dict[str, tuple[DType, ...]] = {
-    "add": NUMERIC, "sub": NUMERIC, "mul": NUMERIC, "div": FLOAT, "pow": FLOAT, "maximum": NUMERIC,
-    "minimum": NUMERIC,
-}
-COMPARE: dict[str, tuple[DType, ...]] = {name: ALL for name in ("eq", "ne", "lt", "le", "gt", "ge")}
+from .dtypes import ALL, NUMERIC
 
 _from_buffer = ffi.from_buffer
 _get = META.get
 
 
-def unary(op: str, dtypes: Sequence[DType]) -> Kernel:
-    loops = _lib.loops(lib.rumus_ew_find, op, dtypes)
-    run = lib.rumus_ew_run1
+_NO_PARAMS = (0.0, 0.0)
+run1, run2, run3 = lib.rumus_expr_run1, lib.rumus_expr_run2, lib.rumus_expr_run3
 
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+
+def _params(e: Expr) -> Callable[[Mapping[str, Any]], tuple[float, float]]:
+    """attrs -> (p0, p1), the op's parameters in the table's order."""
+    names = list(e.params)
+    if not names:
+        return lambda attrs: _NO_PARAMS
+    if len(names) == 1:
+        return lambda attrs: (float(attrs[names[0]]), 0.0)
+    return lambda attrs: (float(attrs[names[0]]), float(attrs[names[1]]))
+
+
+def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
+    """One closure per arity, as lean as the hand-written kernels were: this is the per-op hot path."""
+    loops = _lib.loops(lib.rumus_expr_find, op, dtypes)
+    params = _params(e)
+    has_params = bool(e.params)  # most ops have none: skip the call on the per-op hot path
+    n_in = len(e.inputs)
+
+    def unary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o, x = outputs[0], inputs[0]
         key = (o.shape, o.strides, x.strides)
         meta = _get(key)
         if meta is None:
             meta = ew_meta(key)
         if meta is not EMPTY:
-            run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset)
+            p0, p1 = params(attrs) if has_params else _NO_PARAMS
+            run1(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset,
+                 p0, p1)
 
-    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
-    return kernel
-
-
-def binary(op: str, dtypes: Sequence[DType]) -> Kernel:
-    """Arithmetic (output dtype = input dtype) and comparisons (bool output) alike."""
-    loops = _lib.loops(lib.rumus_ew_find, op, dtypes)
-    run = lib.rumus_ew_run2
-
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    def binary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o = outputs[0]
         a, b = inputs
         key = (o.shape, o.strides, a.strides, b.strides)
@@ -59,10 +63,24 @@ def binary(op: str, dtypes: Sequence[DType]) -> Kernel:
         if meta is None:
             meta = ew_meta(key)
         if meta is not EMPTY:
-            run(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
-                _from_buffer(b.buffer), b.offset)
+            p0, p1 = params(attrs) if has_params else _NO_PARAMS
+            run2(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
+                 _from_buffer(b.buffer), b.offset, p0, p1)
 
-    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
+    def ternary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        o = outputs[0]
+        a, b, c = inputs
+        key = (o.shape, o.strides, a.strides, b.strides, c.strides)
+        meta = _get(key)
+        if meta is None:
+            meta = ew_meta(key)
+        if meta is not EMPTY:
+            p0, p1 = params(attrs) if has_params else _NO_PARAMS
+            run3(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
+                 _from_buffer(b.buffer), b.offset, _from_buffer(c.buffer), c.offset, p0, p1)
+
+    kernel: Kernel = (unary, binary, ternary)[n_in - 1]
+    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"  # type: ignore[attr-defined]
     return kernel
 
 
@@ -99,10 +117,18 @@ def clamp(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
                            x.offset, -_INF if lo is None else float(lo), _INF if hi is None else float(hi))
 
 
+def _table_entries() -> list[tuple[str, Kernel, tuple[DType, ...]]]:
+    out = []
+    for op, e in all_kernels().items():
+        dtypes = tuple(parse_dtype(name) for name in expr_c.supported(op, e))
+        if dtypes:
+            out.append((op, table_kernel(op, e, dtypes), dtypes))
+    return out
+
+
 # where is also claimed for bool: its schema dispatches on input 0 (cond, always bool).
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    *((op, unary(op, dts), dts) for op, dts in UNARY.items()),
-    *((op, binary(op, dts), dts) for op, dts in {**BINARY, **COMPARE}.items()),
+    *_table_entries(),
     ("where", where, ALL),
     ("clamp", clamp, NUMERIC),
 ]

@@ -1,8 +1,8 @@
-"""Neural-network kernels: activations and their fused backward ops, counter-based dropout, and the
-integer-indexed ops (embedding, index_select/index_add, gather/scatter_add).
+"""Neural-network kernels: counter-based dropout and the integer-indexed ops (embedding,
+index_select/index_add, gather/scatter_add). Activations are expression-table ops (kernels_elementwise).
 
-Activations run on the strided elementwise iterator like kernels_elementwise; the indexed ops take
-contiguous operands (their schemas say which), except gather's and scatter_add's x, which may be strided.
+The indexed ops take contiguous operands (their schemas say which), except gather's and scatter_add's x,
+which may be strided.
 """
 
 from __future__ import annotations
@@ -14,62 +14,10 @@ import numpy as np
 
 from rumus_contracts import DType, IndexOutOfRange, Kernel, ShapeError, TensorArg, contiguous_strides
 
-from . import _lib
-from ._lib import EMPTY, META, ew_meta, ffi, lib
+from ._lib import ffi, lib
 from .dtypes import ALL, FLOAT
 
 _from_buffer = ffi.from_buffer
-_get = META.get
-
-# op -> (attribute giving p0, attribute giving p1); absent attributes pass 0.0
-PARAMS: dict[str, tuple[str | None, str | None]] = {
-    "erf": (None, None), "gelu": (None, None), "gelu_tanh": (None, None), "silu": (None, None),
-    "leaky_relu": ("negative_slope", None), "softplus": ("beta", "threshold"), "elu": ("alpha", None),
-}
-
-
-def _params(op: str, attrs: Mapping[str, Any]) -> tuple[float, float]:
-    a, b = PARAMS[op]
-    return (float(attrs[a]) if a else 0.0), (float(attrs[b]) if b else 0.0)
-
-
-def activation(op: str) -> Kernel:
-    loops = _lib.loops(lib.rumus_act_find, op, FLOAT)
-    run = lib.rumus_act_run1
-
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-        o, x = outputs[0], inputs[0]
-        key = (o.shape, o.strides, x.strides)
-        meta = _get(key)
-        if meta is None:
-            meta = ew_meta(key)
-        if meta is not EMPTY:
-            p0, p1 = _params(op, attrs)
-            run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset, p0, p1)
-
-    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
-    return kernel
-
-
-def activation_backward(op: str) -> Kernel:
-    loops = _lib.loops(lib.rumus_act_find, f"{op}_backward", FLOAT)
-    run = lib.rumus_act_run2
-
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-        o = outputs[0]
-        g, x = inputs
-        key = (o.shape, o.strides, g.strides, x.strides)
-        meta = _get(key)
-        if meta is None:
-            meta = ew_meta(key)
-        if meta is not EMPTY:
-            p0, p1 = _params(op, attrs)
-            run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(g.buffer), g.offset,
-                _from_buffer(x.buffer), x.offset, p0, p1)
-
-    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}_backward"
-    return kernel
-
 
 # ---- helpers for the indexed ops ---------------------------------------------------------------------
 
@@ -225,14 +173,7 @@ def dropout(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Ma
 
 
 def _kernels() -> list[tuple[str, Kernel, tuple[DType, ...]]]:
-    if not hasattr(lib, "rumus_act_find"):  # an extension built before csrc/nn_*.c existed: rebuild it
-        import warnings
-        warnings.warn("rumus_cpu: the compiled kernels predate csrc/nn_*.c; run `python csrc/build_cpu_kernels.py` "
-                      "to get the nn kernels (gelu, dropout, embedding, ...)", RuntimeWarning, stacklevel=2)
-        return []
     return [
-        *((op, activation(op), FLOAT) for op in PARAMS),
-        *((f"{op}_backward", activation_backward(op), FLOAT) for op in PARAMS if op != "erf"),
         ("dropout", dropout, FLOAT),
         ("embedding", embedding, ALL),
         ("embedding_backward", embedding_backward, FLOAT),

@@ -1,7 +1,9 @@
-"""Elementwise kernels: unary math, binary arithmetic, comparisons, where, clamp, copy and fill.
+"""Elementwise kernels: every op of the expression table, where, clamp, copy and fill.
 
-One WGSL skeleton (shaders/elementwise.wgsl) serves every op: Python writes the op's expression for
-the input dtype's compute kind (f32 math for float32/float16, i32, emulated int64, bool) and picks
+One WGSL skeleton (shaders/elementwise.wgsl) serves every op: the table ops' bodies are rendered from
+rumus_contracts.ops.expressions at pipeline creation (expr_wgsl.py) for the input dtype's compute kind
+(f32 math for float32/float16, i32, emulated int64, bool), and their dtype claims are derived from
+what the renderer expresses. Python picks
 the 1-D indexing variant when every operand coalesces to a single strided dim (the contiguous and
 scalar-broadcast fast path) or the general N-D variant otherwise.
 """
@@ -13,7 +15,10 @@ import struct
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import DType, RumusError, TensorArg
+from rumus_contracts import DType, RumusError, TensorArg, parse_dtype
+from rumus_contracts.ops import expr_c, expr_wgsl
+from rumus_contracts.ops.expr_lang import Unsupported
+from rumus_contracts.ops.expressions import Expr, all_kernels
 
 from .layout import (
     NOVEC, STORAGE_TYPE, WG, coalesce, convert, dealias, device_of, env_set, f32_bits, grid, i32_word, kind, load,
@@ -23,73 +28,7 @@ from .pipelines import render
 from .pool import WgpuBuffer
 
 MAX_DIMS = 8
-# expressions over a, b, c (the inputs in their compute kind), by compute kind
-UNARY: dict[str, dict[str, str]] = {
-    "neg": {"f": "-a", "i": "-a", "l": "i64_neg(a)"},
-    "abs": {"f": "abs(a)", "i": "abs(a)", "l": "i64_abs(a)"},
-    "relu": {"f": "max(a, 0.0)", "i": "max(a, 0)", "l": "select(a, vec2<u32>(0u), i64_is_neg(a))"},
-    "exp": {"f": "exp(a)"},
-    "log": {"f": "log(a)"},
-    "sqrt": {"f": "sqrt(a)"},
-    "rsqrt": {"f": "inverseSqrt(a)"},
-    "sin": {"f": "sin(a)"},
-    "cos": {"f": "cos(a)"},
-    "tanh": {"f": "tanh(clamp(a, -15.0, 15.0))"},  # exp-based tanh would overflow to NaN
-    "sigmoid": {"f": "1.0 / (1.0 + exp(-a))"},
-}
-BINARY: dict[str, dict[str, str]] = {
-    "add": {"f": "a + b", "i": "a + b", "l": "i64_add(a, b)"},
-    "sub": {"f": "a - b", "i": "a - b", "l": "i64_sub(a, b)"},
-    "mul": {"f": "a * b", "i": "a * b", "l": "i64_mul(a, b)"},
-    "div": {"f": "a / b"},
-    "pow": {"f": "spow(a, b)"},
-    "maximum": {"f": "max(a, b)", "i": "max(a, b)", "l": "i64_max(a, b)"},
-    "minimum": {"f": "min(a, b)", "i": "min(a, b)", "l": "i64_min(a, b)"},
-}
-# activations (PyTorch's definitions); parameters arrive as f32 bits in cfg.p, in ACTIVATION_PARAMS order
-P0, P1 = "bitcast<f32>(cfg.p.x)", "bitcast<f32>(cfg.p.y)"
-ACTIVATIONS: dict[str, str] = {
-    "erf": "erf_f(a)",
-    "gelu": "0.5 * a * (1.0 + erf_f(a * 0.70710678118654752))",
-    "gelu_tanh": "0.5 * a * (1.0 + tanh(clamp(0.79788456080286536 * (a + 0.044715 * a * a * a), -15.0, 15.0)))",
-    "silu": "a / (1.0 + exp(-a))",
-    "leaky_relu": f"select(a * {P0}, a, a > 0.0)",
-    "softplus": f"select(log(1.0 + exp(min(a * {P0}, {P1}))) / {P0}, a, a * {P0} > {P1})",
-    "elu": f"select({P0} * (exp(min(a, 0.0)) - 1.0), a, a > 0.0)",
-    # fused backward ops: grad * f'(x) with a = grad, b = x
-    "gelu_backward": "a * (0.5 * (1.0 + erf_f(b * 0.70710678118654752)) + b * 0.39894228040143268 * exp(-0.5 * b * b))",
-    "gelu_tanh_backward": "a * gelu_tanh_grad(b)",
-    "silu_backward": "a * silu_grad(b)",
-    "leaky_relu_backward": f"a * select({P0}, 1.0, b > 0.0)",
-    "softplus_backward": f"a * select(1.0 / (1.0 + exp(-min(b * {P0}, {P1}))), 1.0, b * {P0} > {P1})",
-    "elu_backward": f"a * select({P0} * exp(min(b, 0.0)), 1.0, b > 0.0)",
-}
-ACTIVATION_PARAMS = {"leaky_relu": ("negative_slope",), "softplus": ("beta", "threshold"), "elu": ("alpha",)}
-ACTIVATION_HELPERS = """
-// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26); WGSL has no erf
-fn erf_f(x: f32) -> f32 {
-    let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-    let y = 1.0 - t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-        * exp(-x * x);
-    return select(-y, y, x >= 0.0);
-}
-fn gelu_tanh_grad(x: f32) -> f32 {
-    let t = tanh(clamp(0.79788456080286536 * (x + 0.044715 * x * x * x), -15.0, 15.0));
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.79788456080286536 * (1.0 + 0.134145 * x * x);
-}
-fn silu_grad(x: f32) -> f32 {
-    let s = 1.0 / (1.0 + exp(-x));
-    return s * (1.0 + x * (1.0 - s));
-}
-"""
-COMPARE: dict[str, dict[str, str]] = {
-    "eq": {"f": "a == b", "i": "a == b", "l": "i64_eq(a, b)"},
-    "ne": {"f": "a != b", "i": "a != b", "l": "!i64_eq(a, b)"},
-    "lt": {"f": "a < b", "i": "a < b", "l": "i64_lt(a, b)"},
-    "le": {"f": "a <= b", "i": "a <= b", "l": "!i64_lt(b, a)"},
-    "gt": {"f": "a > b", "i": "a > b", "l": "i64_lt(b, a)"},
-    "ge": {"f": "a >= b", "i": "a >= b", "l": "!i64_lt(a, b)"},
-}
+WGSL_DTYPES = ("float32", "float16", "int32", "int64", "bool")
 CLAMP = {
     "f": "min(max(a, bitcast<f32>(cfg.p.x)), bitcast<f32>(cfg.p.y))",
     "i": "clamp_i(a)",
@@ -110,10 +49,44 @@ NAMES = "abc"
 
 
 class MapSpec:
-    """How one op maps its inputs: expression table, operand kind rule and result kind rule."""
+    """How one op maps its inputs: expression per compute kind, result kind rule, WGSL helpers
+    (one string, or one per compute kind)."""
 
-    def __init__(self, op: str, exprs: Mapping[str, str], result: str = "same", helpers: str = "") -> None:
+    def __init__(self, op: str, exprs: Mapping[str, str], result: str = "same",
+                 helpers: str | Mapping[str, str] = "") -> None:
         self.op, self.exprs, self.result, self.helpers = op, exprs, result, helpers
+
+
+def compute_kind(dtype: DType) -> str:
+    """The kind a table op computes in: bool inputs are computed as 0/1 integers."""
+    k = kind(dtype)
+    return "i" if k == "b" else k
+
+
+def table_spec(op: str, e: Expr) -> MapSpec | None:
+    """The MapSpec of an expression-table op: its WGSL function rendered per compute kind it supports."""
+    exprs, helpers = {}, {}
+    for k in ("f", "i", "l"):
+        try:
+            helpers[k], exprs[k] = expr_wgsl.function(op, e, k)
+        except Unsupported:
+            continue
+    return MapSpec(op, exprs, "compare" if e.result == "bool" else "same", helpers) if exprs else None
+
+
+def spec(op: str) -> MapSpec:
+    """The MapSpec of a table op every compute kind can run (for kernels composed of maps, e.g. conv's add)."""
+    out = table_spec(op, all_kernels()[op])
+    if out is None:
+        raise RumusError(f"wgpu: the expression table has no WGSL form of {op}")
+    return out
+
+
+def table_claims(op: str, e: Expr) -> tuple[DType, ...]:
+    """The dtypes of the op's group whose compute kind the WGSL renderer expresses (derived, not listed)."""
+    spec = table_spec(op, e)
+    names = [n for n in expr_c.GROUPS[e.dtypes] if n in WGSL_DTYPES]
+    return tuple(parse_dtype(n) for n in names if spec is not None and compute_kind(parse_dtype(n)) in spec.exprs)
 
 
 def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases: Mapping[int, int],
@@ -133,7 +106,7 @@ def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases
         slot += 1
     # operand kind: where's condition is bool, its values set the kind; compare bools as ints
     op_kind = kind(in_dtypes[1] if spec.op == "where" else in_dtypes[0]) if in_dtypes else kind(out_dtype)
-    if spec.result == "compare" and op_kind == "b":
+    if op_kind == "b" and spec.exprs and "b" not in spec.exprs:  # table ops compute bools as 0/1 integers
         op_kind = "i"
     if spec.op == "copy":
         expr, res_kind = "a", kind(in_dtypes[0])
@@ -164,8 +137,9 @@ def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases
             lines += ["    {", *element(refs, "        "), f"        w[{c}] = {result};", "    }"]
         lines.append("    out0[o.x] = w;")
     scalar = "f16" if any(d.name == "float16" for d in (out_dtype, *in_dtypes)) else "f32"
+    helpers = spec.helpers if isinstance(spec.helpers, str) else spec.helpers.get(op_kind, "")
     return render("elementwise", scalar=scalar, BINDINGS="\n".join(bindings), CONFIG=str(slot),
-                  HELPERS=spec.helpers, OFFSETS="offsets_nd" if nd else "offsets_1d", BODY="\n".join(lines))
+                  HELPERS=helpers, OFFSETS="offsets_nd" if nd else "offsets_1d", BODY="\n".join(lines))
 
 
 VEC_TYPES = ("float32", "float16", "int32", "bool")
@@ -261,28 +235,11 @@ def _map_launch(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[Te
     return prog, data, (x, y, z)
 
 
-def _unary(op: str) -> Any:
-    spec = MapSpec(op, UNARY[op])
+def _table_kernel(spec: MapSpec, e: Expr) -> Any:
+    names = tuple(e.params)
 
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-        run_map(spec, outputs, inputs)
-    return kernel
-
-
-def _activation(op: str) -> Any:
-    spec = MapSpec(op, {"f": ACTIVATIONS[op]}, helpers=ACTIVATION_HELPERS)
-    names = ACTIVATION_PARAMS.get(op.removesuffix("_backward"), ())
-
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-        run_map(spec, outputs, inputs, [f32_bits(float(attrs[n])) for n in names])
-    return kernel
-
-
-def _binary(op: str, table: Mapping[str, Mapping[str, str]], result: str = "same") -> Any:
-    spec = MapSpec(op, table[op], result)
-
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-        run_map(spec, outputs, inputs)
+        run_map(spec, outputs, inputs, [f32_bits(float(attrs[n])) for n in names] if names else ())
     return kernel
 
 
@@ -353,10 +310,17 @@ def fill(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mappi
     run_map(_FILL, outputs, [], params)
 
 
+def table_kernels() -> dict[str, tuple[Any, tuple[DType, ...]]]:
+    """op -> (kernel, claimed dtypes) for every expression-table op the WGSL renderer expresses."""
+    out = {}
+    for op, e in all_kernels().items():
+        spec, claims = table_spec(op, e), table_claims(op, e)
+        if spec is not None and claims:
+            out[op] = (_table_kernel(spec, e), claims)
+    return out
+
+
 def kernels() -> dict[str, Any]:
-    table: dict[str, Any] = {op: _unary(op) for op in UNARY}
-    table.update({op: _binary(op, BINARY) for op in BINARY})
-    table.update({op: _binary(op, COMPARE, "compare") for op in COMPARE})
-    table.update({op: _activation(op) for op in ACTIVATIONS})
+    table: dict[str, Any] = {op: k for op, (k, _) in table_kernels().items()}
     table.update({"where": where, "clamp": clamp, "copy": copy, "fill": fill})
     return table

@@ -23,15 +23,15 @@ FI = (*F, int32, int64)
 ALL = (*FI, bool_)
 
 CLAIMS: dict[str, tuple[DType, ...]] = {
-    **{op: FI for op in ("neg", "abs", "relu", "add", "sub", "mul", "maximum", "minimum", "clamp")},
-    **{op: F for op in ("exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "div", "pow")},
-    **{op: ALL for op in ("eq", "ne", "lt", "le", "gt", "ge", "copy", "fill")},
+    # the expression-table ops: claims derived from what the WGSL renderer expresses
+    **{op: dtypes for op, (_, dtypes) in elementwise.table_kernels().items()},
+    "clamp": FI,
+    **{op: ALL for op in ("copy", "fill")},
     # where dispatches on its bool condition in the current schema, and on its values once fixed
     "where": ALL,
     **{op: FI for op in ("sum", "prod", "amax", "amin", "argmax", "argmin")},
     "softmax": F, "log_softmax": F, "matmul": F,
     "adam_step": (float32,), "sgd_step": (float32,),
-    **{op: F for op in elementwise.ACTIVATIONS},
     **{op: ALL for op in ("gather", "index_select", "embedding")},
     **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
     **{op: F for m in (nn_conv, nn_pool, nn_norm, nn_dropout) for op in m.kernels()},

@@ -27,7 +27,7 @@ from .nn_common import dispatch
 SCRATCH_BYTES = 64 << 20
 MAX_COLUMNS = 1 << 20     # N * L of one chunk: GEMM grids stay far below the dispatch limit
 PER_SAMPLE_MIN_L = 256    # output positions from which per-sample GEMMs are wide enough
-_ADD = elementwise.MapSpec("add", elementwise.BINARY["add"])
+_ADD = elementwise.spec("add")
 
 
 def _view(buf: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int, dtype: DType) -> TensorArg:

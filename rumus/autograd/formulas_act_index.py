@@ -1,15 +1,8 @@
-"""Backward formulas of the activation, dropout, embedding and integer-indexing ops
-(rumus_contracts.ops.activation, .indexing, .nn).
-
-An activation's formula calls its fused `<op>_backward` kernel when the tensor's backend has one and
-falls back to core ops otherwise, so a backend that ships only the forward kernel still trains; under
-create_graph it always uses core ops, so higher derivatives are exact.
+"""Backward formulas of the dropout, embedding and integer-indexing ops (rumus_contracts.ops.indexing,
+.nn). The activations' formulas are generated from the expression table (formulas_table.py).
 """
 
 from __future__ import annotations
-
-import math
-from collections.abc import Callable
 
 import numpy as np
 
@@ -18,7 +11,6 @@ from .. import _math as M
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
-from .grad_mode import state as grad_state
 from .graph import Context
 
 _fused_cache: dict[tuple[str, str, str], bool] = {}
@@ -32,82 +24,6 @@ def has_kernel(op: str, like: Tensor) -> bool:
     if hit is None:
         hit = _fused_cache[key] = _runtime.plugins().kernels.find(op, backend.name, like.dtype) is not None
     return hit
-
-
-# ---- activations ------------------------------------------------------------------------------------
-
-@formula("erf", inputs=True)
-def _erf(ctx: Context, g: Tensor) -> tuple[Tensor]:
-    x = ctx.inputs[0]
-    return (M.mul(g, M.mul(M.exp(M.neg(M.mul(x, x))), 2.0 / math.sqrt(math.pi))),)
-
-
-def _gelu_fallback(g: Tensor, x: Tensor) -> Tensor:
-    cdf = M.mul(M.add(_op("erf")(M.mul(x, 1.0 / math.sqrt(2.0))), 1.0), 0.5)
-    pdf = M.mul(M.exp(M.mul(M.mul(x, x), -0.5)), 1.0 / math.sqrt(2.0 * math.pi))
-    return M.mul(g, M.add(cdf, M.mul(x, pdf)))
-
-
-def _gelu_tanh_fallback(g: Tensor, x: Tensor) -> Tensor:
-    k, kappa = math.sqrt(2.0 / math.pi), 0.044715
-    x2 = M.mul(x, x)
-    t = M.tanh(M.mul(M.add(x, M.mul(M.mul(x2, x), kappa)), k))
-    left = M.mul(M.add(t, 1.0), 0.5)
-    right = M.mul(M.mul(M.mul(x, 0.5), M.sub(1.0, M.mul(t, t))), M.mul(M.add(M.mul(x2, 3 * kappa), 1.0), k))
-    return M.mul(g, M.add(left, right))
-
-
-def _silu_fallback(g: Tensor, x: Tensor) -> Tensor:
-    s = M.sigmoid(x)
-    return M.mul(g, M.mul(s, M.add(M.mul(x, M.sub(1.0, s)), 1.0)))
-
-
-def _leaky_relu_fallback(g: Tensor, x: Tensor, negative_slope: float) -> Tensor:
-    return M.where(M.gt(x, 0), g, M.mul(g, negative_slope))
-
-
-def _softplus_fallback(g: Tensor, x: Tensor, beta: float, threshold: float) -> Tensor:
-    bx = M.mul(x, beta)
-    return M.where(M.gt(bx, threshold), g, M.mul(g, M.sigmoid(bx)))
-
-
-def _elu_fallback(g: Tensor, x: Tensor, alpha: float) -> Tensor:
-    return M.where(M.gt(x, 0), g, M.mul(g, M.mul(M.exp(M.minimum(x, 0.0)), alpha)))
-
-
-FALLBACKS: dict[str, tuple[Callable[..., Tensor], tuple[str, ...]]] = {
-    "gelu": (_gelu_fallback, ()),
-    "gelu_tanh": (_gelu_tanh_fallback, ()),
-    "silu": (_silu_fallback, ()),
-    "leaky_relu": (_leaky_relu_fallback, ("negative_slope",)),
-    "softplus": (_softplus_fallback, ("beta", "threshold")),
-    "elu": (_elu_fallback, ("alpha",)),
-}
-
-
-def _register_activation(name: str) -> None:
-    fallback, attr_names = FALLBACKS[name]
-    backward = f"{name}_backward"
-
-    def forward_formula(ctx: Context, g: Tensor) -> tuple[Tensor]:
-        x = ctx.inputs[0]
-        attrs = {n: ctx.attrs[n] for n in attr_names}
-        # the fused op is differentiable in grad only: under create_graph (grad mode on while
-        # differentiating) the core-op form keeps second derivatives exact
-        if not grad_state.enabled and has_kernel(backward, x):
-            return (_op(backward)(g, x, **attrs),)
-        return (fallback(g, x, *attrs.values()),)
-
-    def backward_formula(ctx: Context, gg: Tensor) -> tuple[Tensor, None]:
-        # grad * f'(x) is linear in grad: its gradient is the same op applied to the incoming one
-        return _op(backward)(gg, ctx.inputs[1], **{n: ctx.attrs[n] for n in attr_names}), None
-
-    formula(name, inputs=True)(forward_formula)
-    formula(backward, inputs=True)(backward_formula)
-
-
-for _name in FALLBACKS:
-    _register_activation(_name)
 
 
 # ---- dropout ---------------------------------------------------------------------------------------
@@ -164,3 +80,6 @@ def _scatter_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor |
     need_x, _, need_src = ctx.needs_input_grad
     gs = _op("gather")(g, ctx.inputs[1], dim=ctx.attrs["dim"]) if need_src else None
     return (g if need_x else None), None, gs
+
+
+from . import formulas_table as _formulas_table  # noqa: E402, F401  (needs has_kernel above)

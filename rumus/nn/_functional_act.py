@@ -10,6 +10,7 @@ from ..random import default_generator
 from ..tensor import Tensor
 
 
+
 def erf(x: Tensor) -> Tensor:
     return _op("erf")(x)
 
@@ -48,11 +49,35 @@ def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bo
 
 
 def mish(x: Tensor, inplace: bool = False) -> Tensor:
-    return M.mul(x, M.tanh(softplus(x)))
+    return _op("mish")(x)
 
 
 def logsigmoid(x: Tensor) -> Tensor:
-    return M.neg(softplus(M.neg(x)))
+    return _op("logsigmoid")(x)
+
+
+def softsign(x: Tensor) -> Tensor:
+    return _op("softsign")(x)
+
+
+def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
+    return _op("hardswish")(x)
+
+
+def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
+    return _op("hardsigmoid")(x)
+
+
+def selu(x: Tensor, inplace: bool = False) -> Tensor:
+    return _op("selu")(x)
+
+
+def tanhshrink(x: Tensor) -> Tensor:
+    return _op("tanhshrink")(x)
+
+
+def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    return _op("celu")(x, alpha=float(alpha))
 
 
 # ---- dropout -----------------------------------------------------------------------------------------

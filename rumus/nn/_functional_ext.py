@@ -3,7 +3,8 @@ attention, integer indexing), gathered in one place so functional.py imports the
 
 from .._indexing import gather, index_add, index_select, one_hot, scatter_add
 from ._functional_act import (
-    dropout, elu, embedding, erf, gelu, hardtanh, leaky_relu, logsigmoid, mish, relu6, silu, softplus,
+    celu, dropout, elu, embedding, erf, gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
+    selu, silu, softplus, softsign, tanhshrink,
 )
 from ._functional_attention import causal_mask, generate_square_subsequent_mask, scaled_dot_product_attention
 from ._functional_loss import (
@@ -11,8 +12,9 @@ from ._functional_loss import (
 )
 
 __all__ = [
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "causal_mask", "cross_entropy", "dropout", "elu",
-    "embedding", "erf", "gather", "gelu", "generate_square_subsequent_mask", "hardtanh", "huber_loss", "index_add",
-    "index_select", "leaky_relu", "logsigmoid", "mish", "nll_loss", "one_hot", "relu6", "scaled_dot_product_attention",
-    "scatter_add", "silu", "smooth_l1_loss", "softplus",
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "causal_mask", "cross_entropy", "gather",
+    "generate_square_subsequent_mask", "huber_loss", "index_add", "index_select", "nll_loss", "one_hot",
+    "scaled_dot_product_attention", "scatter_add", "smooth_l1_loss",
+    "celu", "dropout", "elu", "embedding", "erf", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
+    "logsigmoid", "mish", "relu6", "selu", "silu", "softplus", "softsign", "tanhshrink",
 ]

@@ -2,7 +2,10 @@
 attention, transformer) plus rumus.nn.utils, gathered so rumus/nn/__init__.py imports them in one line."""
 
 from . import utils
-from .activation import ELU, GELU, LeakyReLU, Mish, ReLU6, SiLU, Softplus
+from .activation import (
+    CELU, ELU, GELU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, Mish, ReLU6, SiLU, Softplus,
+    Softsign, Tanhshrink,
+)
 from .attention import KVCache, MultiheadAttention
 from .dropout import Dropout
 from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, NLLLoss, SmoothL1Loss
@@ -13,4 +16,5 @@ __all__ = [
     "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "Dropout", "ELU", "Embedding", "GELU", "HuberLoss",
     "KVCache", "LeakyReLU", "Mish", "MultiheadAttention", "NLLLoss", "ReLU6", "SiLU", "SmoothL1Loss", "Softplus",
     "TransformerBlock", "TransformerEncoder", "TransformerEncoderLayer", "utils",
+    "CELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LogSigmoid", "Softsign", "Tanhshrink",
 ]

@@ -117,3 +117,66 @@ class Mish(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.mish(x)
+
+
+class Softsign(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softsign(x)
+
+
+class Hardswish(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardswish(x)
+
+
+class Hardsigmoid(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardsigmoid(x)
+
+
+class SELU(Module):
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.selu(x)
+
+
+class CELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.celu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
+
+
+class Tanhshrink(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanhshrink(x)
+
+
+class LogSigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return F.logsigmoid(x)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.min_val, self.max_val = min_val, max_val
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}"
