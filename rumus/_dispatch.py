@@ -8,7 +8,8 @@ from math import prod
 from typing import Any
 
 from rumus_contracts import (
-    AutogradError, Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64, promote,
+    AutogradError, Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64,
+    promote,
 )
 from rumus_contracts.schema import _same_dtype as _same_dtype_rule
 from rumus_contracts.shapes import broadcast_shapes
