@@ -9,6 +9,7 @@ from typing import Any
 from rumus_contracts import RumusError, ShapeError, contiguous_strides
 from rumus_contracts.shapes import normalize_dim
 
+from . import _advanced_index
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
 from .tensor import Tensor, make_tensor
@@ -270,7 +271,6 @@ def _getitem_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
 
 
 def getitem(t: Tensor, index: Any) -> Tensor:
-    from . import _advanced_index
     if _advanced_index.is_advanced(index):
         return _advanced_index.getitem(t, index)
     shape, strides, offset = _index_layout(t, index)
