@@ -29,8 +29,14 @@ _BASIC_TYPES = (int, slice, type(None), type(Ellipsis))
 
 def is_advanced(index: Any) -> bool:
     """Whether `index` needs advanced indexing (a tensor, list, range or array anywhere in it)."""
-    if type(index) is tuple:
-        return any(_advanced_item(i) for i in index)
+    t = type(index)
+    if t in _BASIC_TYPES:  # x[i], x[a:b]: the hot path, decided by one type test
+        return False
+    if t is tuple:
+        for i in index:
+            if type(i) not in _BASIC_TYPES and _advanced_item(i):
+                return True
+        return False
     return _advanced_item(index)
 
 

@@ -24,7 +24,7 @@ def _view(base: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset
     if grad_state.enabled:
         # a differentiable view: after an in-place change of its base it takes its history from there
         out._view_version = base._storage.version
-        if base.requires_grad:
+        if base._requires_grad or (base._view_version >= 0 and base.requires_grad):
             out._requires_grad = True
             out._grad_fn = Node(name, backward, [base], attrs, save_inputs=False)
     return out
