@@ -118,9 +118,7 @@ def positions(x: Tensor, index: Any) -> np.ndarray:
             pos = pos + grid[np_index] * stride
     except IndexError as e:
         raise ShapeError(f"index out of range for a tensor of shape {x.shape}: {e}") from None
-    if pos.ndim == 0 and len(shape) == 0:
-        pos = pos.reshape(())
-    return np.ascontiguousarray(pos, dtype=np.int64)
+    return np.array(pos, dtype=np.int64)  # (np.ascontiguousarray would turn a 0-d result into 1-d)
 
 
 def _positions_on(device_like: Tensor, pos: np.ndarray) -> Tensor:
