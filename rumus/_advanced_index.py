@@ -29,8 +29,14 @@ _BASIC_TYPES = (int, slice, type(None), type(Ellipsis))
 
 def is_advanced(index: Any) -> bool:
     """Whether `index` needs advanced indexing (a tensor, list, range or array anywhere in it)."""
-    if type(index) is tuple:
-        return any(_advanced_item(i) for i in index)
+    t = type(index)
+    if t in _BASIC_TYPES:  # x[i], x[a:b]: the hot path, decided by one type test
+        return False
+    if t is tuple:
+        for i in index:
+            if type(i) not in _BASIC_TYPES and _advanced_item(i):
+                return True
+        return False
     return _advanced_item(index)
 
 
@@ -45,7 +51,7 @@ def _advanced_item(item: Any) -> bool:
 
 def _to_host_index(item: Any) -> np.ndarray:
     if isinstance(item, Tensor):
-        if not (item.dtype.kind in "iub"):
+        if item.dtype.kind not in "iub":
             raise DTypeError(f"tensors used as indices must be integer or bool, got {item.dtype}; use .long()")
         arr = item.numpy()  # the host read (a device read-back on GPU backends)
         return arr.astype(bool) if item.dtype == bool_ or item.dtype.name == "uint8" else arr.astype(np.int64)
@@ -112,9 +118,7 @@ def positions(x: Tensor, index: Any) -> np.ndarray:
             pos = pos + grid[np_index] * stride
     except IndexError as e:
         raise ShapeError(f"index out of range for a tensor of shape {x.shape}: {e}") from None
-    if pos.ndim == 0 and len(shape) == 0:
-        pos = pos.reshape(())
-    return np.ascontiguousarray(pos, dtype=np.int64)
+    return np.array(pos, dtype=np.int64)  # (np.ascontiguousarray would turn a 0-d result into 1-d)
 
 
 def _positions_on(device_like: Tensor, pos: np.ndarray) -> Tensor:
@@ -122,9 +126,37 @@ def _positions_on(device_like: Tensor, pos: np.ndarray) -> Tensor:
     return from_host(pos.reshape(-1), int64, device_like.device)
 
 
+def _one_dim_index(x: Tensor, index: Any) -> tuple[int, np.ndarray] | None:
+    """x[idx] / x[:, idx] with one 1-D integer index and full slices around it: (dim, wrapped index)."""
+    items = index if type(index) is tuple else (index,)
+    if len(items) > x.ndim:
+        return None
+    dim, arr = -1, None
+    for d, item in enumerate(items):
+        if type(item) is slice and item == slice(None):
+            continue
+        if dim >= 0 or not _advanced_item(item):
+            return None
+        arr = _to_host_index(item)
+        if arr.dtype == bool or arr.ndim != 1:
+            return None
+        dim = d
+    if arr is None:
+        return None
+    size = x.shape[dim]
+    if arr.size and (arr.min() < -size or arr.max() >= size):
+        raise ShapeError(f"index out of range: indices {arr.min()}..{arr.max()} for dim {dim} of size {size} "
+                         f"(shape {x.shape})")
+    return dim, np.where(arr < 0, arr + size, arr)
+
+
 def getitem(x: Tensor, index: Any) -> Tensor:
     """x[index] with an advanced index: a new tensor (not a view), differentiable."""
     from . import _indexing
+    simple = _one_dim_index(x, index)
+    if simple is not None:  # the common x[idx]: one index_select along that dim, no per-element positions
+        dim, idx = simple
+        return _indexing.index_select(x, dim, _positions_on(x, idx))
     pos = positions(x, index)
     flat = x.reshape(-1)
     return _indexing.index_select(flat, 0, _positions_on(x, pos)).reshape(pos.shape)

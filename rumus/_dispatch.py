@@ -8,7 +8,8 @@ from math import prod
 from typing import Any
 
 from rumus_contracts import (
-    AutogradError, Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64, promote,
+    AutogradError, Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64,
+    promote,
 )
 from rumus_contracts.schema import _same_dtype as _same_dtype_rule
 from rumus_contracts.shapes import broadcast_shapes
@@ -171,8 +172,8 @@ class Op:
                 _refuse_tracked_inplace(self.name, [inputs[i] for i in schema.mutates_idx])
             return []
         if grad_state.enabled and schema.differentiable:
-            for t in inputs:
-                if t.requires_grad:
+            for t in inputs:  # the slot first; the property only for views (it may recompute their history)
+                if t._requires_grad or (t._view_version >= 0 and t.requires_grad):
                     self._record(inputs, outputs, attrs)
                     break
         return outputs

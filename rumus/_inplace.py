@@ -66,7 +66,7 @@ def view_positions(v: Tensor, base: Tensor) -> np.ndarray:
         return storage_pos - base._offset
     inverse = np.full(base._storage.numel, -1, dtype=np.int64)
     inverse[_layout_positions(base.shape, base._strides, base._offset)] = np.arange(base.numel(), dtype=np.int64)
-    pos = inverse[storage_pos]
+    pos: np.ndarray = inverse[storage_pos]
     if (pos < 0).any():
         raise AutogradError("a view reaches storage outside its base's elements; its gradient cannot be "
                             "recomputed after an in-place change (clone() the view before the write)")

@@ -7,7 +7,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rumus_contracts import AutogradError, Device, DType, RumusError, ShapeError, int32, parse_dtype, uint8
+from rumus_contracts import Device, DType, RumusError, ShapeError, int32, parse_dtype, uint8
 from rumus_contracts.shapes import normalize_dim, normalize_dims
 
 from . import _views

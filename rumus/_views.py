@@ -9,6 +9,7 @@ from typing import Any
 from rumus_contracts import RumusError, ShapeError, contiguous_strides
 from rumus_contracts.shapes import normalize_dim
 
+from . import _advanced_index
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
 from .tensor import Tensor, make_tensor
@@ -27,7 +28,7 @@ def _view(base: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset
     if grad_state.enabled:
         # a differentiable view: after an in-place change of its base it takes its history from there
         out._view_version = base._storage.version
-        if base.requires_grad:
+        if base._requires_grad or (base._view_version >= 0 and base.requires_grad):
             out._requires_grad = True
             out._grad_fn = Node(name, backward, [base], attrs, save_inputs=False)
     return out
@@ -274,7 +275,6 @@ def _getitem_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
 
 
 def getitem(t: Tensor, index: Any) -> Tensor:
-    from . import _advanced_index
     if _advanced_index.is_advanced(index):
         return _advanced_index.getitem(t, index)
     shape, strides, offset = _index_layout(t, index)

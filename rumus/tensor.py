@@ -271,6 +271,7 @@ class Tensor:
                              f"{self.shape}/{self.dtype}")
         self._storage, self._strides, self._offset = value._storage, value._strides, value._offset
         self._arg_cache = None
+        self._base, self._view_version = None, -1  # new storage: no longer a view of the old base
 
     # ---- conversion ------------------------------------------------------------------------------
     def to(self, *args: Any, dtype: Any = None, device: Any = None) -> Tensor:

@@ -80,10 +80,12 @@ class Node:
         self.input_dtypes = [t.dtype for t in inputs]
         edges: list[tuple[Any, int] | None] = []
         for i, t in enumerate(inputs):
-            if not t.requires_grad or (differentiable is not None and i not in differentiable):
+            if t._view_version >= 0 and t._view_version != t._storage.version:
+                t.grad_fn  # noqa: B018 - a view whose base changed in place: recompute its history first
+            if not t._requires_grad or (differentiable is not None and i not in differentiable):
                 edges.append(None)
-            elif t.grad_fn is not None:
-                edges.append((t.grad_fn, t._output_nr))
+            elif t._grad_fn is not None:
+                edges.append((t._grad_fn, t._output_nr))
             else:
                 edges.append((t, 0))  # a leaf: its gradient accumulates into .grad
         self.edges = edges

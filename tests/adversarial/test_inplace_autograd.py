@@ -241,7 +241,7 @@ def _set(t: Any, index: Any, value: Any) -> Any:
 @pytest.mark.parametrize("index", [
     "t_rows", [0, 1, 0], (range(2), [2, 0]), "mask", "mask_row", (slice(None), [2, 2, 0]),
     (0, [1, 2]), ([1, 0], 2), (None, [1, 0]), (Ellipsis, [0, 2]), ([[0], [1]], [[0, 1, 2]]), "neg",
-    (slice(None), "t_cols"),
+    (slice(None), "t_cols"), "scalar_t", "int_and_scalar_t", "empty", "none_mask",
 ])
 def test_advanced_read_matches_pytorch(index: Any) -> None:
     def program(lib: Any, x: Any) -> Any:
@@ -254,6 +254,14 @@ def test_advanced_read_matches_pytorch(index: Any) -> None:
             idx = lib.tensor([False, True])
         elif index == "neg":
             idx = lib.tensor([-1, -2, -1])
+        elif index == "scalar_t":
+            idx = lib.tensor(1)
+        elif index == "int_and_scalar_t":
+            idx = (1, lib.tensor(2))
+        elif index == "empty":
+            idx = lib.tensor([], dtype=lib.int64)
+        elif index == "none_mask":
+            idx = x.detach() > 100
         elif isinstance(index, tuple) and "t_cols" in index:
             idx = (slice(None), lib.tensor([[2, 0], [1, 1]]))
         out = x[idx]

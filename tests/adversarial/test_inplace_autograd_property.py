@@ -1,6 +1,6 @@
-"""Property test (issue 20): random chains of in-place ops, views (taken before and after writes) and
-item assignments (basic and advanced indices) give the gradient that central finite differences of
-the same program give, in float64."""
+"""Property test (issue 20): random chains of in-place ops, views (taken before and after writes),
+advanced-index reads and item assignments (basic and advanced indices) give the gradient that
+central finite differences of the same program give, in float64."""
 
 from __future__ import annotations
 
@@ -59,6 +59,8 @@ def _program(x: Any, steps: list[tuple[Any, ...]], mask: np.ndarray, weights: np
     for step in steps:
         if step[0] == "keep":
             kept.append(_view(y, step[1]))
+        elif step[0] == "read":  # an advanced-index read: a copy of y's current values
+            kept.append(y[_index(step[1], mask)])
         elif step[0] == "inplace":
             _, vkind, op, c = step
             t = _view(y, vkind)
@@ -98,6 +100,7 @@ def _program(x: Any, steps: list[tuple[Any, ...]], mask: np.ndarray, weights: np
 _consts = st.sampled_from([-1.5, -0.5, 0.5, 2.0])
 _step = st.one_of(
     st.tuples(st.just("keep"), st.sampled_from(VIEWS)),
+    st.tuples(st.just("read"), st.sampled_from(INDICES)),
     st.tuples(st.just("inplace"), st.sampled_from(VIEWS), st.sampled_from(INPLACE), _consts),
     st.tuples(st.just("setitem"), st.sampled_from(INDICES), st.booleans(), _consts),
 )

@@ -34,7 +34,8 @@ def _in_threads(fns: list[Callable[[], Any]]) -> list[Any]:
     return results
 
 
-def _train(seed: int, steps: int = 12, barrier: threading.Barrier | None = None) -> tuple[list[float], list[np.ndarray]]:
+def _train(seed: int, steps: int = 12,
+           barrier: threading.Barrier | None = None) -> tuple[list[float], list[np.ndarray]]:
     """A small MLP with dropout, trained with Adam on seeded synthetic data; every draw comes from
     the default generator of the calling thread."""
     rm.manual_seed(seed)
