@@ -8,6 +8,8 @@ from typing import Any
 
 from rumus_contracts.onnx_lowering import OnnxExportError
 
+import rumus
+
 from .. import _dispatch, _math, _views
 from ..autograd import no_grad
 from ..nn.module import Module
@@ -76,13 +78,18 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
         model.eval()
         _dispatch._tracer, _views._tracer = tracer.on_op, tracer.on_view
         original_cat = _math.cat
-        _math.cat = _traced_cat(original_cat, tracer)  # cat writes through copy_into, not an op
+        # cat writes through copy_into, not an op: trace it as Concat (names bound to it are patched too)
+        patched = [(mod, attr) for mod in (_math, rumus) for attr in ("cat", "concat")
+                   if getattr(mod, attr, None) is original_cat]
+        for mod, attr in patched:
+            setattr(mod, attr, _traced_cat(original_cat, tracer))
         try:
             with no_grad():
                 result = model(*call_args)
         finally:
             _dispatch._tracer, _views._tracer = None, None
-            _math.cat = original_cat
+            for mod, attr in patched:
+                setattr(mod, attr, original_cat)
             model.train(was_training)
     tracer.check_versions()
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
