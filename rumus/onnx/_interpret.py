@@ -7,7 +7,7 @@ Values are rumus Tensors, or numpy arrays for the small integer "shape arithmeti
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from ..nn import functional as F
 from ..ops import get as op
 from ..tensor import Tensor
 
-Value = Union[Tensor, np.ndarray, None]
+Value = Tensor | np.ndarray | None
 Fn = Callable[[list[Any], dict[str, Any], int], Any]
 _ONNX_TO_DTYPE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
                   11: "float64", 16: "bfloat16"}
@@ -116,7 +116,8 @@ def _binary(fn: Callable[..., Any]) -> Fn:
 
 
 def _h_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else x / y
+    out: np.ndarray = np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else x / y
+    return out
 
 
 HOST_OPS: dict[str, Fn] = {

@@ -111,7 +111,8 @@ class OnnxModule(Module):
         for node in self._nodes:
             args = [env[i] if i in env else _missing(node, i) for i in node.input]
             attrs = {a.name: _attr(a) for a in node.attribute}
-            host = node.op_type == "Shape" or node.op_type in HOST_OPS and all(a is None or isinstance(a, np.ndarray) for a in args)
+            host = node.op_type == "Shape" or node.op_type in HOST_OPS and all(
+                a is None or isinstance(a, np.ndarray) for a in args)
             fn = HOST_OPS[node.op_type] if host else OPS.get(node.op_type)
             if fn is None:
                 raise RumusError(f"ONNX node '{node.name}' ({node.op_type}) needs host inputs")
