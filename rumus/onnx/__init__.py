@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rumus_contracts.onnx_lowering import OnnxExportError
 
-from .export import DEFAULT_OPSET, export
+from .export import default_opset, export
 from .load import OnnxModule, load
 
-__all__ = ["DEFAULT_OPSET", "OnnxExportError", "OnnxModule", "export", "load"]
+__all__ = ["OnnxExportError", "OnnxModule", "default_opset", "export", "load"]

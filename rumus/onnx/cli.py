@@ -69,7 +69,7 @@ def main(argv: list[str]) -> int:
     e.add_argument("--input-shape", action="append", required=True, help="e.g. 2,3,32,32 (repeat per input)")
     e.add_argument("--input-dtype", action="append", help="float32 (default) or int64 (repeat per input)")
     e.add_argument("--dynamic-batch", action="store_true", help="make dim 0 of every input dynamic")
-    e.add_argument("--opset", type=int, default=21)
+    e.add_argument("--opset", type=int, default=None, help="default: the newest the onnx package defines")
     c = sub.add_parser("check", help="load and validate an ONNX file")
     c.add_argument("file")
     r = sub.add_parser("run", help="run an ONNX file with rumus (backend from RUMUS_BACKEND)")
