@@ -83,7 +83,7 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
     was_training = model.training
     with _lock:
         model.eval()
-        _dispatch._tracer, _views._tracer = tracer.on_op, tracer.on_view
+        _dispatch._tracer, _views._tracer = tracer, tracer.on_view
         original_cat = _math.cat
         # cat writes through copy_into, not an op: trace it as Concat (names bound to it are patched too)
         patched = [(mod, attr) for mod in (_math, rumus) for attr in ("cat", "concat")
