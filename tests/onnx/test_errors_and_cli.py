@@ -154,3 +154,60 @@ def test_cli_export_check_run(tmp_path: Any, capsys: Any) -> None:
 def _factory() -> Any:
     rm.manual_seed(0)
     return nn.Sequential(nn.Linear(4, 5), nn.ReLU(), nn.Linear(5, 2))
+
+
+def test_models_over_the_protobuf_limit_go_to_external_data(tmp_path: Any, monkeypatch: Any) -> None:
+    """The automatic switch (weights > 2 GB -> path.data), shown with the limit lowered to 16 MB + 1 kB."""
+    from rumus.onnx import _build
+    monkeypatch.setattr(_build, "PROTOBUF_LIMIT", 2**24 + 1024)
+    model = nn.Linear(32, 32)
+    rm.onnx.export(model, (rm.randn(3, 32),), str(tmp_path / "auto.onnx"))
+    assert (tmp_path / "auto.onnx.data").exists()
+    x = rm.randn(3, 32)
+    np.testing.assert_allclose(rm.onnx.load(str(tmp_path / "auto.onnx"))(x).numpy(), model(x).numpy(), rtol=1e-6)
+
+
+def test_failed_export_leaves_existing_file_untouched(tmp_path: Any) -> None:
+    target = tmp_path / "keep.onnx"
+    target.write_bytes(b"previous contents")
+
+    class Bad(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return rm.ops.get("index_add")(x, rm.tensor(np.array([0])), x[:1], dim=0)
+    with pytest.raises(OnnxExportError):
+        rm.onnx.export(Bad(), (rm.randn(3, 4),), str(target))
+    assert target.read_bytes() == b"previous contents"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.onnx"]
+
+
+def test_training_mode_is_restored_and_export_uses_eval(tmp_path: Any) -> None:
+    from _helpers import run_ort
+    model = nn.Sequential(nn.Linear(4, 6), nn.Dropout(0.5), nn.BatchNorm1d(6))
+    model.train()
+    x = rm.randn(5, 4)
+    rm.onnx.export(model, (x,), str(tmp_path / "m.onnx"), input_names=["x"])
+    assert model.training
+    model.eval()
+    with rm.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(run_ort(tmp_path / "m.onnx", {"x": x.numpy()})[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_truncated_external_data_is_a_format_error(tmp_path: Any) -> None:
+    model = nn.Linear(64, 64)
+    rm.onnx.export(model, (rm.randn(3, 64),), str(tmp_path / "e.onnx"), external_data=True)
+    data = tmp_path / "e.onnx.data"
+    data.write_bytes(data.read_bytes()[:100])
+    with pytest.raises(FormatError):
+        rm.onnx.load(str(tmp_path / "e.onnx"))
+
+
+def test_unsupported_node_is_named_on_import(tmp_path: Any) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+    node = helper.make_node("Hardmax", ["x"], ["y"], name="my_hardmax")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "h.onnx"))
+    with pytest.raises(RumusError, match="my_hardmax.*Hardmax"):
+        rm.onnx.load(str(tmp_path / "h.onnx"))
