@@ -26,9 +26,10 @@ FORMULAS: dict[str, tuple[Formula, bool, bool]] = {}
 # composite ops implemented in the core: name -> python function taking (*tensors, **attrs)
 COMPOSITES: dict[str, Callable[..., Any]] = {}
 
-# ONNX export (rumus.onnx) sets this to observe every dispatched op: fn(schema, inputs, outputs, attrs).
+# ONNX export (rumus.onnx) sets this to observe every dispatched op: _tracer(schema, inputs, outputs, attrs),
+# and _tracer.composite(fn, schema, args, attrs) for composites that have an ONNX lowering of their own.
 # One global read per dispatch when unset.
-_tracer: Callable[..., None] | None = None
+_tracer: Any = None
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
@@ -110,6 +111,8 @@ class Op:
     def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema
         if self._composite is not None:
+            if _tracer is not None and schema.onnx is not None:
+                return list(_tracer.composite(self._composite, schema, args, attrs))
             res = self._composite(*args, **attrs)
             return list(res) if isinstance(res, tuple) else [res]
         dev_attr = attrs.pop("device", None) if not args and attrs else None

@@ -75,6 +75,7 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "conformance": (_delegate("rumus_conformance.runner", "main"), "run the conformance suite on a backend"),
     "rrec": (_delegate("rumus.data.cli", "main"), "inspect / verify / convert .rrec record files"),
     "fixed": (fixed, "fixed verify FILE: re-run a fixed-point fixture and check it bit for bit"),
+    "onnx": (_delegate("rumus.onnx.cli", "main"), "onnx export|check|run: ONNX files (needs the onnx package)"),
 }
 
 

@@ -72,17 +72,9 @@ def build_model(nodes: Sequence[OnnxNode], inputs: Sequence[Any], outputs: Seque
                                    list(outputs), initializer=inits)
     model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)],
                                    producer_name="rumus")
-    model.ir_version = min(model.ir_version, _max_ir_version())
+    # the oldest IR version that carries this opset: newer onnx writes a newer IR than runtimes may read
+    model.ir_version = onnx.helper.find_min_ir_version_for(list(model.opset_import))
     return model
-
-
-def _max_ir_version() -> int:
-    """The newest IR version onnxruntime reads (newer onnx writes newer IR than ORT may accept)."""
-    try:
-        import onnxruntime  # noqa: F401
-    except ImportError:
-        return 10**6
-    return 10
 
 
 def initializer_bytes(initializers: Mapping[str, tuple[np.ndarray, DType]]) -> int:

@@ -7,7 +7,8 @@ Values are rumus Tensors, or numpy arrays for the small integer "shape arithmeti
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Union
+from contextvars import ContextVar
+from typing import Any
 
 import numpy as np
 
@@ -20,7 +21,7 @@ from ..nn import functional as F
 from ..ops import get as op
 from ..tensor import Tensor
 
-Value = Union[Tensor, np.ndarray, None]
+Value = Tensor | np.ndarray | None
 Fn = Callable[[list[Any], dict[str, Any], int], Any]
 _ONNX_TO_DTYPE = {1: "float32", 2: "uint8", 3: "int8", 5: "int16", 6: "int32", 7: "int64", 9: "bool", 10: "float16",
                   11: "float64", 16: "bfloat16"}
@@ -28,12 +29,20 @@ _NP = {1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16, 6: np.int32, 7: np.i
        11: np.float64}
 
 
+# the device the running OnnxModule lives on: constants made while interpreting go there
+DEVICE: ContextVar[Any] = ContextVar("rumus_onnx_device", default=None)
+
+
+def new(v: Any, dtype: Any = None) -> Tensor:
+    return _creation.tensor(np.asarray(v), dtype=dtype, device=DEVICE.get())
+
+
 def T(v: Value) -> Tensor:
     if isinstance(v, Tensor):
         return v
     if v is None:
         raise RumusError("a required input is missing")
-    return _creation.tensor(np.asarray(v))
+    return new(v)
 
 
 def H(v: Value) -> np.ndarray:
@@ -116,7 +125,8 @@ def _binary(fn: Callable[..., Any]) -> Fn:
 
 
 def _h_div(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    return np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else x / y
+    out: np.ndarray = np.trunc(x / y).astype(x.dtype) if x.dtype.kind in "iu" else x / y
+    return out
 
 
 HOST_OPS: dict[str, Fn] = {
@@ -157,7 +167,7 @@ def _constant(at: dict[str, Any]) -> Value:
         v = np.asarray(at["value_floats"], dtype=np.float32)
     else:
         raise RumusError(f"Constant with attributes {sorted(at)} is not supported")
-    return _creation.tensor(v) if v.dtype.kind == "f" else v
+    return new(v) if v.dtype.kind == "f" else v
 
 
 # ---- tensor ops ----------------------------------------------------------------------------------------
@@ -409,7 +419,7 @@ def _constant_of_shape(a: list[Any], at: dict[str, Any], o: int) -> Value:
     shape = tuple(_ints(a[0]))
     if value.dtype.kind != "f":
         return np.full(shape, value[0], dtype=value.dtype)
-    return _creation.full(shape, float(value[0]), dtype=str(value.dtype))
+    return _creation.full(shape, float(value[0]), dtype=str(value.dtype), device=DEVICE.get())
 
 
 def _trilu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -418,7 +428,7 @@ def _trilu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     n, m = x.shape[-2], x.shape[-1]
     rows, cols = np.arange(n)[:, None], np.arange(m)[None, :]
     keep = (cols - rows >= k) if int(at.get("upper", 1)) else (cols - rows <= k)
-    return M.where(_creation.tensor(keep), x, _creation.zeros((), dtype=x.dtype))
+    return M.where(new(keep), x, _creation.zeros((), dtype=x.dtype, device=x.device))
 
 
 def _where(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -439,7 +449,7 @@ def _pow(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 def _dropout(a: list[Any], at: dict[str, Any], o: int) -> Any:
     x = T(a[0])
-    return [x, _creation.ones(x.shape, dtype="bool")]
+    return [x, _creation.ones(x.shape, dtype="bool", device=x.device)]
 
 
 def _global_avg(a: list[Any], at: dict[str, Any], o: int) -> Tensor:

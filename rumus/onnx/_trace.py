@@ -81,6 +81,8 @@ class Tracer:
         self.bind(t, name)
         for axis, sym in dynamic.items():
             size = t.shape[axis]
+            if size in self.symbols and self.symbols[size][2] == sym:
+                continue  # the same named axis on another input (a batch dim shared by x and its mask)
             if size in self.symbols:
                 other = self.symbols[size]
                 raise OnnxExportError(f"dynamic axes '{sym}' ({name} dim {axis}) and '{other[2]}' ({other[0]} dim "
@@ -188,6 +190,27 @@ class Tracer:
         return out
 
     # ---- hooks ------------------------------------------------------------------------------------
+    def __call__(self, schema: OpSchema, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
+                 attrs: Mapping[str, Any]) -> None:
+        self.on_op(schema, inputs, outputs, attrs)
+
+    def composite(self, fn: Any, schema: OpSchema, args: Sequence[Any], attrs: Mapping[str, Any]) -> list[Tensor]:
+        """A composite with a lowering of its own (mean divides by a count that must follow dynamic axes):
+        run it untraced, record it as one op."""
+        from .. import _dispatch, _views
+        saved = _dispatch._tracer, _views._tracer
+        _dispatch._tracer, _views._tracer = None, None
+        try:
+            res = fn(*args, **attrs)
+        finally:
+            _dispatch._tracer, _views._tracer = saved
+        outs = list(res) if isinstance(res, tuple) else [res]
+        if all(isinstance(a, Tensor) for a in args):
+            self.on_op(schema, list(args), outs, schema.bind_attrs(attrs))
+        else:
+            raise OnnxExportError(f"op '{schema.name}' was called with Python numbers; pass tensors to export it")
+        return outs
+
     def on_op(self, schema: OpSchema, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
               attrs: Mapping[str, Any]) -> None:
         if schema.onnx is None:

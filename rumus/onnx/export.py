@@ -8,6 +8,8 @@ from typing import Any
 
 from rumus_contracts.onnx_lowering import OnnxExportError
 
+import rumus
+
 from .. import _dispatch, _math, _views
 from ..autograd import no_grad
 from ..nn.module import Module
@@ -15,8 +17,13 @@ from ..tensor import Tensor
 from . import _build
 from ._trace import Tracer
 
-DEFAULT_OPSET = 21  # the newest opset onnxruntime 1.2x runs with every op used here
 MIN_OPSET = 17
+
+
+def default_opset() -> int:
+    """The newest opset the installed onnx defines (onnxruntime 1.32 runs up to 28, the newest of onnx 1.23;
+    the test suite runs every export through onnxruntime at this default)."""
+    return int(_build._onnx().defs.onnx_opset_version())
 _lock = threading.Lock()  # the hooks are process-wide: one export at a time
 
 
@@ -51,16 +58,18 @@ def _traced_cat(cat: Any, tracer: Tracer) -> Any:
 
 def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: Sequence[str] | None = None,
            output_names: Sequence[str] | None = None, dynamic_axes: Mapping[str, Any] | None = None,
-           opset_version: int = DEFAULT_OPSET, external_data: bool | None = None) -> Any:
+           opset_version: int | None = None, external_data: bool | None = None) -> Any:
     """Trace `model(*args)` and write it to `path` as ONNX; returns the checked ModelProto.
 
-    dynamic_axes: {input or output name: {axis: "symbol"} or [axes]}; initializers carry state-dict keys.
+    dynamic_axes: {input name: {axis: "symbol"} or [axes]}; initializers carry state-dict keys. opset_version
+    defaults to the newest the installed onnx package defines (`default_opset()`).
     The model is traced in eval mode (restored afterwards). external_data: None writes the weights to
     `path + ".data"` only when the model exceeds protobuf's 2 GB limit; True/False force it.
     """
+    if opset_version is None:
+        opset_version = default_opset()
     if opset_version < MIN_OPSET:
         raise OnnxExportError(f"opset_version {opset_version} is too old; use {MIN_OPSET} or newer")
-    _build._onnx()
     call_args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     tensors = [a for a in call_args if isinstance(a, Tensor)]
     names = list(input_names) if input_names is not None else [f"input_{i}" for i in range(len(tensors))]
@@ -74,15 +83,20 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
     was_training = model.training
     with _lock:
         model.eval()
-        _dispatch._tracer, _views._tracer = tracer.on_op, tracer.on_view
+        _dispatch._tracer, _views._tracer = tracer, tracer.on_view
         original_cat = _math.cat
-        _math.cat = _traced_cat(original_cat, tracer)  # cat writes through copy_into, not an op
+        # cat writes through copy_into, not an op: trace it as Concat (names bound to it are patched too)
+        patched = [(mod, attr) for mod in (_math, rumus) for attr in ("cat", "concat")
+                   if getattr(mod, attr, None) is original_cat]
+        for mod, attr in patched:
+            setattr(mod, attr, _traced_cat(original_cat, tracer))
         try:
             with no_grad():
                 result = model(*call_args)
         finally:
             _dispatch._tracer, _views._tracer = None, None
-            _math.cat = original_cat
+            for mod, attr in patched:
+                setattr(mod, attr, original_cat)
             model.train(was_training)
     tracer.check_versions()
     outs = list(result) if isinstance(result, (tuple, list)) else [result]

@@ -17,7 +17,7 @@ from ..nn.module import Module
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import _build
-from ._interpret import HOST_OPS, OPS, Value
+from ._interpret import DEVICE, HOST_OPS, OPS, Value
 
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
 
@@ -55,8 +55,9 @@ class _Holder(Module):
 class OnnxModule(Module):
     """An ONNX graph run by rumus: forward(*inputs) -> output or tuple of outputs."""
 
-    def __init__(self, model: Any, path: str = "<memory>") -> None:
+    def __init__(self, model: Any, path: str = "<memory>", device: Any = None) -> None:
         super().__init__()
+        object.__setattr__(self, "_device", device)
         graph = model.graph
         opsets = {o.domain: o.version for o in model.opset_import}
         object.__setattr__(self, "opset", opsets.get("", opsets.get("ai.onnx", 0)))
@@ -95,10 +96,17 @@ class OnnxModule(Module):
         if parts[-1] in owner._parameters or parts[-1] in owner._modules:
             parts[-1] = f"{parts[-1]}_{i}"
         dtype = "float16" if arr.dtype == np.float16 else "float64" if arr.dtype == np.float64 else "float32"
-        owner.register_parameter(parts[-1], Parameter(_creation.tensor(arr, dtype=dtype)))
+        owner.register_parameter(parts[-1], Parameter(_creation.tensor(arr, dtype=dtype, device=self._device)))
         self._param_names[name] = (owner, parts[-1])
 
     def forward(self, *inputs: Any) -> Any:
+        token = DEVICE.set(self._device)
+        try:
+            return self._run(inputs)
+        finally:
+            DEVICE.reset(token)
+
+    def _run(self, inputs: Sequence[Any]) -> Any:
         if len(inputs) != len(self.input_names):
             raise RumusError(f"the ONNX model takes {len(self.input_names)} inputs {self.input_names}, got "
                              f"{len(inputs)}")
@@ -106,12 +114,13 @@ class OnnxModule(Module):
         for name, (owner, attr) in self._param_names.items():
             env[name] = owner._parameters[attr]
         for name, x in zip(self.input_names, inputs):
-            env[name] = x if isinstance(x, Tensor) else _creation.tensor(np.asarray(x))
+            env[name] = x if isinstance(x, Tensor) else _creation.tensor(np.asarray(x), device=self._device)
         env[""] = None
         for node in self._nodes:
             args = [env[i] if i in env else _missing(node, i) for i in node.input]
             attrs = {a.name: _attr(a) for a in node.attribute}
-            host = node.op_type == "Shape" or node.op_type in HOST_OPS and all(a is None or isinstance(a, np.ndarray) for a in args)
+            host = node.op_type == "Shape" or node.op_type in HOST_OPS and all(
+                a is None or isinstance(a, np.ndarray) for a in args)
             fn = HOST_OPS[node.op_type] if host else OPS.get(node.op_type)
             if fn is None:
                 raise RumusError(f"ONNX node '{node.name}' ({node.op_type}) needs host inputs")
@@ -119,6 +128,9 @@ class OnnxModule(Module):
                 outs = fn(args, attrs, self.opset)
             except RumusError as exc:
                 raise type(exc)(f"ONNX node '{node.name}' ({node.op_type}): {exc}") from None
+            except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:  # a malformed node
+                raise FormatError(f"ONNX node '{node.name}' ({node.op_type}) cannot run: {type(exc).__name__}: "
+                                  f"{exc}") from None
             for name, v in zip(node.output, outs if isinstance(outs, (tuple, list)) else (outs,)):
                 env[name] = v
         results = [_as_tensor(env[n]) for n in self.output_names]
@@ -130,7 +142,7 @@ def _missing(node: Any, name: str) -> Value:
 
 
 def _as_tensor(v: Value) -> Tensor:
-    return v if isinstance(v, Tensor) else _creation.tensor(np.asarray(v))
+    return v if isinstance(v, Tensor) else _creation.tensor(np.asarray(v), device=DEVICE.get())
 
 
 def _attr(a: Any) -> Any:
@@ -145,6 +157,7 @@ def _attr(a: Any) -> Any:
     return v
 
 
-def load(path: str) -> OnnxModule:
-    """Read and check an ONNX file; FormatError if it is malformed or truncated."""
-    return OnnxModule(_read(path), path)
+def load(path: str, device: Any = None) -> OnnxModule:
+    """Read and check an ONNX file (FormatError if it is malformed or truncated); its parameters are made on
+    `device` (default: the default device, RUMUS_BACKEND)."""
+    return OnnxModule(_read(path), path, device)

@@ -109,3 +109,64 @@ def test_initializers_are_named_by_state_dict_keys(tmp_path: Any) -> None:
     keys = [k for k in model.state_dict() if "num_batches" not in k]
     assert set(keys) <= set(names)
     assert len(names) == len(set(names))
+
+
+class _Loss(nn.Module):
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x: Any, t: Any) -> Any:
+        return self.fn(x, t)
+
+
+LOSSES: list[tuple[str, Any, str]] = [
+    ("mse", nn.MSELoss(), "f"), ("l1", nn.L1Loss(), "f"), ("smooth_l1", nn.SmoothL1Loss(), "f"),
+    ("huber", nn.HuberLoss(), "f"), ("bce_logits", nn.BCEWithLogitsLoss(), "p"),
+    ("cross_entropy", nn.CrossEntropyLoss(), "i"),
+    ("cross_entropy_smooth", nn.CrossEntropyLoss(label_smoothing=0.1), "i"), ("nll", nn.NLLLoss(), "i"),
+    ("mse_sum", nn.MSELoss(reduction="sum"), "f"),
+]
+
+
+@pytest.mark.parametrize("name,fn,target", LOSSES, ids=[x[0] for x in LOSSES])
+def test_loss_matches_onnxruntime(tmp_path: Any, name: str, fn: Any, target: str) -> None:
+    """Mean reductions divide by a count that follows the dynamic batch (a frozen 1/n would be wrong)."""
+    def make(b: int, t: int) -> list[np.ndarray]:
+        x = RNG.standard_normal((b, 5)).astype(np.float32)
+        y = {"f": lambda: RNG.standard_normal((b, 5)).astype(np.float32),
+             "p": lambda: RNG.uniform(0, 1, (b, 5)).astype(np.float32),
+             "i": lambda: RNG.integers(0, 5, (b,)).astype(np.int64)}[target]()
+        return [x, y]
+    export_and_compare(_Loss(fn), make, tmp_path / f"{name}.onnx", {"x": {0: "b"}, "t": {0: "b"}}, [(7, 0), (3, 0)],
+                       names=("x", "t"))
+
+
+def test_var_std_follow_dynamic_axes(tmp_path: Any) -> None:
+    class Stats(nn.Module):
+        def forward(self, x: Any) -> Any:
+            return rm.add(rm.var(x, dim=(0, 1)), rm.std(x, dim=1, keepdim=True).sum(0).reshape(-1))
+    export_and_compare(Stats(), _seq(6), tmp_path / "stats.onnx", BATCH_SEQ, [(13, 17), (3, 5)])
+
+
+def test_attention_with_key_padding_mask_input(tmp_path: Any) -> None:
+    class Masked(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.attn = nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x: Any, pad: Any) -> Any:
+            return self.attn(x, x, x, key_padding_mask=pad, need_weights=False)[0]
+
+    def make(b: int, t: int) -> list[np.ndarray]:
+        pad = np.zeros((b, t), dtype=bool)
+        pad[:, -2:] = True
+        return [RNG.standard_normal((b, t, 8)).astype(np.float32), pad]
+    dyn = {"x": {0: "b", 1: "t"}, "pad": {0: "b", 1: "t"}}
+    export_and_compare(Masked(), make, tmp_path / "kpm.onnx", dyn, [(13, 17), (3, 5)], names=("x", "pad"))
+
+
+def test_transformer_block(tmp_path: Any) -> None:
+    rm.manual_seed(0)
+    export_and_compare(nn.TransformerBlock(8, 2, dropout=0.1), _seq(8), tmp_path / "block.onnx", BATCH_SEQ,
+                       [(13, 17), (3, 5)])

@@ -43,6 +43,21 @@ class TorchEncoder(tnn.Module):
         return self.head(self.norm(self.enc(self.emb(ids), mask=mask)))
 
 
+class TorchSeq(tnn.Module):
+    """Per-token layers with torch-traced shape arithmetic (x.shape feeds reshapes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = tnn.Embedding(23, 8)
+        self.norm = tnn.LayerNorm(8)
+        self.proj = tnn.Linear(8, 6)
+
+    def forward(self, ids: Any) -> Any:
+        b, t = ids.shape
+        h = self.norm(self.emb(ids)).reshape(b * t, -1)
+        return torch.softmax(self.proj(h).reshape(b, t, -1), -1)
+
+
 CASES: list[tuple[str, Any, Any]] = [
     ("mlp", lambda: tnn.Sequential(tnn.Linear(8, 16), tnn.GELU(), tnn.Linear(16, 16), tnn.LeakyReLU(0.1),
                                    tnn.Linear(16, 3), tnn.LogSoftmax(-1)),
@@ -92,3 +107,29 @@ def test_imported_initializers_are_trainable_parameters(tmp_path: Any) -> None:
     loss = rm.sum(loaded(x))
     loss.backward()
     assert all(p.grad is not None and np.abs(p.grad.numpy()).sum() > 0 for p in params.values())
+
+
+@pytest.mark.parametrize("name,factory,make,new_shape", [
+    ("mlp_dynamic_batch", CASES[0][1], CASES[0][2], (9, 8)),
+    ("cnn_dynamic_batch", TorchCNN, CASES[2][2], (5, 3, 8, 8)),
+    ("seq_dynamic_batch_seq", lambda: TorchSeq(), lambda: RNG.integers(0, 23, (2, 7)).astype(np.int64), (3, 11)),
+])
+def test_torch_dynamic_axes_file_runs_at_other_sizes(tmp_path: Any, name: str, factory: Any, make: Any,
+                                                     new_shape: tuple[int, ...]) -> None:
+    """torch's shape arithmetic (Shape/Gather/Concat/Reshape...) is evaluated at run time, so a file exported
+    with dynamic axes runs at new batch and sequence sizes. (torch's legacy exporter bakes the sizes of
+    nn.MultiheadAttention's reshapes into the file, so its encoder is only checked at the export size.)"""
+    torch.manual_seed(0)
+    model = factory().eval()
+    x = make()
+    path = tmp_path / f"{name}.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.from_numpy(x),), str(path), input_names=["x"], output_names=["y"],
+                          opset_version=17, dynamo=False,
+                          dynamic_axes={"x": {0: "b", 1: "t"} if x.ndim == 2 else {0: "b"}, "y": {0: "b"}})
+    loaded = rm.onnx.load(str(path))
+    x2 = (RNG.integers(0, 23, new_shape) if x.dtype == np.int64 else RNG.standard_normal(new_shape)).astype(x.dtype)
+    with torch.no_grad():
+        want = model(torch.from_numpy(x2)).numpy()
+    np.testing.assert_allclose(loaded(rm.tensor(x2)).numpy(), want, rtol=1e-5, atol=1e-5)

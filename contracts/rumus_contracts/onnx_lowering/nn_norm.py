@@ -19,9 +19,11 @@ def _layer_norm(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a
 def _rms_norm(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
     k, nd, dt = len(ctx.input_shapes[1]), len(ctx.input_shapes[0]), ctx.input_dtypes[0]
     sq, ms, eps, root, normed = (ctx.fresh(h) for h in ("sq", "ms", "eps", "root", "normed"))
+    last = list(range(nd - k, nd))
+    mean = OnnxNode("ReduceMean", [sq, axes(ctx, last)], [ms], {"keepdims": 1}) if ctx.opset >= 18 else \
+        OnnxNode("ReduceMean", [sq], [ms], {"axes": last, "keepdims": 1})
     return [OnnxNode("Mul", [ins[0], ins[0]], [sq]),
-            OnnxNode("ReduceMean", [sq, axes(ctx, range(nd - k, nd))], [ms], {"keepdims": 1})
-            if ctx.opset >= 18 else OnnxNode("ReduceMean", [sq], [ms], {"axes": list(range(nd - k, nd)), "keepdims": 1}),
+            mean,
             OnnxNode("Add", [ms, ctx.const(float(a["eps"]), dt)], [eps]),
             OnnxNode("Sqrt", [eps], [root]),
             OnnxNode("Div", [ins[0], root], [normed]),
