@@ -72,17 +72,18 @@ typedef struct {
     int64_t m, n, k, bm, bn, mb, nb;
     const char *A, *B;
     char *C;
-    int64_t a_bs, b_bs, c_bs, lda, ldb, ldc, esz;
+    int64_t inner;                               /* batch entries along the inner batch dim */
+    int64_t a_bs[2], b_bs[2], c_bs[2], lda, ldb, ldc, esz; /* batch strides: outer, inner */
 } gemm_job;
 
 static void gemm_block(const gemm_job *g, int64_t u) {
-    const int64_t per = g->mb * g->nb, bi = u / per, r = u % per;
+    const int64_t per = g->mb * g->nb, bi = u / per, r = u % per, bo = bi / g->inner, bn = bi % g->inner;
     const int64_t i0 = (r / g->nb) * g->bm, j0 = (r % g->nb) * g->bn;
     const int64_t mm = g->m - i0 < g->bm ? g->m - i0 : g->bm, nn = g->n - j0 < g->bn ? g->n - j0 : g->bn;
     /* row i0 of op(A): A + i0*lda (no transpose) or A + i0 (transposed, A stored [k][m]); likewise B's column */
-    const char *a = g->A + (bi * g->a_bs + (g->ta == NO_TRANS ? i0 * g->lda : i0)) * g->esz;
-    const char *b = g->B + (bi * g->b_bs + (g->tb == NO_TRANS ? j0 : j0 * g->ldb)) * g->esz;
-    char *c = g->C + (bi * g->c_bs + i0 * g->ldc + j0) * g->esz;
+    const char *a = g->A + (bo * g->a_bs[0] + bn * g->a_bs[1] + (g->ta == NO_TRANS ? i0 * g->lda : i0)) * g->esz;
+    const char *b = g->B + (bo * g->b_bs[0] + bn * g->b_bs[1] + (g->tb == NO_TRANS ? j0 : j0 * g->ldb)) * g->esz;
+    char *c = g->C + (bo * g->c_bs[0] + bn * g->c_bs[1] + i0 * g->ldc + j0) * g->esz;
     if (g->f64) {
         if (g_int64)
             ((dgemm64_fn)g_dgemm)(ROW_MAJOR, g->ta, g->tb, mm, nn, g->k, 1.0, (const double *)a, g->lda,
@@ -102,18 +103,22 @@ static void gemm_block(const gemm_job *g, int64_t u) {
     }
 }
 
-/* C[b] = op(A[b]) @ op(B[b]) for b < batch. ta/tb: 0 = as stored row-major (leading dim lda/ldb),
-   1 = transposed (A stored as [k][m], B as [n][k]). Strides in elements; C's rows are contiguous.
+/* C[i][j] = op(A[i][j]) @ op(B[i][j]) for i < outer, j < inner (two batch dims, strides *_bs = {outer,
+   inner}). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
+   as [n][k]). Strides in elements; C's rows are contiguous.
    The caller (Python) has OpenBLAS on one thread for the duration: each block is one plain call. */
-int rumus_gemm(int f64, int64_t batch, int64_t m, int64_t n, int64_t k, const void *A, int64_t a_bs, int64_t lda,
-               int ta, const void *B, int64_t b_bs, int64_t ldb, int tb, void *C, int64_t c_bs, int64_t ldc) {
+int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const void *A,
+               const int64_t *a_bs, int64_t lda, int ta, const void *B, const int64_t *b_bs, int64_t ldb, int tb,
+               void *C, const int64_t *c_bs, int64_t ldc) {
+    const int64_t batch = outer * inner;
+    if (batch <= 0) return 1;
     if (!rumus_gemm_attached()) return 0;
     if (!g_int64 && (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX ||
                      ldc > INT32_MAX))
         return 0;
     gemm_job g = {f64, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, 0, 0, 0, 0,
-                  (const char *)A, (const char *)B, (char *)C, a_bs, b_bs, c_bs, lda, ldb, ldc,
-                  f64 ? (int64_t)sizeof(double) : (int64_t)sizeof(float)};
+                  (const char *)A, (const char *)B, (char *)C, inner, {a_bs[0], a_bs[1]}, {b_bs[0], b_bs[1]},
+                  {c_bs[0], c_bs[1]}, lda, ldb, ldc, f64 ? (int64_t)sizeof(double) : (int64_t)sizeof(float)};
     rumus_gemm_blocks(m, n, k, batch, &g.bm, &g.bn);
     g.mb = (m + g.bm - 1) / g.bm;
     g.nb = (n + g.bn - 1) / g.bn;

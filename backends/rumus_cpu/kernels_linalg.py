@@ -16,7 +16,6 @@ from rumus_contracts import DType, Kernel, TensorArg
 
 from ._lib import ffi, lib
 from .dtypes import FLOAT
-from .threads import gemm_threads
 
 
 def view(arg: TensorArg) -> np.ndarray:
@@ -36,13 +35,37 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     if a.shape[-1] == 0:  # k == 0: an empty sum
         out[...] = 0
         return
-    # threads for one GEMM of the batch (numpy calls BLAS once per matrix), from its multiply-adds
-    av, bv = view(a), view(b)
-    if _blocked(av, bv, out):
-        return
-    rows, cols = (o.shape[-2] if len(o.shape) >= 2 else 1), (o.shape[-1] if o.shape else 1)
-    gemm_threads(a.shape[-1] * rows * cols)
-    np.matmul(av, bv, out=out)
+    gemm(view(a), view(b), out)
+
+
+def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out = a @ b (numpy's matmul rules), every float product through csrc/gemm_blocked.c, so the
+    result is the same at every thread count. Layouts BLAS cannot take are copied first (as numpy's
+    matmul does internally); what is left (other dtypes, > 2 unmergeable batch dims, 1-D operands) runs
+    in numpy with BLAS on one thread, for the same reason."""
+    if _blocked(a, b, out):
+        return out
+    if _floats(a, b, out) and a.ndim >= 2 and b.ndim >= 2:
+        tmp = out if out.flags.c_contiguous and not _overlaps(out, a, b) else np.empty(out.shape, out.dtype)
+        if _blocked(np.ascontiguousarray(a), np.ascontiguousarray(b), tmp):
+            if tmp is not out:
+                out[...] = tmp
+            return out
+    budget = lib.rumus_get_num_threads()
+    lib.rumus_blas_set_threads(1)
+    try:
+        np.matmul(a, b, out=out)
+    finally:
+        lib.rumus_blas_set_threads(budget)
+    return out
+
+
+def _floats(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    return bool(a.dtype == b.dtype == out.dtype and a.dtype in (np.float32, np.float64))
+
+
+def _overlaps(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.may_share_memory(out, a) or np.may_share_memory(out, b))
 
 
 def _lead(rows: int, cols: int, strides: tuple[int, ...]) -> tuple[int, int] | None:
@@ -59,22 +82,25 @@ def _lead(rows: int, cols: int, strides: tuple[int, ...]) -> tuple[int, int] | N
     return None
 
 
-def _batch_stride(shape: tuple[int, ...], strides: tuple[int, ...]) -> int | None:
-    """One stride walking all batch dims in order (0 when broadcast), or None if they do not merge."""
-    dims = [(n, s) for n, s in zip(shape, strides) if n != 1]
-    for (_, outer), (n, inner) in zip(dims, dims[1:]):
-        if outer != inner * n:
-            return None
-    return dims[-1][1] if dims else 0
+def _batch_dims(batch: tuple[int, ...], *strides: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]] | None:
+    """The batch dims merged where every operand allows it: at most two (size, strides) left, or None."""
+    dims: list[tuple[int, tuple[int, ...]]] = []
+    for d, size in enumerate(batch):
+        if size == 1:
+            continue
+        st = tuple(s[d] for s in strides)
+        if dims and all(p == q * size for p, q in zip(dims[-1][1], st)):
+            dims[-1] = (dims[-1][0] * size, st)
+        else:
+            dims.append((size, st))
+    return dims if len(dims) <= 2 else None
 
 
 def _blocked(av: np.ndarray, bv: np.ndarray, out: np.ndarray) -> bool:
     """out = av @ bv by csrc/gemm_blocked.c; False (nothing done) where it does not apply."""
-    if not lib.rumus_gemm_attached() or av.ndim < 2 or bv.ndim < 2 or out.ndim < 2:
+    if not lib.rumus_gemm_attached() or av.ndim < 2 or bv.ndim < 2 or out.ndim < 2 or not _floats(av, bv, out):
         return False
-    if not (av.dtype == bv.dtype == out.dtype and av.dtype in (np.float32, np.float64)):
-        return False
-    if np.may_share_memory(out, av) or np.may_share_memory(out, bv):
+    if _overlaps(out, av, bv):
         return False
     batch = out.shape[:-2]
     m, k = av.shape[-2:]
@@ -86,13 +112,14 @@ def _blocked(av: np.ndarray, bv: np.ndarray, out: np.ndarray) -> bool:
     b = np.broadcast_to(bv, batch + (k, n))
     sa, sb, so = (tuple(s // isz for s in x.strides) for x in (a, b, out))
     la, lb, lo = _lead(m, k, sa[-2:]), _lead(k, n, sb[-2:]), _lead(m, n, so[-2:])
-    ba, bb, bo = _batch_stride(batch, sa[:-2]), _batch_stride(batch, sb[:-2]), _batch_stride(batch, so[:-2])
-    if la is None or lb is None or lo is None or lo[0] or ba is None or bb is None or bo is None:
+    dims = _batch_dims(batch, sa[:-2], sb[:-2], so[:-2])
+    if la is None or lb is None or lo is None or lo[0] or dims is None:
         return False
-    count = int(np.prod(batch)) if batch else 1
-    ptr = (ffi.cast("void *", x.__array_interface__["data"][0]) for x in (a, b, out))
-    return bool(lib.rumus_gemm(int(out.dtype == np.float64), count, m, n, k, next(ptr), ba, la[1], la[0],
-                               next(ptr), bb, lb[1], lb[0], next(ptr), bo, lo[1]))
+    dims = [(1, (0, 0, 0))] * (2 - len(dims)) + dims  # (outer, inner)
+    bs = [ffi.new("int64_t[2]", [dims[0][1][i], dims[1][1][i]]) for i in range(3)]
+    ptr = [ffi.cast("void *", x.__array_interface__["data"][0]) for x in (a, b, out)]
+    return bool(lib.rumus_gemm(int(out.dtype == np.float64), dims[0][0], dims[1][0], m, n, k, ptr[0], bs[0], la[1],
+                               la[0], ptr[1], bs[1], lb[1], lb[0], ptr[2], bs[2], lo[1]))
 
 
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, FLOAT)]

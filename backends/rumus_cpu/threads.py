@@ -6,8 +6,9 @@
 - BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the kernels' OpenMP
   team, so OpenBLAS's own threads never get work. Those threads used to spin ~2^28 cycles after every
   call (measured: 126 ms of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP
-  step took 40 ms at 16 threads and 2.2 ms at 1. Each GEMM gets one thread per GEMM_GRAIN multiply-adds,
-  up to the budget.
+  step took 40 ms at 16 threads and 2.2 ms at 1. The backend's own GEMMs do not use OpenBLAS's threading
+  at all (csrc/gemm_blocked.c: independent blocks, one single-threaded call each, the same blocks at
+  every thread count); the callback serves numpy code elsewhere in the process.
 - Waiting: libgomp's idle threads spin GOMP_SPINCOUNT polls before sleeping. Its default (300000 polls
   of a `pause` that takes 54 ns on the dev machine's Xeon) is 16 ms of spinning after every parallel
   region, which starves BLAS, PyTorch and other processes. Unless the user set OMP_WAIT_POLICY or
@@ -27,7 +28,6 @@ from collections.abc import Iterator
 from typing import Any
 
 SPIN_COUNT = "1000"
-GEMM_GRAIN = 1 << 21  # multiply-adds per BLAS thread (~20 us of work): smaller GEMMs use fewer threads
 
 _state: dict[str, Any] = {"omp_wait": "unknown", "blas": None}
 
@@ -179,13 +179,6 @@ def get_num_threads() -> int:
     return int(lib.rumus_get_num_threads())
 
 
-def gemm_threads(macs: int) -> None:
-    """Before a GEMM of `macs` multiply-adds: one BLAS thread per GEMM_GRAIN of them, within the budget."""
-    from ._lib import lib
-    budget = lib.rumus_get_num_threads()
-    lib.rumus_blas_set_threads(min(max(macs // GEMM_GRAIN, 1), budget))
-
-
 def has_openmp() -> bool:
     from ._lib import lib
     return bool(lib.rumus_has_openmp())
@@ -202,7 +195,6 @@ def policy() -> dict[str, Any]:
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
         "matmul_blocked": bool(lib.rumus_gemm_attached()),
         "blas_threads": int(lib.rumus_get_num_threads()) if lib.rumus_blas_attached() else None,
-        "blas_grain": GEMM_GRAIN,
     }
     try:
         from threadpoolctl import threadpool_info
@@ -223,7 +215,7 @@ def describe() -> str:
     """One line: the policy in force."""
     p = policy()
     blas = f"{p.get('blas_library', '?')}, kernel {p.get('blas_kernel', '?')}"
-    where = (f"on the kernel threads, up to {p['blas_threads']} (1 per {p['blas_grain']} MACs)"
+    where = (f"jobs on the kernel threads, up to {p['blas_threads']}"
              if p["blas_on_kernel_threads"] else f"its own {p['blas_threads']} threads (not coordinated)")
     n = p["kernel_threads"]
     mm = "; matmul: independent blocks, one BLAS call each" if p["matmul_blocked"] else ""
