@@ -169,8 +169,8 @@ def _torch_cases() -> dict[str, Callable[[], object]]:
     c = nn_transformer.CONFIG
     lm = nn_transformer._torch_lm(c).train()
     topt = torch.optim.AdamW(lm.parameters(), lr=c["lr"])
-    idx = torch.from_numpy(rng.integers(0, c["vocab"], (c["batch"], c["seq"])))
-    tgt = torch.from_numpy(rng.integers(0, c["vocab"], c["batch"] * c["seq"]))
+    idx = torch.from_numpy(rng.integers(0, int(c["vocab"]), (int(c["batch"]), int(c["seq"]))))
+    tgt = torch.from_numpy(rng.integers(0, int(c["vocab"]), int(c["batch"] * c["seq"])))
     pos = torch.arange(c["seq"])
 
     def tf_step() -> None:
