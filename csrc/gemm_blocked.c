@@ -103,13 +103,12 @@ static void gemm_block(const gemm_job *g, int64_t u) {
     }
 }
 
-/* C[i][j] = op(A[i][j]) @ op(B[i][j]) for i < outer, j < inner (two batch dims, strides *_bs = {outer,
-   inner}). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
+/* C[i][j] = op(A[i][j]) @ op(B[i][j]) for i < outer, j < inner (two batch dims with strides *_bo, *_bi). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
    as [n][k]). Strides in elements; C's rows are contiguous.
    The caller (Python) has OpenBLAS on one thread for the duration: each block is one plain call. */
-int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const void *A,
-               const int64_t *a_bs, int64_t lda, int ta, const void *B, const int64_t *b_bs, int64_t ldb, int tb,
-               void *C, const int64_t *c_bs, int64_t ldc) {
+int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const void *A, int64_t a_bo,
+               int64_t a_bi, int64_t lda, int ta, const void *B, int64_t b_bo, int64_t b_bi, int64_t ldb, int tb,
+               void *C, int64_t c_bo, int64_t c_bi, int64_t ldc) {
     const int64_t batch = outer * inner;
     if (batch <= 0) return 1;
     if (!rumus_gemm_attached()) return 0;
@@ -117,8 +116,7 @@ int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int6
                      ldc > INT32_MAX))
         return 0;
     gemm_job g = {f64, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, 0, 0, 0, 0,
-                  (const char *)A, (const char *)B, (char *)C, inner, {a_bs[0], a_bs[1]}, {b_bs[0], b_bs[1]},
-                  {c_bs[0], c_bs[1]}, lda, ldb, ldc, f64 ? (int64_t)sizeof(double) : (int64_t)sizeof(float)};
+                  (const char *)A, (const char *)B, (char *)C, inner, {a_bo, a_bi}, {b_bo, b_bi}, {c_bo, c_bi}, lda, ldb, ldc, f64 ? (int64_t)sizeof(double) : (int64_t)sizeof(float)};
     rumus_gemm_blocks(m, n, k, batch, &g.bm, &g.bn);
     g.mb = (m + g.bm - 1) / g.bm;
     g.nb = (n + g.bn - 1) / g.bn;
