@@ -1,5 +1,9 @@
-"""matmul through numpy's BLAS: operands are handed over as strided views, never copied here
-(numpy copies internally only where BLAS cannot take the strides)."""
+"""matmul through numpy's BLAS: operands are handed over as strided views, never copied here.
+
+Where BLAS can take the layouts as they are (each matrix row- or column-contiguous, batch dims that
+merge into one stride), csrc/gemm_blocked.c cuts the product into independent blocks that the kernels'
+threads take as they come free, one single-threaded BLAS call each (see there why). Elsewhere numpy's
+matmul runs it (it copies where BLAS cannot take the strides), its BLAS jobs on the same threads."""
 
 from __future__ import annotations
 
@@ -10,8 +14,8 @@ import numpy as np
 
 from rumus_contracts import DType, Kernel, TensorArg
 
+from ._lib import ffi, lib
 from .dtypes import FLOAT
-from .threads import gemm_threads
 
 
 def view(arg: TensorArg) -> np.ndarray:
@@ -27,14 +31,114 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     if 0 in o.shape:
         return
     a, b = inputs
-    out = view(o)
     if a.shape[-1] == 0:  # k == 0: an empty sum
-        out[...] = 0
+        view(o)[...] = 0
         return
-    # threads for one GEMM of the batch (numpy calls BLAS once per matrix), from its multiply-adds
-    rows, cols = (o.shape[-2] if len(o.shape) >= 2 else 1), (o.shape[-1] if o.shape else 1)
-    gemm_threads(a.shape[-1] * rows * cols)
-    np.matmul(view(a), view(b), out=out)
+    # the fast path: shapes and strides straight from the TensorArgs (a training step makes many small calls)
+    if len(a.shape) >= 2 and len(b.shape) >= 2 and o.buffer is not a.buffer and o.buffer is not b.buffer:
+        isz = o.buffer.itemsize
+        if _run(o.buffer.dtype, o.shape, a.shape, b.shape, a.strides, b.strides, o.strides,
+                _from_buffer(a.buffer) + a.offset * isz, _from_buffer(b.buffer) + b.offset * isz,
+                _from_buffer(o.buffer) + o.offset * isz, a.buffer.dtype, b.buffer.dtype):
+            return
+    gemm(view(a), view(b), view(o))
+
+
+def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out = a @ b (numpy's matmul rules), every float product through csrc/gemm_blocked.c, so the
+    result is the same at every thread count. Layouts BLAS cannot take are copied first (as numpy's
+    matmul does internally); what is left (other dtypes, > 2 unmergeable batch dims, 1-D operands) runs
+    in numpy with BLAS on one thread, for the same reason."""
+    if _blocked(a, b, out):
+        return out
+    if a.dtype == b.dtype == out.dtype and a.dtype in _FLOATS and a.ndim >= 2 and b.ndim >= 2:
+        tmp = out if out.flags.c_contiguous and not _overlaps(out, a, b) else np.empty(out.shape, out.dtype)
+        if _blocked(np.ascontiguousarray(a), np.ascontiguousarray(b), tmp):
+            if tmp is not out:
+                out[...] = tmp
+            return out
+    budget = lib.rumus_get_num_threads()
+    lib.rumus_blas_set_threads(1)
+    try:
+        np.matmul(a, b, out=out)
+    finally:
+        lib.rumus_blas_set_threads(budget)
+    return out
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_from_buffer = ffi.from_buffer
+
+
+def _overlaps(out: np.ndarray, a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.may_share_memory(out, a) or np.may_share_memory(out, b))
+
+
+def _blocked(av: np.ndarray, bv: np.ndarray, out: np.ndarray) -> bool:
+    """out = av @ bv by csrc/gemm_blocked.c, for numpy arrays; False (nothing done) where it does not apply."""
+    if av.ndim < 2 or bv.ndim < 2 or out.ndim < 2 or _overlaps(out, av, bv):
+        return False
+    isz = out.itemsize
+    if any(s % isz for s in (*av.strides, *bv.strides, *out.strides)):
+        return False
+    el = (tuple(s // isz for s in x.strides) for x in (av, bv, out))
+    ptr = (ffi.cast("char *", x.ctypes.data) for x in (av, bv, out))
+    return _run(out.dtype, out.shape, av.shape, bv.shape, next(el), next(el), next(el), next(ptr), next(ptr),
+                next(ptr), av.dtype, bv.dtype)
+
+
+def _lead(rows: int, cols: int, sr: int, sc: int) -> tuple[int, int] | None:
+    """(transposed?, leading dim) of a matrix for row-major BLAS, or None if BLAS cannot take it."""
+    if cols == 1:
+        sc = 1
+    if rows == 1:
+        sr = max(cols, 1)
+    if sc == 1 and sr >= max(cols, 1):
+        return 0, sr
+    if sr == 1 and sc >= max(rows, 1):
+        return 1, sc
+    return None
+
+
+def _batch_strides(batch: tuple[int, ...], shape: tuple[int, ...], strides: tuple[int, ...]) -> list[int]:
+    """An operand's strides over the output's batch dims (0 where it is broadcast)."""
+    lead = len(batch) - (len(shape) - 2)
+    return [0 if d < lead or shape[d - lead] == 1 else strides[d - lead] for d in range(len(batch))]
+
+
+def _run(dtype: Any, oshape: tuple[int, ...], ashape: tuple[int, ...], bshape: tuple[int, ...],
+         sa: tuple[int, ...], sb: tuple[int, ...], so: tuple[int, ...], pa: Any, pb: Any, po: Any,
+         adt: Any, bdt: Any) -> bool:
+    """The C call, if the layouts allow it: strides in elements, pointers at the first elements."""
+    if not (dtype == adt == bdt and dtype in _FLOATS) or not lib.rumus_gemm_attached():
+        return False
+    m, k = ashape[-2], ashape[-1]
+    n = bshape[-1]
+    la, lb, lo = _lead(m, k, sa[-2], sa[-1]), _lead(k, n, sb[-2], sb[-1]), _lead(m, n, so[-2], so[-1])
+    if la is None or lb is None or lo is None or lo[0]:
+        return False
+    batch = oshape[:-2]
+    outer, inner = 1, 1
+    bs: list[tuple[int, ...]] = [(0, 0, 0), (0, 0, 0)]  # strides of the (outer, inner) batch dims, merged
+    if batch:
+        cols = (_batch_strides(batch, ashape, sa), _batch_strides(batch, bshape, sb), list(so[:-2]))
+        dims: list[tuple[int, tuple[int, ...]]] = []
+        for d, size in enumerate(batch):
+            if size == 1:
+                continue
+            st = (cols[0][d], cols[1][d], cols[2][d])
+            if dims and all(p == q * size for p, q in zip(dims[-1][1], st)):
+                dims[-1] = (dims[-1][0] * size, st)
+            else:
+                dims.append((size, st))
+        if len(dims) > 2:
+            return False
+        if len(dims) == 2:
+            (outer, bs[0]), (inner, bs[1]) = dims
+        elif dims:
+            inner, bs[1] = dims[0]
+    return bool(lib.rumus_gemm(int(dtype == _FLOATS[1]), outer, inner, m, n, k, pa, bs[0][0], bs[1][0], la[1], la[0],
+                               pb, bs[0][1], bs[1][1], lb[1], lb[0], po, bs[0][2], bs[1][2], lo[1]))
 
 
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, FLOAT)]

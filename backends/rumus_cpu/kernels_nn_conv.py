@@ -21,6 +21,7 @@ from rumus_contracts import DType, Kernel, TensorArg
 
 from ._lib import ffi, lib
 from .dtypes import FLOAT
+from .kernels_linalg import gemm  # the same blocks at every thread count: bit-identical results
 
 _from_buffer = ffi.from_buffer
 _SFX = {"float32": "f32", "float64": "f64"}
@@ -112,10 +113,10 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         _IM2COL[dt](ptr(x) + n0 * plane * isz, _from_buffer(cols),
                     _conv_geom(nb, x.shape, w.shape[2:], (ho, wo), attrs, 0 if small else 1))
         if small:  # [nb, g, K, HW] -> y[n0:n0+nb] viewed [nb, g, O/g, HW]
-            np.matmul(wv, cols.reshape(nb, g, k, hw), out=view(y)[n0:n0 + nb].reshape(nb, g, o // g, hw))
+            gemm(wv, cols.reshape(nb, g, k, hw), view(y)[n0:n0 + nb].reshape(nb, g, o // g, hw))
             continue
         prod = _ws.get("prod", np_dt, o * nb * hw)
-        np.matmul(wv, cols.reshape(g, k, nb * hw), out=prod.reshape(g, o // g, nb * hw))
+        gemm(wv, cols.reshape(g, k, nb * hw), prod.reshape(g, o // g, nb * hw))
         _TO_NCHW[dt](_from_buffer(prod), ptr(y) + n0 * o * hw * isz, nb, o, hw)
 
 
@@ -134,11 +135,11 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
         nb = min(step, n - n0)
         cols = _ws.get("cols", np_dt, nb * g * k * hw)
         if small:
-            np.matmul(wt, view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), out=cols.reshape(nb, g, k, hw))
+            gemm(wt, view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), cols.reshape(nb, g, k, hw))
         else:
             gt = _ws.get("prod", np_dt, o * nb * hw)
             _FROM_NCHW[dt](ptr(gy) + n0 * o * hw * isz, _from_buffer(gt), nb, o, hw)
-            np.matmul(wt, gt.reshape(g, o // g, nb * hw), out=cols.reshape(g, k, nb * hw))
+            gemm(wt, gt.reshape(g, o // g, nb * hw), cols.reshape(g, k, nb * hw))
         _COL2IM[dt](_from_buffer(cols), ptr(gx) + n0 * plane * isz,
                     _conv_geom(nb, gx.shape, w.shape[2:], (ho, wo), attrs, 0 if small else 1))
 
@@ -161,17 +162,17 @@ def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[Tensor
                     _conv_geom(nb, x.shape, gw.shape[2:], (ho, wo), attrs, 0 if small else 1))
         if small:  # one [O/g, HW] @ [HW, K] product per sample and group, summed over the samples
             per = _ws.get("prod", np_dt, nb * o * k)
-            np.matmul(view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), cols.reshape(nb, g, k, hw).transpose(0, 1, 3, 2),
-                      out=per.reshape(nb, g, o // g, k))
+            gemm(view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), cols.reshape(nb, g, k, hw).transpose(0, 1, 3, 2),
+                 per.reshape(nb, g, o // g, k))
             out += per.reshape(nb, o * k).sum(axis=0)
             continue
         gt = _ws.get("prod", np_dt, o * nb * hw)
         _FROM_NCHW[dt](ptr(gy) + n0 * o * hw * isz, _from_buffer(gt), nb, o, hw)
         colsT = cols.reshape(g, k, nb * hw).transpose(0, 2, 1)
         if n0 == 0:
-            np.matmul(gt.reshape(g, o // g, nb * hw), colsT, out=target)
+            gemm(gt.reshape(g, o // g, nb * hw), colsT, target)
         else:
-            target += np.matmul(gt.reshape(g, o // g, nb * hw), colsT)
+            target += gemm(gt.reshape(g, o // g, nb * hw), colsT, np.empty(target.shape, target.dtype))
 
 
 # ---- pooling ---------------------------------------------------------------------------------------

@@ -6,8 +6,9 @@
 - BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the kernels' OpenMP
   team, so OpenBLAS's own threads never get work. Those threads used to spin ~2^28 cycles after every
   call (measured: 126 ms of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP
-  step took 40 ms at 16 threads and 2.2 ms at 1. Each GEMM gets one thread per GEMM_GRAIN multiply-adds,
-  up to the budget.
+  step took 40 ms at 16 threads and 2.2 ms at 1. The backend's own GEMMs do not use OpenBLAS's threading
+  at all (csrc/gemm_blocked.c: independent blocks, one single-threaded call each, the same blocks at
+  every thread count); the callback serves numpy code elsewhere in the process.
 - Waiting: libgomp's idle threads spin GOMP_SPINCOUNT polls before sleeping. Its default (300000 polls
   of a `pause` that takes 54 ns on the dev machine's Xeon) is 16 ms of spinning after every parallel
   region, which starves BLAS, PyTorch and other processes. Unless the user set OMP_WAIT_POLICY or
@@ -27,7 +28,6 @@ from collections.abc import Iterator
 from typing import Any
 
 SPIN_COUNT = "1000"
-GEMM_GRAIN = 1 << 21  # multiply-adds per BLAS thread (~20 us of work): smaller GEMMs use fewer threads
 
 _state: dict[str, Any] = {"omp_wait": "unknown", "blas": None}
 
@@ -112,15 +112,17 @@ def _openblas_libraries() -> list[str]:
     return sorted(paths, key=lambda p: "numpy" not in p)
 
 
-def _symbol(dll: ctypes.CDLL, name: str) -> int:
-    """Address of OpenBLAS function `name` under the prefixes/suffixes its builds use (scipy-openblas64)."""
+def _symbol(dll: ctypes.CDLL, name: str) -> tuple[int, bool]:
+    """Address of OpenBLAS function `name` under the prefixes/suffixes its builds use (scipy-openblas64),
+    and whether it is the 64-bit-integer build."""
     for prefix in ("", "scipy_"):
         for suffix in ("", "64_", "_64"):
             try:
-                return int(ctypes.cast(getattr(dll, f"{prefix}{name}{suffix}"), ctypes.c_void_p).value or 0)
+                fn = getattr(dll, f"{prefix}{name}{suffix}")
             except AttributeError:
                 continue
-    return 0
+            return int(ctypes.cast(fn, ctypes.c_void_p).value or 0), "64" in suffix
+    return 0, False
 
 
 def attach_blas(lib: Any) -> bool:
@@ -131,12 +133,22 @@ def attach_blas(lib: Any) -> bool:
             dll = ctypes.CDLL(path)
         except OSError:
             continue
-        set_cb = _symbol(dll, "openblas_set_threads_callback_function")
-        set_threads = _symbol(dll, "openblas_set_num_threads")
+        set_cb, _ = _symbol(dll, "openblas_set_threads_callback_function")
+        set_threads, _ = _symbol(dll, "openblas_set_num_threads")
         if set_cb and set_threads and lib.rumus_blas_attach(set_cb, set_threads):
             _state["blas"] = path
+            sgemm, int64 = _symbol(dll, "cblas_sgemm")
+            dgemm, int64_d = _symbol(dll, "cblas_dgemm")
+            if sgemm and dgemm and int64 == int64_d and np_blas_is(path):
+                lib.rumus_gemm_attach(sgemm, dgemm, int(int64))
             return True
     return False
+
+
+def np_blas_is(path: str) -> bool:
+    """Whether `path` is the BLAS numpy itself uses (numpy's wheels bundle theirs in numpy.libs)."""
+    import numpy as np
+    return os.path.dirname(path).startswith(os.path.dirname(os.path.dirname(np.__file__))) and "numpy" in path
 
 
 def configure(lib: Any) -> None:
@@ -167,13 +179,6 @@ def get_num_threads() -> int:
     return int(lib.rumus_get_num_threads())
 
 
-def gemm_threads(macs: int) -> None:
-    """Before a GEMM of `macs` multiply-adds: one BLAS thread per GEMM_GRAIN of them, within the budget."""
-    from ._lib import lib
-    budget = lib.rumus_get_num_threads()
-    lib.rumus_blas_set_threads(min(max(macs // GEMM_GRAIN, 1), budget))
-
-
 def has_openmp() -> bool:
     from ._lib import lib
     return bool(lib.rumus_has_openmp())
@@ -188,8 +193,8 @@ def policy() -> dict[str, Any]:
         "grain": int(lib.rumus_get_parallel_threshold()),
         "omp_wait": _state["omp_wait"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
+        "matmul_blocked": bool(lib.rumus_gemm_attached()),
         "blas_threads": int(lib.rumus_get_num_threads()) if lib.rumus_blas_attached() else None,
-        "blas_grain": GEMM_GRAIN,
     }
     try:
         from threadpoolctl import threadpool_info
@@ -210,8 +215,9 @@ def describe() -> str:
     """One line: the policy in force."""
     p = policy()
     blas = f"{p.get('blas_library', '?')}, kernel {p.get('blas_kernel', '?')}"
-    where = (f"on the kernel threads, up to {p['blas_threads']} (1 per {p['blas_grain']} MACs)"
+    where = (f"jobs on the kernel threads, up to {p['blas_threads']}"
              if p["blas_on_kernel_threads"] else f"its own {p['blas_threads']} threads (not coordinated)")
     n = p["kernel_threads"]
+    mm = "; matmul: independent blocks, one BLAS call each" if p["matmul_blocked"] else ""
     return (f"kernel threads {n} ({'OpenMP' if p['openmp'] else 'no OpenMP'}; 1 thread below "
-            f"{p['grain']} elements; idle threads: {p['omp_wait']}); BLAS {blas}: {where}")
+            f"{p['grain']} elements; idle threads: {p['omp_wait']}); BLAS {blas}: {where}{mm}")

@@ -1,0 +1,299 @@
+"""CPU backend scaling: RUMUS and PyTorch CPU at 1/2/4/8/16 threads, each count in a fresh process.
+
+    python benchmarks/cpu_scaling.py                 # every count up to the cores this process may use
+    python benchmarks/cpu_scaling.py --threads 1 2   # chosen counts
+    python benchmarks/cpu_scaling.py --quick         # shorter timing (a smoke run)
+
+Rows: a 4M-element add, softmax over [4096, 1024], GEMM 1024^2, conv forward+backward, and training
+steps: MLP 784-256-256-10 (batch 128, Adam), the CNN of benchmarks/nn_cnn.py and the transformer of
+benchmarks/nn_transformer.py. Every (library, thread count) runs in its own subprocess, so thread settings
+apply from the start (RUMUS_NUM_THREADS; torch.set_num_threads and OMP_NUM_THREADS), and neither library
+shares the process with the other's threads while it is timed. Three more runs at the largest count:
+- "busy neighbour": the same rows while another process spins on one core; the slowdown it causes
+  should be about that core's share (1/cores), not more (no thread of ours spinning for a core held
+  elsewhere, no barrier waiting on it).
+- "with torch": RUMUS's steps with torch imported and running its own step between RUMUS's.
+Printed: a markdown table, times in ms (lower is better), rumus/torch ratios, and per library the worst
+slowdown seen when the thread count grows (goal: never more than 10%).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = ["add 4M", "softmax 4096x1024", "GEMM 1024²", "conv fwd+bwd", "MLP step", "CNN step", "transformer step"]
+
+
+def _time(fn: Callable[[], object], budget: float, least: int = 3) -> float:
+    """Median seconds per call over about `budget` seconds (after one warm-up call)."""
+    fn()
+    times: list[float] = []
+    start = time.perf_counter()
+    while len(times) < least or (time.perf_counter() - start < budget and len(times) < 200):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _rumus_cases(interleave_torch: bool) -> dict[str, Callable[[], object]]:
+    import numpy as np
+
+    import rumus as rm
+    from rumus import nn
+    from rumus.nn import functional as F
+    sys.path.insert(0, HERE)
+    import nn_cnn
+    import nn_transformer
+
+    rng = np.random.default_rng(0)
+    a, b = (rm.tensor(rng.standard_normal(1 << 22).astype(np.float32)) for _ in range(2))
+    s = rm.tensor(rng.standard_normal((4096, 1024)).astype(np.float32))
+    g1, g2 = (rm.tensor(rng.standard_normal((1024, 1024)).astype(np.float32)) for _ in range(2))
+    cx = rm.tensor(rng.standard_normal((16, 32, 32, 32)).astype(np.float32), requires_grad=True)
+    cw = rm.tensor(rng.standard_normal((64, 32, 3, 3)).astype(np.float32) * 0.05, requires_grad=True)
+
+    def conv() -> None:
+        F.conv2d(cx, cw, padding=1).sum().backward()
+
+    rm.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+    opt = rm.optim.Adam(mlp.parameters(), lr=1e-3)
+    mx, my = rm.randn(128, 784), rm.randn(128, 10)
+
+    def mlp_step() -> None:
+        opt.zero_grad()
+        F.mse_loss(mlp(mx), my).backward()
+        opt.step()
+
+    cnn_step, torch_cnn = nn_cnn._models(64, rm.device("cpu"), "cpu")
+    tf = _transformer_rumus(nn_transformer)
+    cases: dict[str, Callable[[], object]] = {
+        "add 4M": lambda: a + b, "softmax 4096x1024": lambda: F.softmax(s, dim=-1), "GEMM 1024²": lambda: g1 @ g2,
+        "conv fwd+bwd": conv, "MLP step": mlp_step, "CNN step": cnn_step, "transformer step": tf}
+    if interleave_torch:  # torch works between RUMUS's steps; only RUMUS's part is timed
+        other = _torch_cases()
+        for name in ("MLP step", "CNN step", "transformer step"):
+            cases[name] = _after(other[name], cases[name])
+        cases = {k: v for k, v in cases.items() if k.endswith("step")}
+    return cases
+
+
+class _after:
+    """Runs `other` untimed before each call of `fn`: the call then starts right after torch's threads ran."""
+
+    def __init__(self, other: Callable[[], object], fn: Callable[[], object]) -> None:
+        self.other, self.fn = other, fn
+        self.elapsed = 0.0
+
+    def __call__(self) -> None:
+        self.other()
+        t0 = time.perf_counter()
+        self.fn()
+        self.elapsed += time.perf_counter() - t0
+
+
+def _transformer_rumus(nt: Any) -> Callable[[], object]:
+    import numpy as np
+
+    import rumus as rm
+    from rumus.nn import functional as F
+    c = nt.CONFIG
+    rng = np.random.default_rng(0)
+    rm.manual_seed(0)
+    model = nt.RumusLM(c).train()
+    opt = rm.optim.AdamW(model.parameters(), lr=c["lr"])
+    idx = rm.tensor(rng.integers(0, c["vocab"], (c["batch"], c["seq"])))
+    tgt = rm.tensor(rng.integers(0, c["vocab"], c["batch"] * c["seq"]))
+    pos = rm.tensor(np.arange(c["seq"]))
+
+    def step() -> None:
+        opt.zero_grad()
+        F.cross_entropy(model(idx, pos).reshape(-1, c["vocab"]), tgt).backward()
+        opt.step()
+    return step
+
+
+def _torch_cases() -> dict[str, Callable[[], object]]:
+    import numpy as np
+    import torch
+    F = torch.nn.functional
+    sys.path.insert(0, HERE)
+    import nn_transformer
+
+    rng = np.random.default_rng(0)
+    a, b = (torch.from_numpy(rng.standard_normal(1 << 22).astype(np.float32)) for _ in range(2))
+    s = torch.from_numpy(rng.standard_normal((4096, 1024)).astype(np.float32))
+    g1, g2 = (torch.from_numpy(rng.standard_normal((1024, 1024)).astype(np.float32)) for _ in range(2))
+    cx = torch.from_numpy(rng.standard_normal((16, 32, 32, 32)).astype(np.float32)).requires_grad_()
+    cw = (torch.from_numpy(rng.standard_normal((64, 32, 3, 3)).astype(np.float32)) * 0.05).requires_grad_()
+
+    def conv() -> None:
+        cx.grad = cw.grad = None
+        F.conv2d(cx, cw, padding=1).sum().backward()
+
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
+                              torch.nn.ReLU(), torch.nn.Linear(256, 10))
+    opt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
+    mx, my = torch.randn(128, 784), torch.randn(128, 10)
+
+    def mlp_step() -> None:
+        opt.zero_grad(set_to_none=True)
+        F.mse_loss(mlp(mx), my).backward()
+        opt.step()
+
+    cnn = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(32 * 7 * 7, 10))
+    copt = torch.optim.Adam(cnn.parameters(), lr=1e-3)
+    xs = torch.from_numpy(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
+    ys = torch.from_numpy(rng.integers(0, 10, 64))
+
+    def cnn_step() -> None:
+        copt.zero_grad(set_to_none=True)
+        F.cross_entropy(cnn(xs), ys).backward()
+        copt.step()
+
+    c = nn_transformer.CONFIG
+    lm = nn_transformer._torch_lm(c).train()
+    topt = torch.optim.AdamW(lm.parameters(), lr=c["lr"])
+    idx = torch.from_numpy(rng.integers(0, int(c["vocab"]), (int(c["batch"]), int(c["seq"]))))
+    tgt = torch.from_numpy(rng.integers(0, int(c["vocab"]), int(c["batch"] * c["seq"])))
+    pos = torch.arange(c["seq"])
+
+    def tf_step() -> None:
+        topt.zero_grad(set_to_none=True)
+        F.cross_entropy(lm(idx, pos).reshape(-1, c["vocab"]), tgt).backward()
+        topt.step()
+
+    return {"add 4M": lambda: a + b, "softmax 4096x1024": lambda: torch.softmax(s, dim=-1),
+            "GEMM 1024²": lambda: g1 @ g2, "conv fwd+bwd": conv, "MLP step": mlp_step, "CNN step": cnn_step,
+            "transformer step": tf_step}
+
+
+def worker(lib: str, threads: int, budget: float, interleave: bool) -> None:
+    """In the subprocess: time every case, print {case: seconds} as JSON on the last line."""
+    if lib == "torch":
+        import torch  # first: torch's libgomp settings, untouched by RUMUS
+        torch.set_num_threads(threads)
+        cases = _torch_cases()
+    else:
+        import rumus as rm
+        rm.zeros(1)  # the CPU backend (and its thread policy) starts before torch is imported
+        from rumus_cpu import threads as rt
+        assert rt.get_num_threads() == threads or not rt.has_openmp(), (rt.get_num_threads(), threads)
+        cases = _rumus_cases(interleave)
+    out: dict[str, float] = {}
+    for name, fn in cases.items():
+        if isinstance(fn, _after):
+            calls = 0
+
+            def counted(f: _after = fn) -> None:
+                nonlocal calls
+                calls += 1
+                f()
+            fn.elapsed = 0.0
+            counted()  # warm-up
+            fn.elapsed, calls = 0.0, 0
+            t0 = time.perf_counter()
+            while calls < 3 or (time.perf_counter() - t0 < budget * 2 and calls < 100):
+                counted()
+            out[name] = fn.elapsed / calls
+        else:
+            out[name] = _time(fn, budget if "transformer" not in name else budget * 2)
+    print(json.dumps(out))
+
+
+def _run(lib: str, threads: int, budget: float, interleave: bool = False) -> dict[str, float]:
+    env = {**os.environ, "RUMUS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
+           "RUMUS_BACKEND": "cpu"}
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", lib, "--threads", str(threads),
+           "--budget", str(budget)] + (["--interleave"] if interleave else [])
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{lib} at {threads} threads failed:\n{proc.stderr[-3000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def _busy() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
+def _worst_slowdown(times: list[float]) -> float:
+    """Largest t(n) / t(m) - 1 over thread counts m < n: how much slower a row got as threads grew."""
+    return max([0.0] + [times[j] / times[i] - 1 for i in range(len(times)) for j in range(i + 1, len(times))])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--threads", type=int, nargs="*", default=None)
+    p.add_argument("--quick", action="store_true", help="less timing per row")
+    p.add_argument("--no-extra", action="store_true", help="skip the busy-neighbour and with-torch runs")
+    p.add_argument("--worker", choices=["rumus", "torch"], help=argparse.SUPPRESS)
+    p.add_argument("--budget", type=float, default=1.0, help=argparse.SUPPRESS)
+    p.add_argument("--interleave", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.worker:
+        worker(args.worker, args.threads[0], args.budget, args.interleave)
+        return 0
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    counts = args.threads or [n for n in (1, 2, 4, 8, 16) if n <= cores]
+    budget = 0.3 if args.quick else 1.0
+    t_start = time.perf_counter()
+    res: dict[tuple[str, int], dict[str, float]] = {}
+    for n in counts:
+        for lib in ("rumus", "torch"):
+            res[(lib, n)] = _run(lib, n, budget)
+            print(f"# {lib} at {n} threads done ({time.perf_counter() - t_start:.0f} s)", file=sys.stderr)
+    top = counts[-1]
+    extra: dict[str, dict[str, float]] = {}
+    if not args.no_extra:
+        for lib in ("rumus", "torch"):
+            hog = _busy()
+            try:
+                extra[f"{lib} busy"] = _run(lib, top, budget)
+            finally:
+                hog.kill()
+                hog.wait()
+        extra["rumus with torch"] = _run("rumus", top, budget, interleave=True)
+        print(f"# extra runs done ({time.perf_counter() - t_start:.0f} s)", file=sys.stderr)
+
+    print(f"\n{platform.node()}: {platform.processor() or platform.machine()}, {cores} usable cores, "
+          f"python {platform.python_version()}; {time.strftime('%Y-%m-%d %H:%M')} "
+          f"({time.perf_counter() - t_start:.0f} s)\n")
+    header = ["case"] + [f"{n} thr rumus / torch" for n in counts] + ["rumus/torch at " + str(top),
+                                                                      "worst slowdown rumus / torch"]
+    if extra:
+        header += [f"busy neighbour at {top}: rumus / torch", f"rumus at {top}, torch between steps"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for case in CASES:
+        rt = [res[("rumus", n)][case] * 1e3 for n in counts]
+        tt = [res[("torch", n)][case] * 1e3 for n in counts]
+        cells = [case] + [f"{r:.3g} / {t:.3g}" for r, t in zip(rt, tt)]
+        cells += [f"{rt[-1] / tt[-1]:.2f}×", f"{_worst_slowdown(rt):+.0%} / {_worst_slowdown(tt):+.0%}"]
+        if extra:
+            rb, tb = extra["rumus busy"][case] * 1e3, extra["torch busy"][case] * 1e3
+            cells.append(f"{rb:.3g} ({rb / rt[-1] - 1:+.0%}) / {tb:.3g} ({tb / tt[-1] - 1:+.0%})")
+            wt = extra["rumus with torch"].get(case)
+            cells.append(f"{wt * 1e3:.3g} ({wt * 1e3 / rt[-1] - 1:+.0%})" if wt is not None else "-")
+        print("| " + " | ".join(cells) + " |")
+    print(f"\ntimes in ms (median); busy neighbour: one other process spinning on one of {cores} cores "
+          f"(its fair share: {1 / cores:.0%} of the machine)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+/* GEMM as independent blocks of C on the kernels' threads, each block one single-threaded call of
+   numpy's OpenBLAS (cblas_?gemm, handed over by address from Python).
+
+   Why not OpenBLAS's own threading (which runs on the same threads through rumus_blas_callback)? Its
+   jobs wait on each other inside every call (one packs a panel of B, the others read it), so one
+   thread that shares its core with another process holds all of them up: on a loaded 2-core machine a
+   1024^2 GEMM took 79 ms on 1 thread and 153 ms on 2. Independent blocks taken as threads come free
+   lose only the share of the core that was taken.
+
+   The blocks depend on the shape alone, never on the thread count, so every thread count makes the
+   same BLAS calls on the same data: results are bit-identical at every thread count by construction. */
+#include "internal/rumus.h"
+#include "gemm_blocked.h"
+#include "runtime.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
+
+typedef void (*sgemm32_fn)(int, int, int, int32_t, int32_t, int32_t, float, const float *, int32_t, const float *,
+                           int32_t, float, float *, int32_t);
+typedef void (*sgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, float, const float *, int64_t, const float *,
+                           int64_t, float, float *, int64_t);
+typedef void (*dgemm32_fn)(int, int, int, int32_t, int32_t, int32_t, double, const double *, int32_t,
+                           const double *, int32_t, double, double *, int32_t);
+typedef void (*dgemm64_fn)(int, int, int, int64_t, int64_t, int64_t, double, const double *, int64_t,
+                           const double *, int64_t, double, double *, int64_t);
+
+static void *g_sgemm = NULL, *g_dgemm = NULL;
+static int g_int64 = 0; /* the library's integers are 64-bit (scipy-openblas64: symbols end in 64_) */
+
+int rumus_gemm_attach(uintptr_t sgemm, uintptr_t dgemm, int int64_ints) {
+    g_sgemm = (void *)sgemm;
+    g_dgemm = (void *)dgemm;
+    g_int64 = int64_ints;
+    return g_sgemm != NULL && g_dgemm != NULL;
+}
+
+int rumus_gemm_attached(void) { return g_sgemm != NULL && g_dgemm != NULL; }
+
+/* Multiply-adds per block, at least (about 40 us on one core): below it a block's call overhead and
+   packing would show. Blocks are halved, the longer side first, until there are TARGET_BLOCKS of them. */
+#define BLOCK_MACS ((int64_t)1 << 22)
+#define TARGET_BLOCKS 64
+
+static int64_t half16(int64_t x) { return ((x + 1) / 2 + 15) / 16 * 16; }
+
+void rumus_gemm_blocks(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t *bm, int64_t *bn) {
+    int64_t a = m, b = n;
+    while (batch * ((m + a - 1) / a) * ((n + b - 1) / b) < TARGET_BLOCKS) {
+        int64_t na = a, nb = b;
+        if (a >= b && a > 64)
+            na = half16(a);
+        else if (b > 64)
+            nb = half16(b);
+        else if (a > 64)
+            na = half16(a);
+        else
+            break;
+        if (na * nb * k < BLOCK_MACS) break;
+        a = na;
+        b = nb;
+    }
+    *bm = a;
+    *bn = b;
+}
+
+typedef struct {
+    int f64, ta, tb;
+    int64_t m, n, k, bm, bn, mb, nb;
+    const char *A, *B;
+    char *C;
+    int64_t inner;                               /* batch entries along the inner batch dim */
+    int64_t a_bs[2], b_bs[2], c_bs[2], lda, ldb, ldc, esz; /* batch strides: outer, inner */
+} gemm_job;
+
+static void gemm_block(const gemm_job *g, int64_t u) {
+    const int64_t per = g->mb * g->nb, bi = u / per, r = u % per, bo = bi / g->inner, bn = bi % g->inner;
+    const int64_t i0 = (r / g->nb) * g->bm, j0 = (r % g->nb) * g->bn;
+    const int64_t mm = g->m - i0 < g->bm ? g->m - i0 : g->bm, nn = g->n - j0 < g->bn ? g->n - j0 : g->bn;
+    /* row i0 of op(A): A + i0*lda (no transpose) or A + i0 (transposed, A stored [k][m]); likewise B's column */
+    const char *a = g->A + (bo * g->a_bs[0] + bn * g->a_bs[1] + (g->ta == NO_TRANS ? i0 * g->lda : i0)) * g->esz;
+    const char *b = g->B + (bo * g->b_bs[0] + bn * g->b_bs[1] + (g->tb == NO_TRANS ? j0 : j0 * g->ldb)) * g->esz;
+    char *c = g->C + (bo * g->c_bs[0] + bn * g->c_bs[1] + i0 * g->ldc + j0) * g->esz;
+    if (g->f64) {
+        if (g_int64)
+            ((dgemm64_fn)g_dgemm)(ROW_MAJOR, g->ta, g->tb, mm, nn, g->k, 1.0, (const double *)a, g->lda,
+                                  (const double *)b, g->ldb, 0.0, (double *)c, g->ldc);
+        else
+            ((dgemm32_fn)g_dgemm)(ROW_MAJOR, g->ta, g->tb, (int32_t)mm, (int32_t)nn, (int32_t)g->k, 1.0,
+                                  (const double *)a, (int32_t)g->lda, (const double *)b, (int32_t)g->ldb, 0.0,
+                                  (double *)c, (int32_t)g->ldc);
+    } else {
+        if (g_int64)
+            ((sgemm64_fn)g_sgemm)(ROW_MAJOR, g->ta, g->tb, mm, nn, g->k, 1.0f, (const float *)a, g->lda,
+                                  (const float *)b, g->ldb, 0.0f, (float *)c, g->ldc);
+        else
+            ((sgemm32_fn)g_sgemm)(ROW_MAJOR, g->ta, g->tb, (int32_t)mm, (int32_t)nn, (int32_t)g->k, 1.0f,
+                                  (const float *)a, (int32_t)g->lda, (const float *)b, (int32_t)g->ldb, 0.0f,
+                                  (float *)c, (int32_t)g->ldc);
+    }
+}
+
+/* C[i][j] = op(A[i][j]) @ op(B[i][j]) for i < outer, j < inner (two batch dims with strides *_bo, *_bi). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
+   as [n][k]). Strides in elements; C's rows are contiguous.
+   The caller (Python) has OpenBLAS on one thread for the duration: each block is one plain call. */
+int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const void *A, int64_t a_bo,
+               int64_t a_bi, int64_t lda, int ta, const void *B, int64_t b_bo, int64_t b_bi, int64_t ldb, int tb,
+               void *C, int64_t c_bo, int64_t c_bi, int64_t ldc) {
+    const int64_t batch = outer * inner;
+    if (batch <= 0) return 1;
+    if (!rumus_gemm_attached()) return 0;
+    if (!g_int64 && (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX ||
+                     ldc > INT32_MAX))
+        return 0;
+    gemm_job g = {f64, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, 0, 0, 0, 0,
+                  (const char *)A, (const char *)B, (char *)C, inner, {a_bo, a_bi}, {b_bo, b_bi}, {c_bo, c_bi}, lda, ldb, ldc, f64 ? (int64_t)sizeof(double) : (int64_t)sizeof(float)};
+    rumus_gemm_blocks(m, n, k, batch, &g.bm, &g.bn);
+    g.mb = (m + g.bm - 1) / g.bm;
+    g.nb = (n + g.bn - 1) / g.bn;
+    const int64_t units = batch * g.mb * g.nb;
+    const int prev = rumus_blas_get_threads();
+    rumus_blas_set_threads(1); /* each block is one plain call; OpenBLAS must not split it into jobs */
+    int nt = batch * m * n * k >= 2 * BLOCK_MACS ? rumus_get_num_threads() : 1;
+    if (nt > units) nt = (int)units;
+    if (nt <= 1) {
+        for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
+    } else {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#endif
+        for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
+    }
+    if (prev > 0) rumus_blas_set_threads(prev); /* numpy's other GEMMs (conv) split through the callback */
+    return 1;
+}
