@@ -8,6 +8,7 @@ single contiguous or strided run. Building one costs microseconds; a dict keyed 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
