@@ -2,7 +2,7 @@
 
    Statistics and sums are accumulated in double. Inputs are contiguous; pointers arrive already offset.
    Rows (layer/rms/group norm) or channels (batch norm) are split over threads when the work is large
-   enough; weight/bias gradients summed over rows use one double accumulator per thread. */
+   enough; weight/bias gradients summed over rows use one double accumulator per row partition (NORM_PARTS). */
 #include <stdlib.h>
 
 #include "internal/rumus.h"
@@ -11,10 +11,12 @@
 /* Threads for `units` independent units of `work` elements in all (never more threads than units). */
 static int norm_threads(int64_t units, int64_t work) {
     if (work < ((int64_t)1 << 21)) return 1; /* memory-bound: a second thread pays only on large inputs */
-    int nt = rumus_threads_for(work);
-    if (nt > units) nt = (int)(units < 1 ? 1 : units);
-    return nt;
+    return rumus_threads_for_units(units, work);
 }
+
+/* Partitions of the rows for weight/bias gradient sums: fixed by the shape, so results never depend on
+   the thread count (each partition accumulates in double; partitions are added in order). */
+#define NORM_PARTS 64
 
 #define T float
 #define FN(name) name##_f32

@@ -65,17 +65,19 @@ static void FN(row_norm_backward)(const T *g, const T *x, const T *w, T *gx, dou
     }
 }
 
-/* Rows split over threads, each with its own (gw, gb) double accumulators, summed at the end. */
+/* Rows split into NORM_PARTS partitions fixed by the shape (never by the thread count), each with its own
+   (gw, gb) double accumulators, summed in partition order: bit-identical results at every thread count. */
 static void FN(rows_backward)(const T *g, const T *x, const T *w, T *gx, T *gw, T *gb, int64_t rows, int64_t cols,
                               double eps, int centred) {
     const int nt = norm_threads(rows, rows * cols);
+    const int64_t parts = rows < NORM_PARTS ? rows : NORM_PARTS;
     const int64_t width = gb ? 2 * cols : cols;
-    double *acc = (double *)calloc((size_t)(nt * width > 0 ? nt * width : 1), sizeof(double));
+    double *acc = (double *)calloc((size_t)(parts * width > 0 ? parts * width : 1), sizeof(double));
     if (!acc) return;
     if (rows > 0) {
-RUMUS_PARALLEL_FOR
-        for (int t = 0; t < nt; t++) {
-            const int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+RUMUS_PARALLEL_FOR_DYNAMIC
+        for (int64_t t = 0; t < parts; t++) {
+            const int64_t r0 = rows * t / parts, r1 = rows * (t + 1) / parts;
             double *a = acc + t * width;
             FN(row_norm_backward)(g + r0 * cols, x + r0 * cols, w, gx + r0 * cols, a, gb ? a + cols : NULL, r1 - r0,
                                   cols, eps, centred);
@@ -83,7 +85,7 @@ RUMUS_PARALLEL_FOR
     }
     for (int64_t j = 0; j < cols; j++) {
         double sw = 0.0, sb = 0.0;
-        for (int t = 0; t < nt; t++) {
+        for (int64_t t = 0; t < parts; t++) {
             sw += acc[t * width + j];
             if (gb) sb += acc[t * width + cols + j];
         }
@@ -152,13 +154,14 @@ void FN(rumus_group_norm_backward)(const void *gv, const void *xv, const void *w
     T *gx = (T *)gxv, *gw = (T *)gwv, *gb = (T *)gbv;
     const int64_t rows = n * groups, cg = c / groups, len = cg * s;
     const int nt = norm_threads(rows, rows * len);
-    double *acc = (double *)calloc((size_t)(nt * 2 * c > 0 ? nt * 2 * c : 1), sizeof(double));
+    const int64_t parts = rows < NORM_PARTS ? rows : NORM_PARTS;  /* fixed by the shape: see rows_backward */
+    double *acc = (double *)calloc((size_t)(parts * 2 * c > 0 ? parts * 2 * c : 1), sizeof(double));
     if (!acc) return;
     if (rows > 0 && len > 0) {
-RUMUS_PARALLEL_FOR
-        for (int t = 0; t < nt; t++) {
+RUMUS_PARALLEL_FOR_DYNAMIC
+        for (int64_t t = 0; t < parts; t++) {
             double *aw = acc + t * 2 * c, *ab = aw + c;
-            for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+            for (int64_t r = rows * t / parts; r < rows * (t + 1) / parts; r++) {
                 const T *gr = g + r * len, *xr = x + r * len;
                 T *gxr = gx + r * len;
                 const int64_t c0 = (r % groups) * cg;
@@ -191,7 +194,7 @@ RUMUS_PARALLEL_FOR
     }
     for (int64_t j = 0; j < c; j++) {
         double sw = 0.0, sb = 0.0;
-        for (int t = 0; t < nt; t++) {
+        for (int64_t t = 0; t < parts; t++) {
             sw += acc[t * 2 * c + j];
             sb += acc[t * 2 * c + c + j];
         }

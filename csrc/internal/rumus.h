@@ -117,8 +117,10 @@ int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const cha
 /* A parallel loop over `nt` threads (a variable named nt must be in scope); nothing without OpenMP. */
 #ifdef _OPENMP
 #define RUMUS_PARALLEL_FOR _Pragma("omp parallel for num_threads(nt) schedule(static)")
+#define RUMUS_PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for num_threads(nt) schedule(dynamic, 1)")
 #else
 #define RUMUS_PARALLEL_FOR
+#define RUMUS_PARALLEL_FOR_DYNAMIC
 #endif
 
 #endif
