@@ -24,7 +24,7 @@ from rumus_contracts import AutogradError, RumusError, ShapeError
 from .autograd.grad_mode import no_grad
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
-from .tensor import Tensor, make_tensor
+from .tensor import Tensor
 
 
 def refuse_fixed(x: Tensor, name: str) -> None:
@@ -243,5 +243,3 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     else:
         fill_(target, value)
 
-
-_ = make_tensor
