@@ -17,7 +17,8 @@ from ..nn.module import Module
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import _build
-from ._interpret import DEVICE, HOST_OPS, OPS, Value
+from ._interpret import OPS
+from ._interpret_host import DEVICE, HOST_OPS, Value
 
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
 

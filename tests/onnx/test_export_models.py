@@ -85,3 +85,30 @@ def test_causal_mask_really_is_causal(tmp_path: Any) -> None:
     a, b = run_ort(tmp_path / "lm.onnx", {"x": ids})[0], run_ort(tmp_path / "lm.onnx", {"x": other})[0]
     np.testing.assert_array_equal(a[:, :-1], b[:, :-1])
     assert np.abs(a[:, -1] - b[:, -1]).max() > 1e-4
+
+
+def test_oldest_supported_opset(tmp_path: Any) -> None:
+    """Opset 17: reductions take axes as attributes and GELU is written out (no Gelu op before 20)."""
+    from _helpers import run_ort
+
+    class Mix(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.norm = nn.RMSNorm(6)
+            self.lin = nn.Linear(6, 4)
+
+        def forward(self, x: Any) -> Any:
+            h = self.lin(self.norm(x))
+            a = rm.add(nn.functional.gelu(h), nn.functional.gelu(h, approximate="tanh"))
+            spread = rm.add(a.var(-1, keepdim=True), a.amax(-1, keepdim=True))
+            return rm.add(rm.sub(a, a.mean(-1, keepdim=True)), spread)
+    model = Mix()
+    x = rm.tensor(RNG.standard_normal((7, 6)).astype(np.float32))
+    rm.onnx.export(model, (x,), str(tmp_path / "o17.onnx"), input_names=["x"], opset_version=17,
+                   dynamic_axes={"x": {0: "b"}})
+    x2 = RNG.standard_normal((3, 6)).astype(np.float32)
+    with rm.no_grad():
+        want = model(rm.tensor(x2)).numpy()
+    np.testing.assert_allclose(run_ort(tmp_path / "o17.onnx", {"x": x2})[0], want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rm.onnx.load(str(tmp_path / "o17.onnx"))(rm.tensor(x2)).numpy(), want, rtol=1e-6,
+                               atol=1e-6)

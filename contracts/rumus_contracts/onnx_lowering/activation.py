@@ -14,18 +14,20 @@ def _gelu(approximate: str) -> Lowering:
         if ctx.opset >= 20:
             return [OnnxNode("Gelu", [ins[0]], list(outs), {"approximate": approximate})]
         dt, x = ctx.input_dtypes[0], ins[0]
-        half, t1, t2, t3 = ctx.fresh("half"), ctx.fresh("g"), ctx.fresh("g"), ctx.fresh("g")
-        nodes = [OnnxNode("Mul", [x, ctx.const(0.5, dt)], [half])]
         if approximate == "none":  # 0.5 x (1 + erf(x / sqrt 2))
-            nodes += [OnnxNode("Mul", [x, ctx.const(1 / math.sqrt(2), dt)], [t1]), OnnxNode("Erf", [t1], [t2])]
-        else:  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-            cube, inner = ctx.fresh("cube"), ctx.fresh("inner")
-            nodes += [OnnxNode("Pow", [x, ctx.const(3.0, dt)], [cube]),
-                      OnnxNode("Mul", [cube, ctx.const(0.044715, dt)], [inner]),
-                      OnnxNode("Add", [x, inner], [t1]),
-                      OnnxNode("Mul", [t1, ctx.const(math.sqrt(2 / math.pi), dt)], [inner + "_s"]),
-                      OnnxNode("Tanh", [inner + "_s"], [t2])]
-        return nodes + [OnnxNode("Add", [t2, ctx.const(1.0, dt)], [t3]), OnnxNode("Mul", [half, t3], list(outs))]
+            half, t1, t2, t3 = ctx.fresh("half"), ctx.fresh("g"), ctx.fresh("g"), ctx.fresh("g")
+            return [OnnxNode("Mul", [x, ctx.const(0.5, dt)], [half]),
+                    OnnxNode("Mul", [x, ctx.const(1 / math.sqrt(2), dt)], [t1]), OnnxNode("Erf", [t1], [t2]),
+                    OnnxNode("Add", [t2, ctx.const(1.0, dt)], [t3]), OnnxNode("Mul", [half, t3], list(outs))]
+        # 0.5 (1 + tanh(z)) = sigmoid(2 z), z = sqrt(2/pi) (x + 0.044715 x^3); written with Sigmoid because
+        # onnxruntime's fusion mis-rewrites the tanh form when the exact form reads the same input
+        cube, inner, z, s, gate = (ctx.fresh(h) for h in ("cube", "inner", "z", "z2", "gate"))
+        return [OnnxNode("Pow", [x, ctx.const(3.0, dt)], [cube]),
+                OnnxNode("Mul", [cube, ctx.const(0.044715, dt)], [inner]),
+                OnnxNode("Add", [x, inner], [z]),
+                OnnxNode("Mul", [z, ctx.const(2 * math.sqrt(2 / math.pi), dt)], [s]),
+                OnnxNode("Sigmoid", [s], [gate]),
+                OnnxNode("Mul", [x, gate], list(outs))]
     return lower
 
 
