@@ -19,7 +19,7 @@ import numpy as np
 from rumus_contracts import Device, DType, RumusError, ShapeError, float32, float64
 from rumus_contracts.ops.attention import MAX_HEAD_DIM
 
-from .. import _creation, _runtime
+from .. import _creation, _dispatch, _runtime
 from .. import _math as M
 from .. import _views
 from .._dispatch import COMPOSITES, scalar_tensor
@@ -111,6 +111,8 @@ def flash_attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, ke
     if q.dtype not in (float32, float64) or not 0.0 <= dropout_p < 1.0 or not 1 <= q.shape[-1] <= MAX_HEAD_DIM:
         return None
     if any(d == 0 for d in (*q.shape, k.shape[-2])) or not _has_flash(q):
+        return None
+    if _dispatch._tracer is not None:  # ONNX export: standard ONNX has no fused attention; trace the composite
         return None
     zero = scalar_tensor(0.0, q.dtype, q.device)
     masks = []
