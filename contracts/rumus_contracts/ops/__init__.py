@@ -6,12 +6,13 @@ from types import ModuleType
 
 from ..schema import OpRegistry
 from . import (
-    activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
+    activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
 )
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
     fixed,  # fixed-point i16 engine
+    quant,  # q8 blocks and int4 groups (SPEC C, D)
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
 )
