@@ -93,6 +93,7 @@ def numel(x: Tensor) -> int:
 
 from . import data, fixed, io, nn, optim  # noqa: E402
 from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
+from . import quant  # noqa: E402,F401  (issue 15: q8 / int4 weights, RTN / GPTQ / AWQ)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 
 save = io.save_file
