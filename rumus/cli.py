@@ -65,7 +65,7 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "conformance": (_delegate("rumus_conformance.runner", "main"), "run the conformance suite on a backend"),
     "rrec": (_delegate("rumus.data.cli", "main"), "inspect / verify / convert .rrec record files"),
     "fixed": (fixed, "fixed verify FILE: re-run a fixed-point fixture and check it bit for bit"),
-    "quantize": (_delegate("rumus.quant.cli", "main"), "quantize a checkpoint's Linear layers (q8 / int4: rtn, gptq, awq)"),
+    "quantize": (_delegate("rumus.quant.cli", "main"), "quantize a checkpoint's Linear layers (q8/int4; rtn/gptq/awq)"),
 }
 
 

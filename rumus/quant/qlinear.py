@@ -90,9 +90,9 @@ class QLinear(Module):
         return w.mT
 
     def weight_bytes(self) -> int:
-        total = self.qweight.numel() * 4
+        total = int(self.qweight.numel()) * 4
         for t in (self.scales, self.zeros):
-            total += 0 if t is None else t.numel() * 4
+            total += 0 if t is None else int(t.numel()) * 4
         return total
 
     def extra_repr(self) -> str:

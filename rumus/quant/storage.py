@@ -49,7 +49,7 @@ def save_quantized(model: Module, path: str | os.PathLike[str]) -> None:
     os.replace(tmp, path)
 
 
-def load_quantized(model: Module, path: str | os.PathLike[str], device: object = None) -> Module:
+def load_quantized(model: Module, path: str | os.PathLike[str], device: str | None = None) -> Module:
     from safetensors import safe_open
     try:
         with safe_open(os.fspath(path), framework="numpy") as f:

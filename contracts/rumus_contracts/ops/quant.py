@@ -124,7 +124,8 @@ def int4_codes(w: np.ndarray, scales: np.ndarray, zps: np.ndarray, group_size: i
     w32 = np.asarray(w, np.float32)
     rows = np.arange(w32.shape[0]) // group_size
     s, z = np.asarray(scales, np.float32)[rows], np.asarray(zps, np.float32)[rows]
-    return np.clip(np.rint(w32 / s + z), 0, 15).astype(np.uint8)
+    out: np.ndarray = np.clip(np.rint(w32 / s + z), 0, 15).astype(np.uint8)
+    return out
 
 
 def int4_pack_codes(q: np.ndarray, group_size: int) -> np.ndarray:
@@ -195,7 +196,8 @@ def int4_linear_reference(x: np.ndarray, words: np.ndarray, scales: np.ndarray, 
         raise DTypeError("the int4_linear reference needs group_size (it never sees dtypes)")
     k = np.asarray(x).shape[1]
     w = int4_dequantize_reference(words, scales, zps, k=k, group_size=group_size)
-    return np.asarray(x, np.float64) @ w
+    out: np.ndarray = np.asarray(x, np.float64) @ w
+    return out
 
 
 # ---- shape and dtype rules ---------------------------------------------------------------------------
@@ -335,8 +337,8 @@ def _q8_words_samples(linear: bool) -> Any:
                 if linear:
                     for m in (1, 3):
                         x = rng.standard_normal((m, k)).astype(np.float32)
-                        yield Sample([x, words], {"n": n, "block_size": bs}, grad=False, name=f"bs={bs} [{m},{k}]x[{k},{n}]",
-                                     dtypes=[float32, q8(bs)])
+                        yield Sample([x, words], {"n": n, "block_size": bs}, grad=False,
+                                     name=f"bs={bs} [{m},{k}]x[{k},{n}]", dtypes=[float32, q8(bs)])
                 else:
                     yield Sample([words], {"k": k, "n": n, "block_size": bs}, grad=False, name=f"bs={bs} [{k},{n}]",
                                  dtypes=[q8(bs)])
