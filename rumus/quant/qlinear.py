@@ -16,9 +16,27 @@ from rumus_contracts.ops import quant as layout
 
 from .. import ops
 from .._creation import from_storage, tensor
+from ..autograd.function import Function, FunctionCtx
 from ..nn.module import Module
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
+
+
+class _QuantMatmul(Function):
+    """x @ W with W packed: the weight is frozen, so backward gives only the input gradient (SPEC D),
+    grad @ dequant(W)^T; the float weight exists only for that product, during backward."""
+
+    @staticmethod
+    def forward(ctx: FunctionCtx, x: Tensor, layer: QLinear) -> Tensor:
+        ctx.layer = layer  # type: ignore[attr-defined]
+        if layer.scheme == "q8":
+            return ops.q8_linear(x, layer.qweight, n=layer.out_features)
+        return ops.int4_linear(x, layer.qweight, layer.scales, layer.zeros)
+
+    @staticmethod
+    def backward(ctx: FunctionCtx, grad: Tensor) -> tuple[Tensor, None]:
+        layer: QLinear = ctx.layer  # type: ignore[attr-defined]
+        return grad @ layer.dequantized_weight(), None
 
 
 class QLinear(Module):
@@ -38,6 +56,12 @@ class QLinear(Module):
             self.bias = Parameter(bias.detach())
         else:
             self.register_parameter("bias", None)
+
+    @classmethod
+    def from_linear(cls, linear: Any, group_size: int = 128, scheme: str = "int4") -> QLinear:
+        """Round-to-nearest quantization of an nn.Linear (weights frozen, bias kept trainable)."""
+        w = np.ascontiguousarray(linear.weight.detach().numpy().T.astype(np.float32))
+        return cls.from_codes(scheme, group_size, w, bias=linear.bias, device=linear.weight.device)
 
     @staticmethod
     def dtype_for(scheme: str, size: int) -> DType:
@@ -73,10 +97,7 @@ class QLinear(Module):
         x2 = x.reshape(-1, self.in_features)
         if self.input_scale is not None:
             x2 = x2 * self.input_scale
-        if self.scheme == "q8":
-            y = ops.q8_linear(x2, self.qweight, n=self.out_features)
-        else:
-            y = ops.int4_linear(x2, self.qweight, self.scales, self.zeros)
+        y = _QuantMatmul.apply(x2, self)
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*lead, self.out_features)

@@ -92,3 +92,17 @@ def test_bad_arguments_are_refused(trained: tuple[rm.nn.Sequential, rm.Tensor]) 
         rm.quant.quantize(_copy(model), "q8", 32, "awq", calib=[x])
     with pytest.raises(RumusError, match="sizes"):
         rm.quant.quantize(_copy(model), "int4", 12)
+
+
+@pytest.mark.parametrize("scheme", ["q8", "int4"])
+def test_backward_gives_the_input_gradient_and_a_bias_gradient_only(scheme: str) -> None:
+    rm.manual_seed(3)
+    lin = rm.nn.Linear(40, 24)
+    q = rm.quant.QLinear.from_linear(lin, 16 if scheme == "int4" else 32, scheme)
+    x = rm.randn(5, 40, requires_grad=True)
+    g = np.random.default_rng(0).standard_normal((5, 24))
+    (q(x) * rm.tensor(g.astype(np.float32))).sum().backward()
+    w = q.dequantized_weight().numpy().astype(np.float64)  # [out, in]
+    np.testing.assert_allclose(x.grad.numpy(), g @ w, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(q.bias.grad.numpy(), g.sum(0), rtol=1e-5, atol=1e-5)
+    assert not any(t.requires_grad for t in q.buffers())
