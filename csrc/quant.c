@@ -123,15 +123,16 @@ static float q8_column_avx2(const float *x, const uint32_t *col, int64_t k, int6
         const int8_t *q = (const int8_t *)(blk + 1);
         const int64_t k0 = b * bs, len = (k - k0 < bs) ? k - k0 : bs;
         const float s = _cvtsh_ss((unsigned short)(blk[0] & 0xFFFFu));
-        __m256 part = _mm256_setzero_ps();
+        __m256 part = _mm256_setzero_ps(), part2 = part;  /* two chains hide the FMA latency */
         int64_t j = 0;
         for (; j + 16 <= len; j += 16) {  /* 16 int8 -> two vectors of 8 floats, in registers */
             __m128i raw = _mm_loadu_si128((const __m128i *)(q + j));
             __m256 lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(raw));
             __m256 hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(raw, 8)));
             part = _mm256_fmadd_ps(_mm256_loadu_ps(x + k0 + j), lo, part);
-            part = _mm256_fmadd_ps(_mm256_loadu_ps(x + k0 + j + 8), hi, part);
+            part2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + k0 + j + 8), hi, part2);
         }
+        part = _mm256_add_ps(part, part2);
         float rest = 0.0f;
         for (; j < len; j++) rest += x[k0 + j] * (float)q[j];
         acc = _mm256_fmadd_ps(_mm256_set1_ps(s), part, acc);
@@ -161,6 +162,8 @@ void rumus_q8_linear(float *out, const float *x, const uint32_t *words, int64_t 
         }
     }
 }
+
+#define INT4_CHUNK 512
 
 /* ---- int4 ---------------------------------------------------------------------------------------- */
 void rumus_int4_quantize(uint32_t *words, float *scales, float *zeros, const float *w, int64_t k, int64_t n,
@@ -222,30 +225,52 @@ static void int4_row_portable(float *out, const float *xp, const float *xsum, co
 }
 
 #ifdef RUMUS_X86
+/* Columns [c0, c1) (at most INT4_CHUNK, a multiple of 8 wide except at the end) of one row. Rows of
+   the weight are walked in order and columns inside a row, so the words stream from memory in
+   address order (walking one column down K would stride N words per step and defeat the prefetcher);
+   the per-column sums live in two small arrays that stay in L1. */
 __attribute__((target("avx2,fma")))
 static void int4_row_avx2(float *out, const float *xp, const float *xsum, const uint32_t *words,
                           const float *scales, const float *zeros, int64_t groups, int64_t n, int64_t g,
                           int64_t c0, int64_t c1) {
     const __m256i mask = _mm256_set1_epi32(0xF);
-    int64_t c = c0;
-    for (; c + 8 <= c1; c += 8) {  /* 8 columns at a time: their words sit side by side in a K-major row */
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t gi = 0; gi < groups; gi++) {
-            __m256 dot = _mm256_setzero_ps();
-            for (int64_t wr = gi * g / 8; wr < (gi + 1) * g / 8; wr++) {
-                const __m256i wv = _mm256_loadu_si256((const __m256i *)(words + wr * n + c));
-                const float *xk = xp + wr * 8;
-                for (int j = 0; j < 8; j++) {
-                    __m256 q = _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(wv, 4 * j), mask));
-                    dot = _mm256_fmadd_ps(_mm256_set1_ps(xk[j]), q, dot);
-                }
+    const int64_t vec_end = c0 + ((c1 - c0) / 8) * 8;
+    float acc[INT4_CHUNK], dsum[INT4_CHUNK];
+    for (int64_t c = c0; c < vec_end; c++) acc[c - c0] = 0.0f;
+    for (int64_t gi = 0; gi < groups; gi++) {
+        for (int64_t c = c0; c < vec_end; c++) dsum[c - c0] = 0.0f;
+        for (int64_t wr = gi * g / 8; wr < (gi + 1) * g / 8; wr++) {
+            const float *xk = xp + wr * 8;
+            const __m256 x0 = _mm256_set1_ps(xk[0]), x1 = _mm256_set1_ps(xk[1]), x2 = _mm256_set1_ps(xk[2]),
+                         x3 = _mm256_set1_ps(xk[3]), x4 = _mm256_set1_ps(xk[4]), x5 = _mm256_set1_ps(xk[5]),
+                         x6 = _mm256_set1_ps(xk[6]), x7 = _mm256_set1_ps(xk[7]);
+            const uint32_t *row = words + wr * n;
+            for (int64_t c = c0; c < vec_end; c += 8) {
+                const __m256i wv = _mm256_loadu_si256((const __m256i *)(row + c));
+#define NIB(j) _mm256_cvtepi32_ps(_mm256_and_si256(_mm256_srli_epi32(wv, 4 * (j)), mask))
+                __m256 a = _mm256_mul_ps(x0, NIB(0));
+                __m256 b = _mm256_mul_ps(x1, NIB(1));
+                a = _mm256_fmadd_ps(x2, NIB(2), a);
+                b = _mm256_fmadd_ps(x3, NIB(3), b);
+                a = _mm256_fmadd_ps(x4, NIB(4), a);
+                b = _mm256_fmadd_ps(x5, NIB(5), b);
+                a = _mm256_fmadd_ps(x6, NIB(6), a);
+                b = _mm256_fmadd_ps(x7, NIB(7), b);
+#undef NIB
+                float *d = dsum + (c - c0);
+                _mm256_storeu_ps(d, _mm256_add_ps(_mm256_loadu_ps(d), _mm256_add_ps(a, b)));
             }
-            const __m256 s = _mm256_loadu_ps(scales + gi * n + c), z = _mm256_loadu_ps(zeros + gi * n + c);
-            acc = _mm256_fmadd_ps(s, _mm256_fnmadd_ps(z, _mm256_set1_ps(xsum[gi]), dot), acc);
         }
-        _mm256_storeu_ps(out + c, acc);
+        const __m256 xs = _mm256_set1_ps(xsum[gi]);
+        for (int64_t c = c0; c < vec_end; c += 8) {
+            const __m256 s = _mm256_loadu_ps(scales + gi * n + c), z = _mm256_loadu_ps(zeros + gi * n + c);
+            float *a = acc + (c - c0);
+            _mm256_storeu_ps(a, _mm256_fmadd_ps(s, _mm256_fnmadd_ps(z, xs, _mm256_loadu_ps(dsum + (c - c0))),
+                                                _mm256_loadu_ps(a)));
+        }
     }
-    int4_row_portable(out, xp, xsum, words, scales, zeros, groups, n, g, c, c1);
+    for (int64_t c = c0; c < vec_end; c++) out[c] = acc[c - c0];
+    int4_row_portable(out, xp, xsum, words, scales, zeros, groups, n, g, vec_end, c1);
 }
 #endif
 
@@ -267,7 +292,7 @@ void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const 
             xs[r * groups + gi] = s;
         }
     }
-    const int64_t chunk = 64;  /* 64 columns x K/8 words: one L2-resident slab reused by every row */
+    const int64_t chunk = INT4_CHUNK;  /* a slab of columns: one thread's share, reused by every row */
     const int64_t nchunks = (n + chunk - 1) / chunk;
     const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * m);
 #pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)

@@ -97,7 +97,7 @@ class QLinear(Module):
         x2 = x.reshape(-1, self.in_features)
         if self.input_scale is not None:
             x2 = x2 * self.input_scale
-        y = _QuantMatmul.apply(x2, self)
+        y: Tensor = _QuantMatmul.apply(x2, self)
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*lead, self.out_features)
