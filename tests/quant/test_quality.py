@@ -8,6 +8,8 @@ import pytest
 
 from . import tiny_lm
 
+pytestmark = pytest.mark.slow  # trains a model: ~30 s of CPU time
+
 
 @pytest.fixture(scope="module")
 def table() -> dict[tuple[str, int | None], float]:
