@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import DType, Kernel, TensorArg, float32
+from rumus_contracts import DType, Kernel, RumusError, TensorArg, float32
 from rumus_contracts.ops.quant import INT4_DTYPES, Q8_DTYPES, check_int4, check_q8_words
 
 from ._lib import ffi, lib
@@ -49,11 +49,18 @@ def _param(dt: DType) -> int:
     return dt.param
 
 
+def _finite(op: str, flat: np.ndarray) -> Any:
+    """A NaN or inf has no int8 / int4 code: refuse it instead of packing garbage."""
+    if not np.isfinite(flat).all():
+        raise RumusError(f"{op}: the weight holds NaN or inf values; quantize finite weights only")
+    return ffi.from_buffer("float[]", flat)
+
+
 def q8_quantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     o, w = outputs[0], inputs[0]
     k, n = w.shape
     if o.numel:
-        lib.rumus_q8_quantize(_out(o, "uint32_t"), _f32(w), k, n, int(attrs["block_size"]))
+        lib.rumus_q8_quantize(_out(o, "uint32_t"), _finite("q8_quantize", _contig(w)), k, n, int(attrs["block_size"]))
 
 
 def q8_dequantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -79,8 +86,8 @@ def int4_quantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], att
     (ow, os_, oz), w = outputs, inputs[0]
     k, n = w.shape
     if ow.numel:
-        lib.rumus_int4_quantize(_out(ow, "uint32_t"), _out(os_, "float"), _out(oz, "float"), _f32(w), k, n,
-                                int(attrs["group_size"]))
+        lib.rumus_int4_quantize(_out(ow, "uint32_t"), _out(os_, "float"), _out(oz, "float"),
+                                _finite("int4_quantize", _contig(w)), k, n, int(attrs["group_size"]))
 
 
 def int4_dequantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

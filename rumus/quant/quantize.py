@@ -116,6 +116,8 @@ def quantize(model: Module, scheme: str = "int4", group_size: int = 128, method:
         lin = parent._modules[leaf]
         assert isinstance(lin, Linear)
         w = lin.weight.detach().numpy().astype(np.float64)  # [out, in]
+        if not np.isfinite(w).all():
+            raise RumusError(f"quantize: layer '{name}' has NaN or inf weights; they have no quantized code")
         dev = lin.weight.device
         if method == "rtn":
             q = QLinear.from_codes(scheme, group_size, np.ascontiguousarray(w.T), bias=lin.bias, device=dev)

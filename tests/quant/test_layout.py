@@ -7,7 +7,7 @@ import pytest
 
 import rumus as rm
 from rumus.backend_api import from_storage
-from rumus_contracts import DTypeError, ShapeError, int4, q8
+from rumus_contracts import DTypeError, RumusError, ShapeError, int4, q8
 from rumus_contracts.ops import quant as layout
 
 
@@ -118,3 +118,5 @@ def test_bad_inputs_raise_clear_errors() -> None:
         rm.ops.q8_linear(rm.zeros(1, 70), w, n=2)  # 3 blocks per column needed, 2 given
     with pytest.raises(DTypeError):
         q8(6)
+    with pytest.raises(RumusError, match="NaN"):
+        rm.ops.q8_quantize(rm.tensor([[1.0], [float("nan")]]), block_size=16)
