@@ -81,4 +81,8 @@ def load_quantized(model: Module, path: str | os.PathLike[str], device: str | No
     missing, unexpected = model.load_state_dict(rest, strict=False)
     if unexpected:
         raise FormatError(f"{path}: entries {unexpected[:5]} do not belong to this model")
+    quantized = {n for n, m in model.named_modules() if isinstance(m, QLinear)}
+    missing = [k for k in missing if k.rsplit(".", 1)[0] not in quantized]
+    if missing:  # a float weight left at its random initialisation would be a silently wrong model
+        raise FormatError(f"{path}: the file lacks {missing[:5]}; is it a checkpoint of this model?")
     return model

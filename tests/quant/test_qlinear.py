@@ -106,3 +106,15 @@ def test_backward_gives_the_input_gradient_and_a_bias_gradient_only(scheme: str)
     np.testing.assert_allclose(x.grad.numpy(), g @ w, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(q.bias.grad.numpy(), g.sum(0), rtol=1e-5, atol=1e-5)
     assert not any(t.requires_grad for t in q.buffers())
+
+
+def test_loading_into_a_model_it_does_not_fit_is_refused(tmp_path: Path,
+                                                         trained: tuple[rm.nn.Sequential, rm.Tensor]) -> None:
+    from rumus_contracts import FormatError
+    model, x = trained
+    path = tmp_path / "q.safetensors"
+    rm.quant.save_quantized(rm.quant.quantize(_copy(model), "q8", 32), path)
+    bigger = rm.nn.Sequential(rm.nn.LayerNorm(64), rm.nn.Linear(64, 48), rm.nn.ReLU(), rm.nn.Linear(48, 10),
+                              rm.nn.LayerNorm(10))
+    with pytest.raises(FormatError, match="lacks"):
+        rm.quant.load_quantized(bigger, path)
