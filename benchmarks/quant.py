@@ -81,10 +81,11 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--device", default="cpu")
     p.add_argument("--skip-quality", action="store_true")
+    p.add_argument("--size", type=int, default=4096, help="K = N of the GEMV")
     args = p.parse_args()
     if args.device == "cpu" and not args.skip_quality:
         quality()
-    gemv(args.device)
+    gemv(args.device, args.size, args.size)
 
 
 if __name__ == "__main__":
