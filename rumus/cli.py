@@ -1,4 +1,4 @@
-"""The `rumus` command: info, demo, conformance, rrec, fixed.
+"""The `rumus` command: info, demo, conformance, rrec, fixed, onnx, quantize.
 
 Exit codes shared by every subcommand: 0 success, 1 the check it ran failed, 2 bad input (a usage
 error, a missing, unreadable or malformed file: one line on stderr naming the problem), 3 an internal
@@ -76,6 +76,7 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "rrec": (_delegate("rumus.data.cli", "main"), "inspect / verify / convert .rrec record files"),
     "fixed": (fixed, "fixed verify FILE: re-run a fixed-point fixture and check it bit for bit"),
     "onnx": (_delegate("rumus.onnx.cli", "main"), "onnx export|check|run: ONNX files (needs the onnx package)"),
+    "quantize": (_delegate("rumus.quant.cli", "main"), "quantize a checkpoint's Linear layers (q8/int4; rtn/gptq/awq)"),
 }
 
 

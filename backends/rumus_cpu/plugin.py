@@ -19,6 +19,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_memory",
     "kernels_optim",
     "kernels_fixed",
+    "kernels_quant",
     "kernels_nn",
     "kernels_nn_conv", "kernels_nn_norm",
     "kernels_attention",

@@ -24,3 +24,6 @@ def rumus_register_kernels(registry: KernelRegistry) -> None:
     table = kernel_table()
     for op, dtypes in CLAIMS.items():
         registry.register(op, "wgpu", table[op], dtypes=dtypes)
+    from . import quant  # q8 / int4 weights (issue 15)
+    for op, dtypes in quant.CLAIMS.items():
+        registry.register(op, "wgpu", quant.kernels()[op], dtypes=dtypes)

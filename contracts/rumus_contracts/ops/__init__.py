@@ -7,7 +7,7 @@ from types import ModuleType
 from ..onnx_lowering import attach_onnx_lowerings
 from ..schema import OpRegistry
 from . import (
-    activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, reduction,
+    activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
     sorting, structural,
 )
 from . import attention
@@ -15,6 +15,7 @@ from . import attention
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
     fixed,  # fixed-point i16 engine
+    quant,  # q8 blocks and int4 groups (SPEC C, D)
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
     attention,  # fused FlashAttention forward and backward
