@@ -100,6 +100,11 @@ def attach_onnx_lowerings(registry: OpRegistry) -> None:
     table: dict[str, Lowering] = {}
     for module in (elementwise, activation, reduction, linalg, nn, nn_conv, nn_norm):
         table.update(module.LOWERINGS)
+    # every other elementwise op: its expression in ops/expressions.py rendered as ONNX nodes (op-once)
+    from ..ops.expressions import EXPRESSIONS
+    from .expr_onnx import table_lowering
+    for name, expr in EXPRESSIONS.items():
+        table.setdefault(name, table_lowering(name, expr))
     for name, lowering in table.items():
         if name in registry:
             schema = registry.get(name)
