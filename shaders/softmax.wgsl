@@ -13,15 +13,13 @@ var<workgroup> part_m: array<f32, 256>;
 var<workgroup> part_s: array<f32, 256>;
 
 // fold x into the running (max, sum): the sum is rescaled when the max grows; -inf adds nothing,
-// NaN poisons the sum (as it poisons torch's result)
+// NaN poisons the sum (as it poisons torch's result). Branch-free, one exp: e = exp(-|x - max|) is
+// the rescale factor when x is the new max and x's own term otherwise.
 fn online(acc: vec2<f32>, x: f32, ninf: f32) -> vec2<f32> {
-    if (x > acc.x) {
-        return vec2<f32>(x, acc.y * exp(acc.x - x) + 1.0);
-    }
-    if (!(x == ninf)) {  // not `x != ninf`: an ordered compare would drop NaN
-        return vec2<f32>(acc.x, acc.y + exp(x - acc.x));
-    }
-    return acc;
+    let grow = x > acc.x;
+    let e = exp(-abs(x - acc.x));
+    let add = select(select(e, 1.0, grow), 0.0, x == ninf);
+    return vec2<f32>(select(acc.x, x, grow), acc.y * select(1.0, e, grow) + add);
 }
 
 fn merge(a: vec2<f32>, b: vec2<f32>, ninf: f32) -> vec2<f32> {
