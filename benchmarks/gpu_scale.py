@@ -217,8 +217,8 @@ def main() -> None:
           f"{args.torch_device if with_torch else '(not run)'} (TF32 off)")
     print(table(rows, ("component", "size", "rumus ms", "torch ms", "ratio", "rumus GB/s", "torch GB/s")))
     if step:
-        print(f"\nLM step: {c['layers']} layers, d {c['d_model']}, {c['heads']} heads, FFN {c['d_ff']}, seq {c['seq']}, "
-              f"batch {c['batch']}, vocab {c['vocab']}, AdamW")
+        print(f"\nLM step: {c['layers']} layers, d {c['d_model']}, {c['heads']} heads, FFN {c['d_ff']}, "
+              f"seq {c['seq']}, batch {c['batch']}, vocab {c['vocab']}, AdamW")
         srows = [("rumus " + args.device, f"{step['rumus_s'] * 1e3:.1f}", f"{step['rumus_best_s'] * 1e3:.1f}",
                   f"{step['rumus_loss']:.4f}", f"{step['ratio']:.2f}x" if "ratio" in step else "-")]
         if "torch_s" in step:
