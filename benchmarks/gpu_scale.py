@@ -209,8 +209,8 @@ def main() -> None:
         gbs_r = gbs_t = "-"
         if name in MIN_BYTES:
             nbytes = MIN_BYTES[name](shapes[name][0])
-            gbs_r = f"{nbytes / r / 1e9:.0f}"
-            gbs_t = f"{nbytes / t / 1e9:.0f}" if t else "-"
+            gbs_r = f"{nbytes / r / 1e9:.3g}"
+            gbs_t = f"{nbytes / t / 1e9:.3g}" if t else "-"
         rows.append((name, shapes[name][1], f"{r * 1e3:.2f}", f"{t * 1e3:.2f}" if t else "-",
                      f"{r / t:.2f}x" if t else "-", gbs_r, gbs_t))
     print(f"\nforward+backward per component, float32, rumus {args.device} vs torch "
