@@ -108,3 +108,15 @@ def test_deterministic_mode_is_bit_reproducible(monkeypatch):
     second, _ = _embedding_grad(indices, 10, 8)
     np.testing.assert_array_equal(first, second)
     np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("deterministic, n, dispatches", [("", 200, 2), ("1", 200, 1), ("", 8, 1)])
+def test_scatter_strategy_follows_entry_count_and_mode(monkeypatch, deterministic, n, dispatches):
+    # atomic: a fill pass plus the atomic pass; deterministic (forced, or few entries): one walk
+    monkeypatch.setenv("RUMUS_WGPU_DETERMINISTIC", deterministic)
+    x, idx = rm.zeros((4, 3), device=DEVICE), rm.tensor(np.arange(n) % 4, device=DEVICE)
+    src = rm.ones((n, 3), device=DEVICE)
+    before = BACKEND.stats(0)["dispatches"]
+    y = rm.index_add(x, 0, idx, src)
+    assert BACKEND.stats(0)["dispatches"] - before == dispatches
+    np.testing.assert_array_equal(y.numpy(), np.bincount(np.arange(n) % 4, minlength=4)[:, None] * np.ones(3))
