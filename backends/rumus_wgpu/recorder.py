@@ -59,6 +59,9 @@ class Recorder:
         self._pass_handle: Any = None  # the open pass's native handle
         self._pass_pipeline: Any = None  # the pipeline last set in the open pass
         self.submits = self.syncs = self.dispatches = self.copies = 0
+        # (buffer, raise_for(bits)): a u32 that kernels set on bad input, copied out with the next read
+        self.error_flag: Any = None
+        self.error_pending = False
 
     # -- recording -------------------------------------------------------------------------------
     def _compute_pass(self) -> Any:
@@ -152,23 +155,35 @@ class Recorder:
     def read(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         """Bytes [offset, offset + nbytes) of a handle (both multiples of 4), after all recorded work."""
         wgpu = self._wgpu
-        size = max(256, 1 << (nbytes - 1).bit_length())
+        flag = self.error_flag[0] if self.error_pending else None
+        total = nbytes + (4 if flag is not None else 0)
+        size = max(256, 1 << (total - 1).bit_length())
         free = self._staging.setdefault(size, [])
         staging = free.pop() if free else self.device.create_buffer(
             size=size, usage=wgpu.BufferUsage.MAP_READ | wgpu.BufferUsage.COPY_DST)
-        self._plain_encoder().copy_buffer_to_buffer(buf.gpu, offset, staging, 0, nbytes)
+        encoder = self._plain_encoder()
+        encoder.copy_buffer_to_buffer(buf.gpu, offset, staging, 0, nbytes)
+        if flag is not None:  # the error flag rides along in the same map: no extra sync
+            encoder.copy_buffer_to_buffer(flag.gpu, 0, staging, nbytes, 4)
         self.keep.append(buf)
         self.flush()
         self.syncs += 1
-        staging.map_sync(wgpu.MapMode.READ, 0, nbytes)
+        staging.map_sync(wgpu.MapMode.READ, 0, total)
         try:
-            data = staging.read_mapped(0, nbytes)
+            data = staging.read_mapped(0, total)
         finally:
             staging.unmap()
         if len(free) < 4:
             free.append(staging)
         else:
             staging.destroy()
+        if flag is not None:
+            self.error_pending = False
+            bits = int.from_bytes(bytes(data[nbytes:total]), "little")
+            if bits:
+                self.queue.write_buffer(flag.gpu, 0, bytes(4))
+                self.error_flag[1](bits)
+            data = data[:nbytes]
         return memoryview(data)
 
     def synchronize(self) -> None:

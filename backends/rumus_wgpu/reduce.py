@@ -242,10 +242,35 @@ def arg_kernel(op: str) -> Any:
     return cached("arg:" + op, kernel)
 
 
-def softmax_kernel(log: bool) -> Any:
-    finish = "let ls = log(s);" if log else ""
-    expr = "x - ls" if log else "exp(x) / s"
+def _softmax_source(log: bool, scalar: str, vec: bool) -> str:
+    finish = "let ls = log(s);" if log else "let inv = 1.0 / s;"
 
+    def out(x: str) -> str:
+        return f"{x} - m - ls" if log else f"exp({x} - m) * inv"
+    if vec:
+        load = ("    for (var r = lane * 4u; r < n; r += t * 4u) {\n"
+                "        let v = vec4<f32>(in0[(u32(base.x) + r) / 4u]);\n"
+                "        acc = online(online(online(online(acc, v.x, ninf), v.y, ninf), v.z, ninf), v.w, ninf);\n"
+                "    }")
+        store_loop = ("    for (var r = lane * 4u; r < n; r += t * 4u) {\n"
+                      "        let v = vec4<f32>(in0[(u32(base.x) + r) / 4u]);\n"
+                      f"        out0[(u32(base.y) + r) / 4u] = vec4<scalar>({out('v')});\n"
+                      "    }")
+        in_type = out_type = "vec4<scalar>"
+    else:
+        load = ("    for (var r = lane; r < n; r += t) {\n"
+                "        acc = online(acc, f32(in0[u32(base.x + i32(r) * s_in)]), ninf);\n"
+                "    }")
+        store_loop = ("    for (var r = lane; r < n; r += t) {\n"
+                      "        let x = f32(in0[u32(base.x + i32(r) * s_in)]);\n"
+                      f"        out0[u32(base.y + i32(r) * sout)] = scalar({out('x')});\n"
+                      "    }")
+        in_type = out_type = "scalar"
+    return render("softmax", scalar=scalar, include=("rows",), FINISH=finish, LOAD=load, STORE_LOOP=store_loop,
+                  IN_TYPE=in_type, OUT_TYPE=out_type, CONFIG="2")
+
+
+def softmax_kernel(log: bool) -> Any:
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
         out, x = outputs[0], inputs[0]
         if out.numel == 0:
@@ -259,12 +284,15 @@ def softmax_kernel(log: bool) -> Any:
         rows = Rows(x, out, (dim,))
         rows.rsizes, rows.rstr = [x.shape[dim]], [x.strides[dim]]
         rows.out_rstride = out.strides[dim]
-        t = min(256, _pow2_ceil(rows.rlen))
+        # vec4 loads and stores: both rows contiguous, every row start 4-aligned
+        vec = (_vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
+               and all(s % 4 == 0 for s in rows.kout))
+        per = 4 if vec else 1
+        t = min(256, _pow2_ceil((rows.rlen + per - 1) // per))
         per_wg = 256 // t
         gx, gy, _ = grid((rows.rows + per_wg - 1) // per_wg, dev.max_groups)
         scalar = "f16" if x.dtype.name == "float16" else "f32"
-        prog = dev.programs.get(("softmax", log, x.dtype.name), lambda: render(
-            "softmax", scalar=scalar, include=("rows",), FINISH=finish, OUT=expr, CONFIG="2"))
+        prog = dev.programs.get(("softmax", log, x.dtype.name, vec), lambda: _softmax_source(log, scalar, vec))
         data = rows.pack(t, gx, rows.rlen, 0)
         dev.recorder.dispatch(prog, [out.buffer, x.buffer], data, (gx, gy, 1))
         return prog, data, (gx, gy, 1)
