@@ -327,7 +327,20 @@ def _scatter(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return op("scatter_add")(x, T(a[1]), _same(x, a[2]), dim=_norm(int(at.get("axis", 0)), x.ndim))
 
 
+def _mod(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    # fmod=1: the dividend's sign (C fmod); fmod=0: the divisor's sign (Python's %), as ONNX defines Mod
+    return _bin(op("fmod") if int(at.get("fmod", 0)) else op("remainder"))(a, at, o)
+
+
+def _atan(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    return op("atan2")(x, _same(x, 1.0))
+
+
 OPS: dict[str, Fn] = {
+    "Floor": _unary(op("floor")), "Ceil": _unary(op("ceil")), "Round": _unary(op("round")), "Mod": _mod,
+    "Atan": _atan, "IsNaN": _unary(op("isnan")), "IsInf": _unary(op("isinf")),
+    "And": _bin(op("logical_and")), "Or": _bin(op("logical_or")), "Xor": _bin(op("logical_xor")),
     "Add": _bin(M.add), "Sub": _bin(M.sub), "Mul": _bin(M.mul), "Div": _bin(M.div), "Pow": _pow,
     "Max": _min_max(M.maximum), "Min": _min_max(M.minimum),
     "Equal": _bin(M.eq), "Less": _bin(M.lt), "LessOrEqual": _bin(M.le), "Greater": _bin(M.gt),

@@ -102,6 +102,15 @@ class OnnxRenderer(Renderer):
         if fn == "isfinite":
             bad = self._emit("Or", [self._emit("IsNaN", [x]), self._emit("IsInf", [x])])
             return self._emit("Not", [bad])
+        if fn == "atan2":  # ONNX has Atan only: atan(a / b), moved by +-pi where b < 0; 0 where a = b = 0
+            a, b = args
+            t = self._emit("Atan", [self._emit("Div", [a, b])])
+            shift = self._emit("Where", [self._emit("Less", [a, self.const(0.0)]), self.const(-math.pi),
+                                         self.const(math.pi)])
+            r = self._emit("Where", [self._emit("Less", [b, self.const(0.0)]), self._emit("Add", [t, shift]), t])
+            zero = self.const(0.0)
+            both = self._emit("And", [self._emit("Equal", [a, zero]), self._emit("Equal", [b, zero])])
+            return self._emit("Where", [both, zero, r])
         if fn == "truthy":
             return self._emit("Cast", [x], to=onnx_dtype("bool"))
         raise Unsupported(f"{fn} has no ONNX form here")
