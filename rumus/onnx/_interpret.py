@@ -329,12 +329,14 @@ def _scatter(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 def _mod(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     # fmod=1: the dividend's sign (C fmod); fmod=0: the divisor's sign (Python's %), as ONNX defines Mod
-    return _bin(op("fmod") if int(at.get("fmod", 0)) else op("remainder"))(a, at, o)
+    out: Tensor = _bin(op("fmod") if int(at.get("fmod", 0)) else op("remainder"))(a, at, o)
+    return out
 
 
 def _atan(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
-    return op("atan2")(x, _same(x, 1.0))
+    out: Tensor = op("atan2")(x, _same(x, np.ones((), np.float64)))
+    return out
 
 
 OPS: dict[str, Fn] = {
