@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything this project measures on the lent H200, in one device run (device time is scarce).
-# Run from the repository root on the GPU machine after `source .gpu/setup.sh`; results land in $OUT.
+# Run from the repository root on the GPU machine after `source .gpu/setup.sh; source benchmarks/source_tree_env.sh`; results land in $OUT.
 set -uo pipefail
 OUT=${OUT:-/tmp/h200}
 mkdir -p "$OUT"
