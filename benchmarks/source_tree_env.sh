@@ -6,5 +6,7 @@ site=${RUMUS_SOURCE_SITE:-/tmp/site}
 mkdir -p "$site/rumus-0.0.0.dist-info"
 printf 'Metadata-Version: 2.1\nName: rumus\nVersion: 0.0.0\n' > "$site/rumus-0.0.0.dist-info/METADATA"
 printf '[rumus]\ncpu = rumus_cpu.plugin\nwgpu = rumus_wgpu.plugin\n' > "$site/rumus-0.0.0.dist-info/entry_points.txt"
-[ -e backends/rumus_wgpu/shaders ] || ln -s ../../shaders backends/rumus_wgpu/shaders
+link=backends/rumus_wgpu/shaders
+if [ -d "$link" ] && [ ! -L "$link" ] && [ -z "$(ls -A "$link")" ]; then rmdir "$link"; fi  # an old tree's empty dir
+[ -e "$link" ] || ln -s ../../shaders "$link"
 case ":$PYTHONPATH:" in *":$site:"*) ;; *) export PYTHONPATH="$site:$PYTHONPATH" ;; esac
