@@ -27,8 +27,11 @@ _STDLIB_MODULES = ("textwrap", "string", "fnmatch", "shlex", "glob", "bisect", "
 
 def corpus(max_bytes: int = 400_000) -> np.ndarray:
     """The Zen of Python (the `this` module holds it rot13-encoded) followed by a few stdlib modules' source."""
+    import contextlib
     import importlib
-    this = importlib.import_module("this")
+    import io
+    with contextlib.redirect_stdout(io.StringIO()):  # importing `this` prints the Zen
+        this = importlib.import_module("this")
     parts = [codecs.decode(this.s, "rot13")]
     for name in _STDLIB_MODULES:
         try:
@@ -70,7 +73,7 @@ def train(cfg: GPT2Config, steps: int, batch: int = 16, lr: float = 3e-3, seed: 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="rumus demo lm", description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("--out", default="rumus-lm", help="checkpoint directory (config.json + model.safetensors)")
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=300)
     p.add_argument("--n-layer", type=int, default=2)
     p.add_argument("--n-embd", type=int, default=64)
     p.add_argument("--n-head", type=int, default=4)
