@@ -23,7 +23,7 @@ from ..nn._functional_attention import causal_bias
 from ..tensor import Tensor
 from .gpt2 import GPT2LMHeadModel
 from .kv_cache import BlockAllocator, BlockTable, KVPool
-from .sampling import SamplingParams, make_rng, sample, stop_match
+from .sampling import SamplingParams, make_rng, partial_stop, sample, stop_match
 from .scheduler import Scheduler, Sequence, State
 
 
@@ -33,8 +33,10 @@ class RequestTooLarge(RumusError):
 
 @dataclass(frozen=True)
 class Event:
+    """Tokens a step released for one sequence: usually one; none while the output's tail could still be the
+    start of a stop sequence (held back so a client never sees part of a stop), several once it cannot."""
     seq: Sequence
-    token: int | None  # None when the sequence finished without a new token (a stop sequence completed)
+    tokens: list[int]
     finished: bool
 
 
@@ -116,17 +118,18 @@ class Engine:
         return [s.generated for s in seqs]
 
     def _emit(self, seq: Sequence, logits: np.ndarray) -> Event:
-        token = sample(logits, seq.params, seq.rng)
-        seq.generated.append(token)
+        seq.generated.append(sample(logits, seq.params, seq.rng))
         self.tokens_generated += 1
         cut = stop_match(seq.generated, seq.params.stop)
         if cut:
             del seq.generated[-cut:]
             self.scheduler.finish(seq, "stop")
-            return Event(seq, None, True)
-        if len(seq.generated) >= seq.params.max_tokens:
+        elif len(seq.generated) >= seq.params.max_tokens:
             self.scheduler.finish(seq, "length")
-        return Event(seq, token, seq.state is State.FINISHED)
+        done = seq.state is State.FINISHED
+        upto = len(seq.generated) - (0 if done else partial_stop(seq.generated, seq.params.stop))
+        released, seq.released = seq.generated[seq.released:upto], max(seq.released, upto)
+        return Event(seq, released, done)
 
     # ---- forwards ---------------------------------------------------------------------------------------
     def _ids_tensor(self, rows: list[list[int]]) -> Tensor:

@@ -65,3 +65,14 @@ def stop_match(generated: list[int], stops: tuple[tuple[int, ...], ...]) -> int:
         if len(generated) >= len(s) and tuple(generated[-len(s):]) == s:
             return len(s)
     return 0
+
+
+def partial_stop(generated: list[int], stops: tuple[tuple[int, ...], ...]) -> int:
+    """Length of the longest tail of the output that a stop sequence starts with (those tokens are held back)."""
+    best = 0
+    for s in stops:
+        for k in range(min(len(s) - 1, len(generated)), best, -1):
+            if tuple(generated[-k:]) == s[:k]:
+                best = k
+                break
+    return best

@@ -37,6 +37,7 @@ class Sequence:
     state: State = State.WAITING
     finish_reason: str | None = None  # "length", "stop", "cancelled"
     prefilled: bool = False
+    released: int = 0  # generated tokens handed to the client so far
 
     @property
     def length(self) -> int:

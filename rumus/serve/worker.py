@@ -124,14 +124,14 @@ class Worker:
             h = self._live.get(ev.seq.id)
             if h is None:
                 continue
-            if ev.token is not None:
-                produced += 1
+            produced += 1  # a token held back (a possible stop sequence's start) was still generated
+            for token in ev.tokens:
                 if h.last_token_at is None:
                     self.ttft.observe(now - h.arrived)
                 else:
                     self.itl.observe(now - h.last_token_at)
                 h.last_token_at = now
-                h.loop.call_soon_threadsafe(h.out.put_nowait, ("token", ev.token))
+                h.loop.call_soon_threadsafe(h.out.put_nowait, ("token", token))
             if ev.finished:
                 del self._live[ev.seq.id]
                 h.loop.call_soon_threadsafe(h.out.put_nowait, ("done", ev.seq.finish_reason))

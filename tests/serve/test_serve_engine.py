@@ -111,6 +111,13 @@ def test_stop_sequences_end_the_output_and_are_excluded(model: GPT2LMHeadModel) 
     out = Engine(model).run([[5, 6]], SamplingParams(max_tokens=10, stop=(stop,)))[0]
     first = next(i for i in range(len(full) - 1) if tuple(full[i:i + 2]) == stop)
     assert out == full[:first]
+    # streamed: the stop's first token is held back until it is known not to start the stop, never sent
+    eng = Engine(model)
+    seq = eng.add([5, 6], SamplingParams(max_tokens=10, stop=(stop, (full[0], 99))))
+    streamed: list[int] = []
+    while not eng.idle:
+        streamed += [t for ev in eng.step() for t in ev.tokens]
+    assert streamed == out == seq.generated
 
 
 def test_seeded_sampling_is_reproducible_whatever_is_batched_alongside(model: GPT2LMHeadModel) -> None:
