@@ -145,7 +145,8 @@ class Engine:
         h = self.model.hidden(self._ids_tensor([seq.prompt]), np.arange(n),
                               causal_bias(n, n, 0, self.dtype, self.device),
                               lambda i, k, v: pool.write_and_read(i, k, v, write, read))
-        return self.model.logits(h[:, n - 1:n]).numpy()[0, 0]
+        row: np.ndarray = self.model.logits(h[:, n - 1:n]).numpy()[0, 0]
+        return row
 
     def _decode(self, seqs: list[Sequence]) -> np.ndarray:
         """One new token for each sequence: input = its last token, keys/values = its cached ones + the new."""
@@ -165,7 +166,8 @@ class Engine:
         ids = self._ids_tensor([[s.generated[-1]] for s in seqs])
         h = self.model.hidden(ids, (lengths - 1)[:, None], rm.tensor(bias, dtype=self.dtype, device=self.device),
                               lambda i, k, v: pool.write_and_read(i, k, v, write, read))
-        return self.model.logits(h).numpy()[:, 0]
+        out: np.ndarray = self.model.logits(h).numpy()[:, 0]
+        return out
 
     def _recompute(self, seqs: list[Sequence]) -> np.ndarray:
         """No KV cache: the whole of every sequence again, right-padded (causal masking keeps real tokens from

@@ -94,7 +94,8 @@ class Attention(nn.Module):
         """q [B, T, C], k/v [B, S, C], bias broadcastable to [B, H, T, S] -> [B, T, C] after c_proj."""
         out, _ = attend(self.heads(q), self.heads(k), self.heads(v), bias)
         b, n = q.shape[0], q.shape[1]
-        return self.c_proj(out.permute((0, 2, 1, 3)).reshape(b, n, self.n_embd))
+        y: Tensor = self.c_proj(out.permute((0, 2, 1, 3)).reshape(b, n, self.n_embd))
+        return y
 
 
 class MLP(nn.Module):
@@ -104,7 +105,8 @@ class MLP(nn.Module):
         self.c_proj = Conv1D(4 * cfg.n_embd, cfg.n_embd)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))  # GPT-2's "gelu_new"
+        y: Tensor = self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))  # GPT-2's "gelu_new"
+        return y
 
 
 class Block(nn.Module):
@@ -158,7 +160,8 @@ class GPT2LMHeadModel(nn.Module):
                 k, v = kv(i, k, v)
             x = rm.add(x, block.attn.mix(q, k, v, bias))
             x = rm.add(x, block.mlp(block.ln_2(x)))
-        return t.ln_f(x)
+        out: Tensor = t.ln_f(x)
+        return out
 
     def logits(self, h: Tensor) -> Tensor:
         return rm.matmul(h, self.transformer.wte.weight.T)  # lm_head tied to wte, as in GPT-2

@@ -32,7 +32,8 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, GPT2LMHea
 
 
 @pytest.fixture(scope="module")
-def server(checkpoint: tuple[str, GPT2LMHeadModel], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def server(checkpoint: tuple[str, GPT2LMHeadModel],
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     log = str(tmp_path_factory.mktemp("log") / "server.log")
     s = ServerProcess(checkpoint[0], "--token-budget", "64", log=log)
     yield s
