@@ -144,7 +144,7 @@ class Engine:
         pool = self.pool
         h = self.model.hidden(self._ids_tensor([seq.prompt]), np.arange(n),
                               causal_bias(n, n, 0, self.dtype, self.device),
-                              lambda i, k, v: pool.write_and_read(i, k, v, write, read))
+                              lambda i, kv: pool.write_and_read(i, kv, write, read))
         row: np.ndarray = self.model.logits(h[:, n - 1:n]).numpy()[0, 0]
         return row
 
@@ -165,7 +165,7 @@ class Engine:
         pool = self.pool
         ids = self._ids_tensor([[s.generated[-1]] for s in seqs])
         h = self.model.hidden(ids, (lengths - 1)[:, None], rm.tensor(bias, dtype=self.dtype, device=self.device),
-                              lambda i, k, v: pool.write_and_read(i, k, v, write, read))
+                              lambda i, kv: pool.write_and_read(i, kv, write, read))
         out: np.ndarray = self.model.logits(h).numpy()[:, 0]
         return out
 

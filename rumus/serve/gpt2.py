@@ -86,9 +86,10 @@ class Attention(nn.Module):
         b, n = t.shape[0], t.shape[1]
         return t.reshape(b, n, self.n_head, self.n_embd // self.n_head).permute((0, 2, 1, 3))
 
-    def qkv(self, x: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=-1)
-        return q, k, v
+    def q_kv(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """Queries [B, T, C] and keys + values side by side [B, T, 2C] (c_attn's own layout)."""
+        qkv = self.c_attn(x)
+        return qkv[..., : self.n_embd], qkv[..., self.n_embd:]
 
     def mix(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor) -> Tensor:
         """q [B, T, C], k/v [B, S, C], bias broadcastable to [B, H, T, S] -> [B, T, C] after c_proj."""
@@ -130,7 +131,7 @@ class Transformer(nn.Module):
         self.ln_f = nn.LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon)
 
 
-KVWriter = Any  # callable(layer, k [B, T, C], v [B, T, C]) -> (K [B, S, C], V [B, S, C]); see engine.py
+KVCache = Any  # callable(layer, kv [B, T, 2C]) -> (K [B, S, C], V [B, S, C]); see engine.py
 
 
 class GPT2LMHeadModel(nn.Module):
@@ -146,18 +147,17 @@ class GPT2LMHeadModel(nn.Module):
         bias = causal_bias(n, n, 0, self.transformer.wte.weight.dtype, ids.device)
         return self.logits(self.hidden(ids, np.arange(n), bias, None))
 
-    def hidden(self, ids: Tensor, positions: np.ndarray, bias: Tensor, kv: KVWriter | None) -> Tensor:
-        """ln_f(h) for ids [B, T] at absolute positions [T] or [B, T]. Without kv, queries attend to this
-        call's own keys; with kv, kv(layer, k, v) stores the new keys/values and returns the ones to attend."""
+    def hidden(self, ids: Tensor, positions: np.ndarray, bias: Tensor, cache: KVCache | None) -> Tensor:
+        """ln_f(h) for ids [B, T] at absolute positions [T] or [B, T]. Without a cache, queries attend to this
+        call's own keys; with one, cache(layer, kv) stores the new keys/values and returns those to attend."""
         if int(np.max(positions, initial=0)) >= self.config.n_positions:
             raise FormatError(f"sequence longer than the model's n_positions={self.config.n_positions}")
         t = self.transformer
         pos = rm.tensor(np.asarray(positions, dtype=np.int64), device=ids.device)
         x = rm.add(t.wte(ids), t.wpe(pos))
         for i, block in enumerate(t.h):
-            q, k, v = block.attn.qkv(block.ln_1(x))
-            if kv is not None:
-                k, v = kv(i, k, v)
+            q, kv = block.attn.q_kv(block.ln_1(x))
+            k, v = cache(i, kv) if cache is not None else (kv[..., : self.config.n_embd], kv[..., self.config.n_embd:])
             x = rm.add(x, block.attn.mix(q, k, v, bias))
             x = rm.add(x, block.mlp(block.ln_2(x)))
         out: Tensor = t.ln_f(x)

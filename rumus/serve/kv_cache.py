@@ -14,6 +14,9 @@ import numpy as np
 import rumus as rm
 from rumus_contracts import Device, DType, RumusError
 
+from .._indexing import index_select
+from .._math import copy_into
+from .._views import narrow
 from ..tensor import Tensor
 
 
@@ -71,18 +74,30 @@ class BlockTable:
 
 
 class KVPool:
-    """Per layer, a key pool and a value pool of shape [num_blocks * block_size, n_embd] on the device."""
+    """Per layer one pool of shape [num_blocks * block_size, 2 * n_embd] on the device: a row holds a token's
+    key and value side by side, as c_attn produces them, so storing a token is one copy per layer."""
 
     def __init__(self, n_layer: int, n_embd: int, allocator: BlockAllocator, dtype: DType, device: Device) -> None:
         rows = allocator.num_blocks * allocator.block_size
-        self.allocator = allocator
-        self.k: list[Tensor] = [rm.zeros(rows, n_embd, dtype=dtype, device=device) for _ in range(n_layer)]
-        self.v: list[Tensor] = [rm.zeros(rows, n_embd, dtype=dtype, device=device) for _ in range(n_layer)]
+        self.allocator, self.n_embd = allocator, n_embd
+        self.kv: list[Tensor] = [rm.zeros(rows, 2 * n_embd, dtype=dtype, device=device) for _ in range(n_layer)]
 
-    def write_and_read(self, layer: int, k: Tensor, v: Tensor, write: np.ndarray,
-                       read: np.ndarray) -> tuple[Tensor, Tensor]:
-        """Store k, v [B, T, C] at pool rows write [B*T]; return the keys and values at rows read [B, S]."""
-        c = k.shape[-1]
-        self.k[layer][write] = k.reshape(-1, c)
-        self.v[layer][write] = v.reshape(-1, c)
-        return self.k[layer][read], self.v[layer][read]
+    def write_and_read(self, layer: int, kv: Tensor, write: np.ndarray, read: np.ndarray) -> tuple[Tensor, Tensor]:
+        """Store kv [B, T, 2C] at pool rows write [B*T]; return keys and values [B, S, C] at rows read [B, S]."""
+        src = kv.reshape(-1, kv.shape[-1])
+        pool = self.kv[layer]
+        # in place, one copy per run of consecutive rows (a block of a prefill, a row per decoding sequence):
+        # an advanced-index assignment would rewrite the whole pool every step
+        for at, dst, n in _runs(write):
+            copy_into(narrow(pool, 0, dst, n), narrow(src, 0, at, n))
+        rows = rm.tensor(read.reshape(-1), device=kv.device)
+        both = index_select(pool, 0, rows).reshape(*read.shape, 2 * self.n_embd)
+        return narrow(both, 2, 0, self.n_embd), narrow(both, 2, self.n_embd, self.n_embd)
+
+
+def _runs(rows: np.ndarray) -> list[tuple[int, int, int]]:
+    """(source offset, first pool row, length) of each run of consecutive pool rows."""
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    ends = np.concatenate([breaks, [rows.size]])
+    return [(int(a), int(rows[a]), int(b - a)) for a, b in zip(starts, ends)]
