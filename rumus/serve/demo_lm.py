@@ -89,9 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"training a byte-level GPT-2 ({cfg.n_layer} layers, {cfg.n_embd} wide) on Python's own text")
     model, losses = train(cfg, a.steps, a.batch, a.lr, a.seed)
     save_checkpoint(model, a.out)
-    sample = _greedy(model, encode("Beautiful is "), 40)
+    prompt = encode("Beautiful is ")[: cfg.n_positions - 1]
+    sample = _greedy(model, prompt, min(40, cfg.n_positions - len(prompt)))
     print(f"final loss {losses[-1]:.3f} (uniform guess: {math.log(VOCAB_SIZE):.3f}); saved {a.out}/")
-    print(f"greedy sample: {decode(encode('Beautiful is ') + sample)!r}")
+    print(f"greedy sample: {decode(prompt + sample)!r}")
     return 0
 
 
