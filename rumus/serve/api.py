@@ -90,7 +90,9 @@ class Server:
             self.engine.check(prompt, params)  # reads only constants of the engine: safe from this thread
         except RumusError as exc:
             raise _Reply(self._error(400, str(exc))) from None
-        if self.queue_depth >= self.max_queue:
+        # capacity = the running batch + the queue, counted here (not from the engine thread's view, which
+        # lags by up to one step) so the limit holds exactly however fast requests arrive
+        if self.in_flight >= self.engine.scheduler.max_running + self.max_queue:
             raise _Reply(self._error(429, f"the queue is full ({self.max_queue} requests waiting); retry later",
                                      {"Retry-After": str(self.retry_after_s)}))
         h = Handle(prompt, params, asyncio.get_running_loop())
