@@ -44,7 +44,7 @@ class Server:
         self.worker = Worker(engine)
         self.engine, self.model_name = engine, model_name
         self.max_queue, self.retry_after_s = max_queue, retry_after_s
-        self.in_flight = 0
+        self.live: set[Handle] = set()  # requests accepted and not yet ended
         self.draining = False
         self.requests: dict[str, int] = {}
         self.app = Starlette(routes=[
@@ -72,6 +72,10 @@ class Server:
         return JSONResponse({"error": message}, status_code=status, headers=headers)
 
     @property
+    def in_flight(self) -> int:
+        return len(self.live)
+
+    @property
     def queue_depth(self) -> int:
         return max(0, self.in_flight - self.worker.running)
 
@@ -95,13 +99,15 @@ class Server:
         if self.in_flight >= self.engine.scheduler.max_running + self.max_queue:
             raise _Reply(self._error(429, f"the queue is full ({self.max_queue} requests waiting); retry later",
                                      {"Retry-After": str(self.retry_after_s)}))
-        h = Handle(prompt, params, asyncio.get_running_loop())
-        self.in_flight += 1
+        h = Handle(prompt, params, asyncio.get_running_loop(), on_done=self.live.discard)
+        self.live.add(h)
         self.worker.submit(h)
         return h
 
     def _end(self, h: Handle, finished: bool) -> None:
-        self.in_flight -= 1
+        """The response is over. The engine also ends a handle it finishes (on_done), so a stream whose
+        generator never started (its client left at once) still leaves the count."""
+        self.live.discard(h)
         if not finished:
             self.worker.cancel(h)
 

@@ -29,6 +29,7 @@ class Handle:
     seq: Sequence | None = None
     last_token_at: float | None = None
     cancelled: bool = False
+    on_done: Callable[[Handle], None] | None = None  # run on the loop when the engine is done with it
 
 
 class Worker:
@@ -135,6 +136,8 @@ class Worker:
             if ev.finished:
                 del self._live[ev.seq.id]
                 h.loop.call_soon_threadsafe(h.out.put_nowait, ("done", ev.seq.finish_reason))
+                if h.on_done is not None:
+                    h.loop.call_soon_threadsafe(h.on_done, h)
         self.tokens_total += produced
         self.rate.add(produced)
 
@@ -144,6 +147,8 @@ class Worker:
             if h.seq is not None:
                 self.engine.cancel(h.seq)
             h.loop.call_soon_threadsafe(h.out.put_nowait, ("error", msg))
+            if h.on_done is not None:
+                h.loop.call_soon_threadsafe(h.on_done, h)
         self._live.clear()
 
 
