@@ -1,4 +1,4 @@
-"""The `rumus` command: info, demo, conformance, rrec, fixed, onnx, quantize.
+"""The `rumus` command: info, demo, conformance, rrec, fixed, onnx, quantize, serve, launch.
 
 Exit codes shared by every subcommand: 0 success, 1 the check it ran failed, 2 bad input (a usage
 error, a missing, unreadable or malformed file: one line on stderr naming the problem), 3 an internal
@@ -61,6 +61,13 @@ def _delegate(module: str, attr: str) -> Callable[[list[str]], int]:
     return run
 
 
+def demo(argv: list[str]) -> int:
+    """`rumus demo` (the classifier demo) or `rumus demo lm` (train a small byte-level GPT-2 to serve)."""
+    if argv and argv[0] == "lm":
+        return _delegate("rumus.serve.demo_lm", "main")(argv[1:])
+    return _delegate("rumus.demo", "main")(argv)
+
+
 def fixed(argv: list[str]) -> int:
     """`rumus fixed verify FILE...`: re-run fixed-point fixtures and compare their outputs bit for bit."""
     if not argv or argv[0] != "verify":
@@ -71,7 +78,8 @@ def fixed(argv: list[str]) -> int:
 
 COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "info": (info, "print backends, devices, capabilities and plugins"),
-    "demo": (_delegate("rumus.demo", "main"), "train the demo model on the default backend"),
+    "demo": (demo, "train the demo model on the default backend; demo lm: train a small LM to serve"),
+    "serve": (_delegate("rumus.serve.server", "main"), "serve CHECKPOINT: an HTTP inference server (serve extra)"),
     "conformance": (_delegate("rumus_conformance.runner", "main"), "run the conformance suite on a backend"),
     "rrec": (_delegate("rumus.data.cli", "main"), "inspect / verify / convert .rrec record files"),
     "fixed": (fixed, "fixed verify FILE: re-run a fixed-point fixture and check it bit for bit"),
