@@ -1,4 +1,4 @@
-"""The `rumus` command: info, demo, conformance, rrec, fixed."""
+"""The `rumus` command: info, demo, conformance, rrec, fixed, launch."""
 
 from __future__ import annotations
 
@@ -65,6 +65,7 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "conformance": (_delegate("rumus_conformance.runner", "main"), "run the conformance suite on a backend"),
     "rrec": (_delegate("rumus.data.cli", "main"), "inspect / verify / convert .rrec record files"),
     "fixed": (fixed, "fixed verify FILE: re-run a fixed-point fixture and check it bit for bit"),
+    "launch": (_delegate("rumus.distributed.launch", "main"), "launch -n N script.py: run a script on N MPI ranks"),
 }
 
 

@@ -1,6 +1,7 @@
 """RUMUS ports: what the core, every backend, every plugin and the conformance suite rely on."""
 
 from .backend import Backend, Capabilities, Kernel, ShaderKernel, callable_kernel
+from .communicator import Communicator, CommunicatorError, ReduceOp, Work
 from .device import Device
 from .dtype import (
     FLOAT_DTYPES, PLAIN_DTYPES, DType, bfloat16, bool_, fixed_i16, float16, float32, float64,
@@ -25,3 +26,4 @@ __all__ = [
     "from_numpy_dtype", "hookimpl", "hookspec", "int16", "int32", "int4", "int64", "int8",
     "load_plugins", "parse_dtype", "promote", "q8", "uint8",
 ]
+__all__ += ["Communicator", "CommunicatorError", "ReduceOp", "Work"]
