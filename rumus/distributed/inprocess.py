@@ -266,6 +266,7 @@ def spawn(fn: Callable[[InProcessCommunicator], T], world_size: int, devices: Se
         comm = group.communicator(rank, None if devices is None else devices[rank])
         set_thread_communicator(comm)
         group.turn.acquire()
+        grad_mode.state.enabled = True  # a fresh rank starts in grad mode, whatever the last rank left
         try:
             results[rank] = fn(comm)
         except BaseException as exc:  # noqa: BLE001 - every failure must reach the caller
