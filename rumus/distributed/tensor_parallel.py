@@ -119,7 +119,7 @@ class ColumnParallelLinear(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         y = F.linear(_CopyToParallel.apply(x, self.comm), self.weight, self.bias)
-        return _GatherLastDim.apply(y, self.comm) if self.gather_output else y  # type: ignore[no-any-return]
+        return _GatherLastDim.apply(y, self.comm) if self.gather_output else y
 
 
 class RowParallelLinear(Module):
