@@ -138,3 +138,23 @@ def test_a_rank_that_never_arrives_times_out() -> None:
 def test_no_communicator_is_a_clear_error() -> None:
     with pytest.raises(CommunicatorError, match="no communicator"):
         dist.all_reduce(rm.ones(2))
+
+
+def test_ddp_starts_reducing_buckets_while_backward_still_runs() -> None:
+    from ddp_case import make_model
+
+    def run(c: dist.InProcessCommunicator) -> list[int]:
+        model = make_model(0)
+        pending: list[int] = []  # at each bucket's all-reduce: parameters still without a gradient
+        real = c.all_reduce
+
+        def spy(buf: np.ndarray, op: ReduceOp = ReduceOp.SUM, async_op: bool = False) -> dist.Work:
+            pending.append(sum(p.grad is None for p in model.parameters()))
+            return real(buf, op, async_op)
+        ddp = dist.DistributedDataParallel(model, c, bucket_cap_mb=0.0005)
+        c.all_reduce = spy  # type: ignore[method-assign]
+        ddp(rm.ones(2, 5)).sum().backward()
+        assert all(p.grad is not None for p in model.parameters())
+        return pending
+    pending = dist.spawn(run, 2)[0]
+    assert len(pending) > 1 and pending[0] > 0 and pending == sorted(pending, reverse=True)
