@@ -7,9 +7,12 @@ from rumus_contracts.communicator import Communicator, CommunicatorError, Reduce
 
 from .collectives import all_gather, all_reduce, barrier, broadcast, recv, reduce_scatter, send
 from .ddp import DistributedDataParallel
+from .fsdp import FullyShardedDataParallel
 from .inprocess import InProcessCommunicator, InProcessGroup, spawn
+from .pipeline import PipelineStage, one_f_one_b
 from .sampler import DistributedSampler
 from .state import current_communicator, get_communicator, set_process_communicator
+from .tensor_parallel import ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding
 
 
 def init_mpi(timeout_s: float | None = None) -> Communicator:
@@ -35,7 +38,9 @@ def get_world_size() -> int:
 
 
 __all__ = [
-    "Communicator", "CommunicatorError", "DistributedDataParallel", "DistributedSampler", "InProcessCommunicator",
-    "InProcessGroup", "ReduceOp", "Work", "all_gather", "all_reduce", "barrier", "broadcast", "get_communicator",
-    "get_rank", "get_world_size", "init_mpi", "recv", "reduce_scatter", "send", "spawn",
+    "ColumnParallelLinear", "Communicator", "CommunicatorError", "DistributedDataParallel", "DistributedSampler",
+    "FullyShardedDataParallel", "InProcessCommunicator", "InProcessGroup", "PipelineStage", "ReduceOp",
+    "RowParallelLinear", "VocabParallelEmbedding", "Work", "all_gather", "all_reduce", "barrier", "broadcast",
+    "get_communicator", "get_rank", "get_world_size", "init_mpi", "one_f_one_b", "recv", "reduce_scatter", "send",
+    "spawn",
 ]
