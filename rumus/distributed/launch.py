@@ -36,7 +36,8 @@ def mpirun_command(n: int, script: str, args: list[str], device: str = "cpu", ho
     cmd += ["--hostfile", hostfile] if hostfile else ["--oversubscribe"]  # one machine: ranks > cores is fine
     if timeout_s:
         cmd += ["--timeout", str(timeout_s)]
-    cmd += ["-x", f"RUMUS_DIST_DEVICE={device}", "-x", "PYTHONPATH", "-x", "PATH"]
+    cmd += ["-x", f"RUMUS_DIST_DEVICE={device}", "-x", "PATH"]
+    cmd += ["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else []  # mpirun warns about an unset name
     return cmd + [sys.executable, "-m", "rumus.distributed.launch", "--rank-main", script, *args]
 
 

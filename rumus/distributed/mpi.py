@@ -39,10 +39,14 @@ class _RequestWork:
         return self._done
 
     def wait(self) -> None:
-        deadline = time.monotonic() + self._comm.timeout_s
+        start = time.monotonic()
+        deadline = start + self._comm.timeout_s
         pause = 1e-5
         while not self.is_completed():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now - start < 2e-3:
+                continue  # spin first: most messages land within microseconds, a sleep would add latency
+            if now > deadline:
                 raise CommunicatorError(f"rank {self._comm.rank}: {self._what} did not complete within "
                                         f"{self._comm.timeout_s:g} s (a peer died, hangs, or called a different "
                                         f"collective)")

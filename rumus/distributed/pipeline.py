@@ -49,6 +49,7 @@ class PipelineStage:
         self.comm = get_communicator(comm)
         self.stage, self.stages = self.comm.rank, self.comm.world_size
         self.timeline: list[tuple[str, int, float, float]] = []  # (kind, microbatch, start, end) of the last step
+        self.recv_wait_s = 0.0  # time the last step spent blocked in receives: the bubble, measured
 
     @property
     def is_first(self) -> bool:
@@ -71,7 +72,7 @@ class PipelineStage:
         saved: dict[int, tuple[Tensor | None, Tensor]] = {}
         sends: list[tuple[Work, np.ndarray]] = []
         total = 0.0
-        self.timeline = []
+        self.timeline, self.recv_wait_s = [], 0.0
         for kind, i in one_f_one_b(self.stage, self.stages, m):
             start = time.perf_counter()
             if kind == "F":
@@ -113,7 +114,9 @@ class PipelineStage:
 
     def _recv_activation(self, i: int) -> Tensor:
         header = np.zeros(_MAX_DIMS + 2, np.int64)
+        start = time.perf_counter()
         self.comm.recv(header, self.stage - 1, 4 * i)
+        self.recv_wait_s += time.perf_counter() - start
         shape = tuple(int(d) for d in header[1:1 + int(header[0])])
         name = _FLOAT_DTYPES[int(header[-1])]
         host = np.empty(shape, np.float64 if name == "float64" else np.float32)  # halves travel as float32
@@ -123,7 +126,9 @@ class PipelineStage:
 
     def _recv_grad(self, out: Tensor, i: int) -> Tensor:
         host = np.empty(out.shape, np.float64 if out.dtype.name == "float64" else np.float32)
+        start = time.perf_counter()
         self.comm.recv(host, self.stage + 1, 4 * i + 3)
+        self.recv_wait_s += time.perf_counter() - start
         return from_host(host, out.dtype, out.device)
 
 
