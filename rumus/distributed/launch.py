@@ -57,7 +57,13 @@ def rank_main(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="rumus launch", description="run a script on N MPI ranks (mpirun)")
+    # Everything after the script belongs to the script (argparse would match `--d` to `--device`).
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in ("-n", "--nproc", "--device", "--hostfile", "--timeout") else 1
+    argv, script_args = argv[:i + 1], argv[i + 1:]
+    p = argparse.ArgumentParser(prog="rumus launch", description="run a script on N MPI ranks (mpirun)",
+                                allow_abbrev=False)
     p.add_argument("-n", "--nproc", type=int, required=True, help="number of ranks")
     p.add_argument("--device", choices=("cpu", "wgpu"), default="cpu",
                    help="each rank's device: cpu, or wgpu:<local rank>")
@@ -65,9 +71,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds")
     p.add_argument("--dry-run", action="store_true", help="print the mpirun command, run nothing")
     p.add_argument("script")
-    p.add_argument("args", nargs=argparse.REMAINDER)
     ns = p.parse_args(argv)
-    cmd = mpirun_command(ns.nproc, ns.script, ns.args, ns.device, ns.hostfile, ns.timeout)
+    cmd = mpirun_command(ns.nproc, ns.script, script_args, ns.device, ns.hostfile, ns.timeout)
     if ns.dry_run:
         print(" ".join(cmd))
         return 0

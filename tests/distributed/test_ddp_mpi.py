@@ -55,3 +55,11 @@ def test_launch_dry_run_sets_each_ranks_device() -> None:
     assert cmd[-3:] == ["train.py", "--x", "1"]
     assert rank_device("wgpu", {"OMPI_COMM_WORLD_LOCAL_RANK": "3"}) == "wgpu:3"
     assert rank_device("cpu", {"OMPI_COMM_WORLD_LOCAL_RANK": "3"}) == "cpu"
+
+
+def test_launch_passes_the_scripts_own_options_through(capsys: pytest.CaptureFixture[str]) -> None:
+    from rumus.distributed.launch import main
+    assert main(["-n", "2", "--dry-run", "train.py", "--d", "3", "--device", "x", "-n", "9"]) == 0
+    line = capsys.readouterr().out.split()
+    assert line[line.index("-n") + 1] == "2"
+    assert line[-7:] == ["train.py", "--d", "3", "--device", "x", "-n", "9"]
