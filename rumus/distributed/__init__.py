@@ -21,7 +21,9 @@ def init_mpi(timeout_s: float | None = None) -> Communicator:
     from .mpi import DEFAULT_TIMEOUT_S, MPICommunicator, install_abort_on_error
 
     existing = current_communicator()
-    if isinstance(existing, MPICommunicator):
+    if isinstance(existing, MPICommunicator):  # `rumus launch` already made it; the script may re-time it
+        if timeout_s is not None:
+            existing.timeout_s = float(timeout_s)
         return existing
     comm = MPICommunicator(timeout_s=DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s)
     set_process_communicator(comm)

@@ -45,7 +45,6 @@ def _graph_counts(outputs: Any, wanted: dict[int, Parameter]) -> dict[int, int]:
     """How many gradient edges point at each wanted leaf in the graph behind `outputs`."""
     counts = {pid: 0 for pid in wanted}
     stack = [t.grad_fn for t in _tensors(outputs) if t.grad_fn is not None]
-    stack += []
     seen = {id(n) for n in stack}
     for t in _tensors(outputs):  # an output that is itself a parameter
         if t.grad_fn is None and id(t) in counts:

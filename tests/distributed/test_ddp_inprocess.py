@@ -158,3 +158,19 @@ def test_ddp_starts_reducing_buckets_while_backward_still_runs() -> None:
         return pending
     pending = dist.spawn(run, 2)[0]
     assert len(pending) > 1 and pending[0] > 0 and pending == sorted(pending, reverse=True)
+
+
+def test_in_process_communicator_satisfies_the_port() -> None:
+    def run(c: dist.InProcessCommunicator) -> bool:
+        return isinstance(c, dist.Communicator) and (c.rank, c.world_size) == (c.rank, 3)
+    assert dist.spawn(run, 3) == [True, True, True]
+
+
+def test_send_recv_shape_mismatch_is_refused() -> None:
+    def run(c: dist.InProcessCommunicator) -> None:
+        if c.rank == 0:
+            c.send(np.zeros(3, np.float32), 1)
+        else:
+            c.recv(np.zeros(4, np.float32), 0)
+    with pytest.raises(CommunicatorError, match="rank 0 sent"):
+        dist.spawn(run, 2, timeout_s=10)

@@ -63,3 +63,9 @@ def test_launch_passes_the_scripts_own_options_through(capsys: pytest.CaptureFix
     line = capsys.readouterr().out.split()
     assert line[line.index("-n") + 1] == "2"
     assert line[-7:] == ["train.py", "--d", "3", "--device", "x", "-n", "9"]
+
+
+def test_mpi_communicator_collectives() -> None:
+    done = _launch("mpi_port_main.py", timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "rank 0 OK" in done.stdout and "rank 1 OK" in done.stdout
