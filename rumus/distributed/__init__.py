@@ -12,7 +12,7 @@ from .inprocess import InProcessCommunicator, InProcessGroup, spawn
 from .pipeline import PipelineStage, one_f_one_b
 from .sampler import DistributedSampler
 from .state import current_communicator, get_communicator, set_process_communicator
-from .tensor_parallel import ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding
+from .tensor_parallel import ColumnParallelLinear, ParallelSelfAttention, RowParallelLinear, VocabParallelEmbedding
 
 
 def init_mpi(timeout_s: float | None = None) -> Communicator:
@@ -41,7 +41,8 @@ def get_world_size() -> int:
 
 __all__ = [
     "ColumnParallelLinear", "Communicator", "CommunicatorError", "DistributedDataParallel", "DistributedSampler",
-    "FullyShardedDataParallel", "InProcessCommunicator", "InProcessGroup", "PipelineStage", "ReduceOp",
+    "FullyShardedDataParallel", "InProcessCommunicator", "InProcessGroup", "ParallelSelfAttention", "PipelineStage",
+    "ReduceOp",
     "RowParallelLinear", "VocabParallelEmbedding", "Work", "all_gather", "all_reduce", "barrier", "broadcast",
     "get_communicator", "get_rank", "get_world_size", "init_mpi", "one_f_one_b", "recv", "reduce_scatter", "send",
     "spawn",

@@ -175,3 +175,37 @@ class VocabParallelEmbedding(Module):
         keep = _creation.from_host(mine[..., None], self.weight.dtype, self.weight.device)
         rows = F.embedding(local, self.weight) * keep  # other ranks' ids: zero rows, zero gradient
         return _ReduceFromParallel.apply(rows, self.comm)  # type: ignore[no-any-return]
+
+
+def _heads(x: Tensor, heads: int) -> Tensor:
+    b, t, d = x.shape
+    return x.reshape(b, t, heads, d // heads).transpose(1, 2)
+
+
+class ParallelSelfAttention(Module):
+    """Multi-head self-attention with the heads split across ranks (Megatron): q, k and v are
+    ColumnParallelLinear without gather, so rank r holds heads [r*H/N, (r+1)*H/N) of each; attention
+    runs locally on those heads; the output projection is a RowParallelLinear over the concatenated
+    local heads, whose SUM all-reduce assembles the full result. Input and output: (batch, seq, embed)."""
+
+    def __init__(self, q: ColumnParallelLinear, k: ColumnParallelLinear, v: ColumnParallelLinear,
+                 out: RowParallelLinear, num_heads: int, is_causal: bool = False) -> None:
+        super().__init__()
+        c = q.comm
+        self.local_heads = _split(num_heads, c, "ParallelSelfAttention num_heads")
+        self.q, self.k, self.v, self.out, self.is_causal = q, k, v, out, is_causal
+
+    @classmethod
+    def from_full(cls, q: Linear, k: Linear, v: Linear, out: Linear, num_heads: int, is_causal: bool = False,
+                  comm: Communicator | None = None) -> ParallelSelfAttention:
+        c = get_communicator(comm)
+        def col(m: Linear) -> ColumnParallelLinear:
+            return ColumnParallelLinear.from_full(m, c, gather_output=False)
+        return cls(col(q), col(k), col(v), RowParallelLinear.from_full(out, c), num_heads, is_causal)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.local_heads
+        o = F.scaled_dot_product_attention(_heads(self.q(x), h), _heads(self.k(x), h), _heads(self.v(x), h),
+                                           is_causal=self.is_causal)
+        b, _, t, hd = o.shape
+        return self.out(o.transpose(1, 2).reshape(b, t, h * hd))  # type: ignore[no-any-return]
