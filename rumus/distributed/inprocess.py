@@ -11,6 +11,9 @@ Turn-taking: the core keeps grad mode in process-wide state, which backward swit
 runs. Two rank threads computing at once would see each other's switch, so `spawn` lets one rank
 compute at a time (the "turn"): a rank gives the turn away while it blocks in a collective and
 restores its grad mode when it gets it back. The communication itself runs outside the turn.
+
+Known limit: two ranks driving the same wgpu device from two threads broke the WebGPU backend's
+state (seen in tests); give each rank its own device (or cpu) until rumus_wgpu is thread-safe.
 """
 
 from __future__ import annotations
