@@ -85,6 +85,7 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "fixed": (fixed, "fixed verify FILE: re-run a fixed-point fixture and check it bit for bit"),
     "onnx": (_delegate("rumus.onnx.cli", "main"), "onnx export|check|run: ONNX files (needs the onnx package)"),
     "quantize": (_delegate("rumus.quant.cli", "main"), "quantize a checkpoint's Linear layers (q8/int4; rtn/gptq/awq)"),
+    "launch": (_delegate("rumus.distributed.launch", "main"), "launch -n N script.py: run a script on N MPI ranks"),
 }
 
 

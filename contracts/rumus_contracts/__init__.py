@@ -1,6 +1,7 @@
 """RUMUS ports: what the core, every backend, every plugin and the conformance suite rely on."""
 
 from .backend import Backend, Capabilities, Kernel, ShaderKernel, callable_kernel
+from .communicator import Communicator, CommunicatorError, ReduceOp, Work
 from .device import Device
 from .dtype import (
     FLOAT_DTYPES, PLAIN_DTYPES, DType, bfloat16, bool_, fixed_i16, float16, float32, float64,
@@ -27,3 +28,4 @@ __all__ = [
     "load_plugins", "parse_dtype", "promote", "q8", "uint8",
     "ArgumentTypeError", "FileError", "IndexOutOfRange", "MissingFile", "OutOfMemory",
 ]
+__all__ += ["Communicator", "CommunicatorError", "ReduceOp", "Work"]

