@@ -100,6 +100,7 @@ def numel(x: Tensor) -> int:
 from . import data, fixed, io, nn, onnx, optim  # noqa: E402
 from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
 from . import quant  # noqa: E402,F401  (issue 15: q8 / int4 weights, RTN / GPTQ / AWQ)
+from . import distributed  # noqa: E402,F401  (issue 17: rm.distributed as torch.distributed; mpi4py only on init_mpi)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 from .nn.functional import one_hot  # noqa: E402, F811  (the checked one: refuses out-of-range classes)
 from ._tensor_methods_torch import install as _install_torch_names  # noqa: E402
