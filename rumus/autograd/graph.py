@@ -104,9 +104,9 @@ class Node:
     def _check_alive(self, saved: list[tuple[Tensor, int]] | None, what: str) -> None:
         if self.released:
             raise AutogradError(
-                f"trying to backward through the graph a second time (op '{self.name}'): its saved "
-                f"tensors were freed after the first backward. Pass retain_graph=True to the first "
-                f"backward() if you need to call it twice.")
+                "trying to backward through the graph a second time (or to read saved tensors after they were "
+                "freed): the saved tensors were freed after the first backward. Pass retain_graph=True to the "
+                "first backward() if you need to call it twice.")
         if saved is None:
             raise AutogradError(f"internal: op '{self.name}' did not save its {what}s")
 
@@ -125,8 +125,9 @@ class Node:
     def apply(self, grads: list[Tensor | None]) -> Sequence[Tensor | None]:
         if self.released:
             raise AutogradError(
-                f"trying to backward through the graph a second time (op '{self.name}'). Specify "
-                f"retain_graph=True on the first backward() if you need to backward twice.")
+                "trying to backward through the graph a second time: the graph's saved tensors were freed "
+                "after the first backward. Specify retain_graph=True on the first backward() if you need to "
+                "backward twice.")
         out = self.formula(Context(self), *grads)
         if len(out) != len(self.edges):
             raise AutogradError(f"backward of '{self.name}' returned {len(out)} gradients for "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rumus_contracts import DTypeError, RumusError, ShapeError
+from rumus_contracts import DTypeError, IndexOutOfRange, RumusError, ShapeError
 
 from .. import _math as M
 from .. import _views
@@ -60,13 +60,17 @@ def _check_target(op: str, input: Tensor, target: Tensor) -> None:
 
 
 def _nll(logp: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
-         label_smoothing: float, out_shape: tuple[int, ...]) -> Tensor:
+         label_smoothing: float, out_shape: tuple[int, ...], op: str = "cross_entropy") -> Tensor:
     """logp [M, C], target [M] class indices -> the reduced loss (or out_shape per-element losses)."""
     c = logp.shape[1]
     t = target.reshape(-1)
     valid = M.ne(t, ignore_index)
     safe = M.where(valid, t, 0)
-    picked = _views.squeeze(gather(logp, 1, _views.unsqueeze(safe, 1)), 1)
+    try:
+        picked = _views.squeeze(gather(logp, 1, _views.unsqueeze(safe, 1)), 1)
+    except IndexOutOfRange as exc:  # name the loss and the class count, not the gather inside it
+        raise IndexOutOfRange(f"{op}: a target class index is out of range for {c} classes (valid targets are "
+                              f"0..{c - 1}, or ignore_index={ignore_index}); {exc}") from None
     mask = valid.to(logp.dtype)
     w = M.mul(index_select(weight, 0, safe), mask) if weight is not None else mask
     loss = M.mul(M.neg(picked), w)
@@ -88,7 +92,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None, size_a
     """Negative log-likelihood of log-probabilities [N, C, ...] (or [C]) at class-index targets."""
     _check_target("nll_loss", input, target)
     logp, _ = _class_last(input)
-    return _nll(logp, target, weight, ignore_index, _legacy(size_average, reduce, reduction), 0.0, target.shape)
+    return _nll(logp, target, weight, ignore_index, _legacy(size_average, reduce, reduction), 0.0, target.shape,
+                "nll_loss")
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, size_average: Any = None,

@@ -12,6 +12,9 @@ from ._functional_loss import reduce_loss
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    if weight.ndim == 2 and (x.ndim == 0 or x.shape[-1] != weight.shape[1]):  # name the layer, not the GEMM inside
+        raise ShapeError(f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features, but the "
+                         f"weight {weight.shape} expects in_features={weight.shape[-1]}")
     # weight.mT is a free view; the GEMM kernels take transposed operands without copying
     out = M.matmul(x, weight.mT)
     return M.add(out, bias) if bias is not None else out
