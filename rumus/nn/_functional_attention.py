@@ -112,7 +112,8 @@ def flash_attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, ke
         return None
     if any(d == 0 for d in (*q.shape, k.shape[-2])) or not _has_flash(q):
         return None
-    if _dispatch._tracer is not None:  # ONNX export: standard ONNX has no fused attention; trace the composite
+    tracer = _dispatch._tracer
+    if tracer is not None and tracer.here():  # ONNX export: ONNX has no fused attention; trace the composite
         return None
     zero = scalar_tensor(0.0, q.dtype, q.device)
     masks = []

@@ -9,6 +9,7 @@ time. `Tracer.check_sizes` refuses example sizes that would make this ambiguous.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,9 @@ class _Ctx:
 
 class Tracer:
     def __init__(self, opset: int, named: Mapping[int, tuple[str, Tensor]]) -> None:
+        # The hooks are module globals seen by every thread: only the exporting thread's ops are recorded,
+        # so a model training in another thread meanwhile neither lands in the graph nor is disturbed.
+        self.thread = threading.get_ident()
         self.opset = opset
         self.nodes: list[OnnxNode] = []
         self.initializers: dict[str, tuple[np.ndarray, DType]] = {}
@@ -192,11 +196,19 @@ class Tracer:
     # ---- hooks ------------------------------------------------------------------------------------
     def __call__(self, schema: OpSchema, inputs: Sequence[Tensor], outputs: Sequence[Tensor],
                  attrs: Mapping[str, Any]) -> None:
-        self.on_op(schema, inputs, outputs, attrs)
+        if self.here():
+            self.on_op(schema, inputs, outputs, attrs)
+
+    def here(self) -> bool:
+        """Whether the calling thread is the one being traced."""
+        return threading.get_ident() == self.thread
 
     def composite(self, fn: Any, schema: OpSchema, args: Sequence[Any], attrs: Mapping[str, Any]) -> list[Tensor]:
         """A composite with a lowering of its own (mean divides by a count that must follow dynamic axes):
         run it untraced, record it as one op."""
+        if not self.here():
+            res = fn(*args, **attrs)
+            return list(res) if isinstance(res, tuple) else [res]
         from .. import _dispatch, _views
         saved = _dispatch._tracer, _views._tracer
         _dispatch._tracer, _views._tracer = None, None
@@ -226,6 +238,8 @@ class Tracer:
             self.bind(t, name)
 
     def on_view(self, name: str, base: Tensor, out: Tensor, attrs: Mapping[str, Any]) -> None:
+        if not self.here():
+            return
         src = self.name_of(base)
         dst = self.fresh(f"{name}_out")
         self.nodes.extend(lower_view(self, name, base.shape, out.shape, attrs, src, dst))

@@ -51,7 +51,8 @@ def _traced_cat(cat: Any, tracer: Tracer) -> Any:
     def traced(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
         tensors = list(tensors)
         out: Tensor = cat(tensors, dim)
-        tracer.on_cat(tensors, dim, out)
+        if tracer.here():  # another thread's cat is not part of the export
+            tracer.on_cat(tensors, dim, out)
         return out
     return traced
 
