@@ -7,10 +7,10 @@ slot, waits at a barrier, computes the result from all slots in rank order (so e
 same bits), waits again, then writes its buffer. A rank that raises aborts the barrier; every peer
 then raises CommunicatorError naming the first failure, and `spawn` re-raises the original error.
 
-Turn-taking: the core keeps grad mode in process-wide state, which backward switches off while it
-runs. Two rank threads computing at once would see each other's switch, so `spawn` lets one rank
-compute at a time (the "turn"): a rank gives the turn away while it blocks in a collective and
-restores its grad mode when it gets it back. The communication itself runs outside the turn.
+Turn-taking: grad mode is per thread, but the backends are not yet safe to drive from several threads
+at once (rumus_wgpu's recorder; the CPU backend's one OpenMP team that BLAS jobs also run on), so
+`spawn` lets one rank compute at a time (the "turn"): a rank gives the turn away while it blocks in a
+collective and takes it back afterwards. The communication itself runs outside the turn.
 
 Known limit: two ranks driving the same wgpu device from two threads broke the WebGPU backend's
 state (seen in tests); give each rank its own device (or cpu) until rumus_wgpu is thread-safe.
@@ -30,6 +30,7 @@ import numpy as np
 from rumus_contracts.communicator import CommunicatorError, ReduceOp, Work, check_buffer
 
 from ..autograd import grad_mode
+
 
 T = TypeVar("T")
 
@@ -124,13 +125,11 @@ class _FutureWork:
         if self._future.done() or not self._turn.held():
             self._future.result()
             return
-        enabled = grad_mode.state.enabled
         self._turn.release()  # let the other ranks compute while this one waits
         try:
             self._future.result()
         finally:
             self._turn.acquire()
-            grad_mode.state.enabled = enabled
 
 
 class InProcessCommunicator:
