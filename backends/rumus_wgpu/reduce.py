@@ -284,6 +284,8 @@ def softmax_kernel(log: bool) -> Any:
         rows = Rows(x, out, (dim,))
         rows.rsizes, rows.rstr = [x.shape[dim]], [x.strides[dim]]
         rows.out_rstride = out.strides[dim]
+        # the output keeps the row dim, so out.numel counts elements, not rows: one group per row
+        rows.rows = x.numel // rows.rlen
         # vec4 loads and stores: both rows contiguous, every row start 4-aligned
         vec = (_vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
                and all(s % 4 == 0 for s in rows.kout))
