@@ -10,7 +10,8 @@ time. `Tracer.check_sizes` refuses example sizes that would make this ambiguous.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -63,6 +64,7 @@ class Tracer:
         self._consts: dict[tuple[bytes, str, tuple[int, ...]], str] = {}
         self.symbols: dict[int, tuple[str, int, str]] = {}  # dim size -> (input name, axis, symbol)
         self._dims: dict[int, str] = {}  # dim size -> 1-D int64 value holding it at run time
+        self._paused = False  # a module lowered as a whole runs its own ops untraced
 
     # ---- names ----------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -200,8 +202,17 @@ class Tracer:
             self.on_op(schema, inputs, outputs, attrs)
 
     def here(self) -> bool:
-        """Whether the calling thread is the one being traced."""
-        return threading.get_ident() == self.thread
+        """Whether the calling thread is the one being traced (and is not running a module lowered whole)."""
+        return threading.get_ident() == self.thread and not self._paused
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Run ops untraced: what they compute is recorded by the caller as one lowering."""
+        saved, self._paused = self._paused, True
+        try:
+            yield
+        finally:
+            self._paused = saved
 
     def composite(self, fn: Any, schema: OpSchema, args: Sequence[Any], attrs: Mapping[str, Any]) -> list[Tensor]:
         """A composite with a lowering of its own (mean divides by a count that must follow dynamic axes):

@@ -15,6 +15,7 @@ from ..autograd import no_grad
 from ..nn.module import Module
 from ..tensor import Tensor
 from . import _build
+from ._rnn_lowering import recurrent_modules_lowered
 from ._trace import Tracer
 
 MIN_OPSET = 17
@@ -76,11 +77,26 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
     names = list(input_names) if input_names is not None else [f"input_{i}" for i in range(len(tensors))]
     if len(names) != len(tensors):
         raise OnnxExportError(f"input_names has {len(names)} names for {len(tensors)} tensor inputs")
+    model_proto, inits = _trace_to_proto(model, call_args, names, output_names, dynamic_axes, opset_version)
+    if any(_dynamic(dynamic_axes, n) for n in names):
+        model_proto = _check_same_graph(model, call_args, names, output_names, dynamic_axes, opset_version,
+                                        model_proto)
+    if external_data is None:
+        external_data = _build.initializer_bytes(inits) > _build.PROTOBUF_LIMIT - 2**24
+    return _build.check_and_save(model_proto, path, external_data)
+
+
+def _trace_to_proto(model: Module, call_args: tuple[Any, ...], names: list[str], output_names: Sequence[str] | None,
+                    dynamic_axes: Mapping[str, Any] | None, opset_version: int) -> tuple[Any, dict[str, Any]]:
+    """Run the model once with the tracing hooks on; the unchecked ModelProto and its used initializers."""
+    tensors = [a for a in call_args if isinstance(a, Tensor)]
     named = _named_tensors(model)
     tracer = Tracer(opset_version, named)
     for t, name in zip(tensors, names):
         tracer.add_input(t, name, _dynamic(dynamic_axes, name))
     tracer.check_sizes({key: t.shape for key, t in named.values()})
+    for name in output_names or ():  # traced values never take an output's name
+        tracer.fresh(name)
     was_training = model.training
     with _lock:
         model.eval()
@@ -92,7 +108,7 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
         for mod, attr in patched:
             setattr(mod, attr, _traced_cat(original_cat, tracer))
         try:
-            with no_grad():
+            with no_grad(), recurrent_modules_lowered(model, tracer):
                 result = model(*call_args)
         finally:
             _dispatch._tracer, _views._tracer = None, None
@@ -115,8 +131,63 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
     out_infos = [_build.value_info(n, o.dtype, [sym.get(d, d) for d in o.shape]) for o, n in zip(outs, out_names)]
     used = {i for node in tracer.nodes for i in node.inputs}
     inits = {k: v for k, v in tracer.initializers.items() if k in used}
-    model_proto = _build.build_model(tracer.nodes, in_infos, out_infos, inits, opset_version,
-                                     type(model).__name__)
-    if external_data is None:
-        external_data = _build.initializer_bytes(inits) > _build.PROTOBUF_LIMIT - 2**24
-    return _build.check_and_save(model_proto, path, external_data)
+    return _build.build_model(tracer.nodes, in_infos, out_infos, inits, opset_version, type(model).__name__), inits
+
+
+def _grown(t: Tensor, axes: Sequence[int], by: int) -> Tensor:
+    """t with each of `axes` longer by `by` (its first entries repeated): a valid input of another size."""
+    for axis in axes:
+        t = _math.cat([t] + [t.narrow(axis, 0, 1)] * by, axis)
+    return t
+
+
+def _check_same_graph(model: Module, call_args: tuple[Any, ...], names: list[str], output_names: Sequence[str] | None,
+                      dynamic_axes: Mapping[str, Any] | None, opset_version: int, first: Any) -> Any:
+    """Trace again with every dynamic axis longer: the graph must not change. Dynamic dims are recognized by
+    size, so a Python loop over a dynamic dim, or a constant that merely equals a dynamic size, would otherwise
+    be frozen into the file (a silently wrong model at other sizes); this check turns that into an error.
+    Returns the ModelProto to write."""
+    tensors = [a for a in call_args if isinstance(a, Tensor)]
+    errors: list[str] = []
+    static = {d for t, n in zip(tensors, names) for a, d in enumerate(t.shape) if a not in _dynamic(dynamic_axes, n)}
+    sizes = {t.shape[a] for t, n in zip(tensors, names) for a in _dynamic(dynamic_axes, n)}
+    for by in range(1, 8):
+        if any(size + by in static for size in sizes):  # the re-trace itself would be ambiguous
+            continue
+        grown = iter([_grown(t, sorted(_dynamic(dynamic_axes, n)), by) for t, n in zip(tensors, names)])
+        args2 = tuple(next(grown) if isinstance(a, Tensor) else a for a in call_args)
+        try:
+            second, _ = _trace_to_proto(model, args2, names, output_names, dynamic_axes, opset_version)
+        except OnnxExportError as exc:  # e.g. the grown size collides with a weight's dim: try another
+            errors.append(str(exc))
+            continue
+        diff = _first_difference(first.graph, second.graph)
+        if diff is not None:
+            # the first trace may have made what later calls take from a cache (a scalar's fill op becomes a
+            # cached constant): trace the example again, now warm, and compare that
+            first, _ = _trace_to_proto(model, call_args, names, output_names, dynamic_axes, opset_version)
+            diff = _first_difference(first.graph, second.graph)
+        if diff is None:
+            return first
+        axes = ", ".join(f"{n} dim {a} ('{s}')" for n in names for a, s in _dynamic(dynamic_axes, n).items())
+        raise OnnxExportError(f"the traced graph depends on the size of the dynamic axes ({axes}): traced again with "
+                              f"them {by} longer, {diff}. A Python loop over a dynamic dim, or a constant built from "
+                              f"its size, would be frozen at the example size; export without that dynamic axis, "
+                              f"or build the value from the inputs with ops")
+    raise OnnxExportError("could not re-trace the model at other sizes of its dynamic axes to check the graph: "
+                          + "; ".join(errors))
+
+
+def _first_difference(a: Any, b: Any) -> str | None:
+    if len(a.node) != len(b.node):
+        return f"it has {len(b.node)} nodes instead of {len(a.node)}"
+    for i, (x, y) in enumerate(zip(a.node, b.node)):
+        if x.SerializeToString() != y.SerializeToString():
+            return f"node {i} ({x.op_type}) differs ({y.op_type})"
+    inits = {t.name: t.SerializeToString() for t in a.initializer}
+    for t in b.initializer:
+        if inits.get(t.name) != t.SerializeToString():
+            return f"initializer '{t.name}' differs"
+    if len(inits) != len(b.initializer):
+        return "its initializers differ"
+    return None
