@@ -26,6 +26,7 @@ from starlette.routing import Route
 import rumus as rm
 from rumus_contracts import RumusError
 
+from .encoder import BertEncoder
 from .engine import Engine
 from .metrics import gauge
 from .requests import BadRequest, completion_request, embedding_request, generate_request, parse_json
@@ -40,8 +41,9 @@ class QueueFull(RumusError):
 
 class Server:
     def __init__(self, engine: Engine, model_name: str = "rumus-gpt2", max_queue: int = 256,
-                 retry_after_s: int = 1) -> None:
+                 retry_after_s: int = 1, encoder: BertEncoder | None = None) -> None:
         self.worker = Worker(engine)
+        self.encoder = encoder  # /v1/embeddings: the encoder, else the LM's mean-pooled final states
         self.engine, self.model_name = engine, model_name
         self.max_queue, self.retry_after_s = max_queue, retry_after_s
         self.live: set[Handle] = set()  # requests accepted and not yet ended
@@ -199,13 +201,17 @@ class Server:
             texts = await self._admit(request, embedding_request)
         except _Reply as r:
             return r.response
-        limit = self.engine.model.config.n_positions
+        enc = self.encoder
+        limit = enc.config.max_position_embeddings if enc is not None else self.engine.model.config.n_positions
         ids = [encode(t) for t in texts]
         for i, t in enumerate(ids):
             if len(t) > limit:
                 return self._error(400, f"input {i} is {len(t)} tokens; the limit is {limit} tokens (the model's "
                                         f"context length)")
-        vectors = await self.worker.call(lambda: [self._embed(t) for t in ids], asyncio.get_running_loop())
+        if enc is not None:
+            vectors = await self.worker.call(lambda: enc.embed(ids).astype(float).tolist(), asyncio.get_running_loop())
+        else:
+            vectors = await self.worker.call(lambda: [self._embed(t) for t in ids], asyncio.get_running_loop())
         self._count(200)
         return JSONResponse({"object": "list", "model": self.model_name,
                              "data": [{"object": "embedding", "index": i, "embedding": v}
@@ -225,7 +231,7 @@ class Server:
     async def health(self, request: Request) -> Response:
         ok = self.worker.alive and not self.draining
         body = {"status": "ok" if ok else "unavailable", "model": self.model_name, "running": self.worker.running,
-                "queued": self.queue_depth}
+                "queued": self.queue_depth, "embedder": "bert-encoder" if self.encoder is not None else "lm-mean-pool"}
         if self.worker.error:
             body["last_engine_error"] = self.worker.error
         return JSONResponse(body, status_code=200 if ok else 503)

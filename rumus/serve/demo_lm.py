@@ -10,6 +10,7 @@ import argparse
 import codecs
 import inspect
 import math
+import os
 import sys
 import time
 
@@ -81,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--encoder-steps", type=int, default=150,
+                   help="SimCSE steps for the /v1/embeddings encoder saved in OUT/encoder (0: no encoder)")
     a = p.parse_args(sys.argv[1:] if argv is None else argv)
     if min(a.steps, a.n_layer, a.n_embd, a.n_head, a.context, a.batch) < 1:
         p.error("--steps, --n-layer, --n-embd, --n-head, --context and --batch must be >= 1")
@@ -93,6 +96,14 @@ def main(argv: list[str] | None = None) -> int:
     sample = _greedy(model, prompt, min(40, cfg.n_positions - len(prompt)))
     print(f"final loss {losses[-1]:.3f} (uniform guess: {math.log(VOCAB_SIZE):.3f}); saved {a.out}/")
     print(f"greedy sample: {decode(prompt + sample)!r}")
+    if a.encoder_steps > 0:
+        from .encoder import ENCODER_DIR, BertConfig, save_encoder, train_simcse
+        print(f"training the embeddings encoder (BERT-style, {a.n_embd} wide, unsupervised SimCSE)")
+        enc_cfg = BertConfig(vocab_size=VOCAB_SIZE, hidden_size=a.n_embd, num_attention_heads=a.n_head,
+                             intermediate_size=4 * a.n_embd, max_position_embeddings=a.context)
+        encoder = train_simcse(corpus(), enc_cfg, a.encoder_steps, length=min(48, a.context), seed=a.seed)
+        save_encoder(encoder, os.path.join(a.out, ENCODER_DIR))
+        print(f"saved {a.out}/{ENCODER_DIR}/")
     return 0
 
 

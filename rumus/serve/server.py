@@ -21,6 +21,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-queue", type=int, default=256, help="requests waiting beyond that get 429")
     p.add_argument("--token-budget", type=int, default=None, help="tokens per engine step (also the prompt limit)")
     p.add_argument("--block-size", type=int, default=16, help="tokens per KV cache block")
+    p.add_argument("--embedder", default=None,
+                   help="encoder directory for /v1/embeddings (default: CHECKPOINT/encoder when it exists)")
     p.add_argument("--drain-timeout", type=float, default=60.0, help="seconds SIGTERM waits for in-flight requests")
     return p
 
@@ -39,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
         raise RumusError("--max-running and --block-size must be >= 1, --max-queue >= 0")
     model = load_checkpoint(a.checkpoint, device=a.device)
     engine = Engine(model, block_size=a.block_size, max_running=a.max_running, token_budget=a.token_budget)
-    server = Server(engine, model_name=os.path.basename(os.path.normpath(a.checkpoint)), max_queue=a.max_queue)
+    from .encoder import ENCODER_DIR, load_encoder
+    enc_dir = a.embedder or os.path.join(a.checkpoint, ENCODER_DIR)
+    encoder = load_encoder(enc_dir, device=a.device) if a.embedder or os.path.isdir(enc_dir) else None
+    server = Server(engine, model_name=os.path.basename(os.path.normpath(a.checkpoint)), max_queue=a.max_queue,
+                    encoder=encoder)
     print(f"rumus serve: {a.checkpoint} on {engine.device}, http://{a.host}:{a.port}", flush=True)
     uvicorn.run(server.app, host=a.host, port=a.port, log_level="warning",
                 timeout_graceful_shutdown=int(a.drain_timeout))

@@ -9,6 +9,7 @@ import numpy as np
 import rumus as rm
 from rumus.cli import main as rumus_main
 from rumus.serve.demo_lm import corpus, train
+from rumus.serve.encoder import load_encoder
 from rumus.serve.engine import Engine
 from rumus.serve.gpt2 import GPT2Config, load_checkpoint
 from rumus.serve.sampling import SamplingParams
@@ -31,8 +32,9 @@ def test_training_lowers_the_loss_well_below_a_uniform_guess() -> None:
 def test_rumus_demo_lm_writes_a_checkpoint_that_serves(tmp_path: os.PathLike[str]) -> None:
     out = os.path.join(tmp_path, "lm")
     assert rumus_main(["demo", "lm", "--out", out, "--steps", "3", "--n-embd", "32", "--n-head", "2",
-                       "--n-layer", "1", "--context", "32", "--batch", "4"]) == 0
-    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors"]
+                       "--n-layer", "1", "--context", "32", "--batch", "4", "--encoder-steps", "2"]) == 0
+    assert sorted(os.listdir(out)) == ["config.json", "encoder", "model.safetensors"]
+    assert load_encoder(os.path.join(out, "encoder")).config.hidden_size == 32
     model = load_checkpoint(out)
     assert model.config.n_positions == 32 and model.config.vocab_size == 256
     got = Engine(model).run([encode("abc")], SamplingParams(max_tokens=5))[0]
