@@ -8,7 +8,8 @@
 // load feeds four multiply-adds. The host unrolls every `for (var c = 0u; c < V4; c++)` loop, so the
 // per-invocation rows are indexed by constants only and stay in registers. Masked scores are never formed as -inf arithmetic (WGSL need not
 // honour infinities): a score <= -1e30 (a -inf bias, a causal or padding position) has probability 0.
-// Dropout is the dropout op's counter-based hash at element ((b * H + h) * L + i) * S + j (u32 wrap).
+// Dropout is the dropout op's counter-based hash (dropout_hash.wgsl, put in front by the host) at element
+// ((b * H + h) * L + i) * S + j (u32 wrap).
 alias scalar = f32;
 
 const DMAX: u32 = 64u;     // replaced by the host: the head-dim bucket
@@ -43,21 +44,10 @@ struct Config {
     off: array<vec4<u32>, 2>, // element offsets: q, k, v, dout, bias, key_bias, out, lse
 }
 
-fn mix32(v: u32) -> u32 {
-    var h = v;
-    h ^= h >> 16u;
-    h *= 0x21F0AAADu;
-    h ^= h >> 15u;
-    h *= 0x735A2D97u;
-    h ^= h >> 15u;
-    return h;
-}
-
 // keep / (1 - p) for probability element (bh, i, j)
 fn drop_factor(bh: u32, i: u32, j: u32) -> f32 {
     let idx = (bh * cfg.L + i) * cfg.S + j;
-    let bits = mix32(mix32((cfg.doff + idx) ^ cfg.key) + cfg.key);
-    return select(0.0, cfg.inv_keep, bits >= cfg.thr);
+    return select(0.0, cfg.inv_keep, dropout_keep(cfg.doff + idx, cfg.key, cfg.thr));
 }
 
 fn neg_inf() -> f32 {
@@ -68,49 +58,18 @@ fn hsum(v: vec4<f32>) -> f32 {
     return (v.x + v.y) + (v.z + v.w);
 }
 
-//// rd_q
-// elements 4c .. 4c + 3 of the row of q at element `base`, zero past the head dim
-fn rd_q(base: u32, c: u32) -> vec4<f32> {
+//// rd
+// elements 4c .. 4c + 3 of the row of {{ARR}} at element `base`, zero past the head dim: the host writes
+// one copy of this reader per array a kernel reads (rd_q, rd_k, rd_v, rd_dout; {{ARR}}'s strides are
+// cfg.{{STRIDES}})
+fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
     let d = 4u * c;
-    let s = cfg.qs.w;
+    let s = cfg.{{STRIDES}}.w;
     let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(q[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(q[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(q[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(q[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
-}
-
-//// rd_k
-fn rd_k(base: u32, c: u32) -> vec4<f32> {
-    let d = 4u * c;
-    let s = cfg.ks.w;
-    let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(k[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(k[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(k[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(k[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
-}
-
-//// rd_v
-fn rd_v(base: u32, c: u32) -> vec4<f32> {
-    let d = 4u * c;
-    let s = cfg.vs.w;
-    let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(v[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(v[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(v[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(v[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
-}
-
-//// rd_dout
-fn rd_dout(base: u32, c: u32) -> vec4<f32> {
-    let d = 4u * c;
-    let s = cfg.os.w;
-    let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(dout[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(dout[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(dout[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(dout[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+    return vec4<f32>(select(0.0, f32({{ARR}}[base + min(d, e) * s]), d < cfg.D),
+                     select(0.0, f32({{ARR}}[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
+                     select(0.0, f32({{ARR}}[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
+                     select(0.0, f32({{ARR}}[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
 }
 
 //// forward
@@ -209,18 +168,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 //// rowdot
 // stats[2 r] = lse[r], stats[2 r + 1] = dout[r] . out[r]: what both backward passes read per query row
+// (one item per row of the grid.wgsl launch)
 @group(0) @binding(0) var<storage, read_write> stats: array<f32>;
 @group(0) @binding(1) var<storage, read> out: array<scalar>;
 @group(0) @binding(2) var<storage, read> dout: array<scalar>;
 @group(0) @binding(3) var<storage, read> lse: array<scalar>;
 @group(0) @binding(4) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let r = (wid.y * cfg.gx + wid.x) * 256u + lid;
-    if (r >= cfg.n) {
-        return;
-    }
+fn run(r: u32) {
     let bh = r / cfg.L;
     let i = r % cfg.L;
     let ob = cfg.off[0].w + (bh / cfg.H) * cfg.os.x + (bh % cfg.H) * cfg.os.y + i * cfg.os.z;
