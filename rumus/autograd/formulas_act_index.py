@@ -52,34 +52,45 @@ def _embedding_backward(ctx: Context, gg: Tensor) -> tuple[Tensor, None]:
     return _op("embedding")(gg, ctx.inputs[1]), None
 
 
-@formula("index_select", inputs=True)
-def _index_select(ctx: Context, g: Tensor) -> tuple[Tensor, None]:
+# index_select / gather read the input at indexed positions and index_add / scatter_add write there: each
+# pair is the other's backward (one along a dim with a 1-D index, one elementwise with a full index).
+
+def _scatter_into_zeros(ctx: Context, g: Tensor, scatter: str) -> tuple[Tensor, None]:
+    """The gradient of a gather-like op: g added at the positions it read, into zeros of x's shape."""
     zeros = _creation.zeros(ctx.input_shapes[0], dtype=g.dtype, device=g.device)
-    return _op("index_add")(zeros, ctx.inputs[1], g, dim=ctx.attrs["dim"]), None
+    return _op(scatter)(zeros, ctx.inputs[1], g, dim=ctx.attrs["dim"]), None
 
 
-@formula("index_add", inputs=True)
-def _index_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
+def _gather_back(ctx: Context, g: Tensor, gather: str) -> tuple[Tensor | None, None, Tensor | None]:
+    """The gradients of a scatter-add-like op out = x + alpha * (src at index): g for x, alpha * g read
+    back at the positions src was added to for src."""
     need_x, _, need_src = ctx.needs_input_grad
     gs = None
     if need_src:
-        gs = _op("index_select")(g, ctx.inputs[1], dim=ctx.attrs["dim"])
-        alpha = float(ctx.attrs["alpha"])
+        gs = _op(gather)(g, ctx.inputs[1], dim=ctx.attrs["dim"])
+        alpha = float(ctx.attrs.get("alpha", 1.0))
         gs = gs if alpha == 1.0 else M.mul(gs, alpha)
     return (g if need_x else None), None, gs
 
 
+@formula("index_select", inputs=True)
+def _index_select(ctx: Context, g: Tensor) -> tuple[Tensor, None]:
+    return _scatter_into_zeros(ctx, g, "index_add")
+
+
+@formula("index_add", inputs=True)
+def _index_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
+    return _gather_back(ctx, g, "index_select")
+
+
 @formula("gather", inputs=True)
 def _gather(ctx: Context, g: Tensor) -> tuple[Tensor, None]:
-    zeros = _creation.zeros(ctx.input_shapes[0], dtype=g.dtype, device=g.device)
-    return _op("scatter_add")(zeros, ctx.inputs[1], g, dim=ctx.attrs["dim"]), None
+    return _scatter_into_zeros(ctx, g, "scatter_add")
 
 
 @formula("scatter_add", inputs=True)
 def _scatter_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
-    need_x, _, need_src = ctx.needs_input_grad
-    gs = _op("gather")(g, ctx.inputs[1], dim=ctx.attrs["dim"]) if need_src else None
-    return (g if need_x else None), None, gs
+    return _gather_back(ctx, g, "gather")
 
 
 from . import formulas_table as _formulas_table  # noqa: E402, F401  (needs has_kernel above)
