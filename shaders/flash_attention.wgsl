@@ -72,6 +72,29 @@ fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
                      select(0.0, f32({{ARR}}[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
 }
 
+//// kv_tile
+// What the forward and dQ kernels share (they bind k and v and declare the tiles kt, vt): the keys a
+// block of query rows streams through, a tile at a time.
+
+// the end (exclusive) of the keys that query rows i0 .. i0 + WG see: all of them, or up to the block's
+// last row when causal
+fn key_end(i0: u32) -> u32 {
+    return select(cfg.S, min(cfg.S, i0 + WG), cfg.causal != 0u);
+}
+
+// the K and V tile of head (b, h): key rows j0 .. j0 + BK into kt and vt, zero past S and D
+fn load_kv_tile(lid: u32, b: u32, h: u32, j0: u32) {
+    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
+    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
+    for (var e = lid; e < BK * V4; e += WG) {
+        let t = e / V4;
+        let j = min(j0 + t, cfg.S - 1u);
+        let ok = j0 + t < cfg.S;
+        kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
+        vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
+    }
+}
+
 //// forward
 @group(0) @binding(0) var<storage, read_write> out: array<scalar>;
 @group(0) @binding(1) var<storage, read_write> lse: array<scalar>;
@@ -105,21 +128,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var l = 0.0;
     let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
     let kbb = cfg.off[1].y + b * cfg.kbs.x;
-    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
-    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
-    var jend = cfg.S;
-    if (cfg.causal != 0u) {
-        jend = min(cfg.S, i0 + WG);
-    }
-    for (var j0 = 0u; j0 < jend; j0 += BK) {
-        // the K and V tile: rows j0 .. j0 + BK, zero past S and D
-        for (var e = lid; e < BK * V4; e += WG) {
-            let t = e / V4;
-            let j = min(j0 + t, cfg.S - 1u);
-            let ok = j0 + t < cfg.S;
-            kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
-            vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
-        }
+    for (var j0 = 0u; j0 < key_end(i0); j0 += BK) {
+        load_kv_tile(lid, b, h, j0);
         workgroupBarrier();
         // online softmax one key at a time: the running max only moves up a few times per row, and no
         // per-tile score array is needed (a dynamically indexed array would leave the registers)
@@ -328,20 +338,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let di = stats[2u * r + 1u];
     let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
     let kbb = cfg.off[1].y + b * cfg.kbs.x;
-    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
-    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
-    var jend = cfg.S;
-    if (cfg.causal != 0u) {
-        jend = min(cfg.S, i0 + WG);
-    }
-    for (var j0 = 0u; j0 < jend; j0 += BK) {
-        for (var e = lid; e < BK * V4; e += WG) {
-            let t = e / V4;
-            let j = min(j0 + t, cfg.S - 1u);
-            let ok = j0 + t < cfg.S;
-            kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
-            vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
-        }
+    for (var j0 = 0u; j0 < key_end(i0); j0 += BK) {
+        load_kv_tile(lid, b, h, j0);
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
             let j = j0 + t;

@@ -34,6 +34,7 @@ def head_bucket(d: int) -> int:
 # shader's `rd` section per array (a reader names the kernel's binding, so each kernel gets its own)
 READERS = {"forward": ("q", "k", "v"), "dkdv": ("q", "k", "v", "dout"), "dq": ("q", "k", "v", "dout")}
 STRIDES = {"q": "qs", "k": "ks", "v": "vs", "dout": "os"}
+KV_TILE = {"forward": "+kv_tile", "dq": "+kv_tile"}  # the kernels that stream K and V tiles past query rows
 INCLUDE = ("dropout_hash",)  # the dropout mask's hash, shared with the dropout op
 
 
@@ -68,7 +69,8 @@ def _program(dev: Any, section: str, dmax: int, dtype: Any, want_dk: bool = True
     def build() -> str:
         reader = split_sections("flash_attention")[1]["rd"]
         readers = [reader.replace("{{ARR}}", a).replace("{{STRIDES}}", STRIDES[a]) for a in READERS[section]]
-        src = source("flash_attention", section, dtype, INCLUDE) + "\n" + "\n".join(readers)
+        sections = section + KV_TILE.get(section, "")
+        src = source("flash_attention", sections, dtype, INCLUDE) + "\n" + "\n".join(readers)
         src = src.replace("const DMAX: u32 = 64u;", f"const DMAX: u32 = {dmax}u;")
         src = src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
         src = src.replace("const WANT_DK: bool = true;", f"const WANT_DK: bool = {str(want_dk).lower()};")
