@@ -31,14 +31,22 @@ def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tenso
 
 
 class _Layer(Module):
-    """What the encoder and decoder layers share: the feed-forward block (linear1, activation, dropout,
-    linear2, then the layer's own output dropout) and `clone` from the configuration they were built with."""
+    """What the encoder and decoder layers share: their constructor's arguments (PyTorch's, the same for
+    both; kept for `clone`), the self-attention block built first, and the feed-forward block (linear1,
+    activation, dropout, linear2, then the layer's own output dropout)."""
 
-    _config: dict[str, Any]
     linear1: Linear
     dropout: Dropout
     linear2: Linear
     activation: Callable[[Tensor], Tensor]
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__()
+        self._config = {k: v for k, v in config.items() if k != "self" and not k.startswith("__")}
+        c = self._config
+        self._kw = {"device": c["device"], "dtype": c["dtype"]}
+        self.self_attn = MultiheadAttention(c["d_model"], c["nhead"], dropout=c["dropout"], bias=c["bias"],
+                                            batch_first=c["batch_first"], **self._kw)
 
     def _feed_forward(self, x: Tensor, out_dropout: Dropout) -> Tensor:
         flat = x.reshape(-1, x.shape[-1])  # 2-D GEMMs over every position at once
@@ -61,18 +69,14 @@ class TransformerEncoderLayer(_Layer):
                  activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__()
-        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward, dropout=dropout,
-                            activation=activation, layer_norm_eps=layer_norm_eps, batch_first=batch_first,
-                            norm_first=norm_first, bias=bias, device=device, dtype=dtype)
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        super().__init__(locals())  # the arguments above; self_attn
+        kw = self._kw
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)

@@ -29,12 +29,8 @@ class TransformerDecoderLayer(_Layer):
                  activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__()
-        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward, dropout=dropout,
-                            activation=activation, layer_norm_eps=layer_norm_eps, batch_first=batch_first,
-                            norm_first=norm_first, bias=bias, device=device, dtype=dtype)
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        super().__init__(locals())  # the arguments above; self_attn
+        kw = self._kw
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                                  **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
