@@ -54,6 +54,13 @@ fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
 
+// element e of a tile of BK rows that starts at row `start` of `count` rows: (its row, clamped into range;
+// 1 when that row exists, else 0: the tile holds zeros there)
+fn tile_row(e: u32, start: u32, count: u32) -> vec2<u32> {
+    let t = e / V4;
+    return vec2<u32>(min(start + t, count - 1u), u32(start + t < count));
+}
+
 fn hsum(v: vec4<f32>) -> f32 {
     return (v.x + v.y) + (v.z + v.w);
 }
@@ -87,11 +94,9 @@ fn load_kv_tile(lid: u32, b: u32, h: u32, j0: u32) {
     let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
     let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
     for (var e = lid; e < BK * V4; e += WG) {
-        let t = e / V4;
-        let j = min(j0 + t, cfg.S - 1u);
-        let ok = j0 + t < cfg.S;
-        kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
-        vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
+        let row = tile_row(e, j0, cfg.S);
+        kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + row.x * cfg.ks.z, e % V4), row.y != 0u);
+        vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + row.x * cfg.vs.z, e % V4), row.y != 0u);
     }
 }
 
@@ -246,12 +251,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         istart = j0;
     }
     for (var i0 = istart; i0 < cfg.L; i0 += BK) {
-        for (var e = lid; e < BK * V4; e += WG) {
-            let t = e / V4;
-            let i = min(i0 + t, cfg.L - 1u);
-            let ok = i0 + t < cfg.L;
-            qt[e] = select(vec4<f32>(0.0), rd_q(qb0 + i * cfg.qs.z, e % V4), ok);
-            ot[e] = select(vec4<f32>(0.0), rd_dout(ob0 + i * cfg.os.z, e % V4), ok);
+        for (var e = lid; e < BK * V4; e += WG) {  // the Q and dOut tile
+            let row = tile_row(e, i0, cfg.L);
+            qt[e] = select(vec4<f32>(0.0), rd_q(qb0 + row.x * cfg.qs.z, e % V4), row.y != 0u);
+            ot[e] = select(vec4<f32>(0.0), rd_dout(ob0 + row.x * cfg.os.z, e % V4), row.y != 0u);
         }
         for (var t = lid; t < BK; t += WG) {
             let r = bh * cfg.L + min(i0 + t, cfg.L - 1u);

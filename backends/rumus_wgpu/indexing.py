@@ -112,8 +112,8 @@ def _source(mode: str, dtype: DType, index: DType, has_x: bool) -> str:
                 f"    if (i32(q) == cfg.padding) {{ r = 0.0; }}\n"
                 f"    out0[u32(off.x)] = {store(dtype, 'r')};")
     lines.append(f"@group(0) @binding({slot}) var<storage, read_write> err: array<atomic<u32>>;")
-    return render("index", include=("strided_grid", "dim_split"), BINDINGS="\n".join(lines), CONFIG=str(slot + 1), READ_INDEX=READ_INDEX[index.name],
-                  AT_DIM=at_dim, BODY=body, HELPERS=helpers)
+    return render("index", include=("strided_grid", "dim_split"), BINDINGS="\n".join(lines), CONFIG=str(slot + 1),
+                  READ_INDEX=READ_INDEX[index.name], AT_DIM=at_dim, BODY=body, HELPERS=helpers)
 
 
 def _run(op: str, mode: str, out: TensorArg, x: TensorArg | None, index: TensorArg, src: TensorArg | None,

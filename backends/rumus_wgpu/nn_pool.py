@@ -36,21 +36,27 @@ def _run(dev: Any, sections: str, dtype: DType, buffers: list[Any], geometry: li
              include=INCLUDE)
 
 
-def _forward(sections: str) -> Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]], None]:
-    """The kernel of a pooling op that writes each output element from its window (`sections`)."""
+Kernel = Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]], None]
+
+
+def _one_pass(sections: str, backward: bool = False) -> Kernel:
+    """The kernel of a pooling op that is one pass of `sections` from one input: each output element from
+    its window (forward), or each input element's gradient from the windows covering it (backward)."""
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-        y, x = outputs[0], inputs[0]
-        if y.numel == 0:
+        out, src = outputs[0], inputs[0]
+        if out.numel == 0:
             return
         dev = device_of(outputs, inputs)
-        (x,), _ = dealias(dev, outputs, [x])
-        _run(dev, sections, x.dtype, [y.buffer, x.buffer], _geometry(x.shape, y.shape, attrs), y.offset, x.offset,
-             y.numel)
+        (src,), _ = dealias(dev, outputs, [src])
+        image, pooled = (out, src) if backward else (src, out)
+        _run(dev, sections, src.dtype, [out.buffer, src.buffer], _geometry(image.shape, pooled.shape, attrs),
+             out.offset, src.offset, out.numel)
     return kernel
 
 
-max_pool2d = _forward("window_max+max")
-avg_pool2d = _forward("avg")
+max_pool2d = _one_pass("window_max+max")
+avg_pool2d = _one_pass("avg")
+avg_pool2d_backward = _one_pass("avg_backward", backward=True)
 
 
 def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -63,16 +69,6 @@ def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
     idx = new_buffer(dev, g.numel * 4, "max_pool2d argmax scratch")
     _run(dev, "window_max+max_index", x.dtype, [idx, x.buffer], geo, 0, x.offset, g.numel)
     _run(dev, "max_backward", x.dtype, [gx.buffer, g.buffer, idx], geo, gx.offset, g.offset, gx.numel)
-
-
-def avg_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    gx, g = outputs[0], inputs[0]
-    if gx.numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    (g,), _ = dealias(dev, outputs, [g])
-    _run(dev, "avg_backward", g.dtype, [gx.buffer, g.buffer], _geometry(gx.shape, g.shape, attrs), gx.offset,
-         g.offset, gx.numel)
 
 
 def kernels() -> dict[str, Any]:

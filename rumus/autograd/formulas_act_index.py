@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from .. import _creation, _runtime
@@ -73,24 +75,9 @@ def _gather_back(ctx: Context, g: Tensor, gather: str) -> tuple[Tensor | None, N
     return (g if need_x else None), None, gs
 
 
-@formula("index_select", inputs=True)
-def _index_select(ctx: Context, g: Tensor) -> tuple[Tensor, None]:
-    return _scatter_into_zeros(ctx, g, "index_add")
-
-
-@formula("index_add", inputs=True)
-def _index_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
-    return _gather_back(ctx, g, "index_select")
-
-
-@formula("gather", inputs=True)
-def _gather(ctx: Context, g: Tensor) -> tuple[Tensor, None]:
-    return _scatter_into_zeros(ctx, g, "scatter_add")
-
-
-@formula("scatter_add", inputs=True)
-def _scatter_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
-    return _gather_back(ctx, g, "gather")
+for _gather_op, _scatter_op in (("index_select", "index_add"), ("gather", "scatter_add")):
+    formula(_gather_op, inputs=True)(partial(_scatter_into_zeros, scatter=_scatter_op))
+    formula(_scatter_op, inputs=True)(partial(_gather_back, gather=_gather_op))
 
 
 from . import formulas_table as _formulas_table  # noqa: E402, F401  (needs has_kernel above)
