@@ -83,8 +83,25 @@ fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
 // What the forward and dQ kernels share (they bind k and v and declare the tiles kt, vt): the keys a
 // block of query rows streams through, a tile at a time.
 
+var<workgroup> kt: array<vec4<f32>, 512>;
+var<workgroup> vt: array<vec4<f32>, 512>;
+
+// The query row this invocation owns in a launch of one workgroup per (block of WG query rows, batch * head)
+struct QueryRow {
+    bh: u32,                // batch * H + head
+    b: u32,
+    h: u32,
+    i: u32,                 // this invocation's row (past L in the last block: not live)
+    ii: u32,                // i clamped into range, for reads
+}
+
+fn query_row(lid: u32, wid: vec3<u32>) -> QueryRow {
+    let i = wid.x * WG + lid;
+    return QueryRow(wid.y, wid.y / cfg.H, wid.y % cfg.H, i, min(i, cfg.L - 1u));
+}
+
 // the end (exclusive) of the keys that query rows i0 .. i0 + WG see: all of them, or up to the block's
-// last row when causal
+// last row when causal (callers pass i0 = wid.x * WG: uniform, as the barriers in their key loops need)
 fn key_end(i0: u32) -> u32 {
     return select(cfg.S, min(cfg.S, i0 + WG), cfg.causal != 0u);
 }
@@ -110,31 +127,23 @@ fn load_kv_tile(lid: u32, b: u32, h: u32, j0: u32) {
 @group(0) @binding(6) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(7) var<uniform> cfg: Config;
 
-var<workgroup> kt: array<vec4<f32>, 512>;
-var<workgroup> vt: array<vec4<f32>, 512>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let bh = wid.y;
-    let b = bh / cfg.H;
-    let h = bh % cfg.H;
-    let i0 = wid.x * WG;
-    let i = i0 + lid;
-    let live = i < cfg.L;
-    let ii = min(i, cfg.L - 1u);
+    let me = query_row(lid, wid);
+    let live = me.i < cfg.L;
     var qr: array<vec4<f32>, V4>;
     var acc: array<vec4<f32>, V4>;
-    let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
+    let qb = cfg.off[0].x + me.b * cfg.qs.x + me.h * cfg.qs.y + me.ii * cfg.qs.z;
     for (var c = 0u; c < V4; c++) {
         qr[c] = rd_q(qb, c) * cfg.scale;
         acc[c] = vec4<f32>(0.0);
     }
     var m = MASKED;
     var l = 0.0;
-    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
-    let kbb = cfg.off[1].y + b * cfg.kbs.x;
-    for (var j0 = 0u; j0 < key_end(i0); j0 += BK) {
-        load_kv_tile(lid, b, h, j0);
+    let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + me.ii * cfg.bs.z;
+    let kbb = cfg.off[1].y + me.b * cfg.kbs.x;
+    for (var j0 = 0u; j0 < key_end(wid.x * WG); j0 += BK) {
+        load_kv_tile(lid, me.b, me.h, j0);
         workgroupBarrier();
         // online softmax one key at a time: the running max only moves up a few times per row, and no
         // per-tile score array is needed (a dynamically indexed array would leave the registers)
@@ -146,7 +155,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             let jj = min(j, cfg.S - 1u);
             let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
-            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED;
+            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > me.i) && sc > MASKED;
             if (ok && sc > m) {
                 let alpha = exp(m - sc);
                 l *= alpha;
@@ -158,7 +167,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             var p = select(0.0, exp(sc - m), ok);
             l += p;
             if (cfg.drop != 0u) {
-                p *= drop_factor(bh, i, j);
+                p *= drop_factor(me.bh, me.i, j);
             }
             for (var c = 0u; c < V4; c++) {
                 acc[c] += p * vt[t * V4 + c];
@@ -167,7 +176,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
     if (live) {
-        let row = bh * cfg.L + i;
+        let row = me.bh * cfg.L + me.i;
         let inv = select(0.0, 1.0 / l, l > 0.0);
         let o = cfg.off[1].z + row * cfg.D;
         for (var c = 0u; c < V4; c++) {
@@ -314,35 +323,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(7) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(8) var<uniform> cfg: Config;
 
-var<workgroup> kt: array<vec4<f32>, 512>;
-var<workgroup> vt: array<vec4<f32>, 512>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let bh = wid.y;
-    let b = bh / cfg.H;
-    let h = bh % cfg.H;
-    let i0 = wid.x * WG;
-    let i = i0 + lid;
-    let live = i < cfg.L;
-    let ii = min(i, cfg.L - 1u);
+    let me = query_row(lid, wid);
+    let live = me.i < cfg.L;
     var qr: array<vec4<f32>, V4>;
     var gr: array<vec4<f32>, V4>;
     var gq: array<vec4<f32>, V4>;
-    let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
-    let ob = cfg.off[0].w + b * cfg.os.x + h * cfg.os.y + ii * cfg.os.z;
+    let qb = cfg.off[0].x + me.b * cfg.qs.x + me.h * cfg.qs.y + me.ii * cfg.qs.z;
+    let ob = cfg.off[0].w + me.b * cfg.os.x + me.h * cfg.os.y + me.ii * cfg.os.z;
     for (var c = 0u; c < V4; c++) {
         qr[c] = rd_q(qb, c) * cfg.scale;
         gr[c] = rd_dout(ob, c);
         gq[c] = vec4<f32>(0.0);
     }
-    let r = bh * cfg.L + ii;
+    let r = me.bh * cfg.L + me.ii;
     let li = stats[2u * r];
     let di = stats[2u * r + 1u];
-    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
-    let kbb = cfg.off[1].y + b * cfg.kbs.x;
-    for (var j0 = 0u; j0 < key_end(i0); j0 += BK) {
-        load_kv_tile(lid, b, h, j0);
+    let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + me.ii * cfg.bs.z;
+    let kbb = cfg.off[1].y + me.b * cfg.kbs.x;
+    for (var j0 = 0u; j0 < key_end(wid.x * WG); j0 += BK) {
+        load_kv_tile(lid, me.b, me.h, j0);
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
             let j = j0 + t;
@@ -354,11 +355,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             let jj = min(j, cfg.S - 1u);
             let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
-            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED && li > MASKED;
+            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > me.i) && sc > MASKED && li > MASKED;
             let p = select(0.0, exp(sc - li), ok);
             var f = 1.0;
             if (cfg.drop != 0u) {
-                f = drop_factor(bh, i, j);
+                f = drop_factor(me.bh, me.i, j);
             }
             let ds = p * (hsum(dp4) * f - di) * cfg.scale;
             for (var c = 0u; c < V4; c++) {
@@ -368,7 +369,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
     if (live) {
-        let o = cfg.off[1].z + (bh * cfg.L + i) * cfg.D;
+        let o = cfg.off[1].z + (me.bh * cfg.L + me.i) * cfg.D;
         for (var c = 0u; c < V4; c++) {
             let a = gq[c];
             if (4u * c < cfg.D) { dq[o + 4u * c] = scalar(a.x); }
