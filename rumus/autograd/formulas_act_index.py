@@ -8,25 +8,12 @@ from functools import partial
 
 import numpy as np
 
-from .. import _creation, _runtime
+from .. import _creation
 from .. import _math as M
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
 from .graph import Context
-
-_fused_cache: dict[tuple[str, str, str], bool] = {}
-
-
-def has_kernel(op: str, like: Tensor) -> bool:
-    """Whether `like`'s backend has a kernel for `op` at `like`'s dtype (cached)."""
-    backend = like._storage.backend
-    key = (op, backend.name, like.dtype.name)
-    hit = _fused_cache.get(key)
-    if hit is None:
-        hit = _fused_cache[key] = _runtime.plugins().kernels.find(op, backend.name, like.dtype) is not None
-    return hit
-
 
 # ---- dropout ---------------------------------------------------------------------------------------
 
@@ -80,4 +67,4 @@ for _gather_op, _scatter_op in (("index_select", "index_add"), ("gather", "scatt
     formula(_scatter_op, inputs=True)(partial(_gather_back, gather=_gather_op))
 
 
-from . import formulas_table as _formulas_table  # noqa: E402, F401  (needs has_kernel above)
+from . import formulas_table as _formulas_table  # noqa: E402, F401  (registers the activations' formulas)
