@@ -21,29 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import table  # noqa: E402
-
-
-def _median_time(step: Callable[[], None], sync: Callable[[], None], reps: int) -> float:
-    step()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from _timing import median_synced, table  # noqa: E402
 
 
 def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: int) -> dict[str, Any]:
@@ -79,8 +64,8 @@ def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: in
         step()
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
-    fwd = _median_time(forward, sync, reps)
-    total = _median_time(step, sync, reps)
+    fwd = median_synced(forward, sync, reps)
+    total = median_synced(step, sync, reps)
     if device.startswith("wgpu"):
         peak = backend.pool_stats(dev)["allocated_bytes"]
     return {"forward_s": fwd, "fwd_bwd_s": total, "peak_bytes": peak}
@@ -114,12 +99,12 @@ def torch_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: in
         if device == "cuda":
             torch.cuda.synchronize()
 
-    fwd = _median_time(forward, sync, reps)
+    fwd = median_synced(forward, sync, reps)
     peak = reserved = None
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-    total = _median_time(step, sync, reps)
+    total = median_synced(step, sync, reps)
     if device == "cuda":
         peak, reserved = torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved()
     return {"forward_s": fwd, "fwd_bwd_s": total, "peak_bytes": peak, "reserved_bytes": reserved}

@@ -20,34 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import table  # noqa: E402
+from _timing import median_synced, table  # noqa: E402
 
 FULL = {"d_model": 1024, "heads": 16, "d_ff": 4096, "layers": 6, "seq": 1024, "batch": 4, "vocab": 32000,
         "dropout": 0.0, "lr": 3e-4}
 SMALL = {"d_model": 64, "heads": 4, "d_ff": 256, "layers": 2, "seq": 64, "batch": 2, "vocab": 512,
          "dropout": 0.0, "lr": 3e-4}
 ROW_KERNELS = ("cross_entropy", "softmax", "layer_norm")
-
-
-def _median(step: Callable[[], None], sync: Callable[[], None], reps: int) -> float:
-    step()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _shapes(c: dict[str, Any]) -> dict[str, Any]:
@@ -77,21 +63,14 @@ MIN_BYTES = {"cross_entropy": lambda s: 3 * 4 * _numel(s), "softmax": lambda s: 
              "layer_norm": lambda s: 5 * 4 * _numel(s)}
 
 
-def rumus_components(c: dict[str, Any], device: str, reps: int) -> dict[str, float]:
-    import rumus as rm
-    from rumus import nn
-    from rumus.nn import functional as F
-
-    dev = rm.Device.parse(device)
-    rng = np.random.default_rng(0)
-    shapes = _shapes(c)
-
-    def tensor(shape: tuple[int, ...], grad: bool = True) -> Any:
-        return rm.tensor(rng.standard_normal(shape), dtype="float32", device=device, requires_grad=grad)
-
+def _cases(shapes: dict[str, Any], tensor: Callable[..., Any], classes: Callable[[int, tuple[int, ...]], Any],
+           F: Any, nn: Any, device: str) -> dict[str, Callable[[], None]]:
+    """The component steps (forward + backward) on one framework: `tensor(shape, grad=True)` makes float32
+    inputs, `classes(high, shape)` integer targets, F and nn are the framework's functional and nn modules
+    (rumus and torch share these names, so both sides run the same code)."""
     cases: dict[str, Callable[[], None]] = {}
     s = shapes["cross_entropy"][0]
-    logits, target = tensor(s), rm.tensor(rng.integers(0, s[1], s[0]), device=device)
+    logits, target = tensor(s), classes(s[1], (s[0],))
     cases["cross_entropy"] = lambda: F.cross_entropy(logits, target).backward()
     s = shapes["softmax"][0]
     x_sm, g_sm = tensor(s), tensor(s, False)
@@ -101,7 +80,7 @@ def rumus_components(c: dict[str, Any], device: str, reps: int) -> dict[str, flo
     cases["sdpa_causal"] = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g_at)
     vocab, d, b, t = shapes["embedding"][0]
     emb = nn.Embedding(vocab, d).to(device)
-    idx, g_emb = rm.tensor(rng.integers(0, vocab, (b, t)), device=device), tensor((b, t, d), False)
+    idx, g_emb = classes(vocab, (b, t)), tensor((b, t, d), False)
     cases["embedding"] = lambda: emb(idx).backward(g_emb)
     rows, d, vocab = shapes["linear_d_to_V"][0]
     lin, x_lin, g_lin = nn.Linear(d, vocab).to(device), tensor((rows, d)), tensor((rows, vocab), False)
@@ -112,11 +91,34 @@ def rumus_components(c: dict[str, Any], device: str, reps: int) -> dict[str, flo
     s = shapes["gelu"][0]
     x_g, g_g = tensor(s), tensor(s, False)
     cases["gelu"] = lambda: F.gelu(x_g).backward(g_g)
+    return cases
+
+
+def _time_cases(label: str, cases: dict[str, Callable[[], None]], sync: Callable[[], object],
+                reps: int) -> dict[str, float]:
     out = {}
     for name, step in cases.items():
-        out[name] = _median(step, lambda: rm.synchronize(dev), reps)
-        print(f"rumus {name}: {out[name] * 1e3:.2f} ms", flush=True)
+        out[name] = median_synced(step, sync, reps)
+        print(f"{label} {name}: {out[name] * 1e3:.2f} ms", flush=True)
     return out
+
+
+def rumus_components(c: dict[str, Any], device: str, reps: int) -> dict[str, float]:
+    import rumus as rm
+    from rumus import nn
+    from rumus.nn import functional as F
+
+    dev = rm.Device.parse(device)
+    rng = np.random.default_rng(0)
+
+    def tensor(shape: tuple[int, ...], grad: bool = True) -> Any:
+        return rm.tensor(rng.standard_normal(shape), dtype="float32", device=device, requires_grad=grad)
+
+    def classes(high: int, shape: tuple[int, ...]) -> Any:
+        return rm.tensor(rng.integers(0, high, shape), device=device)
+
+    cases = _cases(_shapes(c), tensor, classes, F, nn, device)
+    return _time_cases("rumus", cases, lambda: rm.synchronize(dev), reps)
 
 
 def torch_components(c: dict[str, Any], device: str, reps: int) -> dict[str, float]:
@@ -126,44 +128,18 @@ def torch_components(c: dict[str, Any], device: str, reps: int) -> dict[str, flo
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     gen = torch.Generator(device="cpu").manual_seed(0)
-    shapes = _shapes(c)
 
     def tensor(shape: tuple[int, ...], grad: bool = True) -> Any:
         return torch.randn(shape, generator=gen).to(device).requires_grad_(grad)
 
-    cases: dict[str, Callable[[], None]] = {}
-    s = shapes["cross_entropy"][0]
-    logits, target = tensor(s), torch.randint(0, s[1], (s[0],), generator=gen).to(device)
-    cases["cross_entropy"] = lambda: tf.cross_entropy(logits, target).backward()
-    s = shapes["softmax"][0]
-    x_sm, g_sm = tensor(s), tensor(s, False)
-    cases["softmax"] = lambda: tf.softmax(x_sm, dim=-1).backward(g_sm)
-    s = shapes["sdpa_causal"][0]
-    q, k, v, g_at = tensor(s), tensor(s), tensor(s), tensor(s, False)
-    cases["sdpa_causal"] = lambda: tf.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g_at)
-    vocab, d, b, t = shapes["embedding"][0]
-    emb = torch.nn.Embedding(vocab, d).to(device)
-    idx, g_emb = torch.randint(0, vocab, (b, t), generator=gen).to(device), tensor((b, t, d), False)
-    cases["embedding"] = lambda: emb(idx).backward(g_emb)
-    rows, d, vocab = shapes["linear_d_to_V"][0]
-    lin, x_lin, g_lin = torch.nn.Linear(d, vocab).to(device), tensor((rows, d)), tensor((rows, vocab), False)
-    cases["linear_d_to_V"] = lambda: lin(x_lin).backward(g_lin)
-    s = shapes["layer_norm"][0]
-    ln, x_ln, g_ln = torch.nn.LayerNorm(s[-1]).to(device), tensor(s), tensor(s, False)
-    cases["layer_norm"] = lambda: ln(x_ln).backward(g_ln)
-    s = shapes["gelu"][0]
-    x_g, g_g = tensor(s), tensor(s, False)
-    cases["gelu"] = lambda: tf.gelu(x_g).backward(g_g)
+    def classes(high: int, shape: tuple[int, ...]) -> Any:
+        return torch.randint(0, high, shape, generator=gen).to(device)
 
     def sync() -> None:
         if device == "cuda":
             torch.cuda.synchronize()
 
-    out = {}
-    for name, step in cases.items():
-        out[name] = _median(step, sync, reps)
-        print(f"torch {name}: {out[name] * 1e3:.2f} ms", flush=True)
-    return out
+    return _time_cases("torch", _cases(_shapes(c), tensor, classes, tf, torch.nn, device), sync, reps)
 
 
 def main() -> None:

@@ -9,9 +9,11 @@ For each op, three numbers in microseconds per op:
 * `kernel rec`: the same, calling the backend kernel directly with `TensorArg`s (no core dispatch,
   no autograd, no output allocation by the core): the rumus_wgpu share of the host cost.
 
-Then the MLP 784-256-256-10 Adam training step (benchmarks/wgpu_core.py) in ms per step: whole steps
-(`loss.item()` each), and the recording alone (no GPU work); with `--profile` a cProfile of whole
-steps, top entries by internal time and the rumus_wgpu entries by cumulative time.
+Then a 4-byte read-back (one host sync: wall and host CPU us), with the recorder's direct map and with
+wgpu-py's public map_sync (on lavapipe the "GPU" runs on this process's threads, so CPU time includes it);
+and the MLP 784-256-256-10 Adam training step (benchmarks/wgpu_core.py) in ms per step: whole steps
+(`loss.item()` each), and the recording alone (no GPU work); with `--profile` a cProfile of whole steps,
+top entries by internal time and the rumus_wgpu entries by cumulative time.
 
     XDG_RUNTIME_DIR=/tmp PYTHONPATH=.:contracts:backends:conformance \
         python benchmarks/wgpu_host_overhead.py [--reps 5] [--steps 20] [--profile] [--json out.json]
@@ -225,6 +227,28 @@ def mlp_row(b: Bench, step: Callable[[], float], record: Callable[[], Any], step
             "record ms": statistics.median(rec_samples) * 1e3}
 
 
+def sync_rows(b: Bench, reps: int, n: int = 100) -> list[dict[str, Any]]:
+    """A 4-byte read-back (what every host sync costs: one submit, one map), wall and host CPU us per read,
+    with the recorder's direct map (READ_NOSYNC and a device poll on this thread) and with wgpu-py's public
+    map_sync (an extra empty submit, then a wait for wgpu-py's poll thread), interleaved rep by rep. CPU time
+    (process_time) is what other processes' load disturbs least."""
+    x = b.rm.ones(1, device=b.dev)
+    arg, rec = x._arg, b.recorder
+    modes = [True, False] if rec.direct_map else [False]
+    times: dict[bool, tuple[list[float], list[float]]] = {m: ([], []) for m in modes}
+    for _ in range(reps + 1):  # the first round warms up
+        for mode in modes:
+            rec.direct_map = mode
+            c0, t0 = time.process_time(), time.perf_counter()
+            for _ in range(n):
+                b.backend.to_numpy(arg)
+            times[mode][0].append((time.perf_counter() - t0) / n * 1e6)
+            times[mode][1].append((time.process_time() - c0) / n * 1e6)
+    rec.direct_map = modes[0]
+    return [{"op": f"sync: 4-byte read-back, {'direct map' if m else 'wgpu-py map_sync'}",
+             "us": statistics.median(times[m][0][1:]), "cpu us": statistics.median(times[m][1][1:])} for m in modes]
+
+
 def profile_step(step: Callable[[], float], steps: int, top: int) -> str:
     prof = cProfile.Profile()
     prof.enable()
@@ -260,6 +284,10 @@ def main() -> None:
         for r in rows:
             print(f"{r['op']:28} {r['dispatches']:4d} {r['core+sync']:10.1f} {r['n_sync']:4d} {r['core rec']:9.1f} "
                   f"{r['kernel rec']:10.1f}")
+    print()
+    for sync in sync_rows(b, args.reps):
+        print(f"{sync['op']}: {sync['us']:.1f} us wall, {sync['cpu us']:.1f} us host CPU (median of {args.reps})")
+        rows.append(sync)
     step, record = _mlp(b)
     mlp = mlp_row(b, step, record, args.steps, args.reps)
     print(f"\n{mlp['op']}: {mlp['ms']:.3f} ms/step with .item(), {mlp['record ms']:.3f} ms/step recording only, "

@@ -8,7 +8,8 @@
 // load feeds four multiply-adds. The host unrolls every `for (var c = 0u; c < V4; c++)` loop, so the
 // per-invocation rows are indexed by constants only and stay in registers. Masked scores are never formed as -inf arithmetic (WGSL need not
 // honour infinities): a score <= -1e30 (a -inf bias, a causal or padding position) has probability 0.
-// Dropout is the dropout op's counter-based hash at element ((b * H + h) * L + i) * S + j (u32 wrap).
+// Dropout is the dropout op's counter-based hash (dropout_hash.wgsl, put in front by the host) at element
+// ((b * H + h) * L + i) * S + j (u32 wrap).
 alias scalar = f32;
 
 const DMAX: u32 = 64u;     // replaced by the host: the head-dim bucket
@@ -43,74 +44,77 @@ struct Config {
     off: array<vec4<u32>, 2>, // element offsets: q, k, v, dout, bias, key_bias, out, lse
 }
 
-fn mix32(v: u32) -> u32 {
-    var h = v;
-    h ^= h >> 16u;
-    h *= 0x21F0AAADu;
-    h ^= h >> 15u;
-    h *= 0x735A2D97u;
-    h ^= h >> 15u;
-    return h;
-}
-
 // keep / (1 - p) for probability element (bh, i, j)
 fn drop_factor(bh: u32, i: u32, j: u32) -> f32 {
     let idx = (bh * cfg.L + i) * cfg.S + j;
-    let bits = mix32(mix32((cfg.doff + idx) ^ cfg.key) + cfg.key);
-    return select(0.0, cfg.inv_keep, bits >= cfg.thr);
+    return select(0.0, cfg.inv_keep, dropout_keep(cfg.doff + idx, cfg.key, cfg.thr));
 }
 
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
 
+// element e of a tile of BK rows that starts at row `start` of `count` rows: (its row, clamped into range;
+// 1 when that row exists, else 0: the tile holds zeros there)
+fn tile_row(e: u32, start: u32, count: u32) -> vec2<u32> {
+    let t = e / V4;
+    return vec2<u32>(min(start + t, count - 1u), u32(start + t < count));
+}
+
 fn hsum(v: vec4<f32>) -> f32 {
     return (v.x + v.y) + (v.z + v.w);
 }
 
-//// rd_q
-// elements 4c .. 4c + 3 of the row of q at element `base`, zero past the head dim
-fn rd_q(base: u32, c: u32) -> vec4<f32> {
+//// rd
+// elements 4c .. 4c + 3 of the row of {{ARR}} at element `base`, zero past the head dim: the host writes
+// one copy of this reader per array a kernel reads (rd_q, rd_k, rd_v, rd_dout; {{ARR}}'s strides are
+// cfg.{{STRIDES}})
+fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
     let d = 4u * c;
-    let s = cfg.qs.w;
+    let s = cfg.{{STRIDES}}.w;
     let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(q[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(q[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(q[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(q[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+    return vec4<f32>(select(0.0, f32({{ARR}}[base + min(d, e) * s]), d < cfg.D),
+                     select(0.0, f32({{ARR}}[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
+                     select(0.0, f32({{ARR}}[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
+                     select(0.0, f32({{ARR}}[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
 }
 
-//// rd_k
-fn rd_k(base: u32, c: u32) -> vec4<f32> {
-    let d = 4u * c;
-    let s = cfg.ks.w;
-    let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(k[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(k[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(k[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(k[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+//// kv_tile
+// What the forward and dQ kernels share (they bind k and v and declare the tiles kt, vt): the keys a
+// block of query rows streams through, a tile at a time.
+
+var<workgroup> kt: array<vec4<f32>, 512>;
+var<workgroup> vt: array<vec4<f32>, 512>;
+
+// The query row this invocation owns in a launch of one workgroup per (block of WG query rows, batch * head)
+struct QueryRow {
+    bh: u32,                // batch * H + head
+    b: u32,
+    h: u32,
+    i: u32,                 // this invocation's row (past L in the last block: not live)
+    ii: u32,                // i clamped into range, for reads
 }
 
-//// rd_v
-fn rd_v(base: u32, c: u32) -> vec4<f32> {
-    let d = 4u * c;
-    let s = cfg.vs.w;
-    let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(v[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(v[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(v[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(v[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+fn query_row(lid: u32, wid: vec3<u32>) -> QueryRow {
+    let i = wid.x * WG + lid;
+    return QueryRow(wid.y, wid.y / cfg.H, wid.y % cfg.H, i, min(i, cfg.L - 1u));
 }
 
-//// rd_dout
-fn rd_dout(base: u32, c: u32) -> vec4<f32> {
-    let d = 4u * c;
-    let s = cfg.os.w;
-    let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32(dout[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32(dout[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32(dout[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32(dout[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+// the end (exclusive) of the keys that query rows i0 .. i0 + WG see: all of them, or up to the block's
+// last row when causal (callers pass i0 = wid.x * WG: uniform, as the barriers in their key loops need)
+fn key_end(i0: u32) -> u32 {
+    return select(cfg.S, min(cfg.S, i0 + WG), cfg.causal != 0u);
+}
+
+// the K and V tile of head (b, h): key rows j0 .. j0 + BK into kt and vt, zero past S and D
+fn load_kv_tile(lid: u32, b: u32, h: u32, j0: u32) {
+    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
+    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
+    for (var e = lid; e < BK * V4; e += WG) {
+        let row = tile_row(e, j0, cfg.S);
+        kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + row.x * cfg.ks.z, e % V4), row.y != 0u);
+        vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + row.x * cfg.vs.z, e % V4), row.y != 0u);
+    }
 }
 
 //// forward
@@ -123,44 +127,23 @@ fn rd_dout(base: u32, c: u32) -> vec4<f32> {
 @group(0) @binding(6) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(7) var<uniform> cfg: Config;
 
-var<workgroup> kt: array<vec4<f32>, 512>;
-var<workgroup> vt: array<vec4<f32>, 512>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let bh = wid.y;
-    let b = bh / cfg.H;
-    let h = bh % cfg.H;
-    let i0 = wid.x * WG;
-    let i = i0 + lid;
-    let live = i < cfg.L;
-    let ii = min(i, cfg.L - 1u);
+    let me = query_row(lid, wid);
+    let live = me.i < cfg.L;
     var qr: array<vec4<f32>, V4>;
     var acc: array<vec4<f32>, V4>;
-    let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
+    let qb = cfg.off[0].x + me.b * cfg.qs.x + me.h * cfg.qs.y + me.ii * cfg.qs.z;
     for (var c = 0u; c < V4; c++) {
         qr[c] = rd_q(qb, c) * cfg.scale;
         acc[c] = vec4<f32>(0.0);
     }
     var m = MASKED;
     var l = 0.0;
-    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
-    let kbb = cfg.off[1].y + b * cfg.kbs.x;
-    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
-    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
-    var jend = cfg.S;
-    if (cfg.causal != 0u) {
-        jend = min(cfg.S, i0 + WG);
-    }
-    for (var j0 = 0u; j0 < jend; j0 += BK) {
-        // the K and V tile: rows j0 .. j0 + BK, zero past S and D
-        for (var e = lid; e < BK * V4; e += WG) {
-            let t = e / V4;
-            let j = min(j0 + t, cfg.S - 1u);
-            let ok = j0 + t < cfg.S;
-            kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
-            vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
-        }
+    let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + me.ii * cfg.bs.z;
+    let kbb = cfg.off[1].y + me.b * cfg.kbs.x;
+    for (var j0 = 0u; j0 < key_end(wid.x * WG); j0 += BK) {
+        load_kv_tile(lid, me.b, me.h, j0);
         workgroupBarrier();
         // online softmax one key at a time: the running max only moves up a few times per row, and no
         // per-tile score array is needed (a dynamically indexed array would leave the registers)
@@ -172,7 +155,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             let jj = min(j, cfg.S - 1u);
             let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
-            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED;
+            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > me.i) && sc > MASKED;
             if (ok && sc > m) {
                 let alpha = exp(m - sc);
                 l *= alpha;
@@ -184,7 +167,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             var p = select(0.0, exp(sc - m), ok);
             l += p;
             if (cfg.drop != 0u) {
-                p *= drop_factor(bh, i, j);
+                p *= drop_factor(me.bh, me.i, j);
             }
             for (var c = 0u; c < V4; c++) {
                 acc[c] += p * vt[t * V4 + c];
@@ -193,7 +176,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
     if (live) {
-        let row = bh * cfg.L + i;
+        let row = me.bh * cfg.L + me.i;
         let inv = select(0.0, 1.0 / l, l > 0.0);
         let o = cfg.off[1].z + row * cfg.D;
         for (var c = 0u; c < V4; c++) {
@@ -209,18 +192,14 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 
 //// rowdot
 // stats[2 r] = lse[r], stats[2 r + 1] = dout[r] . out[r]: what both backward passes read per query row
+// (one item per row of the grid.wgsl launch)
 @group(0) @binding(0) var<storage, read_write> stats: array<f32>;
 @group(0) @binding(1) var<storage, read> out: array<scalar>;
 @group(0) @binding(2) var<storage, read> dout: array<scalar>;
 @group(0) @binding(3) var<storage, read> lse: array<scalar>;
 @group(0) @binding(4) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let r = (wid.y * cfg.gx + wid.x) * 256u + lid;
-    if (r >= cfg.n) {
-        return;
-    }
+fn run(r: u32) {
     let bh = r / cfg.L;
     let i = r % cfg.L;
     let ob = cfg.off[0].w + (bh / cfg.H) * cfg.os.x + (bh % cfg.H) * cfg.os.y + i * cfg.os.z;
@@ -281,12 +260,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         istart = j0;
     }
     for (var i0 = istart; i0 < cfg.L; i0 += BK) {
-        for (var e = lid; e < BK * V4; e += WG) {
-            let t = e / V4;
-            let i = min(i0 + t, cfg.L - 1u);
-            let ok = i0 + t < cfg.L;
-            qt[e] = select(vec4<f32>(0.0), rd_q(qb0 + i * cfg.qs.z, e % V4), ok);
-            ot[e] = select(vec4<f32>(0.0), rd_dout(ob0 + i * cfg.os.z, e % V4), ok);
+        for (var e = lid; e < BK * V4; e += WG) {  // the Q and dOut tile
+            let row = tile_row(e, i0, cfg.L);
+            qt[e] = select(vec4<f32>(0.0), rd_q(qb0 + row.x * cfg.qs.z, e % V4), row.y != 0u);
+            ot[e] = select(vec4<f32>(0.0), rd_dout(ob0 + row.x * cfg.os.z, e % V4), row.y != 0u);
         }
         for (var t = lid; t < BK; t += WG) {
             let r = bh * cfg.L + min(i0 + t, cfg.L - 1u);
@@ -346,47 +323,27 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(7) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(8) var<uniform> cfg: Config;
 
-var<workgroup> kt: array<vec4<f32>, 512>;
-var<workgroup> vt: array<vec4<f32>, 512>;
-
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let bh = wid.y;
-    let b = bh / cfg.H;
-    let h = bh % cfg.H;
-    let i0 = wid.x * WG;
-    let i = i0 + lid;
-    let live = i < cfg.L;
-    let ii = min(i, cfg.L - 1u);
+    let me = query_row(lid, wid);
+    let live = me.i < cfg.L;
     var qr: array<vec4<f32>, V4>;
     var gr: array<vec4<f32>, V4>;
     var gq: array<vec4<f32>, V4>;
-    let qb = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y + ii * cfg.qs.z;
-    let ob = cfg.off[0].w + b * cfg.os.x + h * cfg.os.y + ii * cfg.os.z;
+    let qb = cfg.off[0].x + me.b * cfg.qs.x + me.h * cfg.qs.y + me.ii * cfg.qs.z;
+    let ob = cfg.off[0].w + me.b * cfg.os.x + me.h * cfg.os.y + me.ii * cfg.os.z;
     for (var c = 0u; c < V4; c++) {
         qr[c] = rd_q(qb, c) * cfg.scale;
         gr[c] = rd_dout(ob, c);
         gq[c] = vec4<f32>(0.0);
     }
-    let r = bh * cfg.L + ii;
+    let r = me.bh * cfg.L + me.ii;
     let li = stats[2u * r];
     let di = stats[2u * r + 1u];
-    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + ii * cfg.bs.z;
-    let kbb = cfg.off[1].y + b * cfg.kbs.x;
-    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
-    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
-    var jend = cfg.S;
-    if (cfg.causal != 0u) {
-        jend = min(cfg.S, i0 + WG);
-    }
-    for (var j0 = 0u; j0 < jend; j0 += BK) {
-        for (var e = lid; e < BK * V4; e += WG) {
-            let t = e / V4;
-            let j = min(j0 + t, cfg.S - 1u);
-            let ok = j0 + t < cfg.S;
-            kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + j * cfg.ks.z, e % V4), ok);
-            vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + j * cfg.vs.z, e % V4), ok);
-        }
+    let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + me.ii * cfg.bs.z;
+    let kbb = cfg.off[1].y + me.b * cfg.kbs.x;
+    for (var j0 = 0u; j0 < key_end(wid.x * WG); j0 += BK) {
+        load_kv_tile(lid, me.b, me.h, j0);
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
             let j = j0 + t;
@@ -398,11 +355,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             let jj = min(j, cfg.S - 1u);
             let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
-            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > i) && sc > MASKED && li > MASKED;
+            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > me.i) && sc > MASKED && li > MASKED;
             let p = select(0.0, exp(sc - li), ok);
             var f = 1.0;
             if (cfg.drop != 0u) {
-                f = drop_factor(bh, i, j);
+                f = drop_factor(me.bh, me.i, j);
             }
             let ds = p * (hsum(dp4) * f - di) * cfg.scale;
             for (var c = 0u; c < V4; c++) {
@@ -412,7 +369,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
     }
     if (live) {
-        let o = cfg.off[1].z + (bh * cfg.L + i) * cfg.D;
+        let o = cfg.off[1].z + (me.bh * cfg.L + me.i) * cfg.D;
         for (var c = 0u; c < V4; c++) {
             let a = gq[c];
             if (4u * c < cfg.D) { dq[o + 4u * c] = scalar(a.x); }

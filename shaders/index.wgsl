@@ -45,30 +45,27 @@ fn checked_index(k: u32) -> i32 {
     return j;
 }
 
-{{HELPERS}}
-
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.y * cfg.row + gid.x;
-    if (i >= cfg.numel) {
-        return;
-    }
+// deterministic scatter: whether item i's coordinates off the indexed dim lie inside the index shape
+// (entries beyond it contribute nothing)
+fn inside_index(i: u32) -> bool {
     var rem = i;
-    var off = vec4<i32>(cfg.offset);
     var inside = true;
-    var q = 0u;
     for (var d = cfg.ndim; d > 0u; d--) {
         let k = d - 1u;
         let size = cfg.shape[k / 4u][k % 4u];
-        let c = rem % size;
+        inside = inside && (k == cfg.dim || rem % size < cfg.ishape[k / 4u][k % 4u]);
         rem = rem / size;
-        if (k == cfg.dim) {
-            q = c;
-            {{AT_DIM}}
-        } else {
-            off += i32(c) * cfg.strides[k];
-            inside = inside && c < cfg.ishape[k / 4u][k % 4u];
-        }
     }
+    return inside;
+}
+
+{{HELPERS}}
+
+// indexing.py puts strided_grid.wgsl (the launch, `main`) and dim_split.wgsl in front
+fn run(i: u32) {
+    let split = split_at_dim(i, vec4<i32>(cfg.offset));
+    let q = split.at;
+    // AT_DIM (1 or 0 per tensor) picks the tensors that walk the indexed dim with the item's coordinate
+    let off = split.off + i32(q) * cfg.strides[cfg.dim] * {{AT_DIM}};
 {{BODY}}
 }

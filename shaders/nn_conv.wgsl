@@ -2,6 +2,7 @@
 // Column row r = (c * kh + i) * kw + j (channel c of all groups, kernel offset (i, j)), so a group's
 // rows are contiguous; element l = oh * wo + ow of row r of sample s lives at s * sn + r * sr + l:
 // per sample (sn = rows * L, sr = L) or channel-major (sn = L, sr = samples * L).
+// nn_conv.py puts grid.wgsl (the launch, `main`) and exact_div.wgsl in front; each kernel is a `run`.
 alias scalar = f32;
 
 struct Config {
@@ -25,35 +26,13 @@ struct Config {
     x_off: u32,             // element offset of the chunk's first sample in x (im2col) / gx (col2im)
 }
 
-fn item(lid: u32, wid: vec3<u32>) -> u32 {
-    return (wid.y * cfg.gx + wid.x) * 256u + lid;
-}
-
-// t / s when t >= 0 and s divides it, else -1 (no division at stride 1: divisions are slow on some
-// devices, e.g. CPU Vulkan drivers)
-fn exact_div(t: i32, s: i32) -> i32 {
-    if (t < 0) {
-        return -1;
-    }
-    if (s == 1) {
-        return t;
-    }
-    let q = t / s;
-    return select(-1, q, q * s == t);
-}
-
 //// im2col
 // one invocation per (sample, column row, output row): x at the kernel offset, or 0 in the padding
 @group(0) @binding(0) var<storage, read_write> cols: array<scalar>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let e = item(lid, wid);
-    if (e >= cfg.n) {
-        return;
-    }
+fn run(e: u32) {
     let ho = u32(cfg.ho);
     let rows = cfg.c * u32(cfg.kh * cfg.kw);
     let q = e / ho;
@@ -91,12 +70,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(1) var<storage, read> cols: array<scalar>;
 @group(0) @binding(2) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let e = item(lid, wid);
-    if (e >= cfg.n) {
-        return;
-    }
+fn run(e: u32) {
     let w = u32(cfg.w);
     let qw = e / w;
     let iw = i32(e - qw * w);

@@ -1,6 +1,7 @@
 // 2-D max / avg pooling over planes [H, W] (N * C planes), PyTorch's window rules as in
 // csrc/internal/nn_conv_impl.h. One invocation per output element (forward) or per input element
 // (backward: it gathers from the windows that cover it, in the CPU kernel's order, so no atomics).
+// nn_pool.py puts grid.wgsl (the launch, `main`) and exact_div.wgsl in front; each kernel is a `run`.
 alias scalar = f32;
 
 struct Config {
@@ -26,20 +27,20 @@ struct Config {
     ninf: u32,              // bits of -inf (kept out of constant expressions)
 }
 
-fn item(lid: u32, wid: vec3<u32>) -> u32 {
-    return (wid.y * cfg.gx + wid.x) * 256u + lid;
+// Item i of a kernel that walks planes of h x w positions (forward: outputs, backward: inputs): its
+// plane and its (row, column) in that plane.
+struct PlanePos {
+    plane: u32,
+    row: i32,
+    col: i32,
 }
 
-// t / s when t >= 0 and s divides it, else -1 (one division at most: they are slow on some devices)
-fn exact_div(t: i32, s: i32) -> i32 {
-    if (t < 0) {
-        return -1;
-    }
-    if (s == 1) {
-        return t;
-    }
-    let q = t / s;
-    return select(-1, q, q * s == t);
+fn plane_pos(i: u32, h: i32, w: i32) -> PlanePos {
+    let per = u32(h * w);
+    let plane = i / per;
+    let at = i32(i - plane * per);
+    let r = at / w;
+    return PlanePos(plane, r, at - r * w);
 }
 
 fn is_nan(v: f32) -> bool {
@@ -103,22 +104,19 @@ fn window_max(base: u32, oh: i32, ow: i32) -> Best {
     return best;
 }
 
+// the window of output item i
+fn window_max_at(i: u32) -> Best {
+    let o = plane_pos(i, cfg.ho, cfg.wo);
+    return window_max(cfg.a_off + o.plane * u32(cfg.h * cfg.w), o.row, o.col);
+}
+
 //// max
 @group(0) @binding(0) var<storage, read_write> y: array<scalar>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = item(lid, wid);
-    if (i >= cfg.n) {
-        return;
-    }
-    let per = u32(cfg.ho * cfg.wo);
-    let plane = i / per;
-    let r = i32(i - plane * per);
-    let best = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r - r / cfg.wo * cfg.wo);
-    y[cfg.out_off + i] = scalar(best.v);
+fn run(i: u32) {
+    y[cfg.out_off + i] = scalar(window_max_at(i).v);
 }
 
 //// max_index
@@ -127,16 +125,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = item(lid, wid);
-    if (i >= cfg.n) {
-        return;
-    }
-    let per = u32(cfg.ho * cfg.wo);
-    let plane = i / per;
-    let r = i32(i - plane * per);
-    idx[i] = window_max(cfg.a_off + plane * u32(cfg.h * cfg.w), r / cfg.wo, r - r / cfg.wo * cfg.wo).idx;
+fn run(i: u32) {
+    idx[i] = window_max_at(i).idx;
 }
 
 //// max_backward
@@ -146,31 +136,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(2) var<storage, read> idx: array<i32>;
 @group(0) @binding(3) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = item(lid, wid);
-    if (i >= cfg.n) {
-        return;
-    }
-    let per = u32(cfg.h * cfg.w);
-    let plane = i / per;
-    let pos = i32(i - plane * per);
-    let ih = pos / cfg.w;
-    let iw = pos - ih * cfg.w;
-    let obase = plane * u32(cfg.ho * cfg.wo);
+fn run(i: u32) {
+    let p = plane_pos(i, cfg.h, cfg.w);
+    let obase = p.plane * u32(cfg.ho * cfg.wo);
     var acc = 0.0;
     for (var a = cfg.kh - 1; a >= 0; a--) {         // descending kernel row: ascending window row
-        let oh = exact_div(ih + cfg.ph - a * cfg.dh, cfg.sh);
+        let oh = exact_div(p.row + cfg.ph - a * cfg.dh, cfg.sh);
         if (oh < 0 || oh >= cfg.ho) {
             continue;
         }
         for (var b = cfg.kw - 1; b >= 0; b--) {
-            let ow = exact_div(iw + cfg.pw - b * cfg.dw, cfg.sw);
+            let ow = exact_div(p.col + cfg.pw - b * cfg.dw, cfg.sw);
             if (ow < 0 || ow >= cfg.wo) {
                 continue;
             }
             let o = obase + u32(oh * cfg.wo + ow);
-            if (idx[o] == pos) {
+            if (idx[o] == p.row * cfg.w + p.col) {
                 acc += f32(g[cfg.a_off + o]);
             }
         }
@@ -183,17 +164,10 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = item(lid, wid);
-    if (i >= cfg.n) {
-        return;
-    }
-    let per = u32(cfg.ho * cfg.wo);
-    let plane = i / per;
-    let r = i32(i - plane * per);
-    let win = avg_window(r / cfg.wo, r - r / cfg.wo * cfg.wo);
-    let base = cfg.a_off + plane * u32(cfg.h * cfg.w);
+fn run(i: u32) {
+    let o = plane_pos(i, cfg.ho, cfg.wo);
+    let win = avg_window(o.row, o.col);
+    let base = cfg.a_off + o.plane * u32(cfg.h * cfg.w);
     var s = 0.0;
     for (var ih = win.h0; ih < win.h1; ih++) {
         for (var iw = win.w0; iw < win.w1; iw++) {
@@ -208,30 +182,21 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(1) var<storage, read> g: array<scalar>;
 @group(0) @binding(2) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = item(lid, wid);
-    if (i >= cfg.n) {
-        return;
-    }
-    let per = u32(cfg.h * cfg.w);
-    let plane = i / per;
-    let pos = i32(i - plane * per);
-    let ih = pos / cfg.w;
-    let iw = pos - ih * cfg.w;
-    let obase = cfg.a_off + plane * u32(cfg.ho * cfg.wo);
-    // windows [oh * sh - ph, + kh) holding ih: oh from ceil((ih + ph - kh + 1) / sh) to (ih + ph) / sh
-    let th = ih + cfg.ph - cfg.kh + 1;
-    let tw = iw + cfg.pw - cfg.kw + 1;
+fn run(i: u32) {
+    let p = plane_pos(i, cfg.h, cfg.w);
+    let obase = cfg.a_off + p.plane * u32(cfg.ho * cfg.wo);
+    // windows [oh * sh - ph, + kh) holding row ih: oh from ceil((ih + ph - kh + 1) / sh) to (ih + ph) / sh
+    let th = p.row + cfg.ph - cfg.kh + 1;
+    let tw = p.col + cfg.pw - cfg.kw + 1;
     let oh0 = select(0, (th + cfg.sh - 1) / cfg.sh, th > 0);
     let ow0 = select(0, (tw + cfg.sw - 1) / cfg.sw, tw > 0);
-    let oh1 = min(cfg.ho - 1, (ih + cfg.ph) / cfg.sh);
-    let ow1 = min(cfg.wo - 1, (iw + cfg.pw) / cfg.sw);
+    let oh1 = min(cfg.ho - 1, (p.row + cfg.ph) / cfg.sh);
+    let ow1 = min(cfg.wo - 1, (p.col + cfg.pw) / cfg.sw);
     var acc = 0.0;
     for (var oh = oh0; oh <= oh1; oh++) {
         for (var ow = ow0; ow <= ow1; ow++) {
             let win = avg_window(oh, ow);
-            if (ih >= win.h0 && ih < win.h1 && iw >= win.w0 && iw < win.w1) {
+            if (p.row >= win.h0 && p.row < win.h1 && p.col >= win.w0 && p.col < win.w1) {
                 acc += f32(g[obase + u32(oh * cfg.wo + ow)]) / win.div;
             }
         }

@@ -6,10 +6,10 @@
 alias scalar = f32;
 
 struct Config {
-    count: u32,
+    n: u32,                 // items: output elements, or (q8_linear) output elements as workgroups
     gx: u32,
     k: u32,
-    n: u32,
+    cols: u32,              // the output's columns (the weight's n)
     size: u32,              // q8 block size or int4 group size
     w_off: u32,
     w_st: u32,
@@ -31,12 +31,10 @@ fn q8_byte(word: u32, e: u32) -> f32 {
 fn word(i: u32) -> u32 { return w[cfg.w_off + i * cfg.w_st]; }
 
 //// q8_dequantize
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = (wid.y * cfg.gx + wid.x) * 256u + lid;  // output element [k, n], row-major
-    if (i >= cfg.count) { return; }
-    let r = i / cfg.n;
-    let c = i % cfg.n;
+// item i: output element [k, n], row-major (quant.py puts grid.wgsl, the launch, in front)
+fn run(i: u32) {
+    let r = i / cfg.cols;
+    let c = i % cfg.cols;
     let nb = (cfg.k + cfg.size - 1u) / cfg.size;
     let bw = 1u + cfg.size / 4u;
     let blk = (c * nb + r / cfg.size) * bw;
@@ -63,9 +61,9 @@ var<workgroup> part: array<f32, 64>;
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let item = wid.y * cfg.gx + wid.x;
-    if (item >= cfg.count) { return; }  // uniform per workgroup: barriers stay in uniform control flow
-    let r = item / cfg.n;
-    let c = item % cfg.n;
+    if (item >= cfg.n) { return; }  // uniform per workgroup: barriers stay in uniform control flow
+    let r = item / cfg.cols;
+    let c = item % cfg.cols;
     let per = cfg.size / 4u;
     let nb = (cfg.k + cfg.size - 1u) / cfg.size;
     let bw = 1u + per;
@@ -88,7 +86,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (lid < s) { part[lid] += part[lid + s]; }
         workgroupBarrier();
     }
-    if (lid == 0u) { outv[cfg.o_off + r * cfg.n + c] = part[0]; }
+    if (lid == 0u) { outv[cfg.o_off + r * cfg.cols + c] = part[0]; }
 }
 
 //// int4_bind
@@ -103,14 +101,12 @@ fn word(i: u32) -> u32 { return w[cfg.w_off + i * cfg.w_st]; }
 @group(0) @binding(4) var<uniform> cfg: Config;
 
 //// int4_dequantize
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = (wid.y * cfg.gx + wid.x) * 256u + lid;
-    if (i >= cfg.count) { return; }
-    let r = i / cfg.n;
-    let c = i % cfg.n;
-    let q = f32((word((r / 8u) * cfg.n + c) >> (4u * (r % 8u))) & 0xFu);
-    let g = (r / cfg.size) * cfg.n + c;
+// item i: output element [k, n], row-major (quant.py puts grid.wgsl, the launch, in front)
+fn run(i: u32) {
+    let r = i / cfg.cols;
+    let c = i % cfg.cols;
+    let q = f32((word((r / 8u) * cfg.cols + c) >> (4u * (r % 8u))) & 0xFu);
+    let g = (r / cfg.size) * cfg.cols + c;
     outv[cfg.o_off + i] = (q - zp[cfg.z_off + g]) * sc[cfg.s_off + g];
 }
 
@@ -124,9 +120,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let i = (wid.y * cfg.gx + wid.x) * 64u + lid;
-    if (i >= cfg.count) { return; }
-    let r = i / cfg.n;
-    let c = i % cfg.n;
+    if (i >= cfg.n) { return; }
+    let r = i / cfg.cols;
+    let c = i % cfg.cols;
     let groups = (cfg.k + cfg.size - 1u) / cfg.size;
     let xrow = cfg.x_off + r * cfg.k;
     var acc = 0.0;
@@ -135,7 +131,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         var xs = 0.0;
         let k1 = min(cfg.k, (g + 1u) * cfg.size);
         for (var k8 = g * cfg.size; k8 < k1; k8 += 8u) {
-            let qw = word((k8 / 8u) * cfg.n + c);
+            let qw = word((k8 / 8u) * cfg.cols + c);
             for (var e = 0u; e < 8u; e++) {
                 if (k8 + e < k1) {
                     let xv = x[xrow + k8 + e];
@@ -144,8 +140,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 }
             }
         }
-        let gi = g * cfg.n + c;
+        let gi = g * cfg.cols + c;
         acc += sc[cfg.s_off + gi] * (dsum - zp[cfg.z_off + gi] * xs);
     }
-    outv[cfg.o_off + r * cfg.n + c] = acc;
+    outv[cfg.o_off + r * cfg.cols + c] = acc;
 }

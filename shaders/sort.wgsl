@@ -31,26 +31,11 @@ fn same(a: {{VAL}}, b: {{VAL}}) -> bool {
     return {{SAME}};
 }
 
-@compute @workgroup_size(256)
-fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let i = gid.y * cfg.row + gid.x;
-    if (i >= cfg.numel) {
-        return;
-    }
-    var rem = i;
-    var off = vec2<i32>(i32(cfg.offset_out), i32(cfg.offset_x));
-    var c = 0u;
-    for (var d = cfg.ndim; d > 0u; d--) {
-        let k = d - 1u;
-        let size = cfg.shape[k / 4u][k % 4u];
-        let coord = rem % size;
-        rem = rem / size;
-        if (k == cfg.dim) {
-            c = coord;
-        } else {
-            off += i32(coord) * cfg.strides[k].xy;
-        }
-    }
+// sort.py puts strided_grid.wgsl (the launch, `main`) and dim_split.wgsl in front
+fn run(i: u32) {
+    let split = split_at_dim(i, vec4<i32>(i32(cfg.offset_out), i32(cfg.offset_x), 0, 0));
+    let c = split.at;
+    let off = split.off.xy;  // the row's start in out and x
     let s = cfg.strides[cfg.dim].xy;
     let mine = value(off.y + i32(c) * s.y);
     var rank = 0u;

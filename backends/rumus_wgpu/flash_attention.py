@@ -19,7 +19,7 @@ from rumus_contracts import RumusError, TensorArg
 from rumus_contracts.ops.attention import default_scale
 
 from .layout import device_of, new_buffer
-from .nn_common import dispatch, pack, source
+from .nn_common import dispatch, pack, source, split_sections
 from .nn_dropout import MASK32, mix32, threshold
 
 WG = 64  # rows per workgroup (the shader's WG)
@@ -30,8 +30,12 @@ def head_bucket(d: int) -> int:
     return 32 if d <= 32 else 64 if d <= 64 else 128
 
 
-# the row readers each kernel uses (sections of their own: they name the kernel's bindings)
-READERS = {"forward": "+rd_q+rd_k+rd_v", "dkdv": "+rd_q+rd_k+rd_v+rd_dout", "dq": "+rd_q+rd_k+rd_v+rd_dout"}
+# the arrays whose rows each kernel reads, with the Config field of their strides: one copy of the
+# shader's `rd` section per array (a reader names the kernel's binding, so each kernel gets its own)
+READERS = {"forward": ("q", "k", "v"), "dkdv": ("q", "k", "v", "dout"), "dq": ("q", "k", "v", "dout")}
+STRIDES = {"q": "qs", "k": "ks", "v": "vs", "dout": "os"}
+KV_TILE = {"forward": "+kv_tile", "dq": "+kv_tile"}  # the kernels that stream K and V tiles past query rows
+INCLUDE = ("dropout_hash",)  # the dropout mask's hash, shared with the dropout op
 
 
 UNROLL = "for (var c = 0u; c < V4; c++) {"
@@ -63,7 +67,10 @@ def unroll_rows(src: str, v4: int) -> str:
 
 def _program(dev: Any, section: str, dmax: int, dtype: Any, want_dk: bool = True) -> Any:
     def build() -> str:
-        src = source("flash_attention", section + READERS[section], dtype)
+        reader = split_sections("flash_attention")[1]["rd"]
+        readers = [reader.replace("{{ARR}}", a).replace("{{STRIDES}}", STRIDES[a]) for a in READERS[section]]
+        sections = section + KV_TILE.get(section, "")
+        src = source("flash_attention", sections, dtype, INCLUDE) + "\n" + "\n".join(readers)
         src = src.replace("const DMAX: u32 = 64u;", f"const DMAX: u32 = {dmax}u;")
         src = src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
         src = src.replace("const WANT_DK: bool = true;", f"const WANT_DK: bool = {str(want_dk).lower()};")
@@ -123,7 +130,8 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     dmax, rows = head_bucket(D), B * H * L
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
-    dispatch(dev, "flash_attention", "rowdot", q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows)
+    dispatch(dev, "flash_attention", "rowdot", q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows,
+             include=("grid", *INCLUDE))
     masks = [bias.buffer, key_bias.buffer]
     for grad, want_dk in ((dk, True), (dv, False)):
         words_kv = _words(q, k, v, dout, bias, key_bias, grad.offset, lse.offset, attrs)

@@ -19,7 +19,7 @@ from typing import Any
 
 from rumus_contracts import RumusError, TensorArg, float32
 
-from .layout import dealias, device_of, env_set, new_buffer, remember
+from .layout import coalesce, dealias, device_of, env_set, new_buffer, remember
 from .pipelines import render, wgsl_scalar
 from .pool import WgpuBuffer
 
@@ -166,18 +166,7 @@ def _batch(a: TensorArg, b: TensorArg, c: TensorArg) -> tuple[list[int], list[li
     m = a.shape[-2]
     sam = a.strides[-2] if m > 1 else 0
     scm = c.strides[-2] if m > 1 else 0
-    sizes: list[int] = []
-    dims: list[list[int]] = []
-    for i, size in enumerate(bshape):
-        if size == 1:
-            continue
-        st = [sa[i], sb[i], sc[i]]
-        if sizes and all(p == q * size for p, q in zip(dims[-1], st)):
-            sizes[-1] *= size
-            dims[-1] = st
-        else:
-            sizes.append(size)
-            dims.append(st)
+    sizes, dims = coalesce(bshape, [sa, sb, sc])
     # fold the innermost batch dim into M when B does not vary along it and A, C rows continue it
     while sizes and dims[-1][1] == 0 and (m == 1 or (dims[-1][0] == m * sam and dims[-1][2] == m * scm)):
         size, (bsa, _, bsc) = sizes.pop(), dims.pop()

@@ -82,14 +82,14 @@ def _source(mode: str, dtype: DType, index: DType, has_x: bool) -> str:
     slot += 1
     helpers = ""
     if mode == "gather":
-        at_dim = "off.x += i32(c) * cfg.strides[k].x;\n            off.z += i32(c) * cfg.strides[k].z;"
+        at_dim = "vec4<i32>(1, 0, 1, 0)"  # out and index
         body = ("    let j = max(checked_index(u32(off.z)), 0);\n"
                 "    out0[u32(off.x)] = x[u32(off.y + j * cfg.strides[cfg.dim].y)];")
     elif mode == "atomic":  # one invocation per index entry
         lines.append(f"@group(0) @binding({slot}) var<storage, read> src: array<{t}>;")
         slot += 1
         helpers = ATOMIC_ADD
-        at_dim = "off.z += i32(c) * cfg.strides[k].z;\n            off.w += i32(c) * cfg.strides[k].w;"
+        at_dim = "vec4<i32>(0, 0, 1, 1)"  # index and src
         body = ("    let j = checked_index(u32(off.z));\n"
                 "    if (j >= 0 && j != cfg.padding) {\n"
                 "        add_at(u32(off.x + j * cfg.strides[cfg.dim].x), cfg.alpha * src[u32(off.w)]);\n"
@@ -97,10 +97,10 @@ def _source(mode: str, dtype: DType, index: DType, has_x: bool) -> str:
     else:
         lines.append(f"@group(0) @binding({slot}) var<storage, read> src: array<{t}>;")
         slot += 1
-        at_dim = "off.y += i32(c) * cfg.strides[k].y;\n            off.x += i32(c) * cfg.strides[k].x;"
+        at_dim = "vec4<i32>(1, 1, 0, 0)"  # out and x
         base = load(dtype, "x[u32(off.y)]") if has_x else "0.0"
         body = (f"    var total = 0.0;\n"
-                f"    if (inside && i32(q) != cfg.padding) {{\n"
+                f"    if (i32(q) != cfg.padding && inside_index(i)) {{\n"
                 f"        let s = cfg.strides[cfg.dim];\n"
                 f"        for (var e = 0u; e < cfg.count; e++) {{\n"
                 f"            if (checked_index(u32(off.z + i32(e) * s.z)) == i32(q)) {{\n"
@@ -112,8 +112,8 @@ def _source(mode: str, dtype: DType, index: DType, has_x: bool) -> str:
                 f"    if (i32(q) == cfg.padding) {{ r = 0.0; }}\n"
                 f"    out0[u32(off.x)] = {store(dtype, 'r')};")
     lines.append(f"@group(0) @binding({slot}) var<storage, read_write> err: array<atomic<u32>>;")
-    return render("index", BINDINGS="\n".join(lines), CONFIG=str(slot + 1), READ_INDEX=READ_INDEX[index.name],
-                  AT_DIM=at_dim, BODY=body, HELPERS=helpers)
+    return render("index", include=("strided_grid", "dim_split"), BINDINGS="\n".join(lines), CONFIG=str(slot + 1),
+                  READ_INDEX=READ_INDEX[index.name], AT_DIM=at_dim, BODY=body, HELPERS=helpers)
 
 
 def _run(op: str, mode: str, out: TensorArg, x: TensorArg | None, index: TensorArg, src: TensorArg | None,

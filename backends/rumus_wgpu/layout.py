@@ -49,21 +49,19 @@ def kind(dtype: DType) -> str:
                          f"int32, int64 and bool") from None
 
 
+# (load, store) of the dtypes whose storage type is not their compute kind: float16 computes in f32,
+# bool is stored as a u32 word
+_CONVERSIONS = {"float16": ("f32({})", "f16({})"), "bool": ("({} != 0u)", "select(0u, 1u, {})")}
+
+
 def load(dtype: DType, ref: str) -> str:
     """WGSL expression: a stored element as its compute kind."""
-    if dtype.name == "float16":
-        return f"f32({ref})"
-    if dtype.is_bool:
-        return f"({ref} != 0u)"
-    return ref
+    return _CONVERSIONS.get(dtype.name, ("{}", "{}"))[0].format(ref)
 
 
 def store(dtype: DType, value: str) -> str:
-    if dtype.name == "float16":
-        return f"f16({value})"
-    if dtype.is_bool:
-        return f"select(0u, 1u, {value})"
-    return value
+    """WGSL expression: a compute-kind value as the stored element."""
+    return _CONVERSIONS.get(dtype.name, ("{}", "{}"))[1].format(value)
 
 
 # NaN tested on the bits: WGSL lets a compiler assume `x != x` is false.

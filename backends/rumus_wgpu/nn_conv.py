@@ -14,7 +14,7 @@ positions at once. Large batches run in chunks of samples, so scratch stays with
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import DType, TensorArg
@@ -27,6 +27,7 @@ from .nn_common import dispatch
 SCRATCH_BYTES = 64 << 20
 MAX_COLUMNS = 1 << 20     # N * L of one chunk: GEMM grids stay far below the dispatch limit
 PER_SAMPLE_MIN_L = 256    # output positions from which per-sample GEMMs are wide enough
+INCLUDE = ("grid", "exact_div")  # the launch (each kernel is a `run`) and the window inversion
 _ADD = elementwise.spec("add")
 
 
@@ -58,19 +59,29 @@ class _Conv:
         cap = min(int(dev.max_binding), SCRATCH_BYTES)
         return max(1, min(self.n, cap // max(per, 1), MAX_COLUMNS // self.L))
 
+    def column_chunks(self, dev: Any, dtype: DType, extra: int, label: str) -> Iterator[tuple[int, int, Any]]:
+        """(n0, nb, a new column buffer) for each chunk of samples [n0, n0 + nb) (see `chunk`)."""
+        step = self.chunk(dev, dtype, extra)
+        for n0 in range(0, self.n, step):
+            nb = min(step, self.n - n0)
+            yield n0, nb, new_buffer(dev, nb * self.rows * self.L * dtype.itemsize, f"{label} columns")
+
     def strides(self, nb: int, per_sample: bool) -> tuple[int, int]:
         """(sample, row) strides of the column buffer."""
         return (self.rows * self.L, self.L) if per_sample else (self.L, nb * self.L)
 
-    def im2col(self, dev: Any, cols: Any, x: TensorArg, n0: int, nb: int, per_sample: bool) -> None:
+    def _run(self, dev: Any, kernel: str, image: TensorArg, buffers: list[Any], n0: int, nb: int, per_sample: bool,
+             count: int) -> None:
+        """One of the column kernels (shaders/nn_conv.wgsl) for samples [n0, n0 + nb) of `image`."""
         sn, sr = self.strides(nb, per_sample)
-        dispatch(dev, "nn_conv", "im2col", x.dtype, [cols, x.buffer],
-                 [*self.geo, sn, sr, x.offset + n0 * self.c * self.h * self.w], nb * self.rows * self.ho)
+        dispatch(dev, "nn_conv", kernel, image.dtype, buffers,
+                 [*self.geo, sn, sr, image.offset + n0 * self.c * self.h * self.w], count, include=INCLUDE)
+
+    def im2col(self, dev: Any, cols: Any, x: TensorArg, n0: int, nb: int, per_sample: bool) -> None:
+        self._run(dev, "im2col", x, [cols, x.buffer], n0, nb, per_sample, nb * self.rows * self.ho)
 
     def col2im(self, dev: Any, gx: TensorArg, cols: Any, n0: int, nb: int, per_sample: bool) -> None:
-        sn, sr = self.strides(nb, per_sample)
-        dispatch(dev, "nn_conv", "col2im", gx.dtype, [gx.buffer, cols],
-                 [*self.geo, sn, sr, gx.offset + n0 * self.c * self.h * self.w], nb * self.c * self.h * self.w)
+        self._run(dev, "col2im", gx, [gx.buffer, cols], n0, nb, per_sample, nb * self.c * self.h * self.w)
 
     def nchw(self, t: TensorArg, n0: int, nb: int) -> TensorArg:
         """Samples [n0, n0 + nb) of a contiguous [N, O, Ho, Wo] tensor as [nb, g, O/g, L]."""
@@ -96,10 +107,7 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     cv, dt = _Conv(x.shape, w.shape, y.shape[2:], attrs), x.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
-    step = cv.chunk(dev, dt, 0 if per_sample else cv.o * L)
-    for n0 in range(0, cv.n, step):
-        nb = min(step, cv.n - n0)
-        cols = new_buffer(dev, nb * cv.rows * L * dt.itemsize, "conv2d columns")
+    for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d"):
         cv.im2col(dev, cols, x, n0, nb, per_sample)
         if per_sample:
             a = _view(w.buffer, (1, g, og, k), (0, og * k, k, 1), w.offset, dt)
@@ -122,10 +130,7 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
     cv, dt = _Conv(gx.shape, w.shape, gy.shape[2:], attrs), gy.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
-    step = cv.chunk(dev, dt, 0 if per_sample else cv.o * L)
-    for n0 in range(0, cv.n, step):
-        nb = min(step, cv.n - n0)
-        cols = new_buffer(dev, nb * cv.rows * L * dt.itemsize, "conv2d_backward_input columns")
+    for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d_backward_input"):
         if per_sample:  # cols[n, g] = w[g]^T @ gy[n, g]
             a = _view(w.buffer, (1, g, k, og), (0, og * k, 1, k), w.offset, dt)
             c = _view(cols, (nb, g, k, L), (g * k * L, k * L, L, 1), 0, dt)
@@ -152,10 +157,7 @@ def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[Tensor
     cv, dt = _Conv(x.shape, gw.shape, gy.shape[2:], attrs), x.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     target = _view(gw.buffer, (g, og, k), (og * k, k, 1), gw.offset, dt)
-    step = cv.chunk(dev, dt, cv.o * L)
-    for n0 in range(0, cv.n, step):
-        nb = min(step, cv.n - n0)
-        cols = new_buffer(dev, nb * cv.rows * L * dt.itemsize, "conv2d_backward_weight columns")
+    for n0, nb, cols in cv.column_chunks(dev, dt, cv.o * L, "conv2d_backward_weight"):
         cv.im2col(dev, cols, x, n0, nb, False)
         if nb == 1:  # one sample: gy[n] is already [g, O/g, L]
             a = _view(gy.buffer, (g, og, L), (og * L, L, 1), gy.offset + n0 * cv.o * L, dt)

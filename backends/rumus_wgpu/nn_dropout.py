@@ -43,7 +43,8 @@ def dropout(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Ma
     key = mix32((int(attrs["seed"]) ^ 0x9E3779B9) & MASK32)
     scale = float(np.float32(1.0 / (1.0 - p)))
     dispatch(dev, "nn_dropout", "dropout", y.dtype, [y.buffer, x.buffer],
-             [key, threshold(p), int(attrs["offset"]) & MASK32, scale, y.offset, x.offset], n)
+             [key, threshold(p), int(attrs["offset"]) & MASK32, scale, y.offset, x.offset], n,
+             include=("grid", "dropout_hash"))
 
 
 def kernels() -> dict[str, Any]:

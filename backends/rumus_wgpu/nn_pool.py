@@ -10,15 +10,16 @@ buffer, then gathers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import TensorArg
+from rumus_contracts import DType, TensorArg
 
 from .layout import dealias, device_of, new_buffer
 from .nn_common import dispatch
 
 NINF = 0xFF800000
+INCLUDE = ("grid", "exact_div")  # the launch (each section is a `run`) and the window inversion
 
 
 def _geometry(x_shape: Sequence[int], y_shape: Sequence[int], attrs: Mapping[str, Any]) -> list[int]:
@@ -29,14 +30,33 @@ def _geometry(x_shape: Sequence[int], y_shape: Sequence[int], attrs: Mapping[str
             int(bool(attrs.get("count_include_pad", True))), int(div) if div else 0]
 
 
-def max_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, x = outputs[0], inputs[0]
-    if y.numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    (x,), _ = dealias(dev, outputs, [x])
-    dispatch(dev, "nn_pool", "window_max+max", x.dtype, [y.buffer, x.buffer],
-             [*_geometry(x.shape, y.shape, attrs), y.offset, x.offset, 0, NINF], y.numel)
+def _run(dev: Any, sections: str, dtype: DType, buffers: list[Any], geometry: list[int], out_offset: int,
+         in_offset: int, count: int) -> None:
+    dispatch(dev, "nn_pool", sections, dtype, buffers, [*geometry, out_offset, in_offset, 0, NINF], count,
+             include=INCLUDE)
+
+
+Kernel = Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]], None]
+
+
+def _one_pass(sections: str, backward: bool = False) -> Kernel:
+    """The kernel of a pooling op that is one pass of `sections` from one input: each output element from
+    its window (forward), or each input element's gradient from the windows covering it (backward)."""
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        out, src = outputs[0], inputs[0]
+        if out.numel == 0:
+            return
+        dev = device_of(outputs, inputs)
+        (src,), _ = dealias(dev, outputs, [src])
+        image, pooled = (out, src) if backward else (src, out)
+        _run(dev, sections, src.dtype, [out.buffer, src.buffer], _geometry(image.shape, pooled.shape, attrs),
+             out.offset, src.offset, out.numel)
+    return kernel
+
+
+max_pool2d = _one_pass("window_max+max")
+avg_pool2d = _one_pass("avg")
+avg_pool2d_backward = _one_pass("avg_backward", backward=True)
 
 
 def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -47,30 +67,8 @@ def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
     g, x = dealias(dev, outputs, [g, x])[0]
     geo = _geometry(x.shape, g.shape, attrs)
     idx = new_buffer(dev, g.numel * 4, "max_pool2d argmax scratch")
-    dispatch(dev, "nn_pool", "window_max+max_index", x.dtype, [idx, x.buffer], [*geo, 0, x.offset, 0, NINF],
-             g.numel)
-    dispatch(dev, "nn_pool", "max_backward", x.dtype, [gx.buffer, g.buffer, idx], [*geo, gx.offset, g.offset, 0, NINF],
-             gx.numel)
-
-
-def avg_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, x = outputs[0], inputs[0]
-    if y.numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    (x,), _ = dealias(dev, outputs, [x])
-    dispatch(dev, "nn_pool", "avg", x.dtype, [y.buffer, x.buffer],
-             [*_geometry(x.shape, y.shape, attrs), y.offset, x.offset, 0, NINF], y.numel)
-
-
-def avg_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    gx, g = outputs[0], inputs[0]
-    if gx.numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    (g,), _ = dealias(dev, outputs, [g])
-    dispatch(dev, "nn_pool", "avg_backward", g.dtype, [gx.buffer, g.buffer],
-             [*_geometry(gx.shape, g.shape, attrs), gx.offset, g.offset, 0, NINF], gx.numel)
+    _run(dev, "window_max+max_index", x.dtype, [idx, x.buffer], geo, 0, x.offset, g.numel)
+    _run(dev, "max_backward", x.dtype, [gx.buffer, g.buffer, idx], geo, gx.offset, g.offset, gx.numel)
 
 
 def kernels() -> dict[str, Any]:

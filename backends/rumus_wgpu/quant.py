@@ -37,7 +37,7 @@ def q8_dequantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], att
     dev = device_of(outputs, inputs)
     (w,), _ = dealias(dev, outputs, [w])
     dispatch(dev, "quant", "q8_bind+q8_dequantize", float32, [o.buffer, w.buffer], _cfg(o.numel, k, n, bs, w, o=o),
-             o.numel)
+             o.numel, include=("grid",))
 
 
 def q8_linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -60,7 +60,7 @@ def int4_dequantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], a
     dev = device_of(outputs, inputs)
     (w, s, z), _ = dealias(dev, outputs, [w, s, z])
     dispatch(dev, "quant", "int4_cfg_4+int4_bind+int4_dequantize", float32, [o.buffer, w.buffer, s.buffer, z.buffer],
-             _cfg(o.numel, k, n, g, w, s=s, z=z, o=o), o.numel)
+             _cfg(o.numel, k, n, g, w, s=s, z=z, o=o), o.numel, include=("grid",))
 
 
 def int4_linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

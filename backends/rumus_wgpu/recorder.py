@@ -35,6 +35,17 @@ def _native_pass_functions() -> Any:
         return None
 
 
+def _direct_map(device: Any) -> bool:
+    """Whether `read` may map its staging buffer the fast way: mode "READ_NOSYNC" and a device poll on the
+    calling thread. wgpu-py's public map_sync (0.32) first submits an empty command buffer (a workaround
+    for buffers mapped without a submit before; `read` has just submitted its copy, as wgpu-py's own
+    queue.read_buffer has when it maps READ_NOSYNC), then waits for the device's poll thread to see the
+    map done: a thread hand-off per host read. Together about 40% of a 4-byte read-back on lavapipe
+    (benchmarks/wgpu_host_overhead.py, sync row); private names, so RUMUS_WGPU_PUBLIC_API=1 turns it off."""
+    from .pipelines import private_api_allowed
+    return private_api_allowed() and callable(getattr(device, "_poll_wait", None))
+
+
 class Recorder:
     def __init__(self, dev: Any, max_dispatches: int = 256, uniform_capacity: int = 256 * 1024) -> None:
         import wgpu
@@ -56,6 +67,7 @@ class Recorder:
         self._staging: dict[int, list[Any]] = {}
         self._fence: Any = None
         self._native = _native_pass_functions()
+        self.direct_map = _direct_map(self.device)
         self._pass_handle: Any = None  # the open pass's native handle
         self._pass_pipeline: Any = None  # the pipeline last set in the open pass
         self.submits = self.syncs = self.dispatches = self.copies = 0
@@ -168,7 +180,12 @@ class Recorder:
         self.keep.append(buf)
         self.flush()
         self.syncs += 1
-        staging.map_sync(wgpu.MapMode.READ, 0, total)
+        if self.direct_map:
+            mapped = staging.map_async("READ_NOSYNC", 0, total)
+            self.device._poll_wait()  # the map callback runs here (or on the poll thread, whichever is first)
+            mapped.sync_wait()
+        else:
+            staging.map_sync(wgpu.MapMode.READ, 0, total)
         try:
             data = staging.read_mapped(0, total)
         finally:

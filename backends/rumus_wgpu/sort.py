@@ -29,7 +29,8 @@ def _source(dtype: DType) -> str:
     bindings = ("@group(0) @binding(0) var<storage, read_write> out0: array<vec2<u32>>;\n"
                 f"@group(0) @binding(1) var<storage, read> x: array<{STORAGE_TYPE[dtype.name]}>;\n"
                 "@group(0) @binding(2) var<uniform> cfg: Config;")
-    return render("sort", BINDINGS=bindings, VAL=val, LOAD=load(dtype, "x[u32(k)]"), LESS=less, SAME=same)
+    return render("sort", include=("strided_grid", "dim_split"), BINDINGS=bindings, VAL=val,
+                  LOAD=load(dtype, "x[u32(k)]"), LESS=less, SAME=same)
 
 
 def argsort(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

@@ -113,3 +113,21 @@ def check_buffer(buf: np.ndarray, what: str, op: ReduceOp | None = None) -> None
                                 f"use ReduceOp.SUM and divide in floating point")
     if op is not None and buf.dtype == np.bool_ and op is ReduceOp.SUM:
         raise CommunicatorError(f"{what}: ReduceOp.SUM on bool is ambiguous; use MAX (any) or MIN (all)")
+
+
+def check_all_gather(send: np.ndarray, recv: np.ndarray, world_size: int) -> None:
+    """The buffers of all_gather, checked the same way by every adapter: recv holds one send per rank."""
+    check_buffer(send, "all_gather send")
+    check_buffer(recv, "all_gather recv")
+    if recv.shape != (world_size, *send.shape) or recv.dtype != send.dtype:
+        raise CommunicatorError(f"all_gather: recv must have shape {(world_size, *send.shape)} and "
+                                f"dtype {send.dtype}, got {recv.shape} {recv.dtype}")
+
+
+def check_reduce_scatter(send: np.ndarray, recv: np.ndarray, world_size: int, op: ReduceOp) -> None:
+    """The buffers of reduce_scatter, checked the same way by every adapter: send holds one recv per rank."""
+    check_buffer(send, "reduce_scatter send", op)
+    check_buffer(recv, "reduce_scatter recv", op)
+    if send.size != recv.size * world_size or recv.dtype != send.dtype:
+        raise CommunicatorError(f"reduce_scatter: send must hold world_size ({world_size}) x recv.size "
+                                f"({recv.size}) elements of recv's dtype, got {send.size} {send.dtype}")

@@ -4,27 +4,16 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
-from .. import _creation, _runtime
+from .. import _creation
 from .. import _math as M
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
 from .graph import Context
-
-_fused_cache: dict[tuple[str, str, str], bool] = {}
-
-
-def has_kernel(op: str, like: Tensor) -> bool:
-    """Whether `like`'s backend has a kernel for `op` at `like`'s dtype (cached)."""
-    backend = like._storage.backend
-    key = (op, backend.name, like.dtype.name)
-    hit = _fused_cache.get(key)
-    if hit is None:
-        hit = _fused_cache[key] = _runtime.plugins().kernels.find(op, backend.name, like.dtype) is not None
-    return hit
-
 
 # ---- dropout ---------------------------------------------------------------------------------------
 
@@ -52,34 +41,30 @@ def _embedding_backward(ctx: Context, gg: Tensor) -> tuple[Tensor, None]:
     return _op("embedding")(gg, ctx.inputs[1]), None
 
 
-@formula("index_select", inputs=True)
-def _index_select(ctx: Context, g: Tensor) -> tuple[Tensor, None]:
+# index_select / gather read the input at indexed positions and index_add / scatter_add write there: each
+# pair is the other's backward (one along a dim with a 1-D index, one elementwise with a full index).
+
+def _scatter_into_zeros(ctx: Context, g: Tensor, scatter: str) -> tuple[Tensor, None]:
+    """The gradient of a gather-like op: g added at the positions it read, into zeros of x's shape."""
     zeros = _creation.zeros(ctx.input_shapes[0], dtype=g.dtype, device=g.device)
-    return _op("index_add")(zeros, ctx.inputs[1], g, dim=ctx.attrs["dim"]), None
+    return _op(scatter)(zeros, ctx.inputs[1], g, dim=ctx.attrs["dim"]), None
 
 
-@formula("index_add", inputs=True)
-def _index_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
+def _gather_back(ctx: Context, g: Tensor, gather: str) -> tuple[Tensor | None, None, Tensor | None]:
+    """The gradients of a scatter-add-like op out = x + alpha * (src at index): g for x, alpha * g read
+    back at the positions src was added to for src."""
     need_x, _, need_src = ctx.needs_input_grad
     gs = None
     if need_src:
-        gs = _op("index_select")(g, ctx.inputs[1], dim=ctx.attrs["dim"])
-        alpha = float(ctx.attrs["alpha"])
+        gs = _op(gather)(g, ctx.inputs[1], dim=ctx.attrs["dim"])
+        alpha = float(ctx.attrs.get("alpha", 1.0))
         gs = gs if alpha == 1.0 else M.mul(gs, alpha)
     return (g if need_x else None), None, gs
 
 
-@formula("gather", inputs=True)
-def _gather(ctx: Context, g: Tensor) -> tuple[Tensor, None]:
-    zeros = _creation.zeros(ctx.input_shapes[0], dtype=g.dtype, device=g.device)
-    return _op("scatter_add")(zeros, ctx.inputs[1], g, dim=ctx.attrs["dim"]), None
+for _gather_op, _scatter_op in (("index_select", "index_add"), ("gather", "scatter_add")):
+    formula(_gather_op, inputs=True)(partial(_scatter_into_zeros, scatter=_scatter_op))
+    formula(_scatter_op, inputs=True)(partial(_gather_back, gather=_gather_op))
 
 
-@formula("scatter_add", inputs=True)
-def _scatter_add(ctx: Context, g: Tensor) -> tuple[Tensor | None, None, Tensor | None]:
-    need_x, _, need_src = ctx.needs_input_grad
-    gs = _op("gather")(g, ctx.inputs[1], dim=ctx.attrs["dim"]) if need_src else None
-    return (g if need_x else None), None, gs
-
-
-from . import formulas_table as _formulas_table  # noqa: E402, F401  (needs has_kernel above)
+from . import formulas_table as _formulas_table  # noqa: E402, F401  (registers the activations' formulas)

@@ -21,7 +21,7 @@ from .._dispatch import _scalar_dtype, scalar_tensor
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
-from . import formulas_act_index as _act  # has_kernel, looked up per call (tests swap it)
+from . import kernel_lookup  # has_kernel, looked up per call (tests swap it)
 from .grad_mode import state as grad_state
 from .graph import Context
 
@@ -88,7 +88,7 @@ def _register(op: str, e: Expr) -> None:
                 grads.append(None)
             elif wrt not in fused:
                 grads.append(g if e.grad[wrt].strip() == "1" else _creation.zeros_like(g))
-            elif not grad_state.enabled and _act.has_kernel(fused[wrt], inputs[k]):
+            elif not grad_state.enabled and kernel_lookup.has_kernel(fused[wrt], inputs[k]):
                 grads.append(_op(fused[wrt])(g, *inputs, **attrs))
             else:
                 grads.append(slow[fused[wrt]](g, *inputs, **attrs))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rumus_contracts import AutogradError
@@ -10,6 +11,16 @@ from ..tensor import Tensor
 from .grad_mode import no_grad
 from .grad_mode import state as grad_state
 from .graph import Context, Node
+
+
+def attach_outputs(node: Node, outs: Sequence[Any]) -> None:
+    """Make the floating-point tensors among `outs` (a forward's results, in order) the outputs of `node`,
+    for a Python-level backward (custom Functions, checkpoint) that computed them under no_grad."""
+    for i, o in enumerate(outs):
+        if isinstance(o, Tensor) and o.dtype.is_floating:
+            o.requires_grad = True
+            o.grad_fn = node
+            o._output_nr = i
 
 
 class FunctionCtx:
@@ -51,10 +62,5 @@ class Function:
                 raise AutogradError(f"{cls.__name__}.backward returned {len(res)} values for {len(args)} inputs")
             return [res[i] for i in positions]
 
-        node = Node(cls.__name__, formula, tensors, {}, num_outputs=len(outs), save_inputs=False)
-        for i, o in enumerate(outs):
-            if isinstance(o, Tensor) and o.dtype.is_floating:
-                o.requires_grad = True
-                o.grad_fn = node
-                o._output_nr = i
+        attach_outputs(Node(cls.__name__, formula, tensors, {}, num_outputs=len(outs), save_inputs=False), outs)
         return out

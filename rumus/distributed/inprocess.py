@@ -27,7 +27,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from rumus_contracts.communicator import CommunicatorError, ReduceOp, Work, check_buffer
+from rumus_contracts.communicator import (
+    CommunicatorError, ReduceOp, Work, check_all_gather, check_buffer, check_reduce_scatter,
+)
 
 from ..autograd import grad_mode
 
@@ -173,11 +175,7 @@ class InProcessCommunicator:
         return self._run(job, async_op)
 
     def all_gather(self, send: np.ndarray, recv: np.ndarray, async_op: bool = False) -> Work:
-        check_buffer(send, "all_gather send")
-        check_buffer(recv, "all_gather recv")
-        if recv.shape != (self.world_size, *send.shape) or recv.dtype != send.dtype:
-            raise CommunicatorError(f"all_gather: recv must have shape {(self.world_size, *send.shape)} and "
-                                    f"dtype {send.dtype}, got {recv.shape} {recv.dtype}")
+        check_all_gather(send, recv, self.world_size)
 
         def job() -> None:
             recv[...] = np.stack(self.group.exchange(self._rank, send.copy()))
@@ -185,12 +183,8 @@ class InProcessCommunicator:
 
     def reduce_scatter(self, send: np.ndarray, recv: np.ndarray, op: ReduceOp = ReduceOp.SUM,
                        async_op: bool = False) -> Work:
-        check_buffer(send, "reduce_scatter send", op)
-        check_buffer(recv, "reduce_scatter recv", op)
+        check_reduce_scatter(send, recv, self.world_size, op)
         n = recv.size
-        if send.size != n * self.world_size or recv.dtype != send.dtype:
-            raise CommunicatorError(f"reduce_scatter: send must hold world_size ({self.world_size}) x recv.size "
-                                    f"({n}) elements of recv's dtype, got {send.size} {send.dtype}")
         lo = self._rank * n
 
         def job() -> None:

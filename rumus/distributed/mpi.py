@@ -12,7 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts.communicator import CommunicatorError, ReduceOp, Work, check_buffer
+from rumus_contracts.communicator import (
+    CommunicatorError, ReduceOp, Work, check_all_gather, check_buffer, check_reduce_scatter,
+)
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -102,20 +104,12 @@ class MPICommunicator:
         return self._finish(_RequestWork(self, self._comm.Ibcast(buf, root=src), "broadcast"), async_op)
 
     def all_gather(self, send: np.ndarray, recv: np.ndarray, async_op: bool = False) -> Work:
-        check_buffer(send, "all_gather send")
-        check_buffer(recv, "all_gather recv")
-        if recv.shape != (self.world_size, *send.shape) or recv.dtype != send.dtype:
-            raise CommunicatorError(f"all_gather: recv must have shape {(self.world_size, *send.shape)} and "
-                                    f"dtype {send.dtype}, got {recv.shape} {recv.dtype}")
+        check_all_gather(send, recv, self.world_size)
         return self._finish(_RequestWork(self, self._comm.Iallgather(send, recv), "all_gather"), async_op)
 
     def reduce_scatter(self, send: np.ndarray, recv: np.ndarray, op: ReduceOp = ReduceOp.SUM,
                        async_op: bool = False) -> Work:
-        check_buffer(send, "reduce_scatter send", op)
-        check_buffer(recv, "reduce_scatter recv", op)
-        if send.size != recv.size * self.world_size or recv.dtype != send.dtype:
-            raise CommunicatorError(f"reduce_scatter: send must hold world_size ({self.world_size}) x recv.size "
-                                    f"({recv.size}) elements of recv's dtype, got {send.size} {send.dtype}")
+        check_reduce_scatter(send, recv, self.world_size, op)
         req = self._comm.Ireduce_scatter_block(send, recv, self._op(op, send.dtype))
         return self._finish(_RequestWork(self, req, "reduce_scatter", self._avg(recv, op)), async_op)
 

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from rumus_contracts import RumusError
@@ -46,20 +45,12 @@ class _ConvNd(Module):
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
         self.weight = Parameter(_creation.empty(*shape, *kernel_size, device=device, dtype=dtype))
         self.bias: Parameter | None
-        if bias:
-            self.bias = Parameter(_creation.empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        self.register_parameter("bias", Parameter(_creation.empty(out_channels, device=device, dtype=dtype))
+                                if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in = self.weight.shape[1]
-            for k in self.weight.shape[2:]:
-                fan_in *= k
-            bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
-            init.uniform_(self.bias, -bound, bound)
+        init.layer_default_(self.weight, self.bias)
 
     def extra_repr(self) -> str:
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"

@@ -1,4 +1,6 @@
-"""Stateless functions behind the nn layers (rumus.nn.functional, like torch.nn.functional)."""
+"""Stateless functions behind the nn layers (rumus.nn.functional, like torch.nn.functional): the few that
+are one core op each are defined here; each other family lives in a file of its own and is imported by name
+(the names are the public API: tests/nn/test_public_names.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +9,21 @@ from typing import Any
 from rumus_contracts import ShapeError
 
 from .. import _math as M
+from .._indexing import gather, index_add, index_select, scatter_add
 from ..tensor import Tensor
-from ._functional_loss import reduce_loss
+from ._functional_act import (
+    celu, dropout, elu, embedding, erf, gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
+    selu, silu, softplus, softsign, tanhshrink,
+)
+from ._functional_attention import causal_mask, generate_square_subsequent_mask, scaled_dot_product_attention
+from ._functional_loss import (
+    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, nll_loss, reduce_loss,
+    smooth_l1_loss,
+)
+from .functional_conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, conv_transpose2d, max_pool2d
+from .functional_dropout import dropout1d, dropout2d, dropout3d
+from .functional_norm import batch_norm, group_norm, layer_norm, rms_norm
+from .functional_torch import cosine_similarity, interpolate, kl_div, normalize, pad, pairwise_distance, upsample
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -55,14 +70,9 @@ def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_same("l1_loss", input, target)
     return reduce_loss(M.abs(M.sub(input, target)), reduction)
-from ._functional_ext import *  # noqa: E402, F401, F403  (activations, dropout, embedding, losses, attention)
-from .functional_conv import *  # noqa: E402, F401, F403  (conv, pooling)
-from .functional_norm import *  # noqa: E402, F401, F403  (normalization)
-from .functional_dropout import *  # noqa: E402, F401, F403  (channel dropout: dropout1d/2d/3d)
-from .functional_torch import *  # noqa: E402, F401, F403  (pad, interpolate, normalize, cosine_similarity, kl_div)
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:  # type: ignore[no-redef]  # checked
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     """int64 one-hot encoding with a new last dim; class ids outside 0..num_classes-1 are refused (as
     PyTorch does) rather than encoded as rows of zeros."""
     from rumus_contracts import ArgumentTypeError, IndexOutOfRange
@@ -80,3 +90,23 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:  # type: ignore[no
     elif num_classes < -1:
         raise IndexOutOfRange(f"one_hot: num_classes must be -1 (infer) or >= 0, got {num_classes}")
     return _one_hot(tensor, num_classes)
+
+
+__all__ = [
+    # defined here
+    "l1_loss", "linear", "log_softmax", "mse_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh",
+    # activations, dropout, embedding (_functional_act)
+    "celu", "dropout", "elu", "embedding", "erf", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
+    "logsigmoid", "mish", "relu6", "selu", "silu", "softplus", "softsign", "tanhshrink",
+    # attention (_functional_attention)
+    "causal_mask", "generate_square_subsequent_mask", "scaled_dot_product_attention",
+    # losses (_functional_loss)
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "nll_loss",
+    "reduce_loss", "smooth_l1_loss",
+    # integer indexing (core)
+    "gather", "index_add", "index_select", "scatter_add",
+    # conv and pooling, normalization, channel dropout, PyTorch extras (functional_*.py)
+    "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d",
+    "batch_norm", "group_norm", "layer_norm", "rms_norm", "dropout1d", "dropout2d", "dropout3d",
+    "cosine_similarity", "interpolate", "kl_div", "normalize", "pad", "pairwise_distance", "upsample",
+]

@@ -70,6 +70,16 @@ def kaiming_uniform_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlineari
     return uniform_(t, -bound, bound, generator)
 
 
+def layer_default_(weight: Tensor, bias: Tensor | None) -> None:
+    """PyTorch's default init of Linear and Conv layers: kaiming_uniform_(a=sqrt(5)) on the weight, then
+    the bias uniform in +-1/sqrt(fan_in), drawn in that order (so seeded models match PyTorch's)."""
+    kaiming_uniform_(weight, a=math.sqrt(5))
+    if bias is not None:
+        fan_in = _fans(weight)[0]
+        bound = 1 / math.sqrt(fan_in) if fan_in else 0.0
+        uniform_(bias, -bound, bound)
+
+
 def kaiming_normal_(t: Tensor, a: float = 0.0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator: Generator | None = None) -> Tensor:
     fan_in, fan_out = _fans(t)

@@ -4,7 +4,7 @@ PyTorch state_dicts load unchanged) and a pre-norm decoder TransformerBlock with
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Self, cast
 
 from rumus_contracts import RumusError
 
@@ -30,7 +30,38 @@ def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tenso
     raise RumusError(f"activation should be 'relu' or 'gelu' (or a callable), not {activation!r}")
 
 
-class TransformerEncoderLayer(Module):
+class _Layer(Module):
+    """What the encoder and decoder layers share: their constructor's arguments (PyTorch's, the same for
+    both; kept for `clone`), the self-attention block built first, and the feed-forward block (linear1,
+    activation, dropout, linear2, then the layer's own output dropout)."""
+
+    linear1: Linear
+    dropout: Dropout
+    linear2: Linear
+    activation: Callable[[Tensor], Tensor]
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        super().__init__()
+        self._config = {k: v for k, v in config.items() if k != "self" and not k.startswith("__")}
+        c = self._config
+        self._kw = {"device": c["device"], "dtype": c["dtype"]}
+        self.self_attn = MultiheadAttention(c["d_model"], c["nhead"], dropout=c["dropout"], bias=c["bias"],
+                                            batch_first=c["batch_first"], **self._kw)
+
+    def _feed_forward(self, x: Tensor, out_dropout: Dropout) -> Tensor:
+        flat = x.reshape(-1, x.shape[-1])  # 2-D GEMMs over every position at once
+        out: Tensor = out_dropout(self.linear2(self.dropout(self.activation(self.linear1(flat)))))
+        return out.reshape(x.shape)
+
+    def clone(self) -> Self:
+        """A new layer with the same configuration and a copy of the parameters (PyTorch deep-copies)."""
+        twin = cast(Callable[..., Self], type(self))(**self._config)
+        twin.load_state_dict(self.state_dict())
+        twin.train(self.training)
+        return twin
+
+
+class TransformerEncoderLayer(_Layer):
     """PyTorch's nn.TransformerEncoderLayer: self_attn, linear1, dropout, linear2, norm1, norm2, dropout1,
     dropout2; post-norm by default, pre-norm with norm_first=True."""
 
@@ -38,18 +69,14 @@ class TransformerEncoderLayer(Module):
                  activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__()
-        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward, dropout=dropout,
-                            activation=activation, layer_norm_eps=layer_norm_eps, batch_first=batch_first,
-                            norm_first=norm_first, bias=bias, device=device, dtype=dtype)
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        super().__init__(locals())  # the arguments above; self_attn
+        kw = self._kw
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
@@ -59,9 +86,9 @@ class TransformerEncoderLayer(Module):
         x = src
         if self.norm_first:
             x = M.add(x, self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal))
-            return M.add(x, self._ff_block(self.norm2(x)))
+            return M.add(x, self._feed_forward(self.norm2(x), self.dropout2))
         x = self.norm1(M.add(x, self._sa_block(x, src_mask, src_key_padding_mask, is_causal)))
-        out: Tensor = self.norm2(M.add(x, self._ff_block(x)))
+        out: Tensor = self.norm2(M.add(x, self._feed_forward(x, self.dropout2)))
         return out
 
     def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
@@ -71,17 +98,6 @@ class TransformerEncoderLayer(Module):
         dropped: Tensor = self.dropout1(out)
         return dropped
 
-    def _ff_block(self, x: Tensor) -> Tensor:
-        flat = x.reshape(-1, x.shape[-1])  # 2-D GEMMs over every position at once
-        out: Tensor = self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(flat)))))
-        return out.reshape(x.shape)
-
-    def clone(self) -> TransformerEncoderLayer:
-        """A new layer with the same configuration and a copy of the parameters (PyTorch deep-copies)."""
-        twin = TransformerEncoderLayer(**self._config)
-        twin.load_state_dict(self.state_dict())
-        twin.train(self.training)
-        return twin
 
 
 class TransformerEncoder(Module):

@@ -18,10 +18,10 @@ from .dropout import Dropout
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
-from .transformer import TransformerEncoder, TransformerEncoderLayer, _activation
+from .transformer import TransformerEncoder, TransformerEncoderLayer, _activation, _Layer
 
 
-class TransformerDecoderLayer(Module):
+class TransformerDecoderLayer(_Layer):
     """Self-attention over the target, attention over the encoder's memory, feed-forward; post-norm by
     default, pre-norm with norm_first=True."""
 
@@ -29,12 +29,8 @@ class TransformerDecoderLayer(Module):
                  activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__()
-        self._config = dict(d_model=d_model, nhead=nhead, dim_feedforward=dim_feedforward, dropout=dropout,
-                            activation=activation, layer_norm_eps=layer_norm_eps, batch_first=batch_first,
-                            norm_first=norm_first, bias=bias, device=device, dtype=dtype)
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+        super().__init__(locals())  # the arguments above; self_attn
+        kw = self._kw
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                                  **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
@@ -56,10 +52,10 @@ class TransformerDecoderLayer(Module):
         if self.norm_first:
             x = M.add(x, self._sa(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal))
             x = M.add(x, self._mha(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal))
-            return M.add(x, self._ff(self.norm3(x)))
+            return M.add(x, self._feed_forward(self.norm3(x), self.dropout3))
         x = self.norm1(M.add(x, self._sa(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal)))
         x = self.norm2(M.add(x, self._mha(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal)))
-        out: Tensor = self.norm3(M.add(x, self._ff(x)))
+        out: Tensor = self.norm3(M.add(x, self._feed_forward(x, self.dropout3)))
         return out
 
     def _sa(self, x: Tensor, mask: Tensor | None, padding: Tensor | None, causal: bool) -> Tensor:
@@ -74,16 +70,6 @@ class TransformerDecoderLayer(Module):
         dropped: Tensor = self.dropout2(out)
         return dropped
 
-    def _ff(self, x: Tensor) -> Tensor:
-        flat = x.reshape(-1, x.shape[-1])
-        out: Tensor = self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(flat)))))
-        return out.reshape(x.shape)
-
-    def clone(self) -> TransformerDecoderLayer:
-        twin = TransformerDecoderLayer(**self._config)
-        twin.load_state_dict(self.state_dict())
-        twin.train(self.training)
-        return twin
 
 
 class TransformerDecoder(Module):

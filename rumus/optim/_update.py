@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .. import _creation
 from ..tensor import Tensor
 
@@ -23,6 +25,16 @@ def lerp(a: Tensor, b: Tensor, w: float) -> Tensor:
 def weight_decayed(grad: Tensor, p: Tensor, weight_decay: float) -> Tensor:
     """L2 penalty folded into the gradient (PyTorch's coupled weight_decay)."""
     return grad + p * weight_decay if weight_decay != 0 else grad
+
+
+def group_weight_decay(p: Tensor, grad: Tensor, group: dict[str, Any]) -> Tensor:
+    """A group's weight decay in PyTorch's two forms: decoupled (AdamW's: p shrinks by lr * weight_decay
+    here) or coupled (folded into the gradient); returns the gradient the update uses."""
+    if group["decoupled_weight_decay"]:
+        if group["weight_decay"] != 0:
+            assign(p, p * (1 - group["lr"] * group["weight_decay"]))
+        return grad
+    return weight_decayed(grad, p, group["weight_decay"])
 
 
 def check(name: str, **values: float) -> None:

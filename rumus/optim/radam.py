@@ -7,7 +7,7 @@ from typing import Any
 
 from .._math import sqrt
 from ..tensor import Tensor
-from ._update import assign, check, lerp, weight_decayed, zeros
+from ._update import assign, check, group_weight_decay, lerp, zeros
 from .optimizer import Optimizer
 
 
@@ -23,10 +23,7 @@ class RAdam(Optimizer):
             state.update(step=0, exp_avg=zeros(p), exp_avg_sq=zeros(p))
         state["step"] += 1
         step, lr, (b1, b2) = state["step"], group["lr"], group["betas"]
-        if group["decoupled_weight_decay"] and group["weight_decay"] != 0:
-            assign(p, p * (1 - lr * group["weight_decay"]))
-        elif not group["decoupled_weight_decay"]:
-            grad = weight_decayed(grad, p, group["weight_decay"])
+        grad = group_weight_decay(p, grad, group)
         m, v = state["exp_avg"], state["exp_avg_sq"]
         assign(m, lerp(m, grad, 1 - b1))
         assign(v, v * b2 + grad * grad * (1 - b2))

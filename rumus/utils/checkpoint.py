@@ -14,6 +14,7 @@ from typing import Any
 
 from rumus_contracts import AutogradError
 
+from ..autograd.function import attach_outputs
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.grad_mode import state as grad_state
 from ..autograd.graph import Context, Node, run_backward
@@ -65,12 +66,7 @@ def checkpoint(function: Callable[..., Any], *args: Any, use_reentrant: bool | N
             run_backward(roots, root_grads, retain_graph=False, create_graph=False)
         return [fresh[i].grad if args[i].requires_grad else None for i in positions]
 
-    node = Node("checkpoint", formula, inputs, {}, num_outputs=len(outs), save_inputs=False)
-    for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o.dtype.is_floating:
-            o.requires_grad = True
-            o.grad_fn = node
-            o._output_nr = i
+    attach_outputs(Node("checkpoint", formula, inputs, {}, num_outputs=len(outs), save_inputs=False), outs)
     return out
 
 

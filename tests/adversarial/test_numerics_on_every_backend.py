@@ -7,26 +7,16 @@ import math
 
 import numpy as np
 import pytest
+from backends_under_test import devices
 
 import rumus as rm
 import rumus.nn.functional as F
-from rumus import BackendUnavailable
 from rumus_contracts import IndexOutOfRange
 
 torch = pytest.importorskip("torch")
 
 
-def _devices() -> list[str]:
-    devices = ["cpu"]
-    try:
-        rm._runtime.backend("wgpu").devices()
-        devices.append("wgpu:0")
-    except BackendUnavailable:
-        pass
-    return devices
-
-
-DEVICES = _devices()
+DEVICES = devices()
 INF, NAN = math.inf, math.nan
 
 

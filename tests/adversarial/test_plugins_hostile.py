@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_plugin import install_fake_plugin
 
 import rumus as rm
 from rumus import backend_api
@@ -157,15 +157,6 @@ def test_all_hostile_plugins_at_once_leave_a_working_core():
 
 # ---- end to end: a real entry point, then `import rumus` and tensor ops --------------------------
 
-def _installed_plugin(tmp_path: Path, name: str, source: str) -> str:
-    (tmp_path / f"{name}_mod.py").write_text(textwrap.dedent(source))
-    info = tmp_path / f"{name}_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[rumus]\n{name} = {name}_mod\n")
-    return str(tmp_path)
-
-
 def _run(code: str, path: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([path, str(HERE), *sys.path])}
     env.pop("RUMUS_DISABLE_PLUGIN_AUTOLOAD", None)
@@ -177,7 +168,7 @@ CHECK = ("import rumus as rm; from rumus import backend_api as api; p = api.plug
 
 
 def test_installed_plugin_stealing_add_leaves_rumus_usable(tmp_path: Path):
-    path = _installed_plugin(tmp_path, "evil", "from hostile_plugins.steal_add import *\n")
+    path = install_fake_plugin(tmp_path, "evil", "from hostile_plugins.steal_add import *\n")
     out = _run(CHECK, path)
     assert out.returncode == 0, out.stderr
     assert "['evil']" in out.stdout and "[2.0, 2.0] [-1.0]" in out.stdout
@@ -185,7 +176,7 @@ def test_installed_plugin_stealing_add_leaves_rumus_usable(tmp_path: Path):
 
 
 def test_installed_plugin_calling_sys_exit_at_import_leaves_rumus_usable(tmp_path: Path):
-    path = _installed_plugin(tmp_path, "quitter", "import sys\nsys.exit(4)\n")
+    path = install_fake_plugin(tmp_path, "quitter", "import sys\nsys.exit(4)\n")
     out = _run(CHECK, path)
     assert out.returncode == 0, out.stderr
     assert "['quitter']" in out.stdout and "[2.0, 2.0] [-1.0]" in out.stdout
@@ -203,7 +194,7 @@ def test_installed_override_is_used_by_the_dispatcher(tmp_path: Path):
     def rumus_register_kernels(registry):
         registry.register("neg", "cpu", neg_plus_100, priority=1)
     """
-    path = _installed_plugin(tmp_path, "fastneg", src)
+    path = install_fake_plugin(tmp_path, "fastneg", src)
     out = _run(CHECK, path)
     assert out.returncode == 0, out.stderr
     assert "[]" in out.stdout and "[2.0, 2.0] [99.0]" in out.stdout
@@ -217,7 +208,7 @@ def test_core_ops_work_in_this_process():
 
 def test_installed_plugin_reusing_a_builtin_entry_point_name_is_refused(tmp_path: Path):
     # a third-party distribution whose entry point is called "cpu" must not replace the built-in backend
-    path = _installed_plugin(tmp_path, "cpu", "from hostile_plugins.steal_backend import *\n")
+    path = install_fake_plugin(tmp_path, "cpu", "from hostile_plugins.steal_backend import *\n")
     out = _run(CHECK + "; print(api.plugins().backends.owner['cpu'], type(api.backend('cpu')).__name__)", path)
     assert out.returncode == 0, out.stderr
     assert "['cpu (cpu_mod)']" in out.stdout and "[2.0, 2.0] [-1.0]" in out.stdout

@@ -10,29 +10,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("wgpu")
+from wgpu_direct import BACKEND, CAPS, DEV, OPS  # skips this module without wgpu or an adapter
 
-from rumus_contracts import (  # noqa: E402
-    BackendUnavailable, Device, DType, OpRegistry, OpSchema, RumusError, Sample, ShaderKernel, TensorArg,
-    contiguous_strides, float16, float32, from_numpy_dtype, int32, parse_dtype,
+from rumus_contracts import (
+    DType, OpSchema, RumusError, Sample, ShaderKernel, TensorArg, contiguous_strides, float16, float32,
+    from_numpy_dtype, int32, parse_dtype,
 )
-from rumus_contracts.ops import register_core_ops  # noqa: E402
-from rumus_contracts.shapes import broadcast_shapes  # noqa: E402
+from rumus_contracts.shapes import broadcast_shapes
+from rumus_wgpu import gemm
+from rumus_wgpu.kernels import CLAIMS
 
-try:
-    from rumus_wgpu.backend import WgpuBackend
-
-    BACKEND = WgpuBackend()
-    DEV = Device("wgpu", 0)
-    CAPS = BACKEND.capabilities(DEV)
-except BackendUnavailable as exc:  # pragma: no cover - machines without any adapter
-    pytest.skip(f"no wgpu adapter: {exc}", allow_module_level=True)
-
-from rumus_wgpu import gemm  # noqa: E402
-from rumus_wgpu.kernels import CLAIMS  # noqa: E402
-
-OPS = OpRegistry()
-register_core_ops(OPS)
 DEFAULT_TOL = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5)}
 # GPU transcendental functions are not correctly rounded: widened here, and reported upstream
 WIDEN: dict[str, dict[str, tuple[float, float]]] = {}

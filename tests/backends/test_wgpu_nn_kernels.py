@@ -10,29 +10,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("wgpu")
+from wgpu_direct import BACKEND as WGPU  # skips this module without wgpu or an adapter
+from wgpu_direct import CAPS, DEV, OPS
 
-from rumus_contracts import (  # noqa: E402
-    BackendUnavailable, Device, DType, KernelNotFound, KernelRegistry, OpRegistry, TensorArg, contiguous_strides,
-    float16, float32,
+from rumus_contracts import (
+    BackendUnavailable, Device, DType, KernelNotFound, KernelRegistry, TensorArg, contiguous_strides, float16,
+    float32,
 )
-from rumus_contracts.ops import register_core_ops  # noqa: E402
-from rumus_contracts.ops.nn import dropout_keep  # noqa: E402
+from rumus_contracts.ops.nn import dropout_keep
+from rumus_wgpu import nn_conv
+from rumus_wgpu.kernels import CLAIMS
 
-try:
-    from rumus_wgpu.backend import WgpuBackend
-
-    WGPU = WgpuBackend()
-    DEV = Device("wgpu", 0)
-    CAPS = WGPU.capabilities(DEV)
-except BackendUnavailable as exc:  # pragma: no cover - machines without any adapter
-    pytest.skip(f"no wgpu adapter: {exc}", allow_module_level=True)
-
-from rumus_wgpu import nn_conv  # noqa: E402
-from rumus_wgpu.kernels import CLAIMS  # noqa: E402
-
-OPS = OpRegistry()
-register_core_ops(OPS)
 F32_TOL = (1e-5, 1e-5)
 
 

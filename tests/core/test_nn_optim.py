@@ -4,23 +4,14 @@ import os
 
 import numpy as np
 import pytest
+from tiny_models import XorMLP
 
 import rumus as rm
 from rumus import RumusError, ShapeError, nn
 
 
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.hidden = nn.Linear(2, 8)
-        self.output = nn.Linear(8, 1)
-
-    def forward(self, x):
-        return self.output(rm.relu(self.hidden(x)))
-
-
 def test_registration_and_names():
-    net = Net()
+    net = XorMLP()
     assert [n for n, _ in net.named_parameters()] == ["hidden.weight", "hidden.bias", "output.weight", "output.bias"]
     assert net.hidden.weight.shape == (8, 2)  # PyTorch layout [out, in]
     assert len(list(net.children())) == 2 and len(list(net.modules())) == 3
@@ -32,7 +23,7 @@ def test_registration_and_names():
 
 
 def test_load_state_dict_errors_leave_model_untouched():
-    net = Net()
+    net = XorMLP()
     before = {k: v.numpy().copy() for k, v in net.state_dict().items()}
     sd = dict(net.state_dict())
     del sd["output.bias"]
@@ -68,7 +59,7 @@ def test_optimizer_drains_its_own_gradients_only():
 
 
 def test_optimizer_skips_parameters_without_gradients():
-    net = Net()
+    net = XorMLP()
     opt = rm.optim.Adam(net.parameters(), lr=0.01)
     net.hidden(rm.randn(1, 2)).sum().backward()  # output layer gets no gradient
     before = net.output.weight.numpy().copy()
@@ -90,7 +81,7 @@ def test_sgd_momentum_matches_torch_formula():
 
 
 def test_safetensors_round_trip_and_atomic(tmp_path):
-    net = Net()
+    net = XorMLP()
     path = tmp_path / "m.safetensors"
     rm.io.save_file(net.state_dict(), path)
     loaded = rm.io.load_file(path)

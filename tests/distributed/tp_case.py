@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from sgd_reference import train_mse_sgd
 
 import rumus as rm
 from rumus import nn
@@ -52,12 +53,7 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 
 
 def _train(model: nn.Module) -> None:
-    opt = rm.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
-    ids, y = data()
-    for s in range(STEPS):
-        opt.zero_grad()
-        nn.functional.mse_loss(model(rm.from_numpy(ids[s])), rm.from_numpy(y[s])).backward()
-        opt.step()
+    train_mse_sgd(model, *data(), lr=0.2)
 
 
 def train_single() -> dict[str, np.ndarray]:

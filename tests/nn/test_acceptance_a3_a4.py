@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from tiny_models import three_class_data
 
 import rumus as rm
 from rumus import nn
@@ -16,24 +17,12 @@ DEVICE = rm.default_device()
 
 # ---- A3 ---------------------------------------------------------------------------------------------------
 
-def three_class_data() -> tuple[rm.Tensor, rm.Tensor]:
-    rows, targets = [], []
-    for c in range(3):
-        for v in range(4):
-            row = [0.1] * 4
-            row[c] = 1.0
-            row[3] = v * 0.05
-            rows.append(row)
-            targets.append(c)
-    return rm.tensor(rows, device=DEVICE), rm.tensor(targets, dtype=rm.int64, device=DEVICE)
-
-
 def test_a3_three_class_classifier_with_trainer():
     rm.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(DEVICE)
     opt = rm.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.01)
     trainer = Trainer(model, opt, nn.CrossEntropyLoss(), progress=False)
-    x, y = three_class_data()
+    x, y = three_class_data(DEVICE)
 
     assert trainer.average_loss == 0.0
     for _ in range(3):

@@ -8,25 +8,16 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from backends_under_test import devices
 
 import rumus as rm
-from rumus import BackendUnavailable, nn
+from rumus import nn
 from rumus.nn import functional as F
 from rumus.nn._functional_attention import attend, causal_bias, mask_to_bias
 from rumus_contracts.ops.attention import flash_attention_backward_reference, flash_attention_reference
 
 
-def _devices() -> list[str]:
-    out = ["cpu"]
-    try:
-        rm._runtime.backend("wgpu").devices()
-        out.append("wgpu:0")
-    except BackendUnavailable:
-        pass
-    return out
-
-
-DEVICES = _devices()
+DEVICES = devices()
 
 
 def _qkv(rng, shape_q, shape_k, dtype="float32", device="cpu"):

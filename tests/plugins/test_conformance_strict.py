@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
+
+from fake_plugin import install_fake_plugin
 
 PLUGIN = """
 import numpy as np
@@ -41,12 +42,7 @@ GOOD = {"schema_dtypes": "(float32, float64)", "kernel_dtypes": "[float32, float
 
 
 def install(tmp_path: Path, source: str, name: str = "fakeneg") -> str:
-    (tmp_path / f"{name}_mod.py").write_text(textwrap.dedent(source))
-    info = tmp_path / f"{name}_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[rumus]\n{name} = {name}_mod\n")
-    return str(tmp_path)
+    return install_fake_plugin(tmp_path, name, source)
 
 
 def conformance(path: str, *args: str, pre: str = "") -> subprocess.CompletedProcess[str]:

@@ -3,26 +3,16 @@
 import os
 import subprocess
 import sys
-import textwrap
 from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
+from fake_plugin import install_fake_plugin
 
 import rumus as rm
 from rumus import KernelNotFound
 
 HELLO_INSTALLED = any(ep.name == "hello" for ep in entry_points(group="rumus"))
-
-
-def _fake_plugin(tmp_path, name: str, module_src: str) -> str:
-    """A minimal installed distribution (dist-info + module) exposing one `rumus` entry point."""
-    (tmp_path / f"{name}_mod.py").write_text(textwrap.dedent(module_src))
-    info = tmp_path / f"{name}_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[rumus]\n{name} = {name}_mod\n")
-    return str(tmp_path)
 
 
 def _run(code: str, path: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -31,7 +21,7 @@ def _run(code: str, path: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_broken_plugin_is_reported_by_name_and_skipped(tmp_path):
-    path = _fake_plugin(tmp_path, "broken", "raise ImportError('missing native library libfoo.so')\n")
+    path = install_fake_plugin(tmp_path, "broken", "raise ImportError('missing native library libfoo.so')\n")
     out = _run("import rumus as rm, warnings; p = rm._runtime.plugins(); "
                "print(p.failures); print((rm.ones(2) + 1).tolist())", path)
     assert out.returncode == 0, out.stderr
@@ -46,7 +36,7 @@ def test_plugin_whose_hook_raises_is_skipped(tmp_path):
     def rumus_register_ops(registry):
         raise RuntimeError('schema table corrupt')
     """
-    path = _fake_plugin(tmp_path, "badhook", src)
+    path = install_fake_plugin(tmp_path, "badhook", src)
     out = _run("import rumus as rm; p = rm._runtime.plugins(); print(p.failures)", path)
     assert "badhook" in out.stdout and "schema table corrupt" in out.stdout
 
@@ -58,7 +48,7 @@ def test_env_switches_control_third_party_loading(tmp_path):
     def rumus_register_ops(registry):
         pass
     """
-    path = _fake_plugin(tmp_path, "quiet", src)
+    path = install_fake_plugin(tmp_path, "quiet", src)
     code = "import rumus as rm; print(sorted(rm._runtime.plugins().loaded))"
     assert "quiet" in _run(code, path).stdout
     assert "quiet" not in _run(code, path, RUMUS_DISABLE_PLUGIN_AUTOLOAD="1").stdout

@@ -1,27 +1,14 @@
 """SPEC A1/A3/A5 properties on the WebGPU backend: one host sync per training step (the loss read),
 and the buffer pool serving every allocation after the first step."""
 
-import pytest
+from backends_under_test import wgpu_backend_or_skip
+from tiny_models import XorMLP, three_class_data
 
 import rumus as rm
-from rumus import BackendUnavailable, nn
+from rumus import nn
 
-try:
-    BACKEND = rm._runtime.backend("wgpu")
-    DEVICE = "wgpu:0"
-    BACKEND.devices()
-except BackendUnavailable as exc:  # no adapter (or wgpu not installed): nothing to test here
-    pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
-
-
-class XorMLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.hidden = nn.Linear(2, 8)
-        self.output = nn.Linear(8, 1)
-
-    def forward(self, x):
-        return self.output(rm.relu(self.hidden(x)))
+BACKEND = wgpu_backend_or_skip()
+DEVICE = "wgpu:0"
 
 
 def _xor_setup():
@@ -69,15 +56,7 @@ def test_a5_buffer_pool_serves_allocations_after_the_first_step():
 
 def test_a3_classifier_syncs_once_per_step():
     rm.manual_seed(0)
-    rows, labels = [], []
-    for c in range(3):
-        for v in range(4):
-            r = [0.1] * 4
-            r[c] = 1.0
-            r[3] = v * 0.05
-            rows.append(r)
-            labels.append(c)
-    x, y = rm.tensor(rows, device=DEVICE), rm.tensor(labels, device=DEVICE)
+    x, y = three_class_data(DEVICE)
     model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(DEVICE)
     opt = rm.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.01)
     loss_fn = nn.CrossEntropyLoss()

@@ -4,17 +4,14 @@ entries) matches a float64 reference, and RUMUS_WGPU_DETERMINISTIC=1 gives bit-i
 
 import numpy as np
 import pytest
+from backends_under_test import wgpu_backend_or_skip
 
 import rumus as rm
-from rumus import BackendUnavailable, IndexOutOfRange
+from rumus import IndexOutOfRange
 from rumus import nn
 
-try:
-    BACKEND = rm._runtime.backend("wgpu")
-    DEVICE = "wgpu:0"
-    BACKEND.devices()
-except BackendUnavailable as exc:
-    pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
+BACKEND = wgpu_backend_or_skip()
+DEVICE = "wgpu:0"
 
 
 def _syncs() -> int:

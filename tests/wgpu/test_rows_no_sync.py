@@ -4,17 +4,13 @@ move until the test reads a result), and the results match PyTorch's float64 CPU
 import numpy as np
 import pytest
 import torch
+from backends_under_test import wgpu_backend_or_skip
 
 import rumus as rm
-from rumus import BackendUnavailable
 from rumus.nn import functional as F
 
-try:
-    BACKEND = rm._runtime.backend("wgpu")
-    DEVICE = "wgpu:0"
-    BACKEND.devices()
-except BackendUnavailable as exc:
-    pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
+BACKEND = wgpu_backend_or_skip()
+DEVICE = "wgpu:0"
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((6, 40))

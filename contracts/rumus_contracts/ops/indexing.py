@@ -107,15 +107,20 @@ def _embedding_errors() -> list[ErrorSample]:
 
 # ---- index_select / index_add ---------------------------------------------------------------------
 
+def _selected_shape(op: str, x: Shape, index: Shape, dim: int) -> tuple[Shape, int]:
+    """x's shape with the n entries of a 0-D or 1-D index along dim (what index_select returns and what
+    index_add's source must be), and dim normalised."""
+    if len(index) > 1:
+        raise ShapeError(f"{op}: the index must be 0-D or 1-D, got shape {index}")
+    if not x:
+        raise ShapeError(f"{op}: needs a tensor with at least 1 dim")
+    d = _check_dim(op, dim, len(x))
+    return (*x[:d], index[0] if index else 1, *x[d + 1:]), d
+
+
 def _index_select_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
     x, index = shapes
-    if len(index) > 1:
-        raise ShapeError(f"index_select: the index must be 0-D or 1-D, got shape {index}")
-    if not x:
-        raise ShapeError("index_select: needs a tensor with at least 1 dim")
-    d = _check_dim("index_select", attrs["dim"], len(x))
-    n = index[0] if index else 1
-    return [(*x[:d], n, *x[d + 1:])]
+    return [_selected_shape("index_select", x, index, attrs["dim"])[0]]
 
 
 def _index_select_ref(x: np.ndarray, index: np.ndarray, dim: int) -> Any:
@@ -124,15 +129,9 @@ def _index_select_ref(x: np.ndarray, index: np.ndarray, dim: int) -> Any:
 
 def _index_add_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
     x, index, source = shapes
-    if len(index) > 1:
-        raise ShapeError(f"index_add: the index must be 0-D or 1-D, got shape {index}")
-    if not x:
-        raise ShapeError("index_add: needs a tensor with at least 1 dim")
-    d = _check_dim("index_add", attrs["dim"], len(x))
-    n = index[0] if index else 1
-    want = (*x[:d], n, *x[d + 1:])
+    want, d = _selected_shape("index_add", x, index, attrs["dim"])
     if tuple(source) != want:
-        raise ShapeError(f"index_add: source of shape {source} does not fit x of shape {x} and {n} indices "
+        raise ShapeError(f"index_add: source of shape {source} does not fit x of shape {x} and {want[d]} indices "
                          f"along dim {d} (expected {want})")
     return [tuple(x)]
 

@@ -1,0 +1,51 @@
+"""rumus.nn and rumus.nn.functional export exactly the names they exported when their families were
+gathered by re-export shims (`_layers_ext`, `_functional_ext`, removed for explicit imports): a name
+dropped or added by accident fails here. Add a new public name to the list with the layer or function."""
+
+import rumus.nn as nn
+import rumus.nn.functional as F
+
+NN_NAMES = {
+    "AdaptiveAvgPool2d", "AvgPool2d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "Buffer", "CELU",
+    "Conv1d", "Conv2d", "ConvTranspose2d", "CrossEntropyLoss", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "ELU",
+    "Embedding", "Flatten", "GELU", "GRU", "GRUCell", "GroupNorm", "Hardsigmoid", "Hardswish", "Hardtanh", "HuberLoss",
+    "Identity", "KVCache", "L1Loss", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear", "LogSigmoid", "LogSoftmax",
+    "MSELoss", "MaxPool2d", "Mish", "Module", "ModuleDict", "ModuleList", "MultiheadAttention", "NLLLoss", "Parameter",
+    "RMSNorm", "RNN", "RNNBase", "RNNCell", "RNNCellBase", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid",
+    "SmoothL1Loss", "Softmax", "Softplus", "Softsign", "Tanh", "Tanhshrink", "Transformer", "TransformerBlock",
+    "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder", "TransformerEncoderLayer", "functional",
+    "init", "utils",
+}
+
+F_NAMES = {
+    "adaptive_avg_pool2d", "avg_pool2d", "batch_norm", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "causal_mask", "celu", "conv1d", "conv2d", "conv_transpose2d", "cosine_similarity", "cross_entropy", "dropout",
+    "dropout1d", "dropout2d", "dropout3d", "elu", "embedding", "erf", "gather", "gelu",
+    "generate_square_subsequent_mask", "group_norm", "hardsigmoid", "hardswish", "hardtanh", "huber_loss",
+    "index_add", "index_select", "interpolate", "kl_div", "l1_loss", "layer_norm", "leaky_relu", "linear",
+    "log_softmax", "logsigmoid", "max_pool2d", "mish", "mse_loss", "nll_loss", "normalize", "one_hot", "pad",
+    "pairwise_distance", "reduce_loss", "relu", "relu6", "rms_norm", "scaled_dot_product_attention", "scatter_add",
+    "selu", "sigmoid", "silu", "smooth_l1_loss", "softmax", "softplus", "softsign", "tanh", "tanhshrink", "upsample",
+}
+
+
+def test_nn_exports_the_same_names():
+    assert len(nn.__all__) == len(set(nn.__all__)), "a name is listed twice in rumus.nn.__all__"
+    assert set(nn.__all__) == NN_NAMES
+    namespace: dict[str, object] = {}
+    exec("from rumus.nn import *", namespace)
+    assert NN_NAMES <= set(namespace)
+
+
+def test_nn_functional_exports_the_same_functions():
+    assert len(F.__all__) == len(set(F.__all__)), "a name is listed twice in rumus.nn.functional.__all__"
+    assert set(F.__all__) == F_NAMES
+    public = {n for n in dir(F) if not n.startswith("_") and callable(getattr(F, n)) and
+              getattr(getattr(F, n), "__module__", "").startswith("rumus")}
+    assert public - {"Tensor", "ShapeError"} == F_NAMES  # nothing else public (those two are imported for use here)
+    assert all(callable(getattr(F, n)) for n in F_NAMES)
+
+
+def test_one_hot_is_the_checked_wrapper():
+    # functional.one_hot refuses out-of-range classes; the core _indexing.one_hot it wraps does not check
+    assert F.one_hot.__module__ == "rumus.nn.functional"
