@@ -14,12 +14,12 @@ from .errors import (
 from .errors import ArgumentTypeError, FileError, IndexOutOfRange, MissingFile, OutOfMemory
 from .hookspecs import hookimpl, hookspec
 from .plugins import Candidate, LoadedPlugins, load_plugins
-from .registry import BackendRegistry, KernelEntry, KernelRegistry
+from .registry import BackendRegistry, ChooseByShape, KernelEntry, KernelRegistry
 from .schema import ErrorSample, OpRegistry, OpSchema, Sample
 from .tensor_arg import TensorArg, contiguous_strides
 
 __all__ = [
-    "AutogradError", "Backend", "BackendRegistry", "BackendUnavailable", "Candidate", "Capabilities", "DType",
+    "AutogradError", "Backend", "BackendRegistry", "BackendUnavailable", "Candidate", "Capabilities", "ChooseByShape", "DType",
     "DTypeError", "Device", "DeviceMismatch", "ErrorSample", "FLOAT_DTYPES", "FormatError", "Kernel",
     "KernelEntry", "KernelNotFound", "KernelRegistry", "LoadedPlugins", "OpRegistry", "OpSchema",
     "PLAIN_DTYPES", "PluginError", "RumusError", "Sample", "ShaderKernel", "ShapeError", "TensorArg",

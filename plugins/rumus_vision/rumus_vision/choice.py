@@ -1,0 +1,105 @@
+"""When the direct convolution runs instead of the core's im2col + GEMM: the predicate registered with the
+kernels (rumus_contracts.KernelRegistry's `applies`), the mode that overrides it, and the conformance
+samples the predicate accepts.
+
+Measured on 2 shared cores (plugins/rumus_vision/benchmarks/conv_shapes.py): the direct kernels win
+3-7x when each group has few input channels (depthwise and narrow grouped convs: the im2col GEMM there
+is a stack of tiny, memory-bound products) and lose 3-15x on dense convs, where BLAS's register-tiled
+GEMM is hard to beat. So "auto" picks direct for at most DIRECT_MAX_GROUP_CHANNELS input channels per
+group. The mode "direct" forces it for every conv (it needs no column buffer: less peak memory), and
+"im2col" turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from rumus_contracts import Sample
+from rumus_contracts.ops.nn_conv import conv_output_shape
+
+DIRECT_MAX_GROUP_CHANNELS = 4
+MODES = ("auto", "direct", "im2col")
+_mode = os.environ.get("RUMUS_VISION_CONV", "auto").strip() or "auto"
+if _mode not in MODES:
+    raise ValueError(f"RUMUS_VISION_CONV={_mode!r}: expected one of {', '.join(MODES)}")
+
+
+def conv_mode() -> str:
+    return _mode
+
+
+def set_conv_mode(mode: str) -> None:
+    """'auto' (direct where it wins), 'direct' (every conv), 'im2col' (never); also RUMUS_VISION_CONV."""
+    global _mode
+    if mode not in MODES:
+        raise ValueError(f"conv mode {mode!r}: expected one of {', '.join(MODES)}")
+    _mode = mode
+
+
+@contextmanager
+def conv_mode_as(mode: str) -> Iterator[None]:
+    previous = _mode
+    set_conv_mode(mode)
+    try:
+        yield
+    finally:
+        set_conv_mode(previous)
+
+
+def _group_channels(op: str, shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> int:
+    """Input channels per group: the weight's dim 1, or x's channels / groups for the weight gradient."""
+    if op == "conv2d_backward_weight":
+        return shapes[1][1] // max(int(attrs["groups"]), 1)
+    return shapes[1][1]
+
+
+def predicate(op: str) -> Any:
+    """applies(shapes, attrs) for one of the three conv ops."""
+    def applies(shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> bool:
+        if _mode != "auto":
+            return _mode == "direct"
+        return _group_channels(op, shapes, attrs) <= DIRECT_MAX_GROUP_CHANNELS
+    applies.__qualname__ = f"direct_{op}_applies"
+    return applies
+
+
+# (x shape, weight shape, stride, padding, dilation, groups): every one has <= 4 channels per group
+CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int], ...] = (
+    ((2, 4, 7, 6), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # depthwise
+    ((2, 6, 9, 8), (6, 1, 3, 3), (2, 2), (1, 1), (1, 1), 6),     # depthwise, stride 2
+    ((1, 4, 8, 9), (8, 2, 3, 2), (1, 2), (2, 1), (2, 1), 2),     # grouped, dilated, non-square kernel
+    ((2, 3, 5, 5), (6, 1, 5, 5), (1, 1), (2, 2), (1, 1), 3),     # channel multiplier 2, 5x5
+    ((2, 1, 6, 7), (5, 1, 3, 3), (3, 2), (0, 1), (1, 1), 1),     # one input channel, 5 outputs (a partial block)
+    ((3, 2, 1, 4), (2, 1, 1, 3), (1, 1), (0, 1), (1, 1), 2),     # height 1
+    ((2, 8, 6, 6), (8, 4, 3, 3), (1, 1), (1, 1), (1, 1), 2),     # 4 channels per group: the threshold
+    ((0, 4, 5, 5), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # empty batch
+)
+
+
+def _attrs(s: tuple[int, int], p: tuple[int, int], d: tuple[int, int], g: int) -> dict[str, Any]:
+    return {"stride": s, "padding": p, "dilation": d, "groups": g}
+
+
+def samples(op: str) -> Any:
+    """The conformance samples of the direct kernel for `op` (inputs in the op's order)."""
+    def gen(rng: np.random.Generator) -> list[Sample]:
+        out = []
+        for xs, ws, s, p, d, g in CASES:
+            a = _attrs(s, p, d, g)
+            name = f"direct x{xs} w{ws} {a}"
+            gs = conv_output_shape("conv2d", xs, ws, a)
+            if op == "conv2d":
+                out.append(Sample([rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)], a, name=name))
+            elif op == "conv2d_backward_input":
+                out.append(Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, ws)], {**a, "input_size": xs[2:]},
+                                  name=name))
+            else:
+                out.append(Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, xs)], {**a, "kernel_size": ws[2:]},
+                                  name=name))
+        return out
+    return gen
