@@ -1,7 +1,8 @@
 """WebGPU kernels of the direct convolution (shaders/conv_direct.wgsl) as ShaderKernels, float32.
 
-forward and backward_input run one invocation per output element; backward_weight one workgroup of 256
-per weight element, which reduces the N*Ho*Wo products in a fixed order."""
+forward and backward_input run one invocation per output element; backward_weight `lanes` invocations per
+weight element (a power of two up to 256, about one per PRODUCTS_PER_LANE of the N*Ho*Wo products), which
+reduce their parts in a fixed order."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from rumus_contracts import ShaderKernel, TensorArg
 
 MAX_GROUPS = 65535  # WebGPU's per-dimension dispatch limit
+PRODUCTS_PER_LANE = 16
 
 
 def _grid(groups: int) -> tuple[int, int, int]:
@@ -24,19 +26,26 @@ def _geometry(x: Sequence[int], w: Sequence[int], y: Sequence[int], attrs: Mappi
     return [x[0], x[1], x[2], x[3], w[0], int(attrs["groups"]), w[2], w[3], sh, sw, ph, pw, dh, dw, y[2], y[3]]
 
 
+def _lanes(gy_shape: Sequence[int]) -> int:
+    """Invocations per weight element: the power of two nearest below N*Ho*Wo / PRODUCTS_PER_LANE, 1..256."""
+    work = gy_shape[0] * gy_shape[2] * gy_shape[3] // PRODUCTS_PER_LANE
+    return 1 << min(8, max(work, 1).bit_length() - 1)
+
+
 def _forward_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
     y, (x, w) = outs[0], ins
-    return [*_geometry(x.shape, w.shape, y.shape, attrs), y.offset, x.offset, w.offset, y.numel]
+    return [*_geometry(x.shape, w.shape, y.shape, attrs), y.offset, x.offset, w.offset, y.numel, 1]
 
 
 def _input_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
     gx, (gy, w) = outs[0], ins
-    return [*_geometry(gx.shape, w.shape, gy.shape, attrs), gx.offset, gy.offset, w.offset, gx.numel]
+    return [*_geometry(gx.shape, w.shape, gy.shape, attrs), gx.offset, gy.offset, w.offset, gx.numel, 1]
 
 
 def _weight_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
     gw, (gy, x) = outs[0], ins
-    return [*_geometry(x.shape, gw.shape, gy.shape, attrs), gw.offset, gy.offset, x.offset, gw.numel]
+    return [*_geometry(x.shape, gw.shape, gy.shape, attrs), gw.offset, gy.offset, x.offset, gw.numel,
+            _lanes(gy.shape)]
 
 
 def _per_element(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
@@ -44,7 +53,7 @@ def _per_element(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Map
 
 
 def _per_weight(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
-    return _grid(outs[0].numel)
+    return _grid(-(-outs[0].numel // (256 // _lanes(ins[0].shape))))
 
 
 def shader_kernels() -> dict[str, ShaderKernel]:

@@ -28,6 +28,7 @@ SHAPES = [
     ((2, 4, 7, 7), (8, 4, 1, 1), 2, 0, 1, 1),
     ((2, 3, 12, 12), (4, 3, 7, 7), 2, 3, 1, 1),
     ((3, 5, 6, 9), (10, 1, 5, 5), 1, 2, 1, 5),
+    ((2, 2, 64, 64), (2, 1, 3, 3), 1, 1, 1, 2),  # N*Ho*Wo = 8192: 256 lanes per weight element on wgpu
 ]
 
 
@@ -55,14 +56,17 @@ def test_direct_equals_im2col(case: Any, dtype: str) -> None:
         np.testing.assert_allclose(a, b, rtol=tol, atol=tol * scale, err_msg=name)
 
 
+def _pair(v: Any) -> Any:
+    return (v, v) if isinstance(v, int) else v
+
+
 @pytest.mark.parametrize("case", SHAPES, ids=[f"x{c[0]}w{c[1]}g{c[5]}" for c in SHAPES])
 def test_direct_forward_matches_float64_reference(case: Any) -> None:
     xs, ws, s, p, d, g = case
     y, _, _ = _run("direct", DTYPES[-1], *case, seed=3)
     rng = np.random.default_rng(3)
     x, w = rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)
-    pair = (lambda v: (v, v) if isinstance(v, int) else v)
-    want = conv2d_reference(x, w, pair(s), pair(p), pair(d), g)
+    want = conv2d_reference(x, w, _pair(s), _pair(p), _pair(d), g)
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
 
 

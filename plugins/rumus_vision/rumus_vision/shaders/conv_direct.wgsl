@@ -5,6 +5,7 @@ struct Params {
     n: u32, c: u32, h: u32, w: u32, o: u32, groups: u32, kh: u32, kw: u32,
     sh: u32, sw: u32, ph: u32, pw: u32, dh: u32, dw: u32, ho: u32, wo: u32,
     out_off: u32, a_off: u32, b_off: u32, total: u32,
+    lanes: u32,  // backward_weight: invocations per weight element (a power of two, 1..256)
 }
 
 @group(0) @binding(0) var<storage, read_write> out_buf: array<f32>;
@@ -85,15 +86,17 @@ fn backward_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wo
     out_buf[p.out_off + idx] = acc;
 }
 
-// conv2d_backward_weight: one workgroup per weight element gw[o, c, i, j] (total = their count); its 256
-// invocations sum strided parts of the N*Ho*Wo products, then a fixed tree adds the parts (the same
-// order on every run). a = grad, b = x.
+// conv2d_backward_weight: `lanes` invocations per weight element gw[o, c, i, j] (total = their count), 256 /
+// lanes elements per workgroup. Each invocation sums a strided part of the N*Ho*Wo products, then a fixed
+// tree inside each group of lanes adds the parts (the same order on every run). The host picks lanes from
+// N*Ho*Wo, so a late layer with a 1x1 output does not leave 255 of 256 invocations idle. a = grad, b = x.
 var<workgroup> parts: array<f32, 256>;
 
 @compute @workgroup_size(256)
 fn backward_weight(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
                    @builtin(num_workgroups) nwg: vec3<u32>) {
-    let idx = wid.x + wid.y * nwg.x;
+    let lane = lid % p.lanes;
+    let idx = (wid.x + wid.y * nwg.x) * (256u / p.lanes) + lid / p.lanes;
     let live = idx < p.total;
     let j = idx % p.kw;
     let i = (idx / p.kw) % p.kh;
@@ -104,7 +107,7 @@ fn backward_weight(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocat
     let plane = p.ho * p.wo;
     var acc = 0.0;
     if (live) {
-        for (var m = lid; m < p.n * plane; m += 256u) {
+        for (var m = lane; m < p.n * plane; m += p.lanes) {
             let ow = m % p.wo;
             let oh = (m / p.wo) % p.ho;
             let n = m / plane;
@@ -119,12 +122,12 @@ fn backward_weight(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocat
     parts[lid] = acc;
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) {
+        if (lane < s && s < p.lanes) {
             parts[lid] += parts[lid + s];
         }
         workgroupBarrier();
     }
-    if (live && lid == 0u) {
-        out_buf[p.out_off + idx] = parts[0];
+    if (live && lane == 0u) {
+        out_buf[p.out_off + idx] = parts[lid];
     }
 }
