@@ -19,7 +19,7 @@ def samples(schema: OpSchema) -> list[Sample]:
 def kernel_samples(schema: OpSchema, entries: list[KernelEntry]) -> list[Sample]:
     """The samples that conditional kernels bring for themselves (see KernelRegistry): the op's samples
     may all be shapes such a kernel declines, and its reference still judges them."""
-    out = []
+    out: list[Sample] = []
     for e in entries:
         if e.samples is not None:
             rng = np.random.default_rng(zlib.crc32(f"{schema.name}/{e.owner}".encode()))
