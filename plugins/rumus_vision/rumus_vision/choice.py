@@ -8,6 +8,10 @@ is a stack of tiny, memory-bound products) and lose 3-15x on dense convs, where 
 GEMM is hard to beat. So "auto" picks direct for at most DIRECT_MAX_GROUP_CHANNELS input channels per
 group. The mode "direct" forces it for every conv (it needs no column buffer: less peak memory), and
 "im2col" turns it off.
+
+max_pool2d (cpu, forward): the row-wise kernel wins 3-6x when windows reach into the padding (the core's
+kernel then takes its per-window path), and loses to the core's 2x2 fast path, so it takes padded
+windows only (the conv mode does not apply to it).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 
 from rumus_contracts import Sample
 from rumus_contracts.ops.nn_conv import conv_output_shape
+from rumus_contracts.ops.nn_pool import MAX_ATTRS
 
 DIRECT_MAX_GROUP_CHANNELS = 4
 MODES = ("auto", "direct", "im2col")
@@ -103,3 +108,29 @@ def samples(op: str) -> Any:
                                   name=name))
         return out
     return gen
+
+
+def pool_applies(shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> bool:
+    """max_pool2d: padded windows (the ResNet stem's 3x3 / stride 2 / padding 1)."""
+    return any(int(p) > 0 for p in attrs["padding"])
+
+
+# (x shape, attrs): padded windows, with strides, dilation, ceil mode, non-square, size-1 and size-0 dims
+POOL_CASES: tuple[tuple[tuple[int, ...], dict[str, Any]], ...] = (
+    ((2, 3, 9, 8), {"kernel_size": (3, 3), "stride": (2, 2), "padding": (1, 1)}),
+    ((1, 2, 7, 10), {"kernel_size": (3, 3), "stride": (1, 1), "padding": (1, 1)}),
+    ((2, 2, 7, 5), {"kernel_size": (3, 3), "stride": (2, 2), "padding": (1, 1), "ceil_mode": True}),
+    ((1, 2, 9, 8), {"kernel_size": (3, 2), "stride": (2, 3), "padding": (1, 0), "dilation": (2, 1)}),
+    ((2, 1, 1, 6), {"kernel_size": (1, 3), "stride": (1, 2), "padding": (0, 1)}),
+    ((0, 2, 4, 4), {"kernel_size": (3, 3), "stride": (2, 2), "padding": (1, 1)}),
+)
+
+
+def pool_samples(rng: np.random.Generator) -> list[Sample]:
+    """Distinct values (one maximum per window, as the core's samples), so gradient checks are defined."""
+    out = []
+    for shape, a in POOL_CASES:
+        n = int(np.prod(shape))
+        x = (rng.permutation(n).astype(np.float64) / 4.0 - n / 8.0).reshape(shape)
+        out.append(Sample([x], {**MAX_ATTRS, **a}, name=f"rows {shape} {a}"))
+    return out
