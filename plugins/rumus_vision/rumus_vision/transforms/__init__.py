@@ -66,22 +66,25 @@ class RandomCrop(_Random):
         return functional.crop(x, top, left, th, tw)
 
 
-class RandomHorizontalFlip(_Random):
+class _RandomFlip(_Random):
+    """Applies `flip` with probability p (one draw from the generator per call)."""
+
+    flip: Callable[[Tensor], Tensor]
+
     def __init__(self, p: float = 0.5, generator: np.random.Generator | None = None) -> None:
         super().__init__(generator)
         self.p = float(p)
 
     def __call__(self, x: Tensor) -> Tensor:
-        return functional.hflip(x) if self.generator.random() < self.p else x
+        return type(self).flip(x) if self.generator.random() < self.p else x
 
 
-class RandomVerticalFlip(_Random):
-    def __init__(self, p: float = 0.5, generator: np.random.Generator | None = None) -> None:
-        super().__init__(generator)
-        self.p = float(p)
+class RandomHorizontalFlip(_RandomFlip):
+    flip = staticmethod(functional.hflip)
 
-    def __call__(self, x: Tensor) -> Tensor:
-        return functional.vflip(x) if self.generator.random() < self.p else x
+
+class RandomVerticalFlip(_RandomFlip):
+    flip = staticmethod(functional.vflip)
 
 
 class Normalize:

@@ -1,17 +1,9 @@
-/* Direct 2-D convolution (no im2col buffer): forward, gradient of the input, gradient of the weight,
-   for float and double, NCHW, contiguous tensors (pointers arrive offset to the first element).
-
-   geometry (int64): [N, C, H, W, O, groups, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo]
-
-   Each output row is accumulated in a small buffer that stays in L1 while every (channel, tap) pair
-   adds one scaled, shifted input row to it: the innermost loop runs over the output width with unit
-   stride when the convolution's stride is 1, so compilers vectorise it. Four output channels share
-   each loaded input row (forward) and four input channels share each gradient row (input gradient),
-   which makes the loop four FMAs per load instead of one.
-
-   Work is split over independent units (an output plane, an input plane, a weight row) with a static
-   schedule and each unit is summed by one thread in a fixed order: results are bit-identical at every
-   thread count. */
+/* rumus-vision's C kernels, instantiated once per element type (float, double): the direct convolution
+   (vision_conv_impl.inc) and row-wise max pooling (vision_pool_impl.inc), with the helpers they share.
+   Tensors are NCHW and contiguous; pointers arrive offset to the first element. Work is split over
+   independent units with a static schedule and each unit is summed by one thread in a fixed order, so
+   results are bit-identical at every thread count. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +12,7 @@
 #endif
 
 #include "vision_conv.h"
+#include "vision_pool.h"
 
 /* AVX2+FMA and baseline clones of each kernel, picked by the loader (glibc ifunc) for the running CPU. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
@@ -39,6 +32,7 @@ int rv_openmp_threads(void) {
 #endif
 }
 
+/* Threads for `units` independent units of `work` multiply-adds (or compares). */
 static int rv_threads(int64_t units, int64_t work) {
     int nt = rv_openmp_threads();
     if (work < RV_PARALLEL_WORK) return 1;
@@ -57,20 +51,28 @@ static inline void rv_valid(int64_t size, int64_t off, int64_t s, int64_t n, int
     *hi = b;
 }
 
-#define GEOMETRY                                                                                        \
+/* conv geometry (int64): [N, C, H, W, O, groups, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo] */
+#define CONV_GEOMETRY                                                                                       \
     const int64_t N = g[0], C = g[1], H = g[2], W = g[3], O = g[4], G = g[5], kh = g[6], kw = g[7];      \
     const int64_t sh = g[8], sw = g[9], ph = g[10], pw = g[11], dh = g[12], dw = g[13];                 \
     const int64_t Ho = g[14], Wo = g[15], cg = C / G, og = O / G;                                       \
     (void)N; (void)H; (void)W; (void)sh; (void)ph; (void)dh; (void)Ho; (void)cg; (void)og;
 
+/* pool geometry (int64): [planes, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw, dh, dw] */
+#define POOL_GEOMETRY                                                                                      \
+    const int64_t P = g[0], H = g[1], W = g[2], Ho = g[3], Wo = g[4], kh = g[5], kw = g[6];             \
+    const int64_t sh = g[7], sw = g[8], ph = g[9], pw = g[10], dh = g[11], dw = g[12];
+
 #define T float
 #define FN(name) name##_f32
 #include "vision_conv_impl.inc"
+#include "vision_pool_impl.inc"
 #undef T
 #undef FN
-
+/* the same kernels for double */
 #define T double
 #define FN(name) name##_f64
 #include "vision_conv_impl.inc"
+#include "vision_pool_impl.inc"
 #undef T
 #undef FN
