@@ -1,5 +1,5 @@
 """cffi (API mode) builder for rumus-vision's C kernels: every csrc/*.c is compiled, every csrc/*.h is the
-cdef (plain prototypes only; the *_impl.inc files are included by vision_kernels.c, once per dtype). OpenMP is
+cdef (plain prototypes only; the .inc files are included by vision_kernels.c, once per dtype). OpenMP is
 used when the compiler accepts -fopenmp.
 
     python csrc/build_vision_kernels.py    # builds rumus_vision/_kernels*.so in place

@@ -63,16 +63,9 @@ static inline void rv_valid(int64_t size, int64_t off, int64_t s, int64_t n, int
     const int64_t P = g[0], H = g[1], W = g[2], Ho = g[3], Wo = g[4], kh = g[5], kw = g[6];             \
     const int64_t sh = g[7], sw = g[8], ph = g[9], pw = g[10], dh = g[11], dw = g[12];
 
-#define T float
-#define FN(name) name##_f32
-#include "vision_conv_impl.inc"
-#include "vision_pool_impl.inc"
-#undef T
-#undef FN
-/* the same kernels for double */
-#define T double
-#define FN(name) name##_f64
-#include "vision_conv_impl.inc"
-#include "vision_pool_impl.inc"
-#undef T
-#undef FN
+/* vision_types.inc instantiates every kernel for one element type per pass: 1 float, 2 double */
+#define RV_PASS 1
+#include "vision_types.inc"
+#undef RV_PASS
+#define RV_PASS 2
+#include "vision_types.inc"
