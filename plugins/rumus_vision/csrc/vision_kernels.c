@@ -40,15 +40,13 @@ static int rv_threads(int64_t units, int64_t work) {
     return nt < 1 ? 1 : nt;
 }
 
-/* Output columns [lo, hi) whose input column ow*s + off lies inside [0, size). */
+/* Output columns [lo, hi) whose input column ow*s + off lies inside [0, size): the first ow with
+   ow*s + off >= 0 and one past the last with ow*s + off <= size - 1, both clamped to [0, n]. */
 static inline void rv_valid(int64_t size, int64_t off, int64_t s, int64_t n, int64_t *lo, int64_t *hi) {
-    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s;
-    int64_t b = size - 1 - off < 0 ? 0 : (size - 1 - off) / s + 1;
-    if (a > n) a = n;
-    if (b > n) b = n;
-    if (b < a) b = a;
-    *lo = a;
-    *hi = b;
+    const int64_t first = off >= 0 ? 0 : (s - 1 - off) / s;
+    const int64_t end = off > size - 1 ? 0 : (size - 1 - off) / s + 1;
+    *lo = first < n ? first : n;
+    *hi = end < *lo ? *lo : (end < n ? end : n);
 }
 
 /* conv geometry (int64): [N, C, H, W, O, groups, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo] */
