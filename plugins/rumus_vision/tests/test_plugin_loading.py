@@ -42,3 +42,19 @@ def test_the_plugin_adds_no_op_of_its_own() -> None:
     """It extends the core's conv ops only: no schema is owned by it."""
     assert "vision" not in set(api.plugins().ops.owner.values())
     assert rm.ops.conv2d is not None
+
+
+def _conformance(**env: str) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", "/tmp"), **env}
+    cmd = [sys.executable, "-m", "pytest", "--pyargs", "rumus_conformance", "-q", "-p", "no:cacheprovider",
+           "-k", "test_forward and conv2d_backward_weight-float32"]
+    return subprocess.run(cmd, capture_output=True, text=True, env={**full, "RUMUS_BACKEND": "cpu"}, timeout=300)
+
+
+def test_conformance_runs_the_plugin_kernels_and_fails_when_none_is_exercised() -> None:
+    """With the predicate accepting its samples the check passes; a mode that declines every call leaves the
+    conditional kernel unexercised, which the suite reports as UNTESTED instead of passing."""
+    ok = _conformance()
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    declined = _conformance(RUMUS_VISION_CONV="im2col")
+    assert declined.returncode != 0 and "UNTESTED: the conditional kernel(s) of ['vision']" in declined.stdout
