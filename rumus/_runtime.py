@@ -7,7 +7,8 @@ import threading
 from typing import Any
 
 from rumus_contracts import (
-    Backend, BackendUnavailable, ChooseByShape, Device, DType, Kernel, KernelNotFound, LoadedPlugins, hookimpl, load_plugins,
+    Backend, BackendUnavailable, ChooseByShape, Device, DType, Kernel, KernelNotFound, LoadedPlugins, hookimpl,
+    load_plugins,
 )
 from rumus_contracts.ops import register_core_ops
 
