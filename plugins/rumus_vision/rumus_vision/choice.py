@@ -2,11 +2,12 @@
 kernels (rumus_contracts.KernelRegistry's `applies`), the mode that overrides it, and the conformance
 samples the predicate accepts.
 
-Measured on 2 shared cores (plugins/rumus_vision/benchmarks/conv_shapes.py): the direct kernels win
-3-7x when each group has few input channels (depthwise and narrow grouped convs: the im2col GEMM there
-is a stack of tiny, memory-bound products) and lose 3-15x on dense convs, where BLAS's register-tiled
-GEMM is hard to beat. So "auto" picks direct for at most DIRECT_MAX_GROUP_CHANNELS input channels per
-group. The mode "direct" forces it for every conv (it needs no column buffer: less peak memory), and
+Measured on 2 shared cores (plugins/rumus_vision/benchmarks/conv_shapes.py, batch 8, 3x3 and 5x5): the
+direct kernels win 1.4-5x with one or two input channels per group (depthwise and narrow grouped convs:
+the im2col GEMM there is a stack of tiny, memory-bound products), are even or slower from 4 channels
+per group, and lose 3-30x on dense convs (the 3-channel ResNet stem included), where BLAS's
+register-tiled GEMM is hard to beat. So "auto" picks direct for at most DIRECT_MAX_GROUP_CHANNELS input
+channels per group. The mode "direct" forces it for every conv (it needs no column buffer), and
 "im2col" turns it off.
 
 max_pool2d (cpu, forward): the row-wise kernel wins 3-6x when windows reach into the padding (the core's
@@ -27,7 +28,7 @@ from rumus_contracts import Sample
 from rumus_contracts.ops.nn_conv import conv_output_shape
 from rumus_contracts.ops.nn_pool import MAX_ATTRS
 
-DIRECT_MAX_GROUP_CHANNELS = 4
+DIRECT_MAX_GROUP_CHANNELS = 2
 MODES = ("auto", "direct", "im2col")
 _mode = os.environ.get("RUMUS_VISION_CONV", "auto").strip() or "auto"
 if _mode not in MODES:
@@ -73,7 +74,7 @@ def predicate(op: str) -> Any:
     return applies
 
 
-# (x shape, weight shape, stride, padding, dilation, groups): every one has <= 4 channels per group
+# (x shape, weight shape, stride, padding, dilation, groups): every one has <= 2 channels per group
 CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int], ...] = (
     ((2, 4, 7, 6), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # depthwise
     ((2, 6, 9, 8), (6, 1, 3, 3), (2, 2), (1, 1), (1, 1), 6),     # depthwise, stride 2
@@ -81,7 +82,7 @@ CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, int], tuple[int,
     ((2, 3, 5, 5), (6, 1, 5, 5), (1, 1), (2, 2), (1, 1), 3),     # channel multiplier 2, 5x5
     ((2, 1, 6, 7), (5, 1, 3, 3), (3, 2), (0, 1), (1, 1), 1),     # one input channel, 5 outputs (a partial block)
     ((3, 2, 1, 4), (2, 1, 1, 3), (1, 1), (0, 1), (1, 1), 2),     # height 1
-    ((2, 8, 6, 6), (8, 4, 3, 3), (1, 1), (1, 1), (1, 1), 2),     # 4 channels per group: the threshold
+    ((2, 8, 6, 6), (8, 2, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # 2 channels per group: the threshold
     ((0, 4, 5, 5), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # empty batch
 )
 
