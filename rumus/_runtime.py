@@ -7,7 +7,8 @@ import threading
 from typing import Any
 
 from rumus_contracts import (
-    Backend, BackendUnavailable, Device, DType, Kernel, KernelNotFound, LoadedPlugins, hookimpl, load_plugins,
+    Backend, BackendUnavailable, ChooseByShape, Device, DType, Kernel, KernelNotFound, LoadedPlugins, hookimpl,
+    load_plugins,
 )
 from rumus_contracts.ops import register_core_ops
 
@@ -47,10 +48,14 @@ def kernel(op: str, backend_obj: Backend, dtype: DType) -> Kernel:
     hit = _kernel_cache.get(key)
     if hit is not None:
         return hit
-    found = plugins().kernels.find(op, backend_obj.name, dtype)
-    if found is None:
+    entries = plugins().kernels.candidates(op, backend_obj.name, dtype)
+    if not entries:
         raise KernelNotFound(op, backend_obj.name, dtype, plugins().kernels.backends_for(op, dtype))
-    found = backend_obj.adapt_kernel(found)
+    found = backend_obj.adapt_kernel(entries[-1].kernel)
+    if entries[0].applies is not None:  # conditional kernels in front: chosen per call by shape
+        fallback = found if entries[-1].applies is None else None
+        found = ChooseByShape(op, backend_obj.name, dtype, [(e.applies, backend_obj.adapt_kernel(e.kernel))
+                                                            for e in entries if e.applies is not None], fallback)
     _kernel_cache[key] = found
     return found
 

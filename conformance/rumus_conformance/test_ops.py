@@ -10,7 +10,7 @@ from rumus import backend_api as api
 from rumus_contracts import RumusError
 
 from . import harness
-from .cases import error_samples, samples
+from .cases import accepts, error_samples, kernel_samples, samples
 
 BACKEND = harness.backend_name()
 try:
@@ -38,7 +38,9 @@ def _run_all(claim: harness.Claim, check: Callable[..., str | None], **kw: bool)
         pytest.fail(f"MISSING: backend '{BACKEND}' has no kernel for {claim.op} / {claim.dtype}", pytrace=False)
     schema = SCHEMAS[claim.op]
     failures, ran = [], 0
-    for sample in samples(schema):
+    entries = api.plugins().kernels.candidates(claim.op, BACKEND, claim.dtype)
+    conditional = {i: 0 for i, e in enumerate(entries) if e.applies is not None}  # samples each one took
+    for sample in samples(schema) + kernel_samples(schema, entries):
         if kw.get("grad") and not sample.grad:
             continue
         if sample.dtypes and sample.dtypes[schema.dispatch_on] not in (None, claim.dtype):
@@ -47,6 +49,10 @@ def _run_all(claim: harness.Claim, check: Callable[..., str | None], **kw: bool)
         if reason:
             continue
         ran += 1
+        for i, e in enumerate(entries):
+            if e.applies is not None and accepts(e, schema, sample):
+                conditional[i] += 1
+                break  # the first conditional kernel that accepts is the one that runs
         try:
             msg = check(schema, sample, claim.dtype, DEVICE, kw.get("noncontiguous", False))
         except Exception as exc:  # a crash in one sample is a failure of that sample
@@ -55,6 +61,11 @@ def _run_all(claim: harness.Claim, check: Callable[..., str | None], **kw: bool)
             failures.append(f"[{sample.name or '?'} attrs={dict(sample.attrs)}] {msg}")
     if failures:
         pytest.fail(f"{len(failures)} of {ran} samples failed:\n" + "\n".join(failures[:8]))
+    idle = [entries[i].owner for i, n in conditional.items() if n == 0]
+    if idle and not kw.get("grad"):
+        pytest.fail(f"UNTESTED: the conditional kernel(s) of {idle} for {claim.op} / {claim.dtype} on '{BACKEND}' "
+                    f"accept none of the samples; register them with samples= that their applies() accepts",
+                    pytrace=False)
     if ran == 0 and kw.get("grad"):
         pytest.skip("no differentiable sample applies to this dtype on this backend")
     if ran == 0:

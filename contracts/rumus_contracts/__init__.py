@@ -14,13 +14,13 @@ from .errors import (
 from .errors import ArgumentTypeError, FileError, IndexOutOfRange, MissingFile, OutOfMemory
 from .hookspecs import hookimpl, hookspec
 from .plugins import Candidate, LoadedPlugins, load_plugins
-from .registry import BackendRegistry, KernelEntry, KernelRegistry
+from .registry import BackendRegistry, ChooseByShape, KernelEntry, KernelRegistry
 from .schema import ErrorSample, OpRegistry, OpSchema, Sample
 from .tensor_arg import TensorArg, contiguous_strides
 
 __all__ = [
-    "AutogradError", "Backend", "BackendRegistry", "BackendUnavailable", "Candidate", "Capabilities", "DType",
-    "DTypeError", "Device", "DeviceMismatch", "ErrorSample", "FLOAT_DTYPES", "FormatError", "Kernel",
+    "AutogradError", "Backend", "BackendRegistry", "BackendUnavailable", "Candidate", "Capabilities", "ChooseByShape",
+    "DType", "DTypeError", "Device", "DeviceMismatch", "ErrorSample", "FLOAT_DTYPES", "FormatError", "Kernel",
     "KernelEntry", "KernelNotFound", "KernelRegistry", "LoadedPlugins", "OpRegistry", "OpSchema",
     "PLAIN_DTYPES", "PluginError", "RumusError", "Sample", "ShaderKernel", "ShapeError", "TensorArg",
     "bfloat16", "bool_", "callable_kernel", "contiguous_strides", "fixed_i16", "float16", "float32", "float64",

@@ -8,13 +8,21 @@ so it leaves nothing half-registered behind.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .backend import Backend, Kernel, ShaderKernel
 from .dtype import DType
 from .errors import BackendUnavailable, KernelNotFound, PluginError
+from .tensor_arg import TensorArg
+
+if TYPE_CHECKING:
+    from .schema import SampleGen
+
+# applies(input shapes, attrs) -> bool: whether a conditional kernel takes this call (see KernelRegistry)
+Applies = Callable[[Sequence[tuple[int, ...]], Mapping[str, Any]], bool]
 
 DEFAULT_OWNER = "rumus"
 
@@ -49,6 +57,11 @@ class KernelEntry:
     dtypes: frozenset[DType] | None  # None: every dtype the op schema allows
     owner: str
     priority: int = 0  # higher wins; built-in backends register at 0
+    # a conditional kernel: runs only for calls whose input shapes and attrs it accepts, otherwise the
+    # next registration down (usually the built-in backend's) runs; None = every call
+    applies: Applies | None = None
+    # extra conformance samples that `applies` accepts (the op's own samples may all be declined)
+    samples: SampleGen | None = None
 
 
 def check_kernel(kernel: object) -> None:
@@ -80,6 +93,13 @@ class KernelRegistry(_Owned):
     priority explicitly. Two owners claiming the same (op, backend, dtype) at the same priority is
     refused, naming both, so which kernel runs never depends on load order. Within one owner a later
     registration replaces an earlier one.
+
+    A kernel registered with `applies` is conditional: it is a faster kernel for some shapes only
+    (e.g. a direct depthwise convolution). The dispatcher asks the candidates from the highest
+    priority down and runs the first whose `applies(input shapes, attrs)` accepts the call, falling
+    back to the first unconditional one (`ChooseByShape`). A conditional kernel needs priority >= 1
+    (it never displaces the built-in kernel, it sits in front of it), and should bring `samples` that
+    it accepts, so the conformance suite checks it against the op's reference.
     """
 
     def __init__(self) -> None:
@@ -89,12 +109,19 @@ class KernelRegistry(_Owned):
         self.problems: dict[str, list[str]] = {}  # owner -> parts that failed to load (see report_failure)
 
     def register(self, op: str, backend: str, kernel: Kernel, dtypes: Iterable[DType] | None = None,
-                 owner: str | None = None, priority: int = 0) -> None:
+                 owner: str | None = None, priority: int = 0, applies: Applies | None = None,
+                 samples: SampleGen | None = None) -> None:
         who = self._owner(owner)
         if not isinstance(priority, int) or isinstance(priority, bool):
             raise PluginError(f"kernel '{op}' on '{backend}': priority must be an int, got {priority!r}")
         check_kernel(kernel)
-        entry = KernelEntry(kernel, frozenset(dtypes) if dtypes is not None else None, who, priority)
+        if applies is not None and (not callable(applies) or priority < 1):
+            raise PluginError(f"kernel '{op}' on '{backend}': a conditional kernel needs applies = a function "
+                              f"(input shapes, attrs) -> bool and priority >= 1, got {applies!r}, {priority}")
+        if samples is not None and not callable(samples):
+            raise PluginError(f"kernel '{op}' on '{backend}': samples must be a function rng -> samples")
+        entry = KernelEntry(kernel, frozenset(dtypes) if dtypes is not None else None, who, priority, applies,
+                            samples)
         entries = self._entries.setdefault((op, backend), [])
         for other in entries:
             if other.owner != who and other.priority == priority and _overlap(other.dtypes, entry.dtypes):
@@ -143,6 +170,17 @@ class KernelRegistry(_Owned):
                 return entry
         return None
 
+    def candidates(self, op: str, backend: str, dtype: DType) -> list[KernelEntry]:
+        """The registrations the dispatcher may run for (op, backend, dtype), best first: the conditional
+        ones above the first unconditional one, and that one (the fallback), if any."""
+        out = []
+        for entry in self._entries.get((op, backend), ()):
+            if entry.dtypes is None or dtype in entry.dtypes:
+                out.append(entry)
+                if entry.applies is None:
+                    break
+        return out
+
     def lookup(self, op: str, backend: str, dtype: DType) -> Kernel:
         kernel = self.find(op, backend, dtype)
         if kernel is None:
@@ -162,6 +200,29 @@ class KernelRegistry(_Owned):
     def owned_by(self, owner: str) -> list[tuple[str, str, KernelEntry]]:
         """(op, backend, entry) of every kernel `owner` registered."""
         return [(op, be, e) for (op, be), entries in self._entries.items() for e in entries if e.owner == owner]
+
+
+class ChooseByShape:
+    """The kernel the dispatcher runs when conditional kernels sit in front of a fallback: per call, the
+    first kernel whose predicate accepts the input shapes and attrs. Kernels arrive already adapted by
+    the backend. Without a fallback, a call no predicate accepts raises KernelNotFound."""
+
+    def __init__(self, op: str, backend: str, dtype: DType, choices: Sequence[tuple[Applies, Kernel]],
+                 fallback: Kernel | None) -> None:
+        self.op, self.backend, self.dtype = op, backend, dtype
+        self.choices, self.fallback = tuple(choices), fallback
+
+    def pick(self, inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Kernel:
+        shapes = [a.shape for a in inputs]
+        for applies, kernel in self.choices:
+            if applies(shapes, attrs):
+                return kernel
+        if self.fallback is None:
+            raise KernelNotFound(self.op, self.backend, self.dtype, [])
+        return self.fallback
+
+    def __call__(self, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        self.pick(inputs, attrs)(outputs, inputs, attrs)
 
 
 def _overlap(a: frozenset[DType] | None, b: frozenset[DType] | None) -> bool:

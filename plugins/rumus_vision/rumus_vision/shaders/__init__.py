@@ -1,0 +1,1 @@
+"""WGSL sources of rumus-vision's GPU kernels (read with importlib.resources)."""
