@@ -1,0 +1,86 @@
+"""WGSL kernels for the WebGPU backend, as rumus_contracts.ShaderKernel (the backend compiles them).
+
+Every op lists all its inputs as `contiguous`, so a kernel needs only each tensor's offset (in
+elements), passed through the uniform params. The WebGPU backend holds float32 (no float64).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib.resources import files
+from typing import Any
+
+from rumus_contracts import ShaderKernel, TensorArg
+
+WORKGROUP = 256
+MAX_GROUPS = 65535
+
+
+def source(name: str) -> str:
+    return files("rumus_graph.wgsl").joinpath(f"{name}.wgsl").read_text(encoding="utf-8")
+
+
+def _grid(n: int) -> tuple[int, int, int]:
+    groups = -(-n // WORKGROUP)
+    return (min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS), 1) if groups else (0, 1, 1)
+
+
+def _cols(arg: TensorArg) -> int:
+    n = 1
+    for s in arg.shape[1:]:
+        n *= s
+    return n
+
+
+Args = tuple[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]]
+
+
+def _bundle_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
+    rowptr, col, cptr, crow, ceid, v, x = ins
+    out = outs[0]
+    f = _cols(x)
+    return [out.shape[0], f, rowptr.shape[0] - 1, cptr.shape[0] - 1, col.shape[0],
+            out.offset, rowptr.offset, col.offset, cptr.offset, crow.offset, ceid.offset, v.offset, x.offset]
+
+
+def _per_output_element(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+    return _grid(outs[0].numel)
+
+
+def _segment_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
+    out, (src, ptr) = outs[0], ins
+    return [ptr.shape[0] - 1, _cols(src), src.shape[0], out.offset, src.offset, ptr.offset]
+
+
+def _expand_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
+    out, (src, ptr) = outs[0], ins
+    return [ptr.shape[0] - 1, _cols(src), out.shape[0], out.offset, src.offset, ptr.offset]
+
+
+def _per_segment_feature(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+    src, ptr = ins
+    return _grid((ptr.shape[0] - 1) * _cols(src))
+
+
+def _variant(text: str, t: str, out: str) -> str:
+    return text.replace("alias T = f32;", f"alias T = {t};").replace("alias OUT = i32;", f"alias OUT = {out};")
+
+
+def kernels() -> dict[str, list[tuple[ShaderKernel, str]]]:
+    """op -> [(kernel, dtype name)]."""
+    spmm, seg, idx = source("spmm"), source("segment"), source("segment_index")
+    per_out = _per_output_element
+    return {
+        "graph_spmm": [(ShaderKernel("wgsl", spmm, "spmm", per_out, _bundle_params), "float32")],
+        "graph_spmm_t": [(ShaderKernel("wgsl", spmm, "spmm_t", per_out, _bundle_params), "float32")],
+        "graph_sddmm": [(ShaderKernel("wgsl", spmm, "sddmm", per_out, _bundle_params), "float32")],
+        "graph_segment_sum": [(ShaderKernel("wgsl", seg, "seg_sum", per_out, _segment_params), "float32")],
+        "graph_segment_mean": [(ShaderKernel("wgsl", seg, "seg_mean", per_out, _segment_params), "float32")],
+        "graph_segment_max": [(ShaderKernel("wgsl", seg, "seg_max", per_out, _segment_params), "float32")],
+        "graph_edge_softmax": [(ShaderKernel("wgsl", seg, "edge_softmax", _per_segment_feature, _segment_params),
+                                "float32")],
+        "graph_segment_argmax": [(ShaderKernel("wgsl", idx, "seg_argmax", per_out, _segment_params), "float32")],
+        "graph_segment_expand": [
+            (ShaderKernel("wgsl", _variant(idx, "f32", "f32"), "seg_expand", per_out, _expand_params), "float32"),
+            (ShaderKernel("wgsl", _variant(idx, "i32", "i32"), "seg_expand", per_out, _expand_params), "int32")],
+    }

@@ -1,0 +1,92 @@
+// graph_spmm, graph_spmm_t and graph_sddmm for the WebGPU backend. Bindings follow
+// rumus_contracts.ShaderKernel: outputs, then the inputs (the structure bundle, then two value
+// tensors), then the uniform params. One invocation per output element (row, feature): each output
+// is written by exactly one invocation, so no atomics and a fixed summation order (deterministic).
+// An index outside its range yields NaN (never a read outside a buffer); the Python API validates
+// indices on the host before they reach a kernel.
+struct Params {
+    n_out: u32, f: u32, n_rows: u32, n_cols: u32, nnz: u32,
+    o_out: u32, o_rowptr: u32, o_col: u32, o_cptr: u32, o_crow: u32, o_ceid: u32, o_v: u32, o_x: u32,
+}
+
+@group(0) @binding(0) var<storage, read_write> out_buf: array<f32>;
+@group(0) @binding(1) var<storage, read> rowptr: array<i32>;
+@group(0) @binding(2) var<storage, read> col: array<i32>;
+@group(0) @binding(3) var<storage, read> csc_ptr: array<i32>;
+@group(0) @binding(4) var<storage, read> csc_row: array<i32>;
+@group(0) @binding(5) var<storage, read> csc_eid: array<i32>;
+@group(0) @binding(6) var<storage, read> v_buf: array<f32>;
+@group(0) @binding(7) var<storage, read> x_buf: array<f32>;
+@group(0) @binding(8) var<uniform> p: Params;
+
+const NAN_BITS: u32 = 0x7fc00000u;
+
+fn flat(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
+    return gid.x + gid.y * nwg.x * 256u;
+}
+
+// out[i, j] = sum_{k in rowptr[i]..rowptr[i+1]} val[k] * x[col[k], j]
+@compute @workgroup_size(256)
+fn spmm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = flat(gid, nwg);
+    if (t >= p.n_out * p.f) { return; }
+    let i = t / p.f;
+    let j = t % p.f;
+    let lo = rowptr[p.o_rowptr + i];
+    let hi = rowptr[p.o_rowptr + i + 1u];
+    var acc = 0.0;
+    var bad = lo < 0 || hi < lo || u32(hi) > p.nnz;
+    if (!bad) {
+        for (var k = u32(lo); k < u32(hi); k++) {
+            let c = col[p.o_col + k];
+            if (c < 0 || u32(c) >= p.n_cols) { bad = true; break; }
+            acc += v_buf[p.o_v + k] * x_buf[p.o_x + u32(c) * p.f + j];
+        }
+    }
+    out_buf[p.o_out + t] = select(acc, bitcast<f32>(NAN_BITS), bad);
+}
+
+// out[c, j] = sum_{k in csc_ptr[c]..csc_ptr[c+1]} val[csc_eid[k]] * x[csc_row[k], j]
+@compute @workgroup_size(256)
+fn spmm_t(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = flat(gid, nwg);
+    if (t >= p.n_out * p.f) { return; }
+    let c = t / p.f;
+    let j = t % p.f;
+    let lo = csc_ptr[p.o_cptr + c];
+    let hi = csc_ptr[p.o_cptr + c + 1u];
+    var acc = 0.0;
+    var bad = lo < 0 || hi < lo || u32(hi) > p.nnz;
+    if (!bad) {
+        for (var k = u32(lo); k < u32(hi); k++) {
+            let r = csc_row[p.o_crow + k];
+            let e = csc_eid[p.o_ceid + k];
+            if (r < 0 || u32(r) >= p.n_rows || e < 0 || u32(e) >= p.nnz) { bad = true; break; }
+            acc += v_buf[p.o_v + u32(e)] * x_buf[p.o_x + u32(r) * p.f + j];
+        }
+    }
+    out_buf[p.o_out + t] = select(acc, bitcast<f32>(NAN_BITS), bad);
+}
+
+// out[k] = dot(a[row(k), :], b[col[k], :]); row(k) by binary search in rowptr (last i with rowptr[i] <= k)
+@compute @workgroup_size(256)
+fn sddmm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let k = flat(gid, nwg);
+    if (k >= p.nnz) { return; }
+    var lo = 0u;
+    var hi = p.n_rows;  // invariant: rowptr[lo] <= k < rowptr[hi]
+    while (hi - lo > 1u) {
+        let mid = (lo + hi) / 2u;
+        if (rowptr[p.o_rowptr + mid] <= i32(k)) { lo = mid; } else { hi = mid; }
+    }
+    let c = col[p.o_col + k];
+    if (c < 0 || u32(c) >= p.n_cols) {
+        out_buf[p.o_out + k] = bitcast<f32>(NAN_BITS);
+        return;
+    }
+    var acc = 0.0;
+    for (var j = 0u; j < p.f; j++) {
+        acc += v_buf[p.o_v + lo * p.f + j] * x_buf[p.o_x + u32(c) * p.f + j];
+    }
+    out_buf[p.o_out + k] = acc;
+}
