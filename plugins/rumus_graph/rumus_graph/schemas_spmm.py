@@ -137,26 +137,34 @@ def _errors(kind: str) -> Any:
     return gen
 
 
-def _none5() -> tuple[None, None, None, None, None]:
-    return (None, None, None, None, None)
+def _needs(ctx: Any) -> tuple[bool, bool]:
+    """Whether the two value inputs need a gradient (both when the core does not say)."""
+    need = getattr(ctx, "needs_input_grad", None)
+    return (True, True) if need is None else (bool(need[5]), bool(need[6]))
 
 
 def _spmm_backward(ctx: Any, g: Any) -> tuple[Any, ...]:
     import rumus as rm
     *bundle, val, x = ctx.inputs
-    return (*_none5(), rm.ops.graph_sddmm(*bundle, g, x), rm.ops.graph_spmm_t(*bundle, val, g))
+    nv, nx = _needs(ctx)
+    return (None, None, None, None, None, rm.ops.graph_sddmm(*bundle, g, x) if nv else None,
+            rm.ops.graph_spmm_t(*bundle, val, g) if nx else None)
 
 
 def _spmm_t_backward(ctx: Any, g: Any) -> tuple[Any, ...]:
     import rumus as rm
     *bundle, val, x = ctx.inputs
-    return (*_none5(), rm.ops.graph_sddmm(*bundle, x, g), rm.ops.graph_spmm(*bundle, val, g))
+    nv, nx = _needs(ctx)
+    return (None, None, None, None, None, rm.ops.graph_sddmm(*bundle, x, g) if nv else None,
+            rm.ops.graph_spmm(*bundle, val, g) if nx else None)
 
 
 def _sddmm_backward(ctx: Any, g: Any) -> tuple[Any, ...]:
     import rumus as rm
     *bundle, a, b = ctx.inputs
-    return (*_none5(), rm.ops.graph_spmm(*bundle, g, b), rm.ops.graph_spmm_t(*bundle, g, a))
+    na, nb = _needs(ctx)
+    return (None, None, None, None, None, rm.ops.graph_spmm(*bundle, g, b) if na else None,
+            rm.ops.graph_spmm_t(*bundle, g, a) if nb else None)
 
 
 def schemas() -> list[OpSchema]:

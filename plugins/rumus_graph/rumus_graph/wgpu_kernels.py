@@ -47,6 +47,13 @@ def _per_output_element(outs: Sequence[TensorArg], ins: Sequence[TensorArg], att
     return _grid(outs[0].numel)
 
 
+def _per_row_chunk(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+    """spmm's grid: one invocation per (output row, chunk of 16 features), 64 to a workgroup."""
+    n = outs[0].shape[0] * -(-_cols(outs[0]) // 16)
+    groups = -(-n // 64)
+    return (min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS), 1) if groups else (0, 1, 1)
+
+
 def _segment_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
     out, (src, ptr) = outs[0], ins
     return [ptr.shape[0] - 1, _cols(src), src.shape[0], out.offset, src.offset, ptr.offset]
@@ -71,8 +78,8 @@ def kernels() -> dict[str, list[tuple[ShaderKernel, str]]]:
     spmm, seg, idx = source("spmm"), source("segment"), source("segment_index")
     per_out = _per_output_element
     return {
-        "graph_spmm": [(ShaderKernel("wgsl", spmm, "spmm", per_out, _bundle_params), "float32")],
-        "graph_spmm_t": [(ShaderKernel("wgsl", spmm, "spmm_t", per_out, _bundle_params), "float32")],
+        "graph_spmm": [(ShaderKernel("wgsl", spmm, "spmm", _per_row_chunk, _bundle_params), "float32")],
+        "graph_spmm_t": [(ShaderKernel("wgsl", spmm, "spmm_t", _per_row_chunk, _bundle_params), "float32")],
         "graph_sddmm": [(ShaderKernel("wgsl", spmm, "sddmm", per_out, _bundle_params), "float32")],
         "graph_segment_sum": [(ShaderKernel("wgsl", seg, "seg_sum", per_out, _segment_params), "float32")],
         "graph_segment_mean": [(ShaderKernel("wgsl", seg, "seg_mean", per_out, _segment_params), "float32")],

@@ -1,7 +1,8 @@
 // graph_spmm, graph_spmm_t and graph_sddmm for the WebGPU backend. Bindings follow
 // rumus_contracts.ShaderKernel: outputs, then the inputs (the structure bundle, then two value
-// tensors), then the uniform params. One invocation per output element (row, feature): each output
-// is written by exactly one invocation, so no atomics and a fixed summation order (deterministic).
+// tensors), then the uniform params. Each output element is written by exactly one invocation (spmm:
+// one per row and chunk of 16 features; sddmm: one per entry), so no atomics and a fixed summation
+// order: results are deterministic.
 // An index outside its range yields NaN (never a read outside a buffer); the Python API validates
 // indices on the host before they reach a kernel.
 struct Params {
@@ -25,47 +26,61 @@ fn flat(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
 
-// out[i, j] = sum_{k in rowptr[i]..rowptr[i+1]} val[k] * x[col[k], j]
-@compute @workgroup_size(256)
+// out[i, j] = sum_{k in rowptr[i]..rowptr[i+1]} val[k] * x[col[k], j]: one invocation per (row, chunk
+// of CHUNK features), accumulating in registers, so each entry's index and value are read once per chunk.
+const CHUNK: u32 = 16u;
+
+@compute @workgroup_size(64)
 fn spmm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t >= p.n_out * p.f) { return; }
-    let i = t / p.f;
-    let j = t % p.f;
+    let chunks = (p.f + CHUNK - 1u) / CHUNK;
+    let t = gid.x + gid.y * nwg.x * 64u;
+    if (t >= p.n_out * chunks) { return; }
+    let i = t / chunks;
+    let j0 = (t % chunks) * CHUNK;
+    let width = min(CHUNK, p.f - j0);
     let lo = rowptr[p.o_rowptr + i];
     let hi = rowptr[p.o_rowptr + i + 1u];
-    var acc = 0.0;
+    var acc: array<f32, 16>;
     var bad = lo < 0 || hi < lo || u32(hi) > p.nnz;
     if (!bad) {
         for (var k = u32(lo); k < u32(hi); k++) {
             let c = col[p.o_col + k];
             if (c < 0 || u32(c) >= p.n_cols) { bad = true; break; }
-            acc += v_buf[p.o_v + k] * x_buf[p.o_x + u32(c) * p.f + j];
+            let v = v_buf[p.o_v + k];
+            let base = p.o_x + u32(c) * p.f + j0;
+            for (var j = 0u; j < width; j++) { acc[j] += v * x_buf[base + j]; }
         }
     }
-    out_buf[p.o_out + t] = select(acc, bitcast<f32>(NAN_BITS), bad);
+    let o = p.o_out + i * p.f + j0;
+    for (var j = 0u; j < width; j++) { out_buf[o + j] = select(acc[j], bitcast<f32>(NAN_BITS), bad); }
 }
 
-// out[c, j] = sum_{k in csc_ptr[c]..csc_ptr[c+1]} val[csc_eid[k]] * x[csc_row[k], j]
-@compute @workgroup_size(256)
+// out[c, j] = sum_{k in csc_ptr[c]..csc_ptr[c+1]} val[csc_eid[k]] * x[csc_row[k], j]: the same walk
+// over the column-grouped arrays (A.T @ x), one invocation per (column, chunk of features)
+@compute @workgroup_size(64)
 fn spmm_t(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t >= p.n_out * p.f) { return; }
-    let c = t / p.f;
-    let j = t % p.f;
+    let chunks = (p.f + CHUNK - 1u) / CHUNK;
+    let t = gid.x + gid.y * nwg.x * 64u;
+    if (t >= p.n_out * chunks) { return; }
+    let c = t / chunks;
+    let j0 = (t % chunks) * CHUNK;
+    let width = min(CHUNK, p.f - j0);
     let lo = csc_ptr[p.o_cptr + c];
     let hi = csc_ptr[p.o_cptr + c + 1u];
-    var acc = 0.0;
+    var acc: array<f32, 16>;
     var bad = lo < 0 || hi < lo || u32(hi) > p.nnz;
     if (!bad) {
         for (var k = u32(lo); k < u32(hi); k++) {
             let r = csc_row[p.o_crow + k];
             let e = csc_eid[p.o_ceid + k];
             if (r < 0 || u32(r) >= p.n_rows || e < 0 || u32(e) >= p.nnz) { bad = true; break; }
-            acc += v_buf[p.o_v + u32(e)] * x_buf[p.o_x + u32(r) * p.f + j];
+            let v = v_buf[p.o_v + u32(e)];
+            let base = p.o_x + u32(r) * p.f + j0;
+            for (var j = 0u; j < width; j++) { acc[j] += v * x_buf[base + j]; }
         }
     }
-    out_buf[p.o_out + t] = select(acc, bitcast<f32>(NAN_BITS), bad);
+    let o = p.o_out + c * p.f + j0;
+    for (var j = 0u; j < width; j++) { out_buf[o + j] = select(acc[j], bitcast<f32>(NAN_BITS), bad); }
 }
 
 // out[k] = dot(a[row(k), :], b[col[k], :]); row(k) by binary search in rowptr (last i with rowptr[i] <= k)
