@@ -44,6 +44,8 @@ class NeighborSampler:
         self.graph, self.fanouts = graph, [int(f) for f in fanouts]
         self.rowptr = graph.host.rowptr.astype(np.int64)
         self.col = graph.host.col.astype(np.int64)
+        self.row = np.repeat(np.arange(graph.shape[0]), np.diff(self.rowptr))  # target of each stored edge
+        self.values = graph.values.detach().numpy()
         self.rng = np.random.default_rng(seed)
         self.device = device if device is not None else graph.device
 
@@ -84,8 +86,7 @@ class NeighborSampler:
             frontier = new
         n_id = np.concatenate(nodes)
         e_id = np.unique(np.concatenate(kept)) if kept else np.zeros(0, np.int64)
-        rows = np.repeat(np.arange(n), np.diff(self.rowptr))[e_id]
-        adj = SparseTensor.from_coo(local[rows], local[self.col[e_id]], self.graph.values.detach().numpy()[e_id],
+        adj = SparseTensor.from_coo(local[self.row[e_id]], local[self.col[e_id]], self.values[e_id],
                                     (n_id.size, n_id.size), self.graph.values.dtype, self.device)
         return SampledSubgraph(n_id, adj, int(seeds.size), e_id)
 
