@@ -14,7 +14,7 @@ import numpy as np
 import rumus as rm
 from rumus_contracts import DeviceMismatch, DTypeError, IndexOutOfRange, ShapeError
 
-from .sparse import SparseTensor, host_indices
+from .sparse import SparseTensor, host_indices, take_rows
 from .structure import check_indices, pointers, row_order
 
 
@@ -56,7 +56,8 @@ def _ptr_tensor(ptr: Any, rows: int, device: Any) -> rm.Tensor:
 def _segment(op: str, src: rm.Tensor, ptr: Any) -> rm.Tensor:
     if src.dim() < 1:
         raise ShapeError(f"{op}: src must have at least one dim, got a 0-D tensor")
-    return getattr(rm.ops, f"graph_{op}")(src, _ptr_tensor(ptr, src.shape[0], src.device))
+    out: rm.Tensor = getattr(rm.ops, f"graph_{op}")(src, _ptr_tensor(ptr, src.shape[0], src.device))
+    return out
 
 
 def segment_sum(src: rm.Tensor, ptr: Any) -> rm.Tensor:
@@ -90,8 +91,9 @@ def _scatter(op: str, src: rm.Tensor, index: Any, dim_size: int | None) -> rm.Te
     order = row_order(idx)
     ptr = rm.tensor(pointers(idx[order], n), dtype=rm.int32, device=src.device)
     if idx.size and np.any(order != np.arange(idx.size)):
-        src = rm.index_select(src, 0, rm.tensor(order.astype(np.int32), dtype=rm.int32, device=src.device))
-    return getattr(rm.ops, f"graph_segment_{op}")(src, ptr)
+        src = take_rows(src, rm.tensor(order.astype(np.int32), dtype=rm.int32, device=src.device))
+    out: rm.Tensor = getattr(rm.ops, f"graph_segment_{op}")(src, ptr)
+    return out
 
 
 def scatter_sum(src: rm.Tensor, index: Any, dim_size: int | None = None) -> rm.Tensor:
@@ -129,4 +131,4 @@ def gather_cols(a: SparseTensor, x: rm.Tensor) -> rm.Tensor:
     """x[col] for every stored entry (nnz, ...)."""
     if x.dim() < 1 or x.shape[0] != a.shape[1]:
         raise ShapeError(f"gather_cols: x needs one row per matrix column ({a.shape[1]}), got {tuple(x.shape)}")
-    return rm.index_select(x, 0, a.col)
+    return take_rows(x, a.col)

@@ -152,7 +152,7 @@ class SAGEConv(nn.Module):
             agg = scatter_max(gather_cols(a, x), row, dim_size=a.shape[0])
         else:
             agg = spmm(a, x)
-        out = self.lin_l(agg)
+        out: rm.Tensor = self.lin_l(agg)
         if self.lin_r is not None:
             out = out + self.lin_r(x)
         if self.normalize:

@@ -58,7 +58,7 @@ class NeighborSampler:
             return np.zeros(0, np.int64)
         owner = np.repeat(np.arange(frontier.size), deg)
         start = np.repeat(lo - np.concatenate([[0], np.cumsum(deg)[:-1]]), deg)
-        edges = np.arange(total) + start  # every incoming edge of every frontier node
+        edges: np.ndarray = np.arange(total) + start  # every incoming edge of every frontier node
         if fanout == -1:
             return edges
         keys = self.rng.random(total)  # a random rank within each node's edges: keep the `fanout` smallest
@@ -66,7 +66,8 @@ class NeighborSampler:
         first = np.concatenate([[0], np.cumsum(deg)[:-1]])
         rank = np.empty(total, np.int64)
         rank[order] = np.arange(total) - np.repeat(first, deg)
-        return np.sort(edges[rank < fanout])
+        kept: np.ndarray = np.sort(edges[rank < fanout])
+        return kept
 
     def sample(self, seeds: Any) -> SampledSubgraph:
         n = self.graph.shape[0]

@@ -78,7 +78,7 @@ def _reduce_ref(how: str) -> Any:
         out = np.zeros((ptr.size - 1, *src.shape[1:]))
         for i, seg in enumerate(_segments(src, ptr)):
             if len(seg):
-                out[i] = {"sum": np.sum, "mean": np.mean, "max": np.max}[how](seg, axis=0)
+                out[i] = seg.sum(0) if how == "sum" else seg.mean(0) if how == "mean" else seg.max(0)
         return out
     return ref
 

@@ -124,6 +124,8 @@ def _errors(kind: str) -> Any:
     def gen() -> list[ErrorSample]:
         b, _ = random_bundle(np.random.default_rng(0), 3, 4, 6)
         ints: list[DType | None] = [int32] * 5 + [None, None]
+        good: list[np.ndarray]
+        bad: list[np.ndarray]
         if kind == "sddmm":
             good = [np.ones((3, 2)), np.ones((4, 2))]
             bad = [np.ones((3, 2)), np.ones((4, 3))]

@@ -20,6 +20,12 @@ from rumus_contracts import Device, DTypeError, IndexOutOfRange, RumusError, Sha
 from .structure import Bundle, bundle, check_indices, check_size, row_order, rows_of
 
 
+def take_rows(x: rm.Tensor, index: rm.Tensor) -> rm.Tensor:
+    """x's rows picked by an int32 index tensor (differentiable in x); indices were validated on the host."""
+    out: rm.Tensor = rm.ops.index_select(x, index, dim=0)
+    return out
+
+
 def host_indices(what: str, idx: Any) -> np.ndarray:
     """An index argument (numpy array, list or integer rumus tensor) as a 1-D int64 numpy array."""
     if isinstance(idx, rm.Tensor):
@@ -151,7 +157,7 @@ class SparseTensor:
         out.host, out.shape, out.device = host, (self.shape[1], self.shape[0]), self.device
         out.index = (self.index[2], self.index[3], self.index[0], self.index[1],
                      rm.tensor(host.csc_eid, dtype=rm.int32, device=self.device))
-        out.values = rm.index_select(self.values, 0, self.index[4]) if self.nnz else self.values
+        out.values = take_rows(self.values, self.index[4]) if self.nnz else self.values
         return out
 
     transpose = t
@@ -170,7 +176,7 @@ class SparseTensor:
         if dim in (1, -1):
             return segment_sum(self.values, self.index[0])
         if dim in (0, -2):
-            return segment_sum(rm.index_select(self.values, 0, self.index[4]), self.index[2])
+            return segment_sum(take_rows(self.values, self.index[4]), self.index[2])
         raise IndexOutOfRange(f"SparseTensor.sum: dim must be 0 or 1, got {dim}")
 
     def degree(self, dim: int = 1) -> np.ndarray:
@@ -191,7 +197,7 @@ def _values(values: Any, order: np.ndarray, nnz: int, dtype: Any, device: Any) -
         if device is not None and values.device != Device.parse(device):
             raise RumusError(f"SparseTensor: values live on {values.device}, not {device}; move them first")
         perm = rm.tensor(order.astype(np.int32), dtype=rm.int32, device=values.device)
-        return rm.index_select(values, 0, perm) if nnz else values
+        return take_rows(values, perm) if nnz else values
     arr = np.asarray(values, dtype=np.float64)
     if arr.shape != (nnz,):
         raise ShapeError(f"SparseTensor: values must have shape ({nnz},), got {arr.shape}")

@@ -13,6 +13,8 @@ from typing import Any
 from rumus_contracts import ShaderKernel, TensorArg
 
 WORKGROUP = 256
+Args = Sequence[TensorArg]
+Attrs = Mapping[str, Any]
 MAX_GROUPS = 65535
 
 
@@ -32,10 +34,7 @@ def _cols(arg: TensorArg) -> int:
     return n
 
 
-Args = tuple[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]]
-
-
-def _bundle_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
+def _bundle_params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
     rowptr, col, cptr, crow, ceid, v, x = ins
     out = outs[0]
     f = _cols(x)
@@ -43,28 +42,28 @@ def _bundle_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: M
             out.offset, rowptr.offset, col.offset, cptr.offset, crow.offset, ceid.offset, v.offset, x.offset]
 
 
-def _per_output_element(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+def _per_output_element(outs: Args, ins: Args, attrs: Attrs) -> tuple[int, int, int]:
     return _grid(outs[0].numel)
 
 
-def _per_row_chunk(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+def _per_row_chunk(outs: Args, ins: Args, attrs: Attrs) -> tuple[int, int, int]:
     """spmm's grid: one invocation per (output row, chunk of 16 features), 64 to a workgroup."""
     n = outs[0].shape[0] * -(-_cols(outs[0]) // 16)
     groups = -(-n // 64)
     return (min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS), 1) if groups else (0, 1, 1)
 
 
-def _segment_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
+def _segment_params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
     out, (src, ptr) = outs[0], ins
     return [ptr.shape[0] - 1, _cols(src), src.shape[0], out.offset, src.offset, ptr.offset]
 
 
-def _expand_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
+def _expand_params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
     out, (src, ptr) = outs[0], ins
     return [ptr.shape[0] - 1, _cols(src), out.shape[0], out.offset, src.offset, ptr.offset]
 
 
-def _per_segment_feature(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+def _per_segment_feature(outs: Args, ins: Args, attrs: Attrs) -> tuple[int, int, int]:
     src, ptr = ins
     return _grid((ptr.shape[0] - 1) * _cols(src))
 

@@ -41,7 +41,8 @@ def test_spmm_matches_torch_sparse() -> None:
     row, col = a.coo()
     t = torch.sparse_coo_tensor(np.stack([row, col]), a.values.numpy().astype(np.float64), (30, 20))
     x = rng.uniform(-1, 1, (20, 4))
-    np.testing.assert_allclose(rg.spmm(a, rm.tensor(x, dtype=rm.float32)).numpy(), (t @ torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
+    got = rg.spmm(a, rm.tensor(x, dtype=rm.float32)).numpy()
+    np.testing.assert_allclose(got, (t @ torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_sddmm(device: str) -> None:
@@ -49,7 +50,8 @@ def test_sddmm(device: str) -> None:
     a, _ = _graph(rng, 12, 9, 40, device)
     p, q = rng.uniform(-1, 1, (12, 5)), rng.uniform(-1, 1, (9, 5))
     row, col = a.coo()
-    got = rg.sddmm(a, rm.tensor(p, dtype=rm.float32, device=device), rm.tensor(q, dtype=rm.float32, device=device)).numpy()
+    pt, qt = (rm.tensor(v, dtype=rm.float32, device=device) for v in (p, q))
+    got = rg.sddmm(a, pt, qt).numpy()
     np.testing.assert_allclose(got, np.sum(p[row] * q[col], axis=1), rtol=1e-5, atol=1e-5)
 
 
