@@ -32,13 +32,15 @@ int rg_spmm_##SFX(const int32_t *ptr, const int32_t *idx, const int32_t *eid, co
     int bad = 0;                                                                                      \
     _Pragma("omp parallel for schedule(dynamic, 32) reduction(|:bad) if (nnz * f > RG_GRAIN)")        \
     for (int64_t i = 0; i < n_out; i++) {                                                             \
-        T *o = out + i * f;                                                                           \
+        T *restrict o = out + i * f;                                                                  \
         for (int64_t j = 0; j < f; j++) o[j] = 0;                                                     \
         for (int64_t k = ptr[i]; k < ptr[i + 1]; k++) {                                               \
             int64_t c = idx[k], e = eid ? eid[k] : k;                                                 \
             if (c < 0 || c >= n_x) { bad |= 1; continue; }                                            \
             if (e < 0 || e >= nnz) { bad |= 2; continue; }                                            \
-            const T v = val[e], *xr = x + c * f;                                                      \
+            const T v = val[e];                                                                       \
+            const T *restrict xr = x + c * f;                                                         \
+            _Pragma("omp simd")                                                                       \
             for (int64_t j = 0; j < f; j++) o[j] += v * xr[j];                                        \
         }                                                                                             \
     }                                                                                                 \
