@@ -11,16 +11,14 @@ from rumus_contracts import KernelRegistry, OpRegistry, hookimpl, parse_dtype
 
 from . import schemas_segment, schemas_spmm
 
-# pluggy's hookimpl marker is untyped, hence the type: ignore on each hook below
 
-
-@hookimpl  # type: ignore[untyped-decorator]
+@hookimpl
 def rumus_register_ops(registry: OpRegistry) -> None:
     for schema in [*schemas_spmm.schemas(), *schemas_segment.schemas()]:
         registry.register(schema)
 
 
-@hookimpl  # type: ignore[untyped-decorator]
+@hookimpl
 def rumus_register_kernels(registry: KernelRegistry) -> None:
     try:
         from .cpu_kernels import KERNELS
