@@ -34,12 +34,13 @@ def _cols(arg: TensorArg) -> int:
     return n
 
 
-def _bundle_params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
-    rowptr, col, cptr, crow, ceid, v, x = ins
-    out = outs[0]
-    f = _cols(x)
-    return [out.shape[0], f, rowptr.shape[0] - 1, cptr.shape[0] - 1, col.shape[0],
-            out.offset, rowptr.offset, col.offset, cptr.offset, crow.offset, ceid.offset, v.offset, x.offset]
+def _bundle_params(transpose: int) -> Any:
+    def params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
+        rowptr, col, cptr, crow, ceid, v, x = ins
+        out = outs[0]
+        return [out.shape[0], _cols(x), rowptr.shape[0] - 1, cptr.shape[0] - 1, col.shape[0], out.offset,
+                rowptr.offset, col.offset, cptr.offset, crow.offset, ceid.offset, v.offset, x.offset, transpose]
+    return params
 
 
 def _per_output_element(outs: Args, ins: Args, attrs: Attrs) -> tuple[int, int, int]:
@@ -53,9 +54,13 @@ def _per_row_chunk(outs: Args, ins: Args, attrs: Attrs) -> tuple[int, int, int]:
     return (min(groups, MAX_GROUPS), -(-groups // MAX_GROUPS), 1) if groups else (0, 1, 1)
 
 
-def _segment_params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
-    out, (src, ptr) = outs[0], ins
-    return [ptr.shape[0] - 1, _cols(src), src.shape[0], out.offset, src.offset, ptr.offset]
+def _segment_params(mode: int | None) -> Any:
+    """segment.wgsl's params end with the reduction mode; segment_index.wgsl's (mode None) do not."""
+    def params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
+        out, (src, ptr) = outs[0], ins
+        return [ptr.shape[0] - 1, _cols(src), src.shape[0], out.offset, src.offset, ptr.offset,
+                *([] if mode is None else [mode])]
+    return params
 
 
 def _expand_params(outs: Args, ins: Args, attrs: Attrs) -> list[int | float]:
@@ -77,15 +82,15 @@ def kernels() -> dict[str, list[tuple[ShaderKernel, str]]]:
     spmm, seg, idx = source("spmm"), source("segment"), source("segment_index")
     per_out = _per_output_element
     return {
-        "graph_spmm": [(ShaderKernel("wgsl", spmm, "spmm", _per_row_chunk, _bundle_params), "float32")],
-        "graph_spmm_t": [(ShaderKernel("wgsl", spmm, "spmm_t", _per_row_chunk, _bundle_params), "float32")],
-        "graph_sddmm": [(ShaderKernel("wgsl", spmm, "sddmm", per_out, _bundle_params), "float32")],
-        "graph_segment_sum": [(ShaderKernel("wgsl", seg, "seg_sum", per_out, _segment_params), "float32")],
-        "graph_segment_mean": [(ShaderKernel("wgsl", seg, "seg_mean", per_out, _segment_params), "float32")],
-        "graph_segment_max": [(ShaderKernel("wgsl", seg, "seg_max", per_out, _segment_params), "float32")],
-        "graph_edge_softmax": [(ShaderKernel("wgsl", seg, "edge_softmax", _per_segment_feature, _segment_params),
+        "graph_spmm": [(ShaderKernel("wgsl", spmm, "spmm", _per_row_chunk, _bundle_params(0)), "float32")],
+        "graph_spmm_t": [(ShaderKernel("wgsl", spmm, "spmm", _per_row_chunk, _bundle_params(1)), "float32")],
+        "graph_sddmm": [(ShaderKernel("wgsl", spmm, "sddmm", per_out, _bundle_params(0)), "float32")],
+        "graph_segment_sum": [(ShaderKernel("wgsl", seg, "seg_reduce", per_out, _segment_params(0)), "float32")],
+        "graph_segment_mean": [(ShaderKernel("wgsl", seg, "seg_reduce", per_out, _segment_params(1)), "float32")],
+        "graph_segment_max": [(ShaderKernel("wgsl", seg, "seg_reduce", per_out, _segment_params(2)), "float32")],
+        "graph_edge_softmax": [(ShaderKernel("wgsl", seg, "edge_softmax", _per_segment_feature, _segment_params(0)),
                                 "float32")],
-        "graph_segment_argmax": [(ShaderKernel("wgsl", idx, "seg_argmax", per_out, _segment_params), "float32")],
+        "graph_segment_argmax": [(ShaderKernel("wgsl", idx, "seg_argmax", per_out, _segment_params(None)), "float32")],
         "graph_segment_expand": [
             (ShaderKernel("wgsl", _variant(idx, "f32", "f32"), "seg_expand", per_out, _expand_params), "float32"),
             (ShaderKernel("wgsl", _variant(idx, "i32", "i32"), "seg_expand", per_out, _expand_params), "int32")],

@@ -1,7 +1,8 @@
 // graph_segment_sum / _mean / _max and graph_edge_softmax for the WebGPU backend. One invocation
 // per (segment, feature) walks its segment's rows in order: no atomics, deterministic.
 // A pointer outside [0, n_src] yields NaN instead of a read outside the buffer.
-struct Params { n_seg: u32, f: u32, n_src: u32, o_out: u32, o_src: u32, o_ptr: u32, }
+struct Params { n_seg: u32, f: u32, n_src: u32, o_out: u32, o_src: u32, o_ptr: u32, mode: u32, }
+// mode (seg_reduce): 0 sum, 1 mean, 2 max
 
 @group(0) @binding(0) var<storage, read_write> out_buf: array<f32>;
 @group(0) @binding(1) var<storage, read> src: array<f32>;
@@ -22,13 +23,16 @@ fn bounds(i: u32) -> vec2<u32> {
     return vec2<u32>(u32(lo), u32(hi));
 }
 
-fn reduce(t: u32, mode: u32) {
+@compute @workgroup_size(256)
+fn seg_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
+    let t = flat(gid, nwg);
+    if (t >= p.n_seg * p.f) { return; }
     let i = t / p.f;
     let j = t % p.f;
     let b = bounds(i);
     if (b.x > b.y) { out_buf[p.o_out + t] = bitcast<f32>(NAN_BITS); return; }
     var acc = 0.0;
-    if (mode == 2u) {
+    if (p.mode == 2u) {
         if (b.x < b.y) { acc = src[p.o_src + b.x * p.f + j]; }
         for (var k = b.x + 1u; k < b.y; k++) {
             let v = src[p.o_src + k * p.f + j];
@@ -36,27 +40,9 @@ fn reduce(t: u32, mode: u32) {
         }
     } else {
         for (var k = b.x; k < b.y; k++) { acc += src[p.o_src + k * p.f + j]; }
-        if (mode == 1u && b.y > b.x) { acc = acc / f32(b.y - b.x); }
+        if (p.mode == 1u && b.y > b.x) { acc = acc / f32(b.y - b.x); }
     }
     out_buf[p.o_out + t] = acc;
-}
-
-@compute @workgroup_size(256)
-fn seg_sum(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t < p.n_seg * p.f) { reduce(t, 0u); }
-}
-
-@compute @workgroup_size(256)
-fn seg_mean(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t < p.n_seg * p.f) { reduce(t, 1u); }
-}
-
-@compute @workgroup_size(256)
-fn seg_max(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t < p.n_seg * p.f) { reduce(t, 2u); }
 }
 
 // out[k, j] = exp(src[k, j] - m) / sum over the segment, m the segment's max (per feature j)

@@ -8,6 +8,7 @@
 struct Params {
     n_out: u32, f: u32, n_rows: u32, n_cols: u32, nnz: u32,
     o_out: u32, o_rowptr: u32, o_col: u32, o_cptr: u32, o_crow: u32, o_ceid: u32, o_v: u32, o_x: u32,
+    transpose: u32,  // spmm only: 0 walks the rows (A @ x), 1 the column-grouped arrays (A.T @ x)
 }
 
 @group(0) @binding(0) var<storage, read_write> out_buf: array<f32>;
@@ -26,8 +27,27 @@ fn flat(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
     return gid.x + gid.y * nwg.x * 256u;
 }
 
-// out[i, j] = sum_{k in rowptr[i]..rowptr[i+1]} val[k] * x[col[k], j]: one invocation per (row, chunk
-// of CHUNK features), accumulating in registers, so each entry's index and value are read once per chunk.
+// The walk of spmm over either orientation: pointers, the index of the x row each entry reads, and the
+// entry's value index (itself in row order; csc_eid in column order). `p.transpose` is uniform, so
+// every invocation takes the same branch.
+fn ptr_at(i: u32) -> i32 {
+    if (p.transpose == 1u) { return csc_ptr[p.o_cptr + i]; }
+    return rowptr[p.o_rowptr + i];
+}
+
+fn src_at(k: u32) -> i32 {
+    if (p.transpose == 1u) { return csc_row[p.o_crow + k]; }
+    return col[p.o_col + k];
+}
+
+fn eid_at(k: u32) -> i32 {
+    if (p.transpose == 1u) { return csc_eid[p.o_ceid + k]; }
+    return i32(k);
+}
+
+// out[i, j] = sum over the entries k of row i (column i when transposed) of val[eid(k)] * x[src(k), j]:
+// one invocation per (output row, chunk of CHUNK features), accumulating in registers, so each entry's
+// index and value are read once per chunk.
 const CHUNK: u32 = 16u;
 
 @compute @workgroup_size(64)
@@ -38,48 +58,22 @@ fn spmm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let i = t / chunks;
     let j0 = (t % chunks) * CHUNK;
     let width = min(CHUNK, p.f - j0);
-    let lo = rowptr[p.o_rowptr + i];
-    let hi = rowptr[p.o_rowptr + i + 1u];
+    let n_src = select(p.n_cols, p.n_rows, p.transpose == 1u);
+    let lo = ptr_at(i);
+    let hi = ptr_at(i + 1u);
     var acc: array<f32, 16>;
     var bad = lo < 0 || hi < lo || u32(hi) > p.nnz;
     if (!bad) {
         for (var k = u32(lo); k < u32(hi); k++) {
-            let c = col[p.o_col + k];
-            if (c < 0 || u32(c) >= p.n_cols) { bad = true; break; }
-            let v = v_buf[p.o_v + k];
+            let c = src_at(k);
+            let e = eid_at(k);
+            if (c < 0 || u32(c) >= n_src || e < 0 || u32(e) >= p.nnz) { bad = true; break; }
+            let v = v_buf[p.o_v + u32(e)];
             let base = p.o_x + u32(c) * p.f + j0;
             for (var j = 0u; j < width; j++) { acc[j] += v * x_buf[base + j]; }
         }
     }
     let o = p.o_out + i * p.f + j0;
-    for (var j = 0u; j < width; j++) { out_buf[o + j] = select(acc[j], bitcast<f32>(NAN_BITS), bad); }
-}
-
-// out[c, j] = sum_{k in csc_ptr[c]..csc_ptr[c+1]} val[csc_eid[k]] * x[csc_row[k], j]: the same walk
-// over the column-grouped arrays (A.T @ x), one invocation per (column, chunk of features)
-@compute @workgroup_size(64)
-fn spmm_t(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let chunks = (p.f + CHUNK - 1u) / CHUNK;
-    let t = gid.x + gid.y * nwg.x * 64u;
-    if (t >= p.n_out * chunks) { return; }
-    let c = t / chunks;
-    let j0 = (t % chunks) * CHUNK;
-    let width = min(CHUNK, p.f - j0);
-    let lo = csc_ptr[p.o_cptr + c];
-    let hi = csc_ptr[p.o_cptr + c + 1u];
-    var acc: array<f32, 16>;
-    var bad = lo < 0 || hi < lo || u32(hi) > p.nnz;
-    if (!bad) {
-        for (var k = u32(lo); k < u32(hi); k++) {
-            let r = csc_row[p.o_crow + k];
-            let e = csc_eid[p.o_ceid + k];
-            if (r < 0 || u32(r) >= p.n_rows || e < 0 || u32(e) >= p.nnz) { bad = true; break; }
-            let v = v_buf[p.o_v + u32(e)];
-            let base = p.o_x + u32(r) * p.f + j0;
-            for (var j = 0u; j < width; j++) { acc[j] += v * x_buf[base + j]; }
-        }
-    }
-    let o = p.o_out + c * p.f + j0;
     for (var j = 0u; j < width; j++) { out_buf[o + j] = select(acc[j], bitcast<f32>(NAN_BITS), bad); }
 }
 
