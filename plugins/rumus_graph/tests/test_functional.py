@@ -147,3 +147,24 @@ def test_raw_cpu_kernel_refuses_a_corrupt_structure() -> None:
         rm.ops.graph_spmm(ptr, bad_col, csc, two, two, rm.ones(2), rm.ones(2, 3))
     with pytest.raises(IndexOutOfRange, match="pointer"):
         rm.ops.graph_segment_sum(rm.ones(3, 2), rm.tensor(np.array([0, 2, 1, 3], np.int32), dtype=rm.int32))
+
+
+def test_cpu_results_do_not_depend_on_the_thread_count() -> None:
+    """Atomic-free kernels: bitwise-identical SpMM, its transpose and scatter at 1 and 2 OpenMP threads."""
+    import os
+    import subprocess
+    import sys
+    code = ("import numpy as np, hashlib, rumus as rm, rumus_graph as rg\n"
+            "rng = np.random.default_rng(0); n = 3000\n"
+            "a = rg.SparseTensor.from_coo(rng.integers(0, n, 60000), rng.integers(0, n, 60000),"
+            " rng.uniform(-1, 1, 60000), shape=(n, n))\n"
+            "x = rm.tensor(rng.normal(size=(n, 32)), dtype=rm.float32)\n"
+            "outs = [rg.spmm(a, x), rg.spmm(a.t(), x), rg.scatter_sum(x, rng.integers(0, 50, n), dim_size=50)]\n"
+            "print(hashlib.sha256(b''.join(o.numpy().tobytes() for o in outs)).hexdigest())\n")
+    digests = set()
+    for threads in ("1", "2"):
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "RUMUS_NUM_THREADS": threads, "OMP_NUM_THREADS": threads})
+        assert out.returncode == 0, out.stderr
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1, digests
