@@ -9,6 +9,7 @@ struct Params {
     n_out: u32, f: u32, n_rows: u32, n_cols: u32, nnz: u32,
     o_out: u32, o_rowptr: u32, o_col: u32, o_cptr: u32, o_crow: u32, o_ceid: u32, o_v: u32, o_x: u32,
     transpose: u32,  // spmm only: 0 walks the rows (A @ x), 1 the column-grouped arrays (A.T @ x)
+    chunk: u32,      // spmm only: features per invocation, 1 or up to CHUNK (see wgpu_kernels.spmm_chunk)
 }
 
 @group(0) @binding(0) var<storage, read_write> out_buf: array<f32>;
@@ -45,23 +46,26 @@ fn eid_at(k: u32) -> i32 {
     return i32(k);
 }
 
-// out[i, j] = sum over the entries k of row i (column i when transposed) of val[eid(k)] * x[src(k), j]:
-// one invocation per (output row, chunk of CHUNK features), accumulating in registers, so each entry's
-// index and value are read once per chunk.
+// out[i, j] = sum over the entries k of row i (column i when transposed) of val[eid(k)] * x[src(k), j].
+// One invocation per (output row, chunk of p.chunk features). On a GPU p.chunk is 1: neighbouring
+// invocations read neighbouring features of one x row (coalesced). On a CPU rasterizer (lavapipe) it is
+// CHUNK: each entry's index and value are then read once per 16 features, accumulated in registers.
 const CHUNK: u32 = 16u;
 
 @compute @workgroup_size(64)
 fn spmm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let chunks = (p.f + CHUNK - 1u) / CHUNK;
+    let w = p.chunk;
+    let chunks = (p.f + w - 1u) / w;
     let t = gid.x + gid.y * nwg.x * 64u;
     if (t >= p.n_out * chunks) { return; }
     let i = t / chunks;
-    let j0 = (t % chunks) * CHUNK;
-    let width = min(CHUNK, p.f - j0);
+    let j0 = (t % chunks) * w;
+    let width = min(w, p.f - j0);
     let n_src = select(p.n_cols, p.n_rows, p.transpose == 1u);
     let lo = ptr_at(i);
     let hi = ptr_at(i + 1u);
     var acc: array<f32, 16>;
+    var one = 0.0;  // the accumulator when w == 1 (kept out of the array, so it stays in a register)
     var bad = lo < 0 || hi < lo || u32(hi) > p.nnz;
     if (!bad) {
         for (var k = u32(lo); k < u32(hi); k++) {
@@ -70,9 +74,14 @@ fn spmm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
             if (c < 0 || u32(c) >= n_src || e < 0 || u32(e) >= p.nnz) { bad = true; break; }
             let v = v_buf[p.o_v + u32(e)];
             let base = p.o_x + u32(c) * p.f + j0;
-            for (var j = 0u; j < width; j++) { acc[j] += v * x_buf[base + j]; }
+            if (w == 1u) {
+                one += v * x_buf[base];
+            } else {
+                for (var j = 0u; j < width; j++) { acc[j] += v * x_buf[base + j]; }
+            }
         }
     }
+    if (w == 1u) { acc[0] = one; }
     let o = p.o_out + i * p.f + j0;
     for (var j = 0u; j < width; j++) { out_buf[o + j] = select(acc[j], bitcast<f32>(NAN_BITS), bad); }
 }
