@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+from hypothesis import settings
 
 from rumus import backend_api
 from rumus_contracts import RumusError
+
+
+# as the core's tests/conftest.py: CI replays a fixed, derandomized sequence of property-test examples
+settings.register_profile("ci", derandomize=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def _available(name: str) -> bool:

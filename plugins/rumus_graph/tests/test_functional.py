@@ -39,7 +39,8 @@ def test_spmm_matches_torch_sparse() -> None:
     rng = np.random.default_rng(1)
     a, _ = _graph(rng, 30, 20, 100, "cpu")
     row, col = a.coo()
-    t = torch.sparse_coo_tensor(np.stack([row, col]), a.values.numpy().astype(np.float64), (30, 20))
+    t = torch.sparse_coo_tensor(np.stack([row, col]), a.values.numpy().astype(np.float64), (30, 20),
+                                check_invariants=True)
     x = rng.uniform(-1, 1, (20, 4))
     got = rg.spmm(a, rm.tensor(x, dtype=rm.float32)).numpy()
     np.testing.assert_allclose(got, (t @ torch.tensor(x)).numpy(), rtol=1e-5, atol=1e-5)
