@@ -15,6 +15,17 @@
 /* Below this many multiply-adds a kernel stays on the calling thread (thread start-up costs more). */
 #define RG_GRAIN 32768
 
+/* The per-row loops are compiled twice on x86-64 glibc Linux (AVX2 and baseline SSE2; ifunc picks one at
+ * load time), as the core's kernels are. -std=c11 implies -ffp-contract=off: no FMA, same bits either way. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define RG_CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef RG_CLONES
+#define RG_CLONES
+#endif
+
 static int check_ptr(const int32_t *ptr, int64_t n, int64_t total) {
     if (ptr[0] != 0 || ptr[n] != total) return RG_BAD_PTR;
     for (int64_t i = 0; i < n; i++)
@@ -25,25 +36,29 @@ static int check_ptr(const int32_t *ptr, int64_t n, int64_t total) {
 /* out[i, :] = sum_{k in [ptr[i], ptr[i+1])} val[eid ? eid[k] : k] * x[idx[k], :]
  * (A @ X with eid == NULL over CSR; A.T @ X with the column-grouped arrays and their entry ids). */
 #define DEF_SPMM(T, SFX)                                                                              \
+RG_CLONES static int spmm_row_##SFX(const int32_t *ptr, const int32_t *idx, const int32_t *eid,        \
+                                    const T *val, const T *x, T *restrict o, int64_t i, int64_t n_x,    \
+                                    int64_t nnz, int64_t f) {                                          \
+    int bad = 0;                                                                                      \
+    for (int64_t j = 0; j < f; j++) o[j] = 0;                                                         \
+    for (int64_t k = ptr[i]; k < ptr[i + 1]; k++) {                                                   \
+        int64_t c = idx[k], e = eid ? eid[k] : k;                                                     \
+        if (c < 0 || c >= n_x) { bad |= 1; continue; }                                                \
+        if (e < 0 || e >= nnz) { bad |= 2; continue; }                                                \
+        const T v = val[e];                                                                           \
+        const T *restrict xr = x + c * f;                                                             \
+        for (int64_t j = 0; j < f; j++) o[j] += v * xr[j];                                            \
+    }                                                                                                 \
+    return bad;                                                                                       \
+}                                                                                                     \
 int rg_spmm_##SFX(const int32_t *ptr, const int32_t *idx, const int32_t *eid, const T *val, const T *x, \
                   T *out, int64_t n_out, int64_t n_x, int64_t nnz, int64_t f) {                        \
     int rc = check_ptr(ptr, n_out, nnz);                                                              \
     if (rc) return rc;                                                                                \
     int bad = 0;                                                                                      \
     _Pragma("omp parallel for schedule(dynamic, 32) reduction(|:bad) if (nnz * f > RG_GRAIN)")        \
-    for (int64_t i = 0; i < n_out; i++) {                                                             \
-        T *restrict o = out + i * f;                                                                  \
-        for (int64_t j = 0; j < f; j++) o[j] = 0;                                                     \
-        for (int64_t k = ptr[i]; k < ptr[i + 1]; k++) {                                               \
-            int64_t c = idx[k], e = eid ? eid[k] : k;                                                 \
-            if (c < 0 || c >= n_x) { bad |= 1; continue; }                                            \
-            if (e < 0 || e >= nnz) { bad |= 2; continue; }                                            \
-            const T v = val[e];                                                                       \
-            const T *restrict xr = x + c * f;                                                         \
-            _Pragma("omp simd")                                                                       \
-            for (int64_t j = 0; j < f; j++) o[j] += v * xr[j];                                        \
-        }                                                                                             \
-    }                                                                                                 \
+    for (int64_t i = 0; i < n_out; i++)                                                               \
+        bad |= spmm_row_##SFX(ptr, idx, eid, val, x, out + i * f, i, n_x, nnz, f);                    \
     return (bad & 1) ? RG_BAD_IDX : (bad & 2) ? RG_BAD_EID : RG_OK;                                   \
 }
 DEF_SPMM(float, f32)
