@@ -24,6 +24,7 @@ import numpy as np
 import rumus as rm
 import rumus_graph as rg
 from rumus import backend_api
+from rumus_contracts import RumusError
 
 
 def _median_ms(fn: Callable[[], Any], sync: Callable[[], None], repeat: int) -> float:
@@ -52,6 +53,12 @@ def run(sizes: list[int], features: list[int], degree: int, devices: list[str], 
     except ImportError:
         torch = None
     cuda = torch is not None and torch.cuda.is_available()
+    for d in list(devices):
+        try:
+            backend_api.backend(d)
+        except RumusError as exc:  # e.g. no Vulkan driver for wgpu on this machine: time the rest
+            print(f"skipping rumus-{d}: {exc}")
+            devices.remove(d)
     cols = [f"rumus-{d}" for d in devices] + ["scipy"]
     cols += (["torch-cpu"] if torch else []) + (["torch-cuda"] if cuda else [])
     what = "A.T @ G" if backward else "A @ X"
