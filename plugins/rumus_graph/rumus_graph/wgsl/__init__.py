@@ -1,0 +1,1 @@
+"""WGSL kernels of rumus-graph (read with importlib.resources)."""
