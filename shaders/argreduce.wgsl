@@ -12,14 +12,13 @@ fn better(a: {{VAL}}, b: {{VAL}}) -> bool {
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t = cfg.group;
-    let o = row_index(lid, wid);
-    let lane = lid % t;
-    let valid = o < cfg.rows;
+    let pos = row_pos(lid, wid);
+    let lane = pos.lane;
+    let valid = pos.valid;
+    let base = pos.base;
     var v: {{VAL}} = {{WORST}};
     var vi = 0xffffffffu;
-    var base = vec2<i32>(0, 0);
     if (valid) {
-        base = row_offsets(o);
         for (var r = lane; r < cfg.rlen; r += t) {
             let x = {{LOAD}};
             if (better(x, v) || vi == 0xffffffffu) {
