@@ -28,6 +28,19 @@ def bench(fn: Callable[[], object], min_time: float = 0.3, repeats: int = 5) -> 
     return statistics.median(samples)
 
 
+def median_time(step: Callable[[], object], sync: Callable[[], None], reps: int) -> float:
+    """Seconds per synchronized call: the median of `reps` runs of step + sync after one warm-up."""
+    step()
+    sync()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
 def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     line = "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |"

@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import table  # noqa: E402
+from _timing import median_time, table  # noqa: E402
 
 FULL_SHAPES = [(64, 2048), (64, 8192), (64, 32000), (64, 32001), (512, 32000), (4096, 8192), (4096, 32000),
                (65536, 1024), (98304, 512), (8, 262144), (1, 1 << 20), (16384, 40)]
@@ -44,9 +42,8 @@ fn online(acc: vec2<f32>, x: f32, ninf: f32) -> vec2<f32> {
     return vec2<f32>(select(acc.x, x, grow), acc.y * select(1.0, e, grow) + add);
 }
 """
-NEW_FOLD_CALL = "acc = fold4(acc, vec4<f32>(in0[(ib + r) / 4u]), ninf);"
-OLD_FOLD_CALL = ("let v = vec4<f32>(in0[(ib + r) / 4u]);\n"
-                 "        acc = online(online(online(online(acc, v.x, ninf), v.y, ninf), v.z, ninf), v.w, ninf);")
+NEW_FOLD_CALL = "acc = fold4(acc, v, ninf);"
+OLD_FOLD_CALL = "acc = online(online(online(online(acc, v.x, ninf), v.y, ninf), v.z, ninf), v.w, ninf);"
 COPY = """
 @group(0) @binding(0) var<storage, read_write> out0: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> in0: array<vec4<f32>>;
@@ -58,18 +55,6 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     }
 }
 """
-
-
-def _median(step: Callable[[], Any], sync: Callable[[], None], reps: int) -> float:
-    step()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _gbs(nbytes: int, seconds: float) -> str:
@@ -104,7 +89,7 @@ class Rumus:
 
         def kernel(name: str, mode: str, old: bool) -> Callable[[Any, Any, int, int], None]:
             def build() -> str:
-                src = S.softmax_source(False, "f32", True, mode, sg)
+                src = S.softmax_source("softmax", "f32", True, mode, sg)
                 return src.replace(NEW_FOLD_CALL, OLD_FOLD_CALL) + OLD_FOLD if old else src
             prog = gdev.programs.get(("probe", name, sg), build)
 
@@ -145,7 +130,7 @@ def ops_table(r: Rumus | None, torch_dev: str | None, shapes: list[tuple[int, in
                 x = r.tensor(shape)
                 fn = getattr(r.rm, op)
                 with r.rm.no_grad():
-                    t = _median(lambda: fn(x, 1), r.sync, reps)
+                    t = median_time(lambda: fn(x, 1), r.sync, reps)
                 cells += [f"{t * 1e3:.3f}", _gbs(nbytes, t)]
                 del x
             else:
@@ -155,7 +140,7 @@ def ops_table(r: Rumus | None, torch_dev: str | None, shapes: list[tuple[int, in
                 tfn = getattr(torch, op)
                 sync = torch.cuda.synchronize if torch_dev == "cuda" else (lambda: None)
                 with torch.no_grad():
-                    tt = _median(lambda: tfn(xt, 1), sync, reps)
+                    tt = median_time(lambda: tfn(xt, 1), sync, reps)
                 cells += [f"{tt * 1e3:.3f}", _gbs(nbytes, tt)]
                 if r is not None:
                     cells.append(f"{tt / t:.2f}")
@@ -185,7 +170,7 @@ def training_table(r: Rumus | None, torch_dev: str | None, small: bool, reps: in
                     "softmax": lambda: F.softmax(x, dim=-1).backward(g),
                     "log_softmax": lambda: F.log_softmax(x, dim=-1).backward(g),
                     "layer_norm": lambda: F.layer_norm(x, (shape[-1],)).backward(g)}[name]
-            t = _median(step, r.sync, reps)
+            t = median_time(step, r.sync, reps)
             cells += [f"{t * 1e3:.3f}", _gbs(nbytes, t)]
         if torch_dev:
             import torch
@@ -198,7 +183,7 @@ def training_table(r: Rumus | None, torch_dev: str | None, small: bool, reps: in
                      "log_softmax": lambda: tf.log_softmax(xt, dim=-1).backward(gt),
                      "layer_norm": lambda: tf.layer_norm(xt, (shape[-1],)).backward(gt)}[name]
             sync = torch.cuda.synchronize if torch_dev == "cuda" else (lambda: None)
-            tt = _median(tstep, sync, reps)
+            tt = median_time(tstep, sync, reps)
             cells += [f"{tt * 1e3:.3f}", _gbs(nbytes, tt)]
             if r is not None:
                 cells.append(f"{tt / t:.2f}")
@@ -221,7 +206,7 @@ def paths_table(r: Rumus, shapes: list[tuple[int, int]], reps: int) -> str:
             os.environ.update(env)
             try:
                 with r.rm.no_grad():
-                    t = _median(lambda: r.rm.softmax(x, 1), r.sync, reps)
+                    t = median_time(lambda: r.rm.softmax(x, 1), r.sync, reps)
             finally:
                 for k, v in saved.items():
                     if v is None:
@@ -242,7 +227,7 @@ def probes_table(r: Rumus, shapes: list[tuple[int, int]], reps: int) -> str:
         x, out = r.tensor((rows_, c)), r.tensor((rows_, c))
         cells = [f"[{rows_}, {c}]"]
         for launch in progs.values():
-            t = _median(lambda: launch(x, out, rows_, c), r.sync, reps)
+            t = median_time(lambda: launch(x, out, rows_, c), r.sync, reps)
             cells.append(f"{t * 1e3:.3f}")
         rows.append(tuple(cells))
     return table(rows, ("probe ms", *progs))

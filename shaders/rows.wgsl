@@ -15,6 +15,10 @@ struct Config {
     out_offset: u32,
     ninf: u32,              // bits of -inf (kept out of constant expressions)
     out_rstride: i32,       // softmax: output stride along the row
+    in1_delta: i32,         // softmax backward: element offset of the second input's rows from the first's
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
     kshape: array<vec4<u32>, 2>,
     kstride_in: array<vec4<i32>, 2>,
     kstride_out: array<vec4<i32>, 2>,

@@ -56,6 +56,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     // this workgroup's chunk of the row (the whole row unless split)
     let begin = select(0u, wid.z * cfg.chunk, cfg.splits > 0u);
     let end = select(0u, min(cfg.rlen, begin + cfg.chunk), valid);
-    var acc = vec2<f32>(ninf, 0.0);
+    let delta = u32(cfg.in1_delta);
+    var acc = {{INIT}};
 {{BODY}}
 }

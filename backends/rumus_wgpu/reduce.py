@@ -79,6 +79,7 @@ class Rows:
             self.rlen *= x.shape[d]
         self.in_offset, self.out_offset = x.offset, out.offset
         self.out_rstride = 0
+        self.in1_delta = 0  # softmax backward: element offset of y's rows from grad's
 
     def group(self, per_invocation: int = 1) -> int:
         """Invocations per row; `per_invocation` elements per load (4 on the vec4 path)."""
@@ -93,7 +94,7 @@ class Rows:
 
     def pack(self, t: int, grid_x: int, chunk: int, splits: int) -> bytes:
         words = [self.rows, self.rlen, t, grid_x, chunk, len(self.ksizes), len(self.rsizes), splits,
-                 self.in_offset, self.out_offset, NINF, i32_word(self.out_rstride)]
+                 self.in_offset, self.out_offset, NINF, i32_word(self.out_rstride), i32_word(self.in1_delta), 0, 0, 0]
         words += _pad(self.ksizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.kin, MAX_DIMS)]
         words += [i32_word(s) for s in _pad(self.kout, MAX_DIMS)]
         words += _pad(self.rsizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.rstr or [0], MAX_DIMS)]

@@ -10,12 +10,13 @@ uses subgroup operations where the device has the `subgroup` feature, workgroup 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import TensorArg
+from rumus_contracts import RumusError, TensorArg
 
-from .layout import env_set, grid, new_buffer
+from .layout import dealias, device_of, env_set, grid, new_buffer
 from .pipelines import render
 from .reduce import NO_SUBGROUPS, SPLIT_CHUNK, Rows, cached, pow2_ceil, pow2_floor, vec_rows
 
@@ -84,56 +85,72 @@ fn reduce_group(vlid: u32, lane: u32, t: u32, acc: vec2<f32>, ninf: f32, sg_lane
 _SG_ARGS = (", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32")
 
 
-def _fold(vec: bool) -> str:
+# per op: the row pass folding one element (scalar) or four (vec4, `v`; backward ops also `w` = y) into
+# acc, the values the output pass needs from the merged acc, and the output of one element (x; y = w)
+_FOLD = {"fwd": ("acc = fold1(acc, x, ninf);", "acc = fold4(acc, v, ninf);"),
+         "softmax_backward": ("acc.y += x * w;", "acc.y += dot(v, w);"),
+         "log_softmax_backward": ("acc.y += x;", "acc.y += dot(v, vec4<f32>(1.0));")}
+_FINISH = {"softmax": "let m = acc.x;\n    let inv = 1.0 / acc.y;",
+           "log_softmax": "let m = acc.x;\n    let ls = log(acc.y);",
+           "softmax_backward": "let sum = acc.y;", "log_softmax_backward": "let sum = acc.y;"}
+_OUT = {"softmax": "exp(x - m) * inv", "log_softmax": "x - m - ls", "softmax_backward": "w * (x - sum)",
+        "log_softmax_backward": "x - exp(w) * sum"}
+
+
+def _walk(vec: bool, two: bool, body: str, store: str = "") -> str:
+    """A loop over this invocation's elements of [begin, end): x (and w, the second input) loaded."""
     if vec:
-        return ("    for (var r = begin + lane * 4u; r < end; r += t * 4u) {\n"
-                "        acc = fold4(acc, vec4<f32>(in0[(ib + r) / 4u]), ninf);\n"
-                "    }")
-    return ("    for (var r = begin + lane; r < end; r += t) {\n"
-            "        acc = fold1(acc, f32(in0[u32(base.x + i32(r) * s_in)]), ninf);\n"
-            "    }")
+        loads = "        let v = vec4<f32>(in0[(ib + r) / 4u]);\n"
+        if two:
+            loads += "        let w = vec4<f32>(in1[(ib + delta + r) / 4u]);\n"
+        out = f"        out0[(ob + r) / 4u] = vec4<scalar>({store});\n" if store else ""
+        return ("    for (var r = begin + lane * 4u; r < end; r += t * 4u) {\n" + loads
+                + (f"        {body}\n" if body else "") + out + "    }")
+    loads = "        let x = f32(in0[u32(base.x + i32(r) * s_in)]);\n"
+    if two:
+        loads += "        let w = f32(in1[u32(base.x + i32(delta) + i32(r) * s_in)]);\n"
+    out = f"        out0[u32(base.y + i32(r) * sout)] = scalar({store});\n" if store else ""
+    return ("    for (var r = begin + lane; r < end; r += t) {\n" + loads + (f"        {body}\n" if body else "")
+            + out + "    }")
 
 
-def _store(log: bool, vec: bool) -> str:
-    def out(x: str) -> str:
-        return f"{x} - m - ls" if log else f"exp({x} - m) * inv"
-    if vec:
-        return ("    for (var r = begin + lane * 4u; r < end; r += t * 4u) {\n"
-                "        let v = vec4<f32>(in0[(ib + r) / 4u]);\n"
-                f"        out0[(ob + r) / 4u] = vec4<scalar>({out('v')});\n"
-                "    }")
-    return ("    for (var r = begin + lane; r < end; r += t) {\n"
-            "        let x = f32(in0[u32(base.x + i32(r) * s_in)]);\n"
-            f"        out0[u32(base.y + i32(r) * sout)] = scalar({out('x')});\n"
-            "    }")
+def _vec_expr(expr: str) -> str:
+    """An output expression of x (and w) as the vec4 form over v (and w): WGSL mixes vectors and scalars."""
+    return re.sub(r"\bx\b", "v", expr)
 
 
-def softmax_source(log: bool, scalar: str, vec: bool, mode: str, subgroups: bool) -> str:
-    """mode: "single" (one pass writes the rows), "partial" (each chunk's (max, sum) into `parts`) or
-    "final" (merge a row's partials, write the chunk)."""
+def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool) -> str:
+    """op: softmax, log_softmax or their _backward (inputs grad, y). mode: "single" (one pass writes the
+    rows), "partial" (each chunk's pair into `parts`) or "final" (merge a row's partials, write the chunk)."""
+    two = op.endswith("_backward")
     reduce = ("    acc = reduce_group(vlid, lane, t, acc, ninf, sg_lane, sg_size);" if subgroups
               else "    acc = reduce_group(lid, lane, t, acc, ninf);")
-    finish = "    let m = acc.x;\n    " + ("let ls = log(acc.y);" if log else "let inv = 1.0 / acc.y;")
+    fold = _FOLD[op if two else "fwd"][1 if vec else 0]
+    out = _vec_expr(_OUT[op]) if vec else _OUT[op]
+    store = _walk(vec, two, "", out)
+    finish = "    " + _FINISH[op]
     if mode == "partial":
-        body = "\n".join([_fold(vec), reduce, "    if (valid && lane == 0u) {",
+        body = "\n".join([_walk(vec, two, fold), reduce, "    if (valid && lane == 0u) {",
                           "        parts[o * cfg.splits + wid.z] = acc;", "    }"])
     elif mode == "final":
         gather = ("    for (var j = select(cfg.splits, lane, valid); j < cfg.splits; j += t) {\n"
                   "        acc = merge(acc, parts[o * cfg.splits + j], ninf);\n"
                   "    }")
-        body = "\n".join([gather, reduce, finish, _store(log, vec)])
+        body = "\n".join([gather, reduce, finish, store])
     else:
-        body = "\n".join([_fold(vec), reduce, finish, _store(log, vec)])
-    split = mode != "single"
-    access = "read_write" if mode == "partial" else "read"
-    parts = f"@group(0) @binding(2) var<storage, {access}> parts: array<vec2<f32>>;" if split else ""
+        body = "\n".join([_walk(vec, two, fold), reduce, finish, store])
     io_type = "vec4<scalar>" if vec else "scalar"
-    src = render("softmax", scalar=scalar, include=("rows",), BODY=body,
-                 REDUCE=_REDUCE_SUBGROUP if subgroups else _REDUCE_WORKGROUP,
-                 SG_ARGS=_SG_ARGS if subgroups else "",
-                 VLID="subgroup_vlid(lid, sg_lane, sg_size)" if subgroups else "lid",
-                 IN_TYPE=io_type, OUT_TYPE=io_type, PARTS=parts, CONFIG="3" if split else "2")
-    return src
+    extra = [f"var<storage, read> in1: array<{io_type}>;"] if two else []
+    if mode != "single":
+        extra.append(f"var<storage, {'read_write' if mode == 'partial' else 'read'}> parts: array<vec2<f32>>;")
+    bindings = "\n".join(f"@group(0) @binding({2 + i}) {decl}" for i, decl in enumerate(extra))
+    # a sum (backward ops) is a pair with max 0: merge adds the sums unscaled
+    init = "vec2<f32>(0.0, 0.0)" if two else "vec2<f32>(ninf, 0.0)"
+    return render("softmax", scalar=scalar, include=("rows",), BODY=body, INIT=init,
+                  REDUCE=_REDUCE_SUBGROUP if subgroups else _REDUCE_WORKGROUP,
+                  SG_ARGS=_SG_ARGS if subgroups else "",
+                  VLID="subgroup_vlid(lid, sg_lane, sg_size)" if subgroups else "lid",
+                  IN_TYPE=io_type, OUT_TYPE=io_type, PARTS=bindings, CONFIG=str(2 + len(extra)))
 
 
 def use_subgroups(dev: Any) -> bool:
@@ -150,47 +167,72 @@ def group_for(rows: Rows, per: int) -> int:
     return t
 
 
-def softmax_kernel(log: bool) -> Any:
-    def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
-        if not x.shape:  # a 0-d tensor is a row of one element
-            x = TensorArg(x.buffer, (1,), (1,), x.offset, x.dtype)
-            out = TensorArg(out.buffer, (1,), (1,), out.offset, out.dtype)
-        dim = int(attrs.get("dim", 0))
-        rows = Rows(x, out, (dim,))
-        rows.rsizes, rows.rstr = [x.shape[dim]], [x.strides[dim]]
-        rows.out_rstride = out.strides[dim]
-        # the output keeps the row dim, so out.numel counts elements, not rows: one group per row
-        rows.rows = x.numel // rows.rlen
-        # vec4 loads and stores: both rows contiguous, every row start 4-aligned
-        vec = (vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
-               and all(s % 4 == 0 for s in rows.kout))
-        per = 4 if vec else 1
-        t = group_for(rows, per)
-        groups = (rows.rows + 256 // t - 1) // (256 // t)
-        splits = 1
-        if t == 256 and groups * 8 < SPLIT_WORKGROUPS and rows.rlen > 2 * SPLIT_CHUNK:
-            splits = min((rows.rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, SPLIT_WORKGROUPS // groups),
-                         dev.max_groups)
-        chunk = (rows.rlen + splits - 1) // splits
-        chunk = (chunk + per - 1) // per * per
-        gx, gy, _ = grid(groups, dev.max_groups)
-        scalar = "f16" if x.dtype.name == "float16" else "f32"
-        sg = use_subgroups(dev)
+def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None, dim: int) -> Any:
+    """Record `op` over rows along `dim` of x (and y, laid out as x: the backward ops' second input);
+    returns (program, uniform, grid) when it was one dispatch over [out, x] (a cacheable launch)."""
+    if not x.shape:  # a 0-d tensor is a row of one element
+        x = TensorArg(x.buffer, (1,), (1,), x.offset, x.dtype)
+        out = TensorArg(out.buffer, (1,), (1,), out.offset, out.dtype)
+        y = TensorArg(y.buffer, (1,), (1,), y.offset, y.dtype) if y is not None else None
+    rows = Rows(x, out, (dim,))
+    rows.rsizes, rows.rstr = [x.shape[dim]], [x.strides[dim]]
+    rows.out_rstride = out.strides[dim]
+    # the output keeps the row dim, so out.numel counts elements, not rows: one group per row
+    rows.rows = x.numel // rows.rlen
+    if y is not None:
+        if y.strides != x.strides:
+            raise RumusError(f"wgpu {op}: grad and y must share one layout (the schema makes both contiguous), "
+                             f"got strides {x.strides} and {y.strides}")
+        rows.in1_delta = y.offset - x.offset
+    # vec4 loads and stores: rows contiguous, every row start 4-aligned
+    vec = (vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
+           and all(s % 4 == 0 for s in rows.kout) and rows.in1_delta % 4 == 0)
+    per = 4 if vec else 1
+    t = group_for(rows, per)
+    groups = (rows.rows + 256 // t - 1) // (256 // t)
+    splits = 1
+    if t == 256 and groups * 8 < SPLIT_WORKGROUPS and rows.rlen > 2 * SPLIT_CHUNK:
+        splits = min((rows.rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, SPLIT_WORKGROUPS // groups),
+                     dev.max_groups)
+    chunk = (rows.rlen + splits - 1) // splits
+    chunk = (chunk + per - 1) // per * per
+    gx, gy, _ = grid(groups, dev.max_groups)
+    scalar = "f16" if x.dtype.name == "float16" else "f32"
+    sg = use_subgroups(dev)
+    buffers = [out.buffer, x.buffer] + ([y.buffer] if y is not None else [])
 
-        def program(mode: str) -> Any:
-            return dev.programs.get(("softmax", log, x.dtype.name, vec, mode, sg),
-                                    lambda: softmax_source(log, scalar, vec, mode, sg))
-        if splits == 1:
-            prog, data = program("single"), rows.pack(t, gx, rows.rlen, 0)
-            dev.recorder.dispatch(prog, [out.buffer, x.buffer], data, (gx, gy, 1))
-            return prog, data, (gx, gy, 1)
-        parts = new_buffer(dev, rows.rows * splits * 8, "softmax partials")
-        data = rows.pack(t, gx, chunk, splits)
-        dev.recorder.dispatch(program("partial"), [out.buffer, x.buffer, parts], data, (gx, gy, splits))
-        dev.recorder.dispatch(program("final"), [out.buffer, x.buffer, parts], data, (gx, gy, splits))
-        return None
-    return cached("log_softmax" if log else "softmax", kernel)
+    def program(mode: str) -> Any:
+        return dev.programs.get(("softmax", op, x.dtype.name, vec, mode, sg),
+                                lambda: softmax_source(op, scalar, vec, mode, sg))
+    if splits == 1:
+        prog, data = program("single"), rows.pack(t, gx, rows.rlen, 0)
+        dev.recorder.dispatch(prog, buffers, data, (gx, gy, 1))
+        return (prog, data, (gx, gy, 1)) if y is None else None
+    parts = new_buffer(dev, rows.rows * splits * 8, "softmax partials")
+    data = rows.pack(t, gx, chunk, splits)
+    dev.recorder.dispatch(program("partial"), [*buffers, parts], data, (gx, gy, splits))
+    dev.recorder.dispatch(program("final"), [*buffers, parts], data, (gx, gy, splits))
+    return None
+
+
+def softmax_kernel(op: str) -> Any:
+    def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
+        return launch(dev, op, out, x, None, int(attrs.get("dim", 0)))
+    return cached(op, kernel)
+
+
+def backward_kernel(op: str) -> Any:
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        dx = outputs[0]
+        if dx.numel == 0:
+            return
+        dev = device_of(outputs, inputs)
+        (g, y), _ = dealias(dev, outputs, list(inputs))
+        launch(dev, op, dx, g, y, int(attrs.get("dim", 0)))
+    return kernel
 
 
 def kernels() -> dict[str, Any]:
-    return {"softmax": softmax_kernel(False), "log_softmax": softmax_kernel(True)}
+    ops = ("softmax", "log_softmax")
+    return {**{op: softmax_kernel(op) for op in ops},
+            **{f"{op}_backward": backward_kernel(f"{op}_backward") for op in ops}}

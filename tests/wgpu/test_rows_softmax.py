@@ -7,14 +7,9 @@ import pytest
 import torch
 
 import rumus as rm
-from rumus import BackendUnavailable
+from wgpu_required import wgpu_or_skip
 
-try:
-    BACKEND = rm._runtime.backend("wgpu")
-    DEVICE = "wgpu:0"
-    BACKEND.devices()
-except BackendUnavailable as exc:
-    pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
+BACKEND, DEVICE = wgpu_or_skip()
 
 RNG = np.random.default_rng(10)
 LENGTHS = (1, 3, 4, 5, 255, 256, 257, 1000, 4096, 32001)
