@@ -33,7 +33,7 @@ from _timing import median_time, table  # noqa: E402
 
 FULL_SHAPES = [(64, 2048), (64, 8192), (64, 32000), (64, 32001), (512, 32000), (4096, 8192), (4096, 32000),
                (65536, 1024), (98304, 512), (8, 262144), (1, 1 << 20), (16384, 40)]
-SMALL_SHAPES = [(2, 4000), (8, 8192), (2, 8192)]
+SMALL_SHAPES = [(64, 512), (64, 2048), (16, 8192), (4, 32000), (4, 32001), (4096, 40), (1, 100_000)]
 OLD_FOLD = """
 fn online(acc: vec2<f32>, x: f32, ninf: f32) -> vec2<f32> {
     let grow = x > acc.x;
@@ -58,7 +58,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 
 def _gbs(nbytes: int, seconds: float) -> str:
-    return f"{nbytes / seconds / 1e9:.0f}" if seconds > 0 else "-"
+    gbs = nbytes / seconds / 1e9 if seconds > 0 else 0.0
+    return f"{gbs:.2f}" if gbs < 10 else f"{gbs:.0f}"
 
 
 class Rumus:
