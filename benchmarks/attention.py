@@ -21,29 +21,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 import tracemalloc
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import table  # noqa: E402
-
-
-def _median_time(step: Callable[[], None], sync: Callable[[], None], reps: int) -> float:
-    step()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from _timing import median_time as _median_time, table  # noqa: E402
 
 
 def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: int) -> dict[str, Any]:

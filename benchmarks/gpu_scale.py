@@ -20,34 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import table  # noqa: E402
+from _timing import median_time as _median, table  # noqa: E402
 
 FULL = {"d_model": 1024, "heads": 16, "d_ff": 4096, "layers": 6, "seq": 1024, "batch": 4, "vocab": 32000,
         "dropout": 0.0, "lr": 3e-4}
 SMALL = {"d_model": 64, "heads": 4, "d_ff": 256, "layers": 2, "seq": 64, "batch": 2, "vocab": 512,
          "dropout": 0.0, "lr": 3e-4}
 ROW_KERNELS = ("cross_entropy", "softmax", "layer_norm")
-
-
-def _median(step: Callable[[], None], sync: Callable[[], None], reps: int) -> float:
-    step()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def _shapes(c: dict[str, Any]) -> dict[str, Any]:
