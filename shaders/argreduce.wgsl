@@ -14,11 +14,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let t = cfg.group;
     let pos = row_pos(lid, wid);
     let lane = pos.lane;
-    let valid = pos.valid;
-    let base = pos.base;
     var v: {{VAL}} = {{WORST}};
     var vi = 0xffffffffu;
-    if (valid) {
+    if (pos.valid) {
         for (var r = lane; r < cfg.rlen; r += t) {
             let x = {{LOAD}};
             if (better(x, v) || vi == 0xffffffffu) {
@@ -44,7 +42,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();
     }
-    if (valid && lane == 0u) {
-        out0[u32(base.y)] = vec2<u32>(best_idx[lid], 0u);
+    if (pos.valid && lane == 0u) {
+        out0[u32(pos.base.y)] = vec2<u32>(best_idx[lid], 0u);
     }
 }

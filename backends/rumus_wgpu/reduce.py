@@ -223,7 +223,7 @@ def reduce_kernel(op: str) -> Any:
 
 def _arg_source(op: str, dtype: DType) -> str:
     k = kind(dtype)
-    value = load(dtype, "in0[u32(base.x + elem_offset(r))]")
+    value = load(dtype, "in0[u32(pos.base.x + elem_offset(r))]")
     return render("argreduce", include=("rows",), BINDINGS=_bindings("vec2<u32>", STORAGE_TYPE[dtype.name]),
                   VAL=COMPUTE_TYPE[k], LOAD=value, WORST=ZERO[k], BETTER=BETTER[op][k], CONFIG="2")
 
