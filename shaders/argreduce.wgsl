@@ -12,14 +12,11 @@ fn better(a: {{VAL}}, b: {{VAL}}) -> bool {
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t = cfg.group;
-    let o = row_index(lid, wid);
-    let lane = lid % t;
-    let valid = o < cfg.rows;
+    let pos = row_pos(lid, wid);
+    let lane = pos.lane;
     var v: {{VAL}} = {{WORST}};
     var vi = 0xffffffffu;
-    var base = vec2<i32>(0, 0);
-    if (valid) {
-        base = row_offsets(o);
+    if (pos.valid) {
         for (var r = lane; r < cfg.rlen; r += t) {
             let x = {{LOAD}};
             if (better(x, v) || vi == 0xffffffffu) {
@@ -45,7 +42,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         workgroupBarrier();
     }
-    if (valid && lane == 0u) {
-        out0[u32(base.y)] = vec2<u32>(best_idx[lid], 0u);
+    if (pos.valid && lane == 0u) {
+        out0[u32(pos.base.y)] = vec2<u32>(best_idx[lid], 0u);
     }
 }

@@ -12,13 +12,13 @@ fn combine(a: {{ACC}}, b: {{ACC}}) -> {{ACC}} {
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let t = cfg.group;
-    let o = row_index(lid, wid);
-    let lane = lid % t;
-    let valid = o < cfg.rows;
+    let pos = row_pos(lid, wid);
+    let o = pos.o;
+    let lane = pos.lane;
+    let valid = pos.valid;
+    let base = pos.base;
     var acc: {{ACC}} = {{IDENTITY}};
-    var base = vec2<i32>(0, 0);
     if (valid) {
-        base = row_offsets(o);
         let begin = wid.z * cfg.chunk;
         let end = min(cfg.rlen, begin + cfg.chunk);
 {{LOOP}}

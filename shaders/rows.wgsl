@@ -15,6 +15,10 @@ struct Config {
     out_offset: u32,
     ninf: u32,              // bits of -inf (kept out of constant expressions)
     out_rstride: i32,       // softmax: output stride along the row
+    in1_delta: i32,         // softmax backward: element offset of the second input's rows from the first's
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
     kshape: array<vec4<u32>, 2>,
     kstride_in: array<vec4<i32>, 2>,
     kstride_out: array<vec4<i32>, 2>,
@@ -55,4 +59,23 @@ fn elem_offset(r: u32) -> i32 {
 
 fn row_index(lid: u32, wid: vec3<u32>) -> u32 {
     return (wid.y * cfg.grid_x + wid.x) * (256u / cfg.group) + lid / cfg.group;
+}
+
+// where an invocation works: row `o` (valid when o < rows), its lane in the row's group, and the row's
+// (input, output) element offsets ((0, 0) for an invalid row)
+struct RowPos {
+    o: u32,
+    lane: u32,
+    valid: bool,
+    base: vec2<i32>,
+}
+
+fn row_pos(lid: u32, wid: vec3<u32>) -> RowPos {
+    let o = row_index(lid, wid);
+    let valid = o < cfg.rows;
+    var base = vec2<i32>(0, 0);
+    if (valid) {
+        base = row_offsets(o);
+    }
+    return RowPos(o, lid % cfg.group, valid, base);
 }

@@ -1,4 +1,4 @@
-"""Row kernels: sum / prod / amax / amin over dims, argmax / argmin, softmax / log_softmax.
+"""Row kernels: sum / prod / amax / amin over dims, argmax / argmin (softmax.py builds on them).
 
 Every output owns a row (the reduced elements); a power-of-two group of invocations reduces one row,
 so short rows pack many per workgroup and long rows get a whole workgroup. A long row with few
@@ -26,6 +26,7 @@ from .pool import WgpuBuffer
 MAX_DIMS = 8
 NINF = 0xFF800000
 SPLIT_CHUNK = 4096
+NO_SUBGROUPS = "RUMUS_WGPU_NO_SUBGROUPS"  # set: row merges through workgroup memory even with subgroups
 ACC_KIND = {  # op -> compute kind of the input -> accumulator kind
     "sum": {"f": "f", "i": "l", "l": "l"}, "prod": {"f": "f", "i": "l", "l": "l"},
     "amax": {"f": "f", "i": "i", "l": "l"}, "amin": {"f": "f", "i": "i", "l": "l"},
@@ -48,11 +49,11 @@ BETTER = {"argmax": {"f": "a > b", "i": "a > b", "l": "i64_lt(b, a)"},
 ZERO = {"f": "0.0", "i": "0", "l": "vec2<u32>(0u)"}
 
 
-def _pow2_ceil(n: int) -> int:
+def pow2_ceil(n: int) -> int:
     return 1 << max(0, (n - 1).bit_length())
 
 
-def _pow2_floor(n: int) -> int:
+def pow2_floor(n: int) -> int:
     return 1 << max(0, n.bit_length() - 1)
 
 
@@ -78,21 +79,22 @@ class Rows:
             self.rlen *= x.shape[d]
         self.in_offset, self.out_offset = x.offset, out.offset
         self.out_rstride = 0
+        self.in1_delta = 0  # softmax backward: element offset of y's rows from grad's
 
     def group(self, per_invocation: int = 1) -> int:
         """Invocations per row; `per_invocation` elements per load (4 on the vec4 path)."""
         n = (self.rlen + per_invocation - 1) // per_invocation
         if n <= 1:
             return 1
-        t = min(256, _pow2_ceil(n))
+        t = min(256, pow2_ceil(n))
         if self.rstr and self.rstr[-1] != 1 and self.rows >= 2048:
             # an outer-dim reduction: neighbouring rows are neighbouring addresses, keep groups small
-            t = max(1, min(t, _pow2_floor(65536 // self.rows)))
+            t = max(1, min(t, pow2_floor(65536 // self.rows)))
         return t
 
     def pack(self, t: int, grid_x: int, chunk: int, splits: int) -> bytes:
         words = [self.rows, self.rlen, t, grid_x, chunk, len(self.ksizes), len(self.rsizes), splits,
-                 self.in_offset, self.out_offset, NINF, i32_word(self.out_rstride)]
+                 self.in_offset, self.out_offset, NINF, i32_word(self.out_rstride), i32_word(self.in1_delta), 0, 0, 0]
         words += _pad(self.ksizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.kin, MAX_DIMS)]
         words += [i32_word(s) for s in _pad(self.kout, MAX_DIMS)]
         words += _pad(self.rsizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.rstr or [0], MAX_DIMS)]
@@ -138,24 +140,32 @@ def _acc_dtype(op: str, in_dtype: DType) -> DType:
     return {"f": float32, "l": int64}.get(k, in_dtype)
 
 
-def _vec_rows(rows: Rows, dtype: DType) -> bool:
+def vec_rows(rows: Rows, dtype: DType) -> bool:
     return (not env_set(NOVEC) and dtype.name != "int64" and rows.rlen % 4 == 0
             and rows.rstr == [1] and rows.in_offset % 4 == 0 and all(s % 4 == 0 for s in rows.kin))
 
 
 def cached(name: str, launch: Callable[..., Any]) -> Any:
-    """A row kernel whose single-dispatch launches are cached per device by the operands' layouts and
-    attrs: `launch(outputs, inputs, attrs)` records the op and returns (program, uniform, grid) when it
-    was one dispatch over [out, x] (None otherwise: not cached)."""
+    """A row kernel over [out, x] whose single-dispatch launches are cached per device by the operands'
+    layouts and attrs: `launch(dev, out, x, attrs)` (x no longer aliasing out, out not empty) records
+    the op and returns (program, uniform, grid) when it was one dispatch over [out, x] (None otherwise:
+    not cached)."""
+    def run(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
+        dev = device_of(outputs, inputs)
+        (x,), _ = dealias(dev, outputs, [inputs[0]])
+        return launch(dev, outputs[0], x, attrs)
+
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         out, x = outputs[0], inputs[0]
+        if out.numel == 0:
+            return
         ob = out.buffer
         if len(outputs) != 1 or x.buffer is ob or not isinstance(ob, WgpuBuffer):
-            launch(outputs, inputs, attrs)
+            run(outputs, inputs, attrs)
             return
         try:
             key: Any = (name, out.shape, out.strides, out.offset, out.dtype, x.shape, x.strides, x.offset, x.dtype,
-                        tuple(attrs.get("dims", ())), attrs.get("dim"), env_set(NOVEC))
+                        tuple(attrs.get("dims", ())), attrs.get("dim"), env_set(NOVEC), env_set(NO_SUBGROUPS))
             hit = ob.dev.launch_plans.get(key)
         except TypeError:  # unhashable shape, strides or attrs: no caching
             hit, key = None, None
@@ -163,21 +173,16 @@ def cached(name: str, launch: Callable[..., Any]) -> Any:
             if hit[0] is not None:
                 ob.dev.recorder.dispatch(hit[0], [ob, x.buffer], hit[1], hit[2])
             return
-        plan = launch(outputs, inputs, attrs)
+        plan = run(outputs, inputs, attrs)
         if key is not None and plan is not None:
             remember(ob.dev.launch_plans, key, plan)
     return kernel
 
 
 def reduce_kernel(op: str) -> Any:
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
-        out, x = outputs[0], inputs[0]
-        if out.numel == 0:
-            return None, None, (0, 0, 0)
-        dev = device_of(outputs, inputs)
-        (x,), _ = dealias(dev, outputs, [x])
+    def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         rows = Rows(x, out, tuple(attrs.get("dims", ())))
-        vec = _vec_rows(rows, x.dtype)
+        vec = vec_rows(rows, x.dtype)
         t = rows.group(4 if vec else 1)
         per_wg = 256 // t
         groups = (rows.rows + per_wg - 1) // per_wg
@@ -206,7 +211,7 @@ def reduce_kernel(op: str) -> Any:
             rows2.kin.insert(0, stride)
             stride *= s
         rows2.rsizes, rows2.rstr, rows2.rlen, rows2.in_offset = [splits], [1], splits, 0
-        t2 = min(256, _pow2_ceil(splits))
+        t2 = min(256, pow2_ceil(splits))
         per_wg2 = 256 // t2
         gx2, gy2, _ = grid((rows.rows + per_wg2 - 1) // per_wg2, dev.max_groups)
         prog2 = dev.programs.get(("reduce2", op, acc.name, out.dtype.name),
@@ -218,18 +223,13 @@ def reduce_kernel(op: str) -> Any:
 
 def _arg_source(op: str, dtype: DType) -> str:
     k = kind(dtype)
-    value = load(dtype, "in0[u32(base.x + elem_offset(r))]")
+    value = load(dtype, "in0[u32(pos.base.x + elem_offset(r))]")
     return render("argreduce", include=("rows",), BINDINGS=_bindings("vec2<u32>", STORAGE_TYPE[dtype.name]),
                   VAL=COMPUTE_TYPE[k], LOAD=value, WORST=ZERO[k], BETTER=BETTER[op][k], CONFIG="2")
 
 
 def arg_kernel(op: str) -> Any:
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
-        out, x = outputs[0], inputs[0]
-        if out.numel == 0:
-            return None, None, (0, 0, 0)
-        dev = device_of(outputs, inputs)
-        (x,), _ = dealias(dev, outputs, [x])
+    def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         dims = (int(attrs.get("dim", 0)),) if x.shape else ()
         rows = Rows(x, out, dims)
         t = rows.group()
@@ -242,67 +242,9 @@ def arg_kernel(op: str) -> Any:
     return cached("arg:" + op, kernel)
 
 
-def _softmax_source(log: bool, scalar: str, vec: bool) -> str:
-    finish = "let ls = log(s);" if log else "let inv = 1.0 / s;"
-
-    def out(x: str) -> str:
-        return f"{x} - m - ls" if log else f"exp({x} - m) * inv"
-    if vec:
-        load = ("    for (var r = lane * 4u; r < n; r += t * 4u) {\n"
-                "        let v = vec4<f32>(in0[(u32(base.x) + r) / 4u]);\n"
-                "        acc = online(online(online(online(acc, v.x, ninf), v.y, ninf), v.z, ninf), v.w, ninf);\n"
-                "    }")
-        store_loop = ("    for (var r = lane * 4u; r < n; r += t * 4u) {\n"
-                      "        let v = vec4<f32>(in0[(u32(base.x) + r) / 4u]);\n"
-                      f"        out0[(u32(base.y) + r) / 4u] = vec4<scalar>({out('v')});\n"
-                      "    }")
-        in_type = out_type = "vec4<scalar>"
-    else:
-        load = ("    for (var r = lane; r < n; r += t) {\n"
-                "        acc = online(acc, f32(in0[u32(base.x + i32(r) * s_in)]), ninf);\n"
-                "    }")
-        store_loop = ("    for (var r = lane; r < n; r += t) {\n"
-                      "        let x = f32(in0[u32(base.x + i32(r) * s_in)]);\n"
-                      f"        out0[u32(base.y + i32(r) * sout)] = scalar({out('x')});\n"
-                      "    }")
-        in_type = out_type = "scalar"
-    return render("softmax", scalar=scalar, include=("rows",), FINISH=finish, LOAD=load, STORE_LOOP=store_loop,
-                  IN_TYPE=in_type, OUT_TYPE=out_type, CONFIG="2")
-
-
-def softmax_kernel(log: bool) -> Any:
-    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
-        out, x = outputs[0], inputs[0]
-        if out.numel == 0:
-            return None, None, (0, 0, 0)
-        dev = device_of(outputs, inputs)
-        (x,), _ = dealias(dev, outputs, [x])
-        if not x.shape:  # a 0-d tensor is a row of one element
-            x = TensorArg(x.buffer, (1,), (1,), x.offset, x.dtype)
-            out = TensorArg(out.buffer, (1,), (1,), out.offset, out.dtype)
-        dim = int(attrs.get("dim", 0))
-        rows = Rows(x, out, (dim,))
-        rows.rsizes, rows.rstr = [x.shape[dim]], [x.strides[dim]]
-        rows.out_rstride = out.strides[dim]
-        # the output keeps the row dim, so out.numel counts elements, not rows: one group per row
-        rows.rows = x.numel // rows.rlen
-        # vec4 loads and stores: both rows contiguous, every row start 4-aligned
-        vec = (_vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
-               and all(s % 4 == 0 for s in rows.kout))
-        per = 4 if vec else 1
-        t = min(256, _pow2_ceil((rows.rlen + per - 1) // per))
-        per_wg = 256 // t
-        gx, gy, _ = grid((rows.rows + per_wg - 1) // per_wg, dev.max_groups)
-        scalar = "f16" if x.dtype.name == "float16" else "f32"
-        prog = dev.programs.get(("softmax", log, x.dtype.name, vec), lambda: _softmax_source(log, scalar, vec))
-        data = rows.pack(t, gx, rows.rlen, 0)
-        dev.recorder.dispatch(prog, [out.buffer, x.buffer], data, (gx, gy, 1))
-        return prog, data, (gx, gy, 1)
-    return cached("log_softmax" if log else "softmax", kernel)
-
-
 def kernels() -> dict[str, Any]:
+    from . import softmax  # it builds on this module's row machinery
     table: dict[str, Any] = {op: reduce_kernel(op) for op in ACC_KIND}
     table.update({op: arg_kernel(op) for op in BETTER})
-    table.update({"softmax": softmax_kernel(False), "log_softmax": softmax_kernel(True)})
+    table.update(softmax.kernels())
     return table

@@ -180,12 +180,27 @@ FORMULAS["amax"] = (_extremum, True, True)
 FORMULAS["amin"] = (_extremum, True, True)
 
 
+def _fused_backward(op: str, g: Tensor, y: Tensor, dim: int) -> Tensor | None:
+    """The fused `op` (softmax_backward, ...) where y's backend has it and no graph of the backward is
+    being built (the fused ops have no formulas of their own); None otherwise."""
+    from ..ops import get as _op
+    from .formulas_act_index import has_kernel
+    from .grad_mode import state as grad_state
+    if grad_state.enabled or g.dtype != y.dtype or not has_kernel(op, y):
+        return None
+    out: Tensor = _op(op)(g, y, dim=dim)
+    return out
+
+
 @formula("softmax", outputs=True)
 def _softmax(ctx: Context, g: Tensor) -> tuple[Tensor]:
     y = ctx.outputs[0]
     dim = ctx.attrs["dim"]
     if y.ndim == 0:
         return (M.mul(g, 0.0),)
+    fused = _fused_backward("softmax_backward", g, y, dim)
+    if fused is not None:
+        return (fused,)
     return (M.mul(y, M.sub(g, M.sum(M.mul(g, y), dim, keepdim=True))),)
 
 
@@ -194,6 +209,9 @@ def _log_softmax(ctx: Context, g: Tensor) -> tuple[Tensor]:
     y = ctx.outputs[0]
     if y.ndim == 0:
         return (M.mul(g, 0.0),)
+    fused = _fused_backward("log_softmax_backward", g, y, ctx.attrs["dim"])
+    if fused is not None:
+        return (fused,)
     return (M.sub(g, M.mul(M.exp(y), M.sum(g, ctx.attrs["dim"], keepdim=True))),)
 
 

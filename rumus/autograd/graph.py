@@ -30,7 +30,13 @@ class Context:
 
     @property
     def outputs(self) -> list[Tensor]:
-        return self.node.saved_values(self.node.saved_outputs, "output")
+        saved = self.node.saved_values(self.node.saved_outputs, "output")
+        if state.enabled:  # create_graph: an output is a function of the inputs through this node, so a
+            # formula using it must differentiate through it (PyTorch re-attaches saved outputs the same way)
+            for i, t in enumerate(saved):
+                saved[i] = a = t.detach()
+                a._requires_grad, a._grad_fn, a._output_nr = True, self.node, i
+        return saved
 
     @property
     def attrs(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
     sorting, structural,
 )
-from . import attention
+from . import attention, softmax_backward
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
@@ -19,6 +19,7 @@ MODULES: tuple[ModuleType, ...] = (
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
     attention,  # fused FlashAttention forward and backward
+    softmax_backward,  # fused softmax / log_softmax backward
     sorting,  # argsort (sort / topk are built from it in the core)
     structural,  # composites from issue 12: tril, flip, roll, cumsum, norm, pad, interpolate ...
 )
