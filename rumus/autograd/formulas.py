@@ -184,7 +184,7 @@ def _fused_backward(op: str, g: Tensor, y: Tensor, dim: int) -> Tensor | None:
     """The fused `op` (softmax_backward, ...) where y's backend has it and no graph of the backward is
     being built (the fused ops have no formulas of their own); None otherwise."""
     from ..ops import get as _op
-    from .formulas_act_index import has_kernel
+    from .kernel_lookup import has_kernel
     from .grad_mode import state as grad_state
     if grad_state.enabled or g.dtype != y.dtype or not has_kernel(op, y):
         return None
