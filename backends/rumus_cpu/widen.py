@@ -1,7 +1,8 @@
 """Converting wrappers: a float32 kernel run for float16/bfloat16 operands.
 
-Used only where that is the honest implementation: ops that accumulate into an output (index_add,
-scatter_add, embedding's backward), whose repeated indices would otherwise round at every add. Half
+Used where that is the honest implementation: ops that accumulate into an output (index_add, scatter_add,
+embedding's backward), whose repeated indices would otherwise round at every add, and the convolution and
+pooling kernels, which have no 16-bit loops (kernels_half_widened.py). Half
 inputs are widened to contiguous float32 copies (exact), the float32 kernel runs, and each half output
 (and each input the op updates in place) is rounded back once through the copy kernel.
 """
