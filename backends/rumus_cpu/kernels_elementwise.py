@@ -17,7 +17,7 @@ from rumus_contracts.ops.expressions import Expr, all_kernels
 
 from . import _lib
 from ._lib import EMPTY, META, ew_meta, ffi, lib
-from .dtypes import ALL, NUMERIC
+from .dtypes import ALL, HALF, NUMERIC
 
 _from_buffer = ffi.from_buffer
 _get = META.get
@@ -84,23 +84,28 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
     return kernel
 
 
+def _meta(key: tuple[Any, ...]) -> Any:
+    """The cached meta array of a layout key (the table kernels inline this: their calls are the hot path)."""
+    meta = _get(key)
+    return ew_meta(key) if meta is None else meta
+
+
 _WHERE = _lib.loops(lib.rumus_ew_find, "where", ALL)
+# where only selects: float16/bfloat16 words move as they are, through the 2-byte (int16) loop
+_WHERE.update({dt.name: lib.rumus_ew_find(b"where_i16") for dt in HALF})
 
 
 def where(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     """where(cond, a, b); the loop is chosen by a's dtype, whichever input the dispatcher keyed on."""
     o = outputs[0]
     c, a, b = inputs
-    key = (o.shape, o.strides, c.strides, a.strides, b.strides)
-    meta = _get(key)
-    if meta is None:
-        meta = ew_meta(key)
+    meta = _meta((o.shape, o.strides, c.strides, a.strides, b.strides))
     if meta is not EMPTY:
         lib.rumus_ew_run3(_WHERE[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(c.buffer),
                           c.offset, _from_buffer(a.buffer), a.offset, _from_buffer(b.buffer), b.offset)
 
 
-_CLAMP = _lib.loops(lib.rumus_ew_find, "clamp", NUMERIC)
+_CLAMP = _lib.loops(lib.rumus_ew_find, "clamp", (*NUMERIC, *HALF))
 _INF = float("inf")
 
 
@@ -108,10 +113,7 @@ def clamp(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
     """Bounds are Python numbers or None; integer inputs are clamped and truncated like a C cast."""
     o, x = outputs[0], inputs[0]
     lo, hi = attrs.get("min"), attrs.get("max")
-    key = (o.shape, o.strides, x.strides)
-    meta = _get(key)
-    if meta is None:
-        meta = ew_meta(key)
+    meta = _meta((o.shape, o.strides, x.strides))
     if meta is not EMPTY:
         lib.rumus_ew_run1p(_CLAMP[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer),
                            x.offset, -_INF if lo is None else float(lo), _INF if hi is None else float(hi))
@@ -129,6 +131,6 @@ def _table_entries() -> list[tuple[str, Kernel, tuple[DType, ...]]]:
 # where is also claimed for bool: its schema dispatches on input 0 (cond, always bool).
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
     *_table_entries(),
-    ("where", where, ALL),
-    ("clamp", clamp, NUMERIC),
+    ("where", where, (*ALL, *HALF)),
+    ("clamp", clamp, (*NUMERIC, *HALF)),
 ]
