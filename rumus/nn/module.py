@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from rumus_contracts import Device, RumusError, ShapeError, parse_dtype
 
 from ..autograd.grad_mode import no_grad
+from ..compile.host import host_region
 from ..tensor import Tensor
 from ..utils.hooks import RemovableHandle
 from .parameter import Buffer, Parameter
@@ -195,6 +196,7 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
+    @host_region  # rm.compile re-runs it on every replay (.grad set to None is Python state)
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.parameters():
             p.grad = None
