@@ -44,14 +44,20 @@ def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | Non
     out: list[Any] = []
     run: list[int] = []
 
+    def emit(part: list[int]) -> None:
+        """Fuse `part`; a backend that cannot take it whole (too many operands, an op it cannot
+        express) gets its two halves, down to single unfused kernels."""
+        fused = _fuse_run(items, part, readers, keep, fn_name, report) if len(part) >= 2 else None
+        if fused is not None:
+            out.append(fused)
+        elif len(part) >= 4:
+            emit(part[:len(part) // 2])
+            emit(part[len(part) // 2:])
+        else:
+            out.extend(items[i] for i in part)
+
     def flush() -> None:
-        if len(run) >= 2:
-            fused = _fuse_run(items, run, readers, keep, fn_name, report)
-            if fused is not None:
-                out.append(fused)
-                run.clear()
-                return
-        out.extend(items[i] for i in run)
+        emit(list(run))
         run.clear()
 
     for i, c in enumerate(items):
