@@ -193,6 +193,9 @@ def fill_(x: Tensor, value: Any) -> Tensor:
     from . import _runtime
     k = _runtime.kernel("fill", x._storage.backend, x.dtype)
     k([x._arg], [], {"shape": x.shape, "value": value, "dtype": x.dtype.name})
+    from . import _dispatch
+    if _dispatch._capture is not None:  # a kernel launched outside the dispatcher: rm.compile records it too
+        _dispatch._capture.record_direct("fill", k, [x], [], {"shape": x.shape, "value": value, "dtype": x.dtype.name})
     x._storage.version += 1
     return x
 

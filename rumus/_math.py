@@ -356,6 +356,9 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
     from . import _runtime
     k = _runtime.kernel("copy", dst._storage.backend, src.dtype)
     k([dst._arg], [src._arg], {"dtype": dst.dtype.name})
+    from . import _dispatch
+    if _dispatch._capture is not None:  # a kernel launched outside the dispatcher: rm.compile records it too
+        _dispatch._capture.record_direct("copy", k, [dst], [src], {"dtype": dst.dtype.name})
     dst._storage.version += 1
 
 

@@ -29,7 +29,7 @@ class Call:
     """One recorded kernel launch."""
 
     name: str
-    schema: OpSchema
+    schema: OpSchema | None  # None: launched by the core outside the dispatcher
     kernel: Callable[..., Any]
     outs: list[TensorArg]
     ins: list[TensorArg]
@@ -94,6 +94,14 @@ class Recorder:
         writes = [o._storage for o in outputs] + [inputs[i]._storage for i in schema.mutates_idx]
         self.items.append(Call(schema.name, schema, kernel, list(outs), list(ins), dict(attrs),
                                [t._storage for t in inputs], writes, bool(schema.inplace)))
+
+    def record_direct(self, name: str, kernel: Callable[..., Any], outputs: Sequence[Tensor], inputs: Sequence[Tensor],
+                      attrs: dict[str, Any]) -> None:
+        """A kernel the core launched without the dispatcher (copy_into, fill_): it writes existing tensors."""
+        if threading.get_ident() != self.thread or self.host_depth:
+            return
+        self.items.append(Call(name, None, kernel, [o._arg for o in outputs], [t._arg for t in inputs], dict(attrs),
+                               [t._storage for t in inputs], [o._storage for o in outputs], True))
 
     def host_read(self, what: str) -> None:
         if threading.get_ident() != self.thread or self.host_depth:
