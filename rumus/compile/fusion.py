@@ -57,7 +57,15 @@ def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | Non
             out.extend(items[i] for i in part)
 
     def flush() -> None:
-        emit(list(run))
+        part: list[int] = []
+        for i in run:  # an op the backend cannot render splits the run (cheap: kernels build on first use)
+            if _renders(items[i]):
+                part.append(i)
+                continue
+            emit(part)
+            out.append(items[i])
+            part = []
+        emit(part)
         run.clear()
 
     for i, c in enumerate(items):
@@ -71,6 +79,27 @@ def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | Non
             out.append(c)
     flush()
     return out
+
+
+_RENDERS: dict[tuple[str, str, Any], bool] = {}
+
+
+def _renders(c: Call) -> bool:
+    """Whether c's backend can put c's op into a fused kernel at all."""
+    backend = c.writes[0].backend
+    key = (backend.name, c.name, c.outs[0].dtype)
+    hit = _RENDERS.get(key)
+    if hit is None:
+        compile_fused = getattr(backend, "compile_fused", None)
+        n = len(c.ins)
+        program = FusedProgram(c.outs[0].dtype, n, ((c.name, tuple(range(n)), tuple(
+            float(c.attrs[p]) for p in _TABLE[c.name].params)),), (0,))
+        try:
+            hit = compile_fused is not None and compile_fused(program) is not None
+        except (Unsupported, KernelNotFound):
+            hit = False
+        _RENDERS[key] = hit
+    return hit
 
 
 def _extends(items: list[Any], run: list[int], c: Call) -> bool:
