@@ -49,7 +49,7 @@ class Compiled:
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
         self.captures = 0  # how many times a call was captured (tests and debugging read it)
         self.replays = 0
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
         return self if obj is None else functools.partial(self.__call__, obj)

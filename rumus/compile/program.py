@@ -69,7 +69,8 @@ class Program:
         for leaf in rec.leaves.values():
             g = leaf.tensor.grad
             fresh = g is not None and leaf.grad_at_first_use is not None and id(g._storage.buffer) in born
-            self.end_grads.append((leaf.tensor, g, self._slot(slot_of, g._storage) if fresh else -1))
+            slot = self._slot(slot_of, g._storage) if g is not None and fresh else -1
+            self.end_grads.append((leaf.tensor, g, slot))
         self.slot_of = slot_of
         self.outputs = outputs
         self.ext_written = _external_writes(items, born, slot_of)
@@ -134,7 +135,7 @@ class Program:
                 for leaf, g in item.call.grads:
                     leaf.grad = g
                 item.call.fn(*item.call.args, **item.call.kwargs)
-            else:
+            elif isinstance(item, tuple):
                 if not self._bind_grads(item[1], bufs, storages):
                     if not started:
                         return None
@@ -146,9 +147,9 @@ class Program:
             s.version += 1
         for leaf_t, g, slot in self.end_grads:
             if slot >= 0:
-                st = storages[slot]
-                assert g is not None and st is not None
-                g = make_tensor(st, g.shape, g._strides, g._offset)
+                fresh_storage = storages[slot]
+                assert g is not None and fresh_storage is not None
+                g = make_tensor(fresh_storage, g.shape, g._strides, g._offset)
             leaf_t.grad = g
         return [self._output(o, storages) for o in self.outputs]
 

@@ -6,7 +6,6 @@ import os
 
 import pytest
 
-import rumus as rm
 from rumus import BackendUnavailable, backend_api
 
 
