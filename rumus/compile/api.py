@@ -99,10 +99,13 @@ class Compiled:
         return result
 
     def stats(self) -> dict[str, int]:
-        """Kernels per replay of the most recently used signature, and the counters."""
+        """Captured kernels per replay of the most recently used signature, the kernels its host regions
+        (optimizer steps) dispatch eagerly on each replay, and the counters."""
         last = next(reversed(self._cache.values()), None)
         program = last.program if last is not None else None
-        return {"kernels": program.n_kernels if program else 0, "captures": self.captures, "replays": self.replays}
+        return {"kernels": program.n_kernels if program else 0,
+                "host_kernels": program.n_host_kernels if program else 0,
+                "captures": self.captures, "replays": self.replays}
 
 
 def _escaping(rec: Recorder, outputs: list[Any]) -> set[int]:

@@ -69,6 +69,7 @@ class Recorder:
         self.host_depth = 0
         self.host_born: set[int] = set()  # buffers a host region allocated: later calls must not read them
         self.seeds: list[int] = []  # dropout-style seeds in the order kernels first used them
+        self.host_kernels = 0  # kernels host regions launched (they launch them again on every replay)
 
     # ---- called by the dispatcher -------------------------------------------------------------------
     def record(self, schema: OpSchema, kernel: Callable[..., Any], outs: list[TensorArg], ins: Sequence[TensorArg],
@@ -76,6 +77,7 @@ class Recorder:
         if threading.get_ident() != self.thread:
             return  # another thread's work is not part of this function
         if self.host_depth:
+            self.host_kernels += 1
             if not schema.inplace:
                 self.host_born.update(id(o._storage.buffer) for o in outputs)
             return
@@ -98,7 +100,10 @@ class Recorder:
     def record_direct(self, name: str, kernel: Callable[..., Any], outputs: Sequence[Tensor], inputs: Sequence[Tensor],
                       attrs: dict[str, Any]) -> None:
         """A kernel the core launched without the dispatcher (copy_into, fill_): it writes existing tensors."""
-        if threading.get_ident() != self.thread or self.host_depth:
+        if threading.get_ident() != self.thread:
+            return
+        if self.host_depth:
+            self.host_kernels += 1
             return
         self.items.append(Call(name, None, kernel, [o._arg for o in outputs], [t._arg for t in inputs], dict(attrs),
                                [t._storage for t in inputs], [o._storage for o in outputs], True))

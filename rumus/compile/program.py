@@ -81,6 +81,7 @@ class Program:
                 self.items.append((i, self.checks[i]))
             self.items.append(Host(it) if isinstance(it, HostCall) else self._step(it, slot_of, seeds))
         self.n_kernels = sum(isinstance(s, Step) for s in self.items)
+        self.n_host_kernels = rec.host_kernels
 
     def _slot(self, slot_of: dict[int, int], storage: Storage) -> int:
         key = id(storage.buffer)
@@ -179,7 +180,8 @@ class Program:
 
     def describe(self) -> str:
         lines = [f"rm.compile({self.fn_name}): {self.n_kernels} kernels, "
-                 f"{sum(isinstance(i, Host) for i in self.items)} host regions, {len(self.slot_storage)} slots"]
+                 f"{sum(isinstance(i, Host) for i in self.items)} host regions ({self.n_host_kernels} kernels), "
+                 f"{len(self.slot_storage)} slots"]
         for it in self.items:
             if isinstance(it, Step):
                 lines.append(f"  kernel {it.label}{'  [fresh seed]' if it.seeded else ''}")
