@@ -55,11 +55,15 @@ class Program:
             self._slot(slot_of, t._storage)
         self.n_inputs = len(self.slot_storage)
         self.input_slot = [slot_of[id(t._storage.buffer)] for t in inputs]
-        # accumulated gradients: bound to the parameter's .grad of the day
+        # accumulated gradients: bound to the parameter's .grad of the day, checked where the segment (the
+        # kernels between two host regions; fusion never crosses one) that first uses the parameter starts
+        segment_at = [0]
+        for it in rec.items:
+            segment_at.append(segment_at[-1] + isinstance(it, HostCall))
         self.checks: dict[int, list[LeafCheck]] = {}
         for leaf in rec.leaves.values():
             slot = -1 if leaf.grad_at_first_use is None else self._slot(slot_of, leaf.grad_at_first_use._storage)
-            self.checks.setdefault(leaf.first_use, []).append(LeafCheck(leaf, slot))
+            self.checks.setdefault(segment_at[leaf.first_use], []).append(LeafCheck(leaf, slot))
         self.first_fresh = len(self.slot_storage)
         born = _born(items)
         for t in outputs:  # returned tensors made by the step: a new buffer per replay
@@ -76,10 +80,17 @@ class Program:
         self.ext_written = _external_writes(items, born, slot_of)
         self.seeds = [s for s, dynamic in seeds.items() if dynamic]
         self.items: list[Step | Host | tuple[int, list[LeafCheck]]] = []
-        for i, it in enumerate(items):
-            if i in self.checks:
-                self.items.append((i, self.checks[i]))
-            self.items.append(Host(it) if isinstance(it, HostCall) else self._step(it, slot_of, seeds))
+        segment = 0
+        for it in items:
+            if segment in self.checks:
+                self.items.append((segment, self.checks.pop(segment)))
+            if isinstance(it, HostCall):
+                self.items.append(Host(it))
+                segment += 1
+            else:
+                self.items.append(self._step(it, slot_of, seeds))
+        for segment, checks in self.checks.items():  # parameters first used after the last kernel
+            self.items.append((segment, checks))
         self.n_kernels = sum(isinstance(s, Step) for s in self.items)
         self.n_host_kernels = rec.host_kernels
 

@@ -151,11 +151,12 @@ def test_scheduler_and_sgd_momentum_inside_the_compiled_step() -> None:
 def test_gradient_accumulation_across_compiled_calls() -> None:
     """Without zero_grad inside, each call adds to .grad: the replay binds the current gradient."""
     rm.manual_seed(0)
-    lin = nn.Linear(4, 3)
+    # parameters first used deep into the step (after fused chains) must still bind their current .grad
+    lin = nn.Sequential(nn.Linear(4, 6), nn.GELU(), nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 3))
     xs = [rm.randn(5, 4) for _ in range(5)]
 
     def fwd_bwd(x: rm.Tensor) -> rm.Tensor:
-        loss = lin(x).square().mean()
+        loss = (lin(x) * 2.0 + 1.0).square().mean()
         loss.backward()
         return loss
 
