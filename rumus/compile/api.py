@@ -91,8 +91,9 @@ class Compiled:
         outputs: list[Any] = []
         entry.out_tree = flatten(result, outputs)
         report: list[str] = []
-        items = fuse(rec.items, _escaping(rec, outputs), self.name, report) if self.fuse else rec.items
-        entry.program = Program(rec, tensors, outputs, seeds, items)
+        keep = _escaping(rec, outputs)
+        items = fuse(rec.items, keep, self.name, report) if self.fuse else rec.items
+        entry.program = Program(rec, tensors, outputs, seeds, items, keep, self.debug)
         self.captures += 1
         if self.debug:
             print("\n".join([entry.program.describe(), *report]))

@@ -43,42 +43,44 @@ def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | Non
                 readers.setdefault(id(a.buffer), set()).add(i)
     out: list[Any] = []
     run: list[int] = []
-
-    def emit(part: list[int]) -> None:
-        """Fuse `part`; a backend that cannot take it whole (too many operands, an op it cannot
-        express) gets its two halves, down to single unfused kernels."""
-        fused = _fuse_run(items, part, readers, keep, fn_name, report) if len(part) >= 2 else None
-        if fused is not None:
-            out.append(fused)
-        elif len(part) >= 4:
-            emit(part[:len(part) // 2])
-            emit(part[len(part) // 2:])
-        else:
-            out.extend(items[i] for i in part)
-
-    def flush() -> None:
-        part: list[int] = []
-        for i in run:  # an op the backend cannot render splits the run (cheap: kernels build on first use)
-            if _renders(items[i]):
-                part.append(i)
-                continue
-            emit(part)
-            out.append(items[i])
-            part = []
-        emit(part)
-        run.clear()
-
     for i, c in enumerate(items):
         if fusable(c) and (not run or _extends(items, run, c)):
             run.append(i)
             continue
-        flush()
-        if fusable(c):
-            run.append(i)
-        else:
+        _flush(items, run, readers, keep, fn_name, report, out)
+        run = [i] if fusable(c) else []
+        if not run:
             out.append(c)
-    flush()
+    _flush(items, run, readers, keep, fn_name, report, out)
     return out
+
+
+def _flush(items: list[Any], run: list[int], readers: dict[int, set[int]], keep: set[int], fn_name: str,
+           report: list[str] | None, out: list[Any]) -> None:
+    part: list[int] = []
+    for i in run:  # an op the backend cannot render splits the run (cheap: kernels build on first use)
+        if _renders(items[i]):
+            part.append(i)
+            continue
+        _emit(items, part, readers, keep, fn_name, report, out)
+        out.append(items[i])
+        part = []
+    _emit(items, part, readers, keep, fn_name, report, out)
+
+
+def _emit(items: list[Any], part: list[int], readers: dict[int, set[int]], keep: set[int], fn_name: str,
+          report: list[str] | None, out: list[Any]) -> None:
+    """Fuse `part`; a backend that cannot take it whole (too many operands, an op it cannot express)
+    gets its two halves, down to single unfused kernels. (Module-level functions, not closures: a
+    recursive closure is a reference cycle that would keep the capture's buffers alive.)"""
+    fused = _fuse_run(items, part, readers, keep, fn_name, report) if len(part) >= 2 else None
+    if fused is not None:
+        out.append(fused)
+    elif len(part) >= 4:
+        _emit(items, part[:len(part) // 2], readers, keep, fn_name, report, out)
+        _emit(items, part[len(part) // 2:], readers, keep, fn_name, report, out)
+    else:
+        out.extend(items[i] for i in part)
 
 
 _RENDERS: dict[tuple[str, str, Any], bool] = {}

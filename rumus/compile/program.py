@@ -17,6 +17,7 @@ from rumus_contracts import RumusError, TensorArg
 
 from .._storage import Storage
 from ..tensor import Tensor, make_tensor
+from . import memory
 from .capture import Call, HostCall, Leaf, Recorder
 
 
@@ -46,8 +47,9 @@ class LeafCheck:
 
 class Program:
     def __init__(self, rec: Recorder, inputs: Sequence[Tensor], outputs: Sequence[Any], seeds: dict[int, bool],
-                 items: list[Any]) -> None:
+                 items: list[Any], keep: set[int], debug: bool = False) -> None:
         self.fn_name = rec.fn_name
+        self.debug = debug
         slot_of: dict[int, int] = {}
         self.slot_storage: list[Storage] = []  # capture-time storage of each slot (device, dtype, numel)
         self.n_inputs = 0
@@ -92,6 +94,9 @@ class Program:
         for segment, checks in self.checks.items():  # parameters first used after the last kernel
             self.items.append((segment, checks))
         self.n_kernels = sum(isinstance(s, Step) for s in self.items)
+        own = [s for c in items if isinstance(c, Call) and not c.inplace for s in c.writes if id(s.buffer) in born]
+        self.memory: dict[int, memory.Candidate] | None = memory.candidates(own, set(slot_of) | keep)
+        self.memory_bytes = (0, 0)  # (intermediates' bytes, after the plan), known after the first replay
         self.n_host_kernels = rec.host_kernels
 
     def _slot(self, slot_of: dict[int, int], storage: Storage) -> int:
@@ -114,6 +119,12 @@ class Program:
     def run(self, inputs: Sequence[Tensor]) -> list[Any] | None:
         """Replay with new inputs; None when a gradient precondition fails before anything ran (the
         caller captures again)."""
+        if self.memory is not None:  # planned at the first replay: the capture's graph is gone by then
+            self.memory_bytes = memory.plan([s for s in self.items if isinstance(s, Step)], self.memory)
+            self.memory = None
+            if self.debug:
+                print(f"rm.compile({self.fn_name}): memory plan: intermediates {self.memory_bytes[0]} bytes -> "
+                      f"{self.memory_bytes[1]} bytes")
         bufs: list[Any] = [None] * len(self.slot_storage)
         storages: list[Storage | None] = [None] * len(self.slot_storage)
         for t, slot in zip(inputs, self.input_slot):
