@@ -40,14 +40,17 @@ Step = Callable[[], Any]
 class _Counter:
     """Stands in for rm.compile's recorder for one eager step: counts the kernels the core launches."""
 
+    probing = False
+
     def __init__(self) -> None:
         self.kernels = 0
 
     def record(self, *args: Any) -> None:
         self.kernels += 1
 
-    def record_direct(self, *args: Any) -> None:
+    def record_direct(self, *args: Any) -> bool:
         self.kernels += 1
+        return False
 
     def host_call(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         return fn(*args, **kwargs)

@@ -118,6 +118,8 @@ class Op:
                 return list(_tracer.composite(self._composite, schema, args, attrs))
             res = self._composite(*args, **attrs)
             return list(res) if isinstance(res, tuple) else [res]
+        if _capture is not None and _capture.probing:  # rm.compile replaying an optimizer step's kernels
+            return _capture.probe(self, args, attrs)  # type: ignore[no-any-return]
         dev_attr = attrs.pop("device", None) if not args and attrs else None
         if attrs or self._has_attrs:
             attrs = schema.bind_attrs(attrs)

@@ -355,10 +355,10 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
         src = _views.expand(src.detach(), dst.shape)
     from . import _runtime
     k = _runtime.kernel("copy", dst._storage.backend, src.dtype)
-    k([dst._arg], [src._arg], {"dtype": dst.dtype.name})
     from . import _dispatch
-    if _dispatch._capture is not None:  # a kernel launched outside the dispatcher: rm.compile records it too
-        _dispatch._capture.record_direct("copy", k, [dst], [src], {"dtype": dst.dtype.name})
+    cap = _dispatch._capture  # rm.compile records kernels launched outside the dispatcher too (replaying, defers)
+    if cap is None or not cap.record_direct("copy", k, [dst], [src], {"dtype": dst.dtype.name}):
+        k([dst._arg], [src._arg], {"dtype": dst.dtype.name})
     dst._storage.version += 1
 
 

@@ -40,14 +40,27 @@ class Call:
 
 
 @dataclass
+class SubCall:
+    """A kernel a host region launched while captured, with the tensors it took and made (host_replay.py)."""
+
+    call: Call
+    inputs: list[Tensor]
+    outputs: list[Tensor]
+
+
+@dataclass
 class HostCall:
-    """A host region (e.g. `optimizer.step`) to run eagerly again on every replay, and the gradients its
-    leaves held when it ran during the capture (restored before it runs, since the replay set none)."""
+    """A host region (e.g. `optimizer.step`) to run again on every replay, and the gradients its leaves
+    held when it ran during the capture (restored before it runs, since the replay set none). `sub`: its
+    kernels, replayed with refreshed attributes (host_replay.py) unless `eager` (it read values or
+    launched a kernel outside the dispatcher: then it runs eagerly)."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     grads: list[tuple[Tensor, Tensor | None]] = field(default_factory=list)
+    sub: list[SubCall] = field(default_factory=list)
+    eager: bool = False
 
 
 @dataclass
@@ -61,6 +74,8 @@ class Leaf:
 
 
 class Recorder:
+    probing = False  # the dispatcher asks; only host_replay.Prober says True
+
     def __init__(self, fn_name: str) -> None:
         self.fn_name = fn_name
         self.thread = threading.get_ident()
@@ -80,6 +95,14 @@ class Recorder:
             self.host_kernels += 1
             if not schema.inplace:
                 self.host_born.update(id(o._storage.buffer) for o in outputs)
+            if schema.name == "fill" and not inputs and attrs.get("shape") == ():
+                return  # a 0-d constant from a Python number: the replay's probe makes its own (host_replay.py)
+            host = self.items[-1]
+            assert isinstance(host, HostCall)
+            writes = [o._storage for o in outputs] + [inputs[i]._storage for i in schema.mutates_idx]
+            host.sub.append(SubCall(Call(schema.name, schema, kernel, list(outs), list(ins), dict(attrs),
+                                         [t._storage for t in inputs], writes, bool(schema.inplace)),
+                                    list(inputs), list(outputs)))
             return
         for t in inputs:
             base = t
@@ -98,23 +121,37 @@ class Recorder:
                                [t._storage for t in inputs], writes, bool(schema.inplace)))
 
     def record_direct(self, name: str, kernel: Callable[..., Any], outputs: Sequence[Tensor], inputs: Sequence[Tensor],
-                      attrs: dict[str, Any]) -> None:
-        """A kernel the core launched without the dispatcher (copy_into, fill_): it writes existing tensors."""
+                      attrs: dict[str, Any]) -> bool:
+        """A kernel the core launches without the dispatcher (copy_into, fill_), about to run on existing
+        tensors; False: the caller runs it now (only host_replay.Prober defers one)."""
+        if threading.get_ident() != self.thread:
+            return False
+        call = Call(name, None, kernel, [o._arg for o in outputs], [t._arg for t in inputs], dict(attrs),
+                    [t._storage for t in inputs], [o._storage for o in outputs], True)
+        if self.host_depth:
+            self.host_kernels += 1
+            host = self.items[-1]
+            assert isinstance(host, HostCall)
+            host.sub.append(SubCall(call, list(inputs), list(outputs)))
+        else:
+            self.items.append(call)
+        return False
+
+    def host_read(self, what: str) -> None:
         if threading.get_ident() != self.thread:
             return
         if self.host_depth:
-            self.host_kernels += 1
-            return
-        self.items.append(Call(name, None, kernel, [o._arg for o in outputs], [t._arg for t in inputs], dict(attrs),
-                               [t._storage for t in inputs], [o._storage for o in outputs], True))
-
-    def host_read(self, what: str) -> None:
-        if threading.get_ident() != self.thread or self.host_depth:
+            self._host_eager()
             return
         raise RumusError(f"rm.compile({self.fn_name}): {what} reads tensor values on the host at {_user_line()} "
                          f"while the function is captured; a replay runs only the captured kernels and cannot "
                          f"re-run Python that depends on data. Return the tensor and read it after the call, or "
                          f"leave this function uncompiled")
+
+    def _host_eager(self) -> None:
+        host = self.items[-1]
+        assert isinstance(host, HostCall)
+        host.eager = True
 
     # ---- host regions -------------------------------------------------------------------------------
     def host_call(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

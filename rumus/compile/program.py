@@ -17,7 +17,9 @@ from rumus_contracts import RumusError, TensorArg
 
 from .._storage import Storage
 from ..tensor import Tensor, make_tensor
+from .. import _dispatch
 from . import memory
+from .host_replay import Prober
 from .capture import Call, HostCall, Leaf, Recorder
 
 
@@ -157,7 +159,7 @@ class Program:
                 started = True
                 for leaf, g in item.call.grads:
                     leaf.grad = g
-                item.call.fn(*item.call.args, **item.call.kwargs)
+                _run_host(item.call)
             elif isinstance(item, tuple):
                 if not self._bind_grads(item[1], bufs, storages):
                     if not started:
@@ -210,6 +212,20 @@ class Program:
             elif isinstance(it, Host):
                 lines.append(f"  host   {getattr(it.call.fn, '__qualname__', it.call.fn)}")
         return "\n".join(lines)
+
+
+def _run_host(call: HostCall) -> None:
+    """A host region: its Python again, its kernels replayed by a Prober (or dispatched eagerly)."""
+    if call.eager or not call.sub:
+        call.fn(*call.args, **call.kwargs)
+        return
+    prober = Prober(call)
+    _dispatch._capture = prober
+    try:
+        call.fn(*call.args, **call.kwargs)
+    finally:
+        _dispatch._capture = None
+    prober.finish()
 
 
 def _born(items: list[Any]) -> set[int]:

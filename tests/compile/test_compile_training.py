@@ -16,6 +16,7 @@ import pytest
 
 import rumus as rm
 from rumus import nn
+from rumus.compile import host_replay
 from rumus.nn import functional as F
 
 VOCAB, D, SEQ, BATCH = 4, 32, 6, 8
@@ -171,3 +172,50 @@ def test_gradient_accumulation_across_compiled_calls() -> None:
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
     assert compiled.replays >= 2
+
+
+@pytest.mark.parametrize("make_opt", [
+    lambda ps: rm.optim.Adam(ps, lr=0.01),
+    lambda ps: rm.optim.AdamW(ps, lr=0.01, amsgrad=True),  # composite update: per-step Python numbers
+    lambda ps: rm.optim.Adamax(ps, lr=0.01),
+    lambda ps: rm.optim.SGD(ps, lr=0.05, momentum=0.9, nesterov=True),
+    lambda ps: rm.optim.RMSprop(ps, lr=0.01),
+], ids=["adam", "adamw-amsgrad", "adamax", "sgd-nesterov", "rmsprop"])
+def test_optimizer_kernels_replay_without_dispatch(make_opt: Callable[..., Any],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The optimizer's Python re-runs on every replay (step counts, lr) but its ops only refresh the
+    captured kernels' attributes: no op is dispatched during a replay, and the losses equal eager's."""
+    def run(compiled: bool) -> list[float]:
+        rm.manual_seed(0)
+        model = nn.Sequential(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 2))
+        opt = make_opt(model.parameters())
+        x, y = rm.randn(5, 3), rm.randn(5, 2)
+
+        def step(x: rm.Tensor, y: rm.Tensor) -> rm.Tensor:
+            opt.zero_grad()
+            loss = F.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+        f = rm.compile(step) if compiled else step
+        out = [f(x, y) for _ in range(3)]
+        if compiled:
+            probed, dispatched = [], []
+            real_probe, real_fall_back = host_replay.Prober.probe, host_replay.Prober._fall_back
+
+            def probe(self: Any, op: Any, args: Any, attrs: Any) -> Any:
+                probed.append(op.name)
+                return real_probe(self, op, args, attrs)
+
+            def fall_back(self: Any, op: Any, args: Any, attrs: Any) -> Any:
+                dispatched.append(op.name)
+                return real_fall_back(self, op, args, attrs)
+            monkeypatch.setattr(host_replay.Prober, "probe", probe)
+            monkeypatch.setattr(host_replay.Prober, "_fall_back", fall_back)
+            out += [f(x, y) for _ in range(5)]
+            monkeypatch.undo()
+            assert probed and dispatched == [] and f.replays == 6
+        else:
+            out += [f(x, y) for _ in range(5)]
+        return [float(v.item()) for v in out]
+    assert run(True) == run(False)
