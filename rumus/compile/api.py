@@ -47,6 +47,7 @@ class Compiled:
         self.cache_size = cache_size
         self.name = getattr(fn, "__qualname__", repr(fn))
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self.off = os.environ.get("RUMUS_COMPILE", "1") == "0"  # read when the function is wrapped
         self.captures = 0  # how many times a call was captured (tests and debugging read it)
         self.replays = 0
         functools.update_wrapper(self, fn)
@@ -59,7 +60,7 @@ class Compiled:
         self._cache.clear()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if os.environ.get("RUMUS_COMPILE", "1") == "0" or _dispatch._capture is not None:
+        if self.off or _dispatch._capture is not None:
             return self.fn(*args, **kwargs)  # off, or called inside another capture: plain Python
         key, tensors = signature(self.name, args, kwargs)
         entry = self._cache.get(key)

@@ -54,8 +54,12 @@ def signature(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
     """(guard key, the argument tensors in order). The key holds each tensor's shape, strides, offset,
     dtype, device and requires_grad, which arguments share a storage, every non-tensor argument's value
     (a different number captures again: numbers are constants of a capture) and the grad mode."""
-    tensors: list[Tensor] = []
-    tree = flatten((args, kwargs), tensors)
+    if not kwargs and all(type(a) is Tensor for a in args):  # the common call: tensors only, no tree to walk
+        tensors = list(args)
+        tree: Any = len(args)
+    else:
+        tensors = []
+        tree = flatten((args, kwargs), tensors)
     first: dict[int, int] = {}
     metas = []
     for i, t in enumerate(tensors):
