@@ -3,12 +3,14 @@
 Per signature (see signature.py): call 1 runs eagerly (one-time setup such as optimizer state happens
 there), call 2 runs eagerly while the dispatcher records its kernels, calls 3+ replay the recording:
 new argument buffers swapped in, host regions (optimizer/scheduler steps) re-run their Python while
-their kernels replay (host_replay.py), fresh dropout seeds, no dispatch and no autograd graph. Programs live in an LRU of `cache_size` signatures.
+their kernels replay (host_replay.py), fresh dropout seeds, no dispatch and no autograd graph.
+Programs live in an LRU of `cache_size` signatures.
 
 Python numbers computed inside the function, and tensors it builds from host data, are constants of a
 capture (as in tinygrad's TinyJit): pass values that change as arguments. Reading tensor values inside
-(`.item()`, `bool(t)`, `.numpy()`) raises while capturing, naming the line. `RUMUS_COMPILE=0` (read when
-`rm.compile` wraps the function) turns compilation off. Replayed results carry no autograd history: call backward() inside the function.
+(`.item()`, `bool(t)`, `.numpy()`) raises while capturing, naming the line. `RUMUS_COMPILE=0` (read
+when `rm.compile` wraps the function) turns compilation off. Replayed results carry no autograd
+history: call backward() inside the function.
 """
 
 from __future__ import annotations
