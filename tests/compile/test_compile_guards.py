@@ -8,7 +8,10 @@ import pytest
 
 import rumus as rm
 from rumus import RumusError, nn
+from rumus.compile import Compiled
 from rumus.nn import functional as F
+
+from _steps import train_step
 
 
 def test_a_new_signature_captures_again_and_the_cache_is_bounded() -> None:
@@ -76,13 +79,7 @@ def test_dropout_inside_a_compiled_training_step_matches_eager() -> None:
         model = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), nn.Linear(16, 2))
         opt = rm.optim.AdamW(model.parameters(), lr=0.01)
         x, y = rm.randn(8, 6), rm.randn(8, 2)
-
-        def step(x: rm.Tensor, y: rm.Tensor) -> rm.Tensor:
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = train_step(model, opt)
         f = rm.compile(step) if compiled else step
         return [float(f(x, y).item()) for _ in range(8)]
     assert run(True) == run(False)
@@ -103,29 +100,28 @@ def test_results_of_earlier_calls_stay_valid() -> None:
         np.testing.assert_array_equal(out.numpy(), (x + 1.0).tanh().numpy())
 
 
-def test_rumus_compile_0_runs_eagerly(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("RUMUS_COMPILE", "0")
+def _python_runs(times: int) -> tuple[int, Compiled]:
+    """How often the function's Python ran over `times` calls of its compiled form."""
     calls = []
 
     def fn(x: rm.Tensor) -> rm.Tensor:
         calls.append(1)
         return x * 2.0
     f = rm.compile(fn)
-    for _ in range(4):
-        f(rm.ones(2))
-    assert len(calls) == 4 and f.captures == 0 and f.replays == 0
+    for _ in range(times):
+        np.testing.assert_array_equal(f(rm.ones(2)).numpy(), [2.0, 2.0])
+    return len(calls), f
+
+
+def test_rumus_compile_0_runs_eagerly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RUMUS_COMPILE", "0")
+    runs, f = _python_runs(4)
+    assert runs == 4 and f.captures == 0 and f.replays == 0
 
 
 def test_replay_runs_no_python_of_the_function() -> None:
-    calls = []
-
-    def fn(x: rm.Tensor) -> rm.Tensor:
-        calls.append(1)
-        return x * 2.0
-    f = rm.compile(fn)
-    for _ in range(5):
-        f(rm.ones(2))
-    assert len(calls) == 2 and f.replays == 3
+    runs, f = _python_runs(5)
+    assert runs == 2 and f.replays == 3
 
 
 def test_debug_prints_kernels_and_fusions(capsys: pytest.CaptureFixture[str]) -> None:

@@ -8,6 +8,8 @@ is slow). On the CPU the compiled runs also meet the SPEC's loss thresholds.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +20,8 @@ import rumus as rm
 from rumus import nn
 from rumus.compile import host_replay
 from rumus.nn import functional as F
+
+from _steps import train_step
 
 VOCAB, D, SEQ, BATCH = 4, 32, 6, 8
 
@@ -35,18 +39,17 @@ class MiniLeNet(nn.Module):
         return self.fc2(rm.relu(self.fc1(x)))
 
 
-class TinyGPT(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.tok = nn.Embedding(VOCAB, D)
-        self.pos = nn.Embedding(SEQ, D)
-        self.block = nn.TransformerBlock(D, 1, d_ff=4 * D, activation="gelu")
-        self.ln_f = nn.LayerNorm(D, eps=1e-5)
-        self.head = nn.Linear(D, VOCAB, bias=False)
+def _acceptance_module() -> Any:
+    """tests/nn/test_acceptance_a3_a4.py, for its TinyGPT (SPEC A4's model, defined once)."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "nn", "test_acceptance_a3_a4.py")
+    spec = importlib.util.spec_from_file_location("_a4_acceptance", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    def forward(self, idx: rm.Tensor) -> rm.Tensor:
-        positions = rm.arange(0, idx.shape[1], dtype=rm.int64, device=idx.device)  # a constant of the capture
-        return self.head(self.ln_f(self.block(self.tok(idx) + self.pos(positions))))
+
+TinyGPT = _acceptance_module().TinyGPT
 
 
 def xor_case(device: str) -> tuple[nn.Module, Any, tuple[rm.Tensor, ...], Callable[..., rm.Tensor], float]:
@@ -96,14 +99,7 @@ CASES = {"A1-xor": (xor_case, 200), "A2-lenet": (lenet_case, 100), "A3-classifie
 def train(case: Callable[..., Any], device: str, steps: int, compiled: bool) -> list[float]:
     rm.manual_seed(0)
     model, opt, (x, y), loss_fn, _ = case(device)
-
-    def step(x: rm.Tensor, y: rm.Tensor) -> rm.Tensor:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = train_step(model, opt, loss_fn)
     run = rm.compile(step) if compiled else step
     losses = [run(x, y) for _ in range(steps)]  # read after the loop: a replay's result stays valid
     if compiled:
@@ -134,14 +130,7 @@ def test_scheduler_and_sgd_momentum_inside_the_compiled_step() -> None:
         opt = rm.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
         sched = rm.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
         x, y = rm.randn(6, 3), rm.randn(6, 2)
-
-        def step(x: rm.Tensor, y: rm.Tensor) -> rm.Tensor:
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            sched.step()
-            return loss
+        step = train_step(model, opt, scheduler=sched)
         f = rm.compile(step) if compiled else step
         out = [float(f(x, y).item()) for _ in range(10)]
         assert opt.param_groups[0]["lr"] == pytest.approx(0.1 * 0.5 ** 5)
@@ -190,13 +179,7 @@ def test_optimizer_kernels_replay_without_dispatch(make_opt: Callable[..., Any],
         model = nn.Sequential(nn.Linear(3, 6), nn.Tanh(), nn.Linear(6, 2))
         opt = make_opt(model.parameters())
         x, y = rm.randn(5, 3), rm.randn(5, 2)
-
-        def step(x: rm.Tensor, y: rm.Tensor) -> rm.Tensor:
-            opt.zero_grad()
-            loss = F.mse_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            return loss
+        step = train_step(model, opt)
         f = rm.compile(step) if compiled else step
         out = [f(x, y) for _ in range(3)]
         if compiled:

@@ -7,7 +7,8 @@ import pytest
 
 import rumus as rm
 from rumus import BackendUnavailable, backend_api, nn
-from rumus.nn import functional as F
+
+from _steps import train_step
 
 try:
     BACKEND = backend_api.backend("wgpu")
@@ -23,14 +24,7 @@ def test_a_replayed_step_is_one_submit_and_one_sync() -> None:
     model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 4)).to(DEVICE)
     opt = rm.optim.Adam(model.parameters(), lr=1e-3)
     x, y = rm.randn(16, 8, device=DEVICE), rm.randn(16, 4, device=DEVICE)
-
-    def step(x: rm.Tensor, y: rm.Tensor) -> rm.Tensor:
-        opt.zero_grad()
-        loss = F.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
-
+    step = train_step(model, opt)
     f = rm.compile(step)
     dev = rm.device(DEVICE)
     rec = BACKEND.device(dev).recorder
