@@ -53,7 +53,8 @@ class _Leaf:
 def signature(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Hashable, list[Tensor]]:
     """(guard key, the argument tensors in order). The key holds each tensor's shape, strides, offset,
     dtype, device and requires_grad, which arguments share a storage, every non-tensor argument's value
-    (a different number captures again: numbers are constants of a capture) and the grad mode."""
+    (a different number captures again: numbers are constants of a capture), the grad mode, and the count
+    of module train/eval flips (a step captured in training mode must not replay in eval mode)."""
     if not kwargs and all(type(a) is Tensor for a in args):  # the common call: tensors only, no tree to walk
         tensors = list(args)
         tree: Any = len(args)
@@ -65,8 +66,9 @@ def signature(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple
     for i, t in enumerate(tensors):
         sid = first.setdefault(id(t._storage), i)
         metas.append((t.shape, t._strides, t._offset, t.dtype, t.device, t.requires_grad, sid))
+    from ..nn.module import MODE_CHANGES  # here, not at import: nn imports rm.compile's host regions
     try:
-        key = (_freeze(tree), tuple(metas), grad_state.enabled)
+        key = (_freeze(tree), tuple(metas), grad_state.enabled, MODE_CHANGES[0])
         hash(key)
     except TypeError as exc:
         raise RumusError(f"rm.compile({name}): an argument cannot be part of the cache key ({exc}); pass tensors, "

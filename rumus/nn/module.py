@@ -16,6 +16,9 @@ from ..utils.hooks import RemovableHandle
 from .parameter import Buffer, Parameter
 
 
+# How many times train()/eval() flipped some module's mode (rm.compile's signature includes it).
+MODE_CHANGES = [0]
+
 class IncompatibleKeys(NamedTuple):
     """What load_state_dict returns: a (missing_keys, unexpected_keys) pair with names, as in PyTorch."""
     missing_keys: list[str]
@@ -184,7 +187,10 @@ class Module:
 
     # ---- modes --------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
-        for m in self.modules():
+        modules = list(self.modules())
+        if any(m.training != mode for m in modules):
+            MODE_CHANGES[0] += 1  # rm.compile keys captures on it: a step captured in train mode never replays in eval
+        for m in modules:
             object.__setattr__(m, "training", mode)
         return self
 

@@ -138,3 +138,22 @@ def test_bad_arguments_are_refused() -> None:
         rm.compile(3)
     with pytest.raises(RumusError, match="cache_size"):
         rm.compile(lambda x: x, cache_size=0)
+
+
+def test_switching_train_and_eval_captures_again() -> None:
+    """Dropout is on in train mode and off in eval mode: a step captured in one mode must not replay in
+    the other (the signature counts train/eval flips)."""
+    rm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 32), nn.Dropout(0.5))
+    f = rm.compile(lambda x: model(x))
+    x = rm.ones(3, 4)
+    for _ in range(3):
+        f(x)
+    model.eval()
+    for _ in range(3):
+        with rm.no_grad():
+            want = model(x).numpy()
+        np.testing.assert_array_equal(f(x).numpy(), want)
+    model.eval()  # no flip: the eval-mode program keeps replaying
+    f(x)
+    assert f.captures == 2 and f.replays == 3
