@@ -29,7 +29,7 @@ from .capture import HostCall, Recorder
 from .fusion import fuse
 from .program import Program
 from .rng import classify, snapshot
-from .signature import flatten, signature, unflatten
+from .signature import _Leaf, flatten, signature, unflatten
 
 
 class _Entry:
@@ -93,6 +93,7 @@ class Compiled:
         seeds = classify(self.name, before, rec.seeds)
         outputs: list[Any] = []
         entry.out_tree = flatten(result, outputs)
+        _refuse_python_results(self.name, entry.out_tree)
         report: list[str] = []
         keep = _escaping(rec, outputs)
         items = fuse(rec.items, keep, self.name, report) if self.fuse else rec.items
@@ -110,6 +111,20 @@ class Compiled:
         return {"kernels": program.n_kernels if program else 0,
                 "host_kernels": program.n_host_kernels if program else 0,
                 "captures": self.captures, "replays": self.replays}
+
+
+def _refuse_python_results(name: str, tree: Any) -> None:
+    """A replay returns what the capture returned for anything that is not a tensor: refuse values."""
+    if isinstance(tree, (tuple, list)):
+        for t in tree:
+            _refuse_python_results(name, t)
+    elif isinstance(tree, dict):
+        for t in tree.values():
+            _refuse_python_results(name, t)
+    elif tree is not None and not isinstance(tree, _Leaf):
+        raise RumusError(f"rm.compile({name}): the function returns a Python value ({type(tree).__name__} "
+                         f"{tree!r:.40}); a replay runs no Python and would return it unchanged. Return tensors "
+                         f"(and None) only")
 
 
 def _escaping(rec: Recorder, outputs: list[Any]) -> set[int]:

@@ -157,3 +157,14 @@ def test_switching_train_and_eval_captures_again() -> None:
     model.eval()  # no flip: the eval-mode program keeps replaying
     f(x)
     assert f.captures == 2 and f.replays == 3
+
+
+def test_returning_python_values_is_refused() -> None:
+    f = rm.compile(lambda x: (x * 2.0, x.shape[0]))  # the count would be frozen into every replay
+    f(rm.ones(2))
+    with pytest.raises(RumusError, match="returns a Python value"):
+        f(rm.ones(2))
+    g = rm.compile(lambda x: {"out": x * 2.0, "aux": None, "pair": [x + 1.0]})
+    for _ in range(3):
+        out = g(rm.ones(2))
+    assert out["aux"] is None and out["pair"][0].numpy().tolist() == [2.0, 2.0]
