@@ -13,6 +13,7 @@ it handed out now hold the right values — and lets the rest of the region disp
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from rumus_contracts import TensorArg
@@ -24,9 +25,19 @@ from .capture import HostCall
 class Prober:
     def __init__(self, host: HostCall) -> None:
         self.host = host
-        self.probing = True  # read by the dispatcher: False once the region fell back to eager dispatch
+        self._probing = True  # False once the region fell back to eager dispatch
+        self.thread = threading.get_ident()
         self.k = 0
         self.pending: list[tuple[Any, list[TensorArg], dict[str, Any]]] = []
+
+    @property
+    def probing(self) -> bool:
+        """Read by the dispatcher on every op: only the replaying thread's ops are probed."""
+        return self._probing and threading.get_ident() == self.thread
+
+    @probing.setter
+    def probing(self, value: bool) -> None:
+        self._probing = value
 
     def probe(self, op: Any, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         from .._dispatch import scalar_tensor
