@@ -157,8 +157,8 @@ class Program:
                 item.kernel(outs, ins, attrs)
             elif type(item) is Host:
                 started = True
-                for leaf, g in item.call.grads:
-                    leaf.grad = g
+                for leaf, g in item.call.grads:  # as at the capture, over this replay's buffers
+                    leaf.grad = self._output(g, storages)
                 _run_host(item.call)
             elif isinstance(item, tuple):
                 if not self._bind_grads(item[1], bufs, storages):

@@ -18,7 +18,7 @@ import pytest
 
 import rumus as rm
 from rumus import nn
-from rumus.compile import host_replay
+from rumus.compile import host_region, host_replay
 from rumus.nn import functional as F
 
 from _steps import train_step
@@ -201,4 +201,28 @@ def test_optimizer_kernels_replay_without_dispatch(make_opt: Callable[..., Any],
         else:
             out += [f(x, y) for _ in range(5)]
         return [float(v.item()) for v in out]
+    assert run(True) == run(False)
+
+
+def test_accumulated_gradients_reach_a_host_region_inside_the_step() -> None:
+    """.grad is not reset inside the step, so each call adds to it; a host region in the same step (here
+    a user one: it logs the gradient's norm) must see this replay's gradient, not the capture's."""
+    def run(compiled: bool) -> list[float]:
+        rm.manual_seed(0)
+        lin = nn.Linear(3, 2)
+        norms: list[float] = []
+
+        @host_region
+        def log_grad() -> None:
+            norms.append(float(lin.weight.grad.square().sum().item()))
+
+        def fwd_bwd(x: rm.Tensor) -> rm.Tensor:
+            loss = lin(x).square().mean()
+            loss.backward()
+            log_grad()
+            return loss
+        f = rm.compile(fwd_bwd) if compiled else fwd_bwd
+        for k in range(5):
+            f(rm.full((4, 3), float(k + 1)))
+        return norms
     assert run(True) == run(False)
