@@ -107,6 +107,8 @@ from ._tensor_methods_torch import install as _install_torch_names  # noqa: E402
 
 _install_torch_names(globals())  # rumus.float/long/..., cuda, tril, einsum, ...; Tensor.new_zeros, .norm, ...
 
+from .compile import compile  # noqa: E402  (issue 16: capture once, replay without Python, fuse)
+
 save = io.save  # whole checkpoints; rumus.load also reads torch.save and safetensors files
 load = io.load
 
@@ -114,7 +116,7 @@ __all__ = [
     'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',
     'Generator', 'KernelNotFound', 'RumusError', 'ShapeError', 'Tensor', 'abs', 'add', 'all', 'allclose',
     'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'autograd', 'bfloat16', 'bmm', 'bool', 'cat',
-    'chunk', 'clamp', 'clip', 'clone', 'concat', 'cos', 'data', 'default_device', 'device', 'div', 'dot',
+    'chunk', 'clamp', 'clip', 'clone', 'compile', 'concat', 'cos', 'data', 'default_device', 'device', 'div', 'dot',
     'empty', 'empty_like', 'enable_grad', 'eq', 'exp', 'eye', 'fixed', 'flatten', 'float16', 'float32',
     'float64', 'from_numpy', 'full', 'full_like', 'ge', 'gt', 'inference_mode', 'initial_seed', 'int16',
     'int32', 'int64', 'int8', 'io', 'is_grad_enabled', 'isclose', 'le', 'linspace', 'load', 'log',

@@ -30,6 +30,9 @@ COMPOSITES: dict[str, Callable[..., Any]] = {}
 # and _tracer.composite(fn, schema, args, attrs) for composites that have an ONNX lowering of their own.
 # One global read per dispatch when unset.
 _tracer: Any = None
+# rm.compile sets this while it captures a function: _capture.record(schema, kernel, out_args, in_args, attrs,
+# inputs, outputs) notes every kernel launch (rumus/compile/capture.py). One global read per dispatch when unset.
+_capture: Any = None
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
@@ -115,6 +118,8 @@ class Op:
                 return list(_tracer.composite(self._composite, schema, args, attrs))
             res = self._composite(*args, **attrs)
             return list(res) if isinstance(res, tuple) else [res]
+        if _capture is not None and _capture.probing:  # rm.compile replaying an optimizer step's kernels
+            return _capture.probe(self, args, attrs)  # type: ignore[no-any-return]
         dev_attr = attrs.pop("device", None) if not args and attrs else None
         if attrs or self._has_attrs:
             attrs = schema.bind_attrs(attrs)
@@ -165,7 +170,10 @@ class Op:
         else:
             in_args = [t._arg for t in inputs]
         outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
-        kernel([o._arg for o in outputs], in_args, attrs)
+        out_args = [o._arg for o in outputs]
+        kernel(out_args, in_args, attrs)
+        if _capture is not None:
+            _capture.record(schema, kernel, out_args, in_args, attrs, inputs, outputs)
         if _tracer is not None:
             _tracer(schema, inputs, outputs, attrs)
         if schema.inplace:

@@ -192,7 +192,11 @@ def fill_(x: Tensor, value: Any) -> Tensor:
         return commit(x, full(x.shape, value, dtype=x.dtype, device=x.device), "fill_")
     from . import _runtime
     k = _runtime.kernel("fill", x._storage.backend, x.dtype)
-    k([x._arg], [], {"shape": x.shape, "value": value, "dtype": x.dtype.name})
+    attrs = {"shape": x.shape, "value": value, "dtype": x.dtype.name}
+    from . import _dispatch
+    cap = _dispatch._capture  # rm.compile records kernels launched outside the dispatcher too (replaying, defers)
+    if cap is None or not cap.record_direct("fill", k, [x], [], attrs):
+        k([x._arg], [], attrs)
     x._storage.version += 1
     return x
 

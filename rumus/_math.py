@@ -355,7 +355,10 @@ def copy_into(dst: Tensor, src: Tensor) -> None:
         src = _views.expand(src.detach(), dst.shape)
     from . import _runtime
     k = _runtime.kernel("copy", dst._storage.backend, src.dtype)
-    k([dst._arg], [src._arg], {"dtype": dst.dtype.name})
+    from . import _dispatch
+    cap = _dispatch._capture  # rm.compile records kernels launched outside the dispatcher too (replaying, defers)
+    if cap is None or not cap.record_direct("copy", k, [dst], [src], {"dtype": dst.dtype.name}):
+        k([dst._arg], [src._arg], {"dtype": dst.dtype.name})
     dst._storage.version += 1
 
 
@@ -370,6 +373,9 @@ def to_device(x: Tensor, device: Any) -> Tensor:
     from ._creation import from_host
     if x.dtype.is_fixed:
         raise RumusError(f"fixed-point tensors live on the CPU only; cannot move {x.dtype} to {dev}")
+    from . import _dispatch
+    if _dispatch._capture is not None:  # rm.compile: a device move reads values on the host
+        _dispatch._capture.host_read(f"moving a tensor to {dev}")
     host = x._storage.backend.to_numpy(x._arg)
     out = from_host(host, x.dtype, dev) if x.dtype.name != "bfloat16" else from_host(x.numpy(), x.dtype, dev)
     if grad_state.enabled and x.requires_grad:

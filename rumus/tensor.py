@@ -154,6 +154,9 @@ class Tensor:
             raise DTypeError(f"numpy() on a packed {self.dtype} tensor: dequantize it first")
         if self.requires_grad and self.grad_fn is not None:
             pass  # like .detach().numpy(); RUMUS does not force the detach
+        from . import _dispatch
+        if _dispatch._capture is not None:  # rm.compile refuses data-dependent Python while capturing
+            _dispatch._capture.host_read("reading tensor values (.item(), .numpy(), .tolist(), bool(), float())")
         arr = self._storage.backend.to_numpy(self._arg)
         if self.dtype.name == "bfloat16":
             wide = arr.astype(np.uint32)

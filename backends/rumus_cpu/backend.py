@@ -75,6 +75,11 @@ class CpuBackend:
     def adapt_kernel(self, kernel: Kernel) -> Kernel:
         return callable_kernel(self.name, kernel)  # the Backend protocol's default: callables run as they are
 
+    def compile_fused(self, program: Any) -> Kernel:
+        """rm.compile's optional fusion port (rumus_contracts.backend.FusedProgram): C built at run time."""
+        from .fused import compile_fused
+        return compile_fused(program)
+
     def __repr__(self) -> str:
         return "CpuBackend()"
 

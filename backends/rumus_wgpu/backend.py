@@ -140,3 +140,8 @@ class WgpuBackend:
         from .shader_kernel import adapt
         return adapt(kernel)
 
+    def compile_fused(self, program: Any) -> Kernel:
+        """rm.compile's optional fusion port (rumus_contracts.backend.FusedProgram): one WGSL shader."""
+        from .fused import compile_fused
+        return compile_fused(program)
+

@@ -108,3 +108,24 @@ def callable_kernel(backend: str, kernel: Kernel) -> Kernel:
         raise PluginError(f"backend '{backend}' runs Python callables and cannot compile a {kernel.language} "
                           f"ShaderKernel; register a callable kernel(outputs, inputs, attrs) for it")
     return kernel
+
+
+@dataclass(frozen=True)
+class FusedProgram:
+    """A chain of elementwise table ops (rumus_contracts.ops.expressions) that `rm.compile` asks a
+    backend to run as ONE kernel, through the optional backend method
+    ``compile_fused(program: FusedProgram) -> Kernel`` (absent: no fusion on that backend).
+
+    Every operand of the kernel has the output's shape (broadcast inputs arrive expanded, stride 0), so
+    the kernel computes step after step per element, keeping intermediates in registers.
+    steps   -- (op, operands, params): an operand `r` is input `r` when r < n_inputs, else the value of
+               step `r - n_inputs`; params are the op's Expr.params values in the table's order.
+    outputs -- the steps whose values are written out, in the kernel's output order.
+    The kernel is called as kernel(outputs, inputs, {}) over TensorArgs; a backend that cannot express
+    an op for `dtype` raises rumus_contracts.ops.expr_lang.Unsupported and the chain stays unfused.
+    """
+
+    dtype: DType
+    n_inputs: int
+    steps: tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]
+    outputs: tuple[int, ...]

@@ -10,10 +10,14 @@ from typing import Any, NamedTuple
 from rumus_contracts import Device, RumusError, ShapeError, parse_dtype
 
 from ..autograd.grad_mode import no_grad
+from ..compile.host import host_region
 from ..tensor import Tensor
 from ..utils.hooks import RemovableHandle
 from .parameter import Buffer, Parameter
 
+
+# How many times train()/eval() flipped some module's mode (rm.compile's signature includes it).
+MODE_CHANGES = [0]
 
 class IncompatibleKeys(NamedTuple):
     """What load_state_dict returns: a (missing_keys, unexpected_keys) pair with names, as in PyTorch."""
@@ -183,7 +187,10 @@ class Module:
 
     # ---- modes --------------------------------------------------------------------------------
     def train(self, mode: bool = True) -> Module:
-        for m in self.modules():
+        modules = list(self.modules())
+        if any(m.training != mode for m in modules):
+            MODE_CHANGES[0] += 1  # rm.compile keys captures on it: a step captured in train mode never replays in eval
+        for m in modules:
             object.__setattr__(m, "training", mode)
         return self
 
@@ -195,6 +202,7 @@ class Module:
             p.requires_grad_(requires_grad)
         return self
 
+    @host_region  # rm.compile re-runs it on every replay (.grad set to None is Python state)
     def zero_grad(self, set_to_none: bool = True) -> None:
         for p in self.parameters():
             p.grad = None

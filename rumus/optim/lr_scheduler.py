@@ -13,6 +13,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..compile.host import host_region
 from .optimizer import Optimizer
 
 
@@ -51,6 +52,7 @@ class LRScheduler:
     def _lrs(self) -> list[float]:
         return [float(g["lr"]) for g in self.optimizer.param_groups]
 
+    @host_region  # rm.compile re-runs it on every replay (the learning rate is Python state)
     def step(self, epoch: int | None = None) -> None:
         self._step_count += 1
         self._update_lr(epoch)
@@ -336,6 +338,7 @@ class SequentialLR(LRScheduler):
         self._schedulers[0]._initial_step()
         self._last_lr = self._schedulers[0].get_last_lr()
 
+    @host_region  # rm.compile re-runs it on every replay
     def step(self, epoch: int | None = None) -> None:
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)

@@ -12,6 +12,7 @@ from typing import Any
 from rumus_contracts import RumusError
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..compile.host import host_region
 from ..tensor import Tensor
 
 
@@ -44,11 +45,13 @@ class Optimizer:
         g.setdefault("initial_lr", g["lr"])
         self.param_groups.append(g)
 
+    @host_region  # rm.compile re-runs it on every replay (Python state: .grad set to None)
     def zero_grad(self, set_to_none: bool = True) -> None:
         for g in self.param_groups:
             for p in g["params"]:
                 p.grad = None
 
+    @host_region  # rm.compile re-runs it on every replay (step counts, lr and state advance in Python)
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Apply one update; `closure` (re-evaluates the model, returns the loss) runs first, with grad on."""
         loss = None
