@@ -40,9 +40,11 @@ int rumus_gemm_attach(uintptr_t sgemm, uintptr_t dgemm, int int64_ints) {
 
 int rumus_gemm_attached(void) { return g_sgemm != NULL && g_dgemm != NULL; }
 
-/* Multiply-adds per block, at least (about 40 us on one core): below it a block's call overhead and
-   packing would show. Blocks are halved, the longer side first, until there are TARGET_BLOCKS of them. */
-#define BLOCK_MACS ((int64_t)1 << 22)
+/* Multiply-adds per block, at least (about 20-40 us on one core): below it a block's call overhead and
+   packing would show. Blocks are halved, the longer side first, until there are TARGET_BLOCKS of them.
+   At 1 << 22 the MLP step's 128x256x784 and 128x256x256 products made 4 and 2 blocks, so past 4 threads
+   its GEMMs could not use more cores. */
+#define BLOCK_MACS ((int64_t)1 << 21)
 #define TARGET_BLOCKS 64
 
 static int64_t half16(int64_t x) { return ((x + 1) / 2 + 15) / 16 * 16; }

@@ -16,7 +16,11 @@
 #endif
 
 static int g_threads = 1;
-static int64_t g_threshold = 32768; /* below this many elements a kernel stays on one thread */
+/* Below this many elements a kernel stays on one thread, and each thread gets at least half of it
+   (~16 us of a simple elementwise op on one core). Waking a team costs more than the few microseconds
+   a smaller split could save: at 32768 the MLP step's 128x256 ops split in two and the step got slower
+   with more threads (issue 11). */
+static int64_t g_threshold = 65536;
 static int g_forked = 0;            /* in a fork()ed child: libgomp's pool is gone */
 
 void rumus_set_num_threads(int n) {

@@ -4,21 +4,20 @@
    cols[r][(oh - oh0) * Wo + ow] for r = (c*kh + i)*kw + j, rows `ld` elements apart. */
 static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
     const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
-    const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Wo = g[13];
+    const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
     for (int64_t r = 0; r < C * kh * kw; r++) {
         T *dst = cols + r * ld;
         const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
         const int64_t off = j * dw - pw;
-        int64_t lo, hi;
+        int64_t lo, hi, top, bottom; /* columns, and output rows, whose input lies inside the image */
         valid_range(W, off, sw, Wo, &lo, &hi);
-        const T *plane = x + c * H * W;
-        for (int64_t oh = oh0; oh < oh1; oh++, dst += Wo) {
-            const int64_t ih = oh * sh - ph + i * dh;
-            if (ih < 0 || ih >= H) {
-                for (int64_t ow = 0; ow < Wo; ow++) dst[ow] = 0;
-                continue;
-            }
-            const T *src = plane + ih * W + off;
+        valid_range(H, i * dh - ph, sh, Ho, &top, &bottom);
+        top = top < oh0 ? oh0 : (top > oh1 ? oh1 : top);
+        bottom = bottom > oh1 ? oh1 : (bottom < top ? top : bottom);
+        memset(dst, 0, (size_t)((top - oh0) * Wo) * sizeof(T)); /* rows reading the padding above */
+        dst += (top - oh0) * Wo;
+        const T *src = x + c * H * W + (top < bottom ? (top * sh - ph + i * dh) * W + off : 0);
+        for (int64_t oh = top; oh < bottom; oh++, dst += Wo, src += sh * W) {
             for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
             if (sw == 1) {
                 for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow];
@@ -27,6 +26,7 @@ static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, i
             }
             for (int64_t ow = hi; ow < Wo; ow++) dst[ow] = 0;
         }
+        memset(dst, 0, (size_t)((oh1 - bottom) * Wo) * sizeof(T)); /* and below */
     }
 }
 
@@ -34,18 +34,18 @@ static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, i
    Rows are added in order r = 0, 1, ...: a fixed order, whatever the thread count. */
 static void FN(col2im_rows)(const T *cols, int64_t ld, T *x, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
     const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
-    const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Wo = g[13];
+    const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
     for (int64_t r = 0; r < C * kh * kw; r++) {
-        const T *src = cols + r * ld;
         const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
         const int64_t off = j * dw - pw;
-        int64_t lo, hi;
+        int64_t lo, hi, top, bottom;
         valid_range(W, off, sw, Wo, &lo, &hi);
-        T *plane = x + c * H * W;
-        for (int64_t oh = oh0; oh < oh1; oh++, src += Wo) {
-            const int64_t ih = oh * sh - ph + i * dh;
-            if (ih < 0 || ih >= H) continue;
-            T *dst = plane + ih * W + off;
+        valid_range(H, i * dh - ph, sh, Ho, &top, &bottom);
+        top = top < oh0 ? oh0 : (top > oh1 ? oh1 : top);
+        bottom = bottom > oh1 ? oh1 : (bottom < top ? top : bottom);
+        const T *src = cols + r * ld + (top - oh0) * Wo;
+        T *dst = x + c * H * W + (top < bottom ? (top * sh - ph + i * dh) * W + off : 0);
+        for (int64_t oh = top; oh < bottom; oh++, src += Wo, dst += sh * W) {
             if (sw == 1) {
                 for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
             } else {
