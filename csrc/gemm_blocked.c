@@ -142,7 +142,7 @@ int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int6
         for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
     } else {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)
 #endif
         for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
     }
