@@ -28,11 +28,14 @@
 #define WGRAD_MAX_SLICES 64
 #define WGRAD_OBLOCK 64                   /* output channels per weight-gradient unit, past 128 per group */
 #define CONV_GRAIN ((int64_t)1 << 20)     /* multiply-adds per thread, at least (~20 us on one core) */
+#define FEW_IMAGES 16                     /* below this many (sample, group) pairs, gradients also split... */
+#define CBLOCK_ROWS 64                    /* ...by blocks of input channels of >= this many im2col rows */
 
 typedef struct {
     int64_t N, C, H, W, Ho, Wo, O, G, Cg, Og, R, L;
     int64_t rows, tiles, TW;    /* a band: `rows` output rows, TW = rows*Wo columns; tiles bands per image */
     int64_t slots, ob, oblocks; /* weight gradient: batch slices, output channels per unit, units per group */
+    int64_t cb, cblocks;        /* gradients: input channels per unit, units per group (each writes its own) */
 } conv_plan;
 
 /* Returns 0 where no BLAS call can be made (numpy's BLAS not attached, empty channels, 32-bit BLAS integers
@@ -51,6 +54,15 @@ static int conv_plan_make(const int64_t *g, conv_plan *p) {
     p->slots = p->slots > WGRAD_MAX_SLICES ? WGRAD_MAX_SLICES : (p->slots < 1 ? 1 : p->slots);
     p->ob = p->Og <= 2 * WGRAD_OBLOCK ? (p->Og > 0 ? p->Og : 1) : WGRAD_OBLOCK;
     p->oblocks = (p->Og + p->ob - 1) / p->ob;
+    /* few images (small batch): the gradients' units also split the input channels, so the work still
+       spreads; blocks keep >= CBLOCK_ROWS im2col rows so that each BLAS call stays worth making */
+    const int64_t pairs = p->N * p->G > 0 ? p->N * p->G : 1, kk = g[4] * g[5];
+    int64_t want = pairs >= FEW_IMAGES ? 1 : (FEW_IMAGES + pairs - 1) / pairs;
+    const int64_t most = p->Cg / ((CBLOCK_ROWS + kk - 1) / kk);
+    want = want > most ? most : want;
+    want = want < 1 ? 1 : want;
+    p->cb = (p->Cg + want - 1) / want;
+    p->cblocks = (p->Cg + p->cb - 1) / p->cb;
     return rumus_gemm_fits(p->R > p->L ? p->R : p->L, p->O, p->R > p->TW ? p->R : p->TW);
 }
 

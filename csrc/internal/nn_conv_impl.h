@@ -115,21 +115,23 @@ RUMUS_PARALLEL_FOR_DYNAMIC
     return !failed;
 }
 
-/* gx[n, group] = col2im(W_group^T @ gy[n, group]), band after band in order within a unit. */
+/* gx[n, group, channel block] = col2im(W_group[:, block's rows]^T @ gy[n, group]), band after band in
+   order within a unit; units write disjoint channels. */
 int FN(rumus_conv2d_fused_backward_input)(const void *gyv, const void *wv, void *gxv, const int64_t *g) {
     const T *gy = (const T *)gyv, *w = (const T *)wv;
     T *gx = (T *)gxv;
     conv_plan p;
     if (!conv_plan_make(g, &p)) return -1;
-    const int64_t units = p.N * p.G;
+    const int64_t units = p.N * p.G * p.cblocks, kk = g[4] * g[5];
     const int nt = conv_threads(units, p.N * p.O * p.R * p.L);
     const int prev = conv_blas_serial();
     int failed = 0;
 RUMUS_PARALLEL_FOR_DYNAMIC
     for (int64_t u = 0; u < units; u++) {
-        const int64_t n = u / p.G, gi = u % p.G;
-        T *gxu = gx + (n * p.C + gi * p.Cg) * p.H * p.W;
-        memset(gxu, 0, (size_t)(p.Cg * p.H * p.W) * sizeof(T));
+        const int64_t n = u / (p.G * p.cblocks), gi = (u / p.cblocks) % p.G, c0 = (u % p.cblocks) * p.cb;
+        const int64_t cn = p.Cg - c0 < p.cb ? p.Cg - c0 : p.cb;
+        T *gxu = gx + (n * p.C + gi * p.Cg + c0) * p.H * p.W;
+        memset(gxu, 0, (size_t)(cn * p.H * p.W) * sizeof(T));
         T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
         if (!cols) {
             failed = 1;
@@ -137,16 +139,17 @@ RUMUS_PARALLEL_FOR_DYNAMIC
         }
         for (int64_t oh0 = 0; oh0 < p.Ho; oh0 += p.rows) {
             const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
-            FN(gemm)(1, 0, p.R, tw, p.Og, w + gi * p.Og * p.R, p.R, gy + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo, p.L,
-                     0, cols, tw);
-            FN(col2im_rows)(cols, tw, gxu, g, p.Cg, oh0, oh1);
+            FN(gemm)(1, 0, cn * kk, tw, p.Og, w + gi * p.Og * p.R + c0 * kk, p.R,
+                     gy + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo, p.L, 0, cols, tw);
+            FN(col2im_rows)(cols, tw, gxu, g, cn, oh0, oh1);
         }
     }
     conv_blas_restore(prev);
     return !failed;
 }
 
-/* gw[group, oblock] = sum over samples and bands of gy[n, group, oblock, band] @ im2col(...)^T.
+/* gw[group, output block, input channel block] = sum over samples and bands of
+   gy[n, group, output block, band] @ im2col(x[n, group, channel block], band)^T.
    The batch is cut into p.slots slices (from the shape alone); slice j sums its samples in order into
    its own partial (slice 0 into gw), and the partials are added in slice order: the same sums in the
    same order at every thread count. */
@@ -162,15 +165,16 @@ int FN(rumus_conv2d_fused_backward_weight)(const void *gyv, const void *xv, void
     }
     T *part = p.slots > 1 ? (T *)malloc((size_t)((p.slots - 1) * size) * sizeof(T)) : NULL;
     if (p.slots > 1 && !part) return 0;
-    const int64_t units = p.slots * p.G * p.oblocks;
+    const int64_t per = p.oblocks * p.cblocks, units = p.slots * p.G * per, kk = g[4] * g[5];
     int nt = conv_threads(units, p.N * p.O * p.R * p.L);
     const int prev = conv_blas_serial();
     int failed = 0;
 RUMUS_PARALLEL_FOR_DYNAMIC
     for (int64_t u = 0; u < units; u++) {
-        const int64_t j = u / (p.G * p.oblocks), gi = (u / p.oblocks) % p.G, o0 = (u % p.oblocks) * p.ob;
+        const int64_t j = u / (p.G * per), gi = (u / per) % p.G, o0 = (u % per) / p.cblocks * p.ob;
+        const int64_t c0 = (u % p.cblocks) * p.cb, cn = p.Cg - c0 < p.cb ? p.Cg - c0 : p.cb;
         const int64_t on = p.Og - o0 < p.ob ? p.Og - o0 : p.ob, ch = gi * p.Og + o0;
-        T *dst = (j == 0 ? gw : part + (j - 1) * size) + ch * p.R;
+        T *dst = (j == 0 ? gw : part + (j - 1) * size) + ch * p.R + c0 * kk;
         T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
         if (!cols) {
             failed = 1;
@@ -180,8 +184,9 @@ RUMUS_PARALLEL_FOR_DYNAMIC
         for (int64_t n = p.N * j / p.slots; n < p.N * (j + 1) / p.slots; n++) {
             for (int64_t oh0 = 0; oh0 < p.Ho; oh0 += p.rows) {
                 const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
-                FN(im2col_rows)(x + (n * p.C + gi * p.Cg) * p.H * p.W, cols, tw, g, p.Cg, oh0, oh1);
-                FN(gemm)(0, 1, on, p.R, tw, gy + (n * p.O + ch) * p.L + oh0 * p.Wo, p.L, cols, tw, !first, dst, p.R);
+                FN(im2col_rows)(x + (n * p.C + gi * p.Cg + c0) * p.H * p.W, cols, tw, g, cn, oh0, oh1);
+                FN(gemm)(0, 1, on, cn * kk, tw, gy + (n * p.O + ch) * p.L + oh0 * p.Wo, p.L, cols, tw, !first, dst,
+                         p.R);
                 first = 0;
             }
         }

@@ -1,7 +1,8 @@
 """conv2d on the CPU backend's threads (csrc/nn_conv.c, the fused kernels): forward, input gradient and
 weight gradient bit-identical at 1, 2, 3 and 4 threads, and right against PyTorch in float64, for shapes
 that cut the work every way the plan does: several bands of output rows per image, several batch slices
-for the weight gradient, several output-channel blocks per group, groups, stride, dilation, padding."""
+for the weight gradient, several output-channel blocks per group, input-channel blocks for the gradients
+of small batches, groups, stride, dilation, padding."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...], int, int, int, int]] = 
     "dilated": ((17, 6, 11, 9), (12, 3, 5, 5), 1, 3, 2, 2),
     # the CNN's small layer: every sample one unit
     "small": ((64, 16, 14, 14), (32, 16, 3, 3), 1, 1, 1, 1),
+    # one image: the gradients split the 32 input channels into 4 blocks ("bands" too: 6 uneven blocks)
+    "one_image": ((1, 32, 9, 9), (8, 32, 3, 3), 1, 1, 1, 1),
 }
 
 SCRIPT = r"""
