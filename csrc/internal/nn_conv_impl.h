@@ -92,12 +92,7 @@ static int FN(gemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, const T *A,
 int FN(rumus_conv2d_fused)(const void *xv, const void *wv, void *yv, const int64_t *g) {
     const T *x = (const T *)xv, *w = (const T *)wv;
     T *y = (T *)yv;
-    conv_plan p;
-    if (!conv_plan_make(g, &p)) return -1;
-    const int64_t units = p.N * p.G * p.tiles;
-    const int nt = conv_threads(units, p.N * p.O * p.R * p.L);
-    const int prev = conv_blas_serial();
-    int failed = 0;
+    CONV_BEGIN(p.N * p.G * p.tiles)
 RUMUS_PARALLEL_FOR_DYNAMIC
     for (int64_t u = 0; u < units; u++) {
         const int64_t n = u / (p.G * p.tiles), gi = (u / p.tiles) % p.G, oh0 = (u % p.tiles) * p.rows;
@@ -120,12 +115,8 @@ RUMUS_PARALLEL_FOR_DYNAMIC
 int FN(rumus_conv2d_fused_backward_input)(const void *gyv, const void *wv, void *gxv, const int64_t *g) {
     const T *gy = (const T *)gyv, *w = (const T *)wv;
     T *gx = (T *)gxv;
-    conv_plan p;
-    if (!conv_plan_make(g, &p)) return -1;
-    const int64_t units = p.N * p.G * p.cblocks, kk = g[4] * g[5];
-    const int nt = conv_threads(units, p.N * p.O * p.R * p.L);
-    const int prev = conv_blas_serial();
-    int failed = 0;
+    CONV_BEGIN(p.N * p.G * p.cblocks)
+    const int64_t kk = g[4] * g[5];
 RUMUS_PARALLEL_FOR_DYNAMIC
     for (int64_t u = 0; u < units; u++) {
         const int64_t n = u / (p.G * p.cblocks), gi = (u / p.cblocks) % p.G, c0 = (u % p.cblocks) * p.cb;
@@ -156,19 +147,18 @@ RUMUS_PARALLEL_FOR_DYNAMIC
 int FN(rumus_conv2d_fused_backward_weight)(const void *gyv, const void *xv, void *gwv, const int64_t *g) {
     const T *gy = (const T *)gyv, *x = (const T *)xv;
     T *gw = (T *)gwv;
-    conv_plan p;
-    if (!conv_plan_make(g, &p)) return -1;
-    const int64_t size = p.O * p.R;
+    CONV_BEGIN(p.slots * p.G * p.oblocks * p.cblocks)
+    const int64_t size = p.O * p.R, per = p.oblocks * p.cblocks, kk = g[4] * g[5];
     if (p.N == 0 || p.L == 0) {
+        conv_blas_restore(prev);
         memset(gw, 0, (size_t)size * sizeof(T));
         return 1;
     }
-    T *part = p.slots > 1 ? (T *)malloc((size_t)((p.slots - 1) * size) * sizeof(T)) : NULL;
-    if (p.slots > 1 && !part) return 0;
-    const int64_t per = p.oblocks * p.cblocks, units = p.slots * p.G * per, kk = g[4] * g[5];
-    int nt = conv_threads(units, p.N * p.O * p.R * p.L);
-    const int prev = conv_blas_serial();
-    int failed = 0;
+    T *part = NULL;
+    if (p.slots > 1 && !(part = (T *)malloc((size_t)((p.slots - 1) * size) * sizeof(T)))) {
+        conv_blas_restore(prev);
+        return 0;
+    }
 RUMUS_PARALLEL_FOR_DYNAMIC
     for (int64_t u = 0; u < units; u++) {
         const int64_t j = u / (p.G * per), gi = (u / per) % p.G, o0 = (u % per) / p.cblocks * p.ob;
@@ -193,10 +183,12 @@ RUMUS_PARALLEL_FOR_DYNAMIC
     }
     conv_blas_restore(prev);
     if (part) {
-        nt = rumus_threads_for(size * (p.slots - 1));
-RUMUS_PARALLEL_FOR
-        for (int t = 0; t < nt; t++) { /* every element gets its partials added in slice order */
-            const int64_t e0 = size * t / nt, e1 = size * (t + 1) / nt;
+        const int nr = rumus_threads_for(size * (p.slots - 1));
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(rumus_team(nr)) schedule(static)
+#endif
+        for (int t = 0; t < nr; t++) { /* every element gets its partials added in slice order */
+            const int64_t e0 = size * t / nr, e1 = size * (t + 1) / nr;
             for (int64_t j = 1; j < p.slots; j++) {
                 const T *src = part + (j - 1) * size;
                 for (int64_t e = e0; e < e1; e++) gw[e] += src[e];
