@@ -13,8 +13,10 @@ shares the process with the other's threads while it is timed. Three more runs a
   should be about that core's share (1/cores), not more (no thread of ours spinning for a core held
   elsewhere, no barrier waiting on it).
 - "with torch": RUMUS's steps with torch imported and running its own step between RUMUS's.
-Printed: a markdown table, times in ms (lower is better), rumus/torch ratios, and per library the worst
-slowdown seen when the thread count grows (goal: never more than 10%).
+Printed: a markdown table, times in ms (lower is better) with the rumus/torch ratio at every count, and per
+library the worst slowdown seen when the thread count grows (goal: never more than 10%). The last rows
+time pieces of the MLP and CNN steps (a 128x256 add, the MLP's first GEMM, the CNN's second conv layer), so
+a step that gets slower with more threads can be traced to its ops.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from collections.abc import Callable
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CASES = ["add 4M", "softmax 4096x1024", "GEMM 1024²", "conv fwd+bwd", "MLP step", "CNN step", "transformer step"]
+CASES = ["add 4M", "softmax 4096x1024", "GEMM 1024²", "conv fwd+bwd", "MLP step", "CNN step", "transformer step",
+         "add 128x256", "GEMM 128x784x256", "CNN conv2 fwd+bwd"]
+# the last three: pieces of the MLP and CNN steps, to see which op gets slower as threads grow
 
 
 def _time(fn: Callable[[], object], budget: float, least: int = 3) -> float:
@@ -62,9 +66,17 @@ def _rumus_cases(interleave_torch: bool) -> dict[str, Callable[[], object]]:
     g1, g2 = (rm.tensor(rng.standard_normal((1024, 1024)).astype(np.float32)) for _ in range(2))
     cx = rm.tensor(rng.standard_normal((16, 32, 32, 32)).astype(np.float32), requires_grad=True)
     cw = rm.tensor(rng.standard_normal((64, 32, 3, 3)).astype(np.float32) * 0.05, requires_grad=True)
+    sa, sb = (rm.tensor(rng.standard_normal((128, 256)).astype(np.float32)) for _ in range(2))
+    la, lb = rm.tensor(rng.standard_normal((128, 784)).astype(np.float32)), rm.tensor(
+        rng.standard_normal((784, 256)).astype(np.float32))
+    c2x = rm.tensor(rng.standard_normal((64, 16, 14, 14)).astype(np.float32), requires_grad=True)
+    c2w = rm.tensor(rng.standard_normal((32, 16, 3, 3)).astype(np.float32) * 0.05, requires_grad=True)
 
     def conv() -> None:
         F.conv2d(cx, cw, padding=1).sum().backward()
+
+    def conv2() -> None:
+        F.conv2d(c2x, c2w, padding=1).sum().backward()
 
     rm.manual_seed(0)
     mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
@@ -80,7 +92,8 @@ def _rumus_cases(interleave_torch: bool) -> dict[str, Callable[[], object]]:
     tf = _transformer_rumus(nn_transformer)
     cases: dict[str, Callable[[], object]] = {
         "add 4M": lambda: a + b, "softmax 4096x1024": lambda: F.softmax(s, dim=-1), "GEMM 1024²": lambda: g1 @ g2,
-        "conv fwd+bwd": conv, "MLP step": mlp_step, "CNN step": cnn_step, "transformer step": tf}
+        "conv fwd+bwd": conv, "MLP step": mlp_step, "CNN step": cnn_step, "transformer step": tf,
+        "add 128x256": lambda: sa + sb, "GEMM 128x784x256": lambda: la @ lb, "CNN conv2 fwd+bwd": conv2}
     if interleave_torch:  # torch works between RUMUS's steps; only RUMUS's part is timed
         other = _torch_cases()
         for name in ("MLP step", "CNN step", "transformer step"):
@@ -137,10 +150,19 @@ def _torch_cases() -> dict[str, Callable[[], object]]:
     g1, g2 = (torch.from_numpy(rng.standard_normal((1024, 1024)).astype(np.float32)) for _ in range(2))
     cx = torch.from_numpy(rng.standard_normal((16, 32, 32, 32)).astype(np.float32)).requires_grad_()
     cw = (torch.from_numpy(rng.standard_normal((64, 32, 3, 3)).astype(np.float32)) * 0.05).requires_grad_()
+    sa, sb = (torch.from_numpy(rng.standard_normal((128, 256)).astype(np.float32)) for _ in range(2))
+    la, lb = torch.from_numpy(rng.standard_normal((128, 784)).astype(np.float32)), torch.from_numpy(
+        rng.standard_normal((784, 256)).astype(np.float32))
+    c2x = torch.from_numpy(rng.standard_normal((64, 16, 14, 14)).astype(np.float32)).requires_grad_()
+    c2w = (torch.from_numpy(rng.standard_normal((32, 16, 3, 3)).astype(np.float32)) * 0.05).requires_grad_()
 
     def conv() -> None:
         cx.grad = cw.grad = None
         F.conv2d(cx, cw, padding=1).sum().backward()
+
+    def conv2() -> None:
+        c2x.grad = c2w.grad = None
+        F.conv2d(c2x, c2w, padding=1).sum().backward()
 
     torch.manual_seed(0)
     mlp = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
@@ -180,7 +202,8 @@ def _torch_cases() -> dict[str, Callable[[], object]]:
 
     return {"add 4M": lambda: a + b, "softmax 4096x1024": lambda: torch.softmax(s, dim=-1),
             "GEMM 1024²": lambda: g1 @ g2, "conv fwd+bwd": conv, "MLP step": mlp_step, "CNN step": cnn_step,
-            "transformer step": tf_step}
+            "transformer step": tf_step, "add 128x256": lambda: sa + sb, "GEMM 128x784x256": lambda: la @ lb,
+            "CNN conv2 fwd+bwd": conv2}
 
 
 def worker(lib: str, threads: int, budget: float, interleave: bool) -> None:
@@ -282,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     for case in CASES:
         rt = [res[("rumus", n)][case] * 1e3 for n in counts]
         tt = [res[("torch", n)][case] * 1e3 for n in counts]
-        cells = [case] + [f"{r:.3g} / {t:.3g}" for r, t in zip(rt, tt)]
+        cells = [case] + [f"{r:.3g} / {t:.3g} ({r / t:.2f}×)" for r, t in zip(rt, tt)]
         cells += [f"{rt[-1] / tt[-1]:.2f}×", f"{_worst_slowdown(rt):+.0%} / {_worst_slowdown(tt):+.0%}"]
         if extra:
             rb, tb = extra["rumus busy"][case] * 1e3, extra["torch busy"][case] * 1e3

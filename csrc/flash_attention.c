@@ -10,7 +10,7 @@
 #include "flash_attention.h"
 
 #ifdef _OPENMP
-#define FA_PARALLEL_FOR _Pragma("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+#define FA_PARALLEL_FOR _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)")
 #else
 #define FA_PARALLEL_FOR
 #endif

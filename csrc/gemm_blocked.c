@@ -40,9 +40,11 @@ int rumus_gemm_attach(uintptr_t sgemm, uintptr_t dgemm, int int64_ints) {
 
 int rumus_gemm_attached(void) { return g_sgemm != NULL && g_dgemm != NULL; }
 
-/* Multiply-adds per block, at least (about 40 us on one core): below it a block's call overhead and
-   packing would show. Blocks are halved, the longer side first, until there are TARGET_BLOCKS of them. */
-#define BLOCK_MACS ((int64_t)1 << 22)
+/* Multiply-adds per block, at least (about 20-40 us on one core): below it a block's call overhead and
+   packing would show. Blocks are halved, the longer side first, until there are TARGET_BLOCKS of them.
+   At 1 << 22 the MLP step's 128x256x784 and 128x256x256 products made 4 and 2 blocks, so past 4 threads
+   its GEMMs could not use more cores. */
+#define BLOCK_MACS ((int64_t)1 << 21)
 #define TARGET_BLOCKS 64
 
 static int64_t half16(int64_t x) { return ((x + 1) / 2 + 15) / 16 * 16; }
@@ -76,6 +78,33 @@ typedef struct {
     int64_t a_bs[2], b_bs[2], c_bs[2], lda, ldb, ldc, esz; /* batch strides: outer, inner */
 } gemm_job;
 
+int rumus_gemm_fits(int64_t a, int64_t b, int64_t c) {
+    return g_int64 || (a <= INT32_MAX && b <= INT32_MAX && c <= INT32_MAX);
+}
+
+int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda, const void *B,
+                   int64_t ldb, int accumulate, void *C, int64_t ldc) {
+    const int oa = ta ? TRANS : NO_TRANS, ob = tb ? TRANS : NO_TRANS;
+    if (f64) {
+        const double beta = accumulate ? 1.0 : 0.0;
+        if (g_int64)
+            ((dgemm64_fn)g_dgemm)(ROW_MAJOR, oa, ob, m, n, k, 1.0, (const double *)A, lda, (const double *)B, ldb,
+                                  beta, (double *)C, ldc);
+        else
+            ((dgemm32_fn)g_dgemm)(ROW_MAJOR, oa, ob, (int32_t)m, (int32_t)n, (int32_t)k, 1.0, (const double *)A,
+                                  (int32_t)lda, (const double *)B, (int32_t)ldb, beta, (double *)C, (int32_t)ldc);
+    } else {
+        const float beta = accumulate ? 1.0f : 0.0f;
+        if (g_int64)
+            ((sgemm64_fn)g_sgemm)(ROW_MAJOR, oa, ob, m, n, k, 1.0f, (const float *)A, lda, (const float *)B, ldb, beta,
+                                  (float *)C, ldc);
+        else
+            ((sgemm32_fn)g_sgemm)(ROW_MAJOR, oa, ob, (int32_t)m, (int32_t)n, (int32_t)k, 1.0f, (const float *)A,
+                                  (int32_t)lda, (const float *)B, (int32_t)ldb, beta, (float *)C, (int32_t)ldc);
+    }
+    return 1;
+}
+
 static void gemm_block(const gemm_job *g, int64_t u) {
     const int64_t per = g->mb * g->nb, bi = u / per, r = u % per, bo = bi / g->inner, bn = bi % g->inner;
     const int64_t i0 = (r / g->nb) * g->bm, j0 = (r % g->nb) * g->bn;
@@ -84,23 +113,7 @@ static void gemm_block(const gemm_job *g, int64_t u) {
     const char *a = g->A + (bo * g->a_bs[0] + bn * g->a_bs[1] + (g->ta == NO_TRANS ? i0 * g->lda : i0)) * g->esz;
     const char *b = g->B + (bo * g->b_bs[0] + bn * g->b_bs[1] + (g->tb == NO_TRANS ? j0 : j0 * g->ldb)) * g->esz;
     char *c = g->C + (bo * g->c_bs[0] + bn * g->c_bs[1] + i0 * g->ldc + j0) * g->esz;
-    if (g->f64) {
-        if (g_int64)
-            ((dgemm64_fn)g_dgemm)(ROW_MAJOR, g->ta, g->tb, mm, nn, g->k, 1.0, (const double *)a, g->lda,
-                                  (const double *)b, g->ldb, 0.0, (double *)c, g->ldc);
-        else
-            ((dgemm32_fn)g_dgemm)(ROW_MAJOR, g->ta, g->tb, (int32_t)mm, (int32_t)nn, (int32_t)g->k, 1.0,
-                                  (const double *)a, (int32_t)g->lda, (const double *)b, (int32_t)g->ldb, 0.0,
-                                  (double *)c, (int32_t)g->ldc);
-    } else {
-        if (g_int64)
-            ((sgemm64_fn)g_sgemm)(ROW_MAJOR, g->ta, g->tb, mm, nn, g->k, 1.0f, (const float *)a, g->lda,
-                                  (const float *)b, g->ldb, 0.0f, (float *)c, g->ldc);
-        else
-            ((sgemm32_fn)g_sgemm)(ROW_MAJOR, g->ta, g->tb, (int32_t)mm, (int32_t)nn, (int32_t)g->k, 1.0f,
-                                  (const float *)a, (int32_t)g->lda, (const float *)b, (int32_t)g->ldb, 0.0f,
-                                  (float *)c, (int32_t)g->ldc);
-    }
+    rumus_gemm_one(g->f64, g->ta == TRANS, g->tb == TRANS, mm, nn, g->k, a, g->lda, b, g->ldb, 0, c, g->ldc);
 }
 
 /* C[i][j] = op(A[i][j]) @ op(B[i][j]) for i < outer, j < inner (two batch dims with strides *_bo, *_bi). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
@@ -129,7 +142,7 @@ int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int6
         for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
     } else {
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)
 #endif
         for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
     }

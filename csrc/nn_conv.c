@@ -1,27 +1,114 @@
-/* Convolution helpers (im2col / col2im around numpy's GEMM) and 2-D pooling, for float and double.
+/* 2-D convolution and pooling, for float and double.
 
-   conv geometry (int64, elements): [N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo, layout]
-   cols rows r = (c*kh + i)*kw + j (a group's rows are contiguous), each Ho*Wo long, laid out
-   per sample [N][rows][Ho*Wo] (layout 0) or channel-major [rows][N][Ho*Wo] (layout 1)
+   The convolution (rumus_conv2d_fused*): the work is cut into units (sample x group x band of output
+   rows, from the shape alone), spread over the kernels' threads; each unit writes the im2col columns of
+   its band into a per-thread buffer that stays in cache and makes one single-threaded BLAS call that
+   reads and writes NCHW directly. No layout copies, no whole-batch column buffer.
+   conv geometry (int64, elements): [N, C, H, W, kh, kw, sh, sw, ph, pw, dh, dw, Ho, Wo, layout, O, groups]
+
+   rumus_im2col/col2im (whole batch, used by the numpy fallback where numpy's BLAS is not attached): cols
+   rows r = (c*kh + i)*kw + j (a group's rows are contiguous), each Ho*Wo long, laid out per sample
+   [N][rows][Ho*Wo] (layout 0) or channel-major [rows][N][Ho*Wo] (layout 1).
    pool geometry: [planes, H, W, Ho, Wo, kh, kw, sh, sw, ph, pw, dh, dw, count_include_pad, divisor_override]
 
    Every pointer arrives already offset to the tensor's first element; tensors are contiguous. Work is
-   split over independent rows / channels / planes when it is large enough (rumus_threads_for). */
+   split over independent units when it is large enough (rumus_threads_for, conv_threads). */
 #include <stdlib.h>
 
 #include "internal/rumus.h"
+#include "gemm_blocked.h"
 #include "nn_conv.h"
+#include "runtime.h"
 
-#define NN_PARALLEL_WORK ((int64_t)1 << 21)
+/* ---- the fused convolution's plan: everything here depends on the shape alone, never on the thread
+   count, so every thread count makes the same BLAS calls on the same data (bit-identical results) ---- */
 
-/* Threads for `units` independent units of `work` elements: memory-bound loops gain little from a second
-   thread, and OpenMP teams started right after an OpenBLAS call wait on its spinning threads, so only
-   large jobs are split. */
-static int nn_threads(int64_t units, int64_t work) {
-    if (work < NN_PARALLEL_WORK) return 1;
-    int nt = rumus_threads_for(work);
-    return nt > units ? (int)(units < 1 ? 1 : units) : nt;
+#define COL_TILE ((int64_t)1 << 16)       /* elements of one band of im2col columns: stays in L2 */
+#define WGRAD_PARTIALS ((int64_t)1 << 22) /* elements of weight-gradient partials, all slices together */
+#define WGRAD_MAX_SLICES 64
+#define WGRAD_OBLOCK 64                   /* output channels per weight-gradient unit, past 128 per group */
+#define CONV_GRAIN ((int64_t)1 << 20)     /* multiply-adds per thread, at least (~20 us on one core) */
+#define FEW_IMAGES 16                     /* below this many (sample, group) pairs, gradients also split... */
+#define CBLOCK_ROWS 64                    /* ...by blocks of input channels of >= this many im2col rows */
+
+typedef struct {
+    int64_t N, C, H, W, Ho, Wo, O, G, Cg, Og, R, L;
+    int64_t rows, tiles, TW;    /* a band: `rows` output rows, TW = rows*Wo columns; tiles bands per image */
+    int64_t slots, ob, oblocks; /* weight gradient: batch slices, output channels per unit, units per group */
+    int64_t cb, cblocks;        /* gradients: input channels per unit, units per group (each writes its own) */
+} conv_plan;
+
+/* Returns 0 where no BLAS call can be made (numpy's BLAS not attached, empty channels, 32-bit BLAS integers
+   too small): the caller then takes the numpy path; nothing has been done. */
+static int conv_plan_make(const int64_t *g, conv_plan *p) {
+    if (!rumus_gemm_attached() || g[16] < 1 || g[1] < g[16] || g[15] < g[16] || g[4] < 1 || g[5] < 1) return 0;
+    p->N = g[0], p->C = g[1], p->H = g[2], p->W = g[3], p->Ho = g[12], p->Wo = g[13], p->O = g[15], p->G = g[16];
+    p->Cg = p->C / p->G, p->Og = p->O / p->G, p->R = p->Cg * g[4] * g[5], p->L = p->Ho * p->Wo;
+    const int64_t row = p->R * p->Wo > 0 ? p->R * p->Wo : 1;
+    p->rows = COL_TILE / row < 1 ? 1 : (COL_TILE / row > p->Ho ? p->Ho : COL_TILE / row);
+    if (p->rows < 1) p->rows = 1;
+    p->tiles = (p->Ho + p->rows - 1) / p->rows;
+    p->TW = p->rows * p->Wo;
+    const int64_t fit = WGRAD_PARTIALS / (p->O * p->R > 0 ? p->O * p->R : 1);
+    p->slots = p->N < fit ? p->N : fit;
+    p->slots = p->slots > WGRAD_MAX_SLICES ? WGRAD_MAX_SLICES : (p->slots < 1 ? 1 : p->slots);
+    p->ob = p->Og <= 2 * WGRAD_OBLOCK ? (p->Og > 0 ? p->Og : 1) : WGRAD_OBLOCK;
+    p->oblocks = (p->Og + p->ob - 1) / p->ob;
+    /* few images (small batch): the gradients' units also split the input channels, so the work still
+       spreads; blocks keep >= CBLOCK_ROWS im2col rows so that each BLAS call stays worth making */
+    const int64_t pairs = p->N * p->G > 0 ? p->N * p->G : 1, kk = g[4] * g[5];
+    int64_t want = pairs >= FEW_IMAGES ? 1 : (FEW_IMAGES + pairs - 1) / pairs;
+    const int64_t most = p->Cg / ((CBLOCK_ROWS + kk - 1) / kk);
+    want = want > most ? most : want;
+    want = want < 1 ? 1 : want;
+    p->cb = (p->Cg + want - 1) / want;
+    p->cblocks = (p->Cg + p->cb - 1) / p->cb;
+    return rumus_gemm_fits(p->R > p->L ? p->R : p->L, p->O, p->R > p->TW ? p->R : p->TW);
 }
+
+/* Threads for `units` independent units of `macs` multiply-adds in all: one per CONV_GRAIN, so a small
+   convolution stays on the calling thread instead of paying a team's wake-up for a few microseconds. */
+static int conv_threads(int64_t units, int64_t macs) {
+    const int budget = rumus_get_num_threads();
+    const int64_t most = macs / CONV_GRAIN;
+    int64_t nt = most < budget ? most : budget;
+    nt = nt > units ? units : nt;
+    return nt < 1 ? 1 : (int)nt;
+}
+
+/* Each thread's im2col band, kept between calls (the kernels' threads live as long as the process). */
+static _Thread_local void *t_scratch = NULL;
+static _Thread_local size_t t_scratch_size = 0;
+
+static void *conv_scratch(size_t bytes) {
+    if (bytes > t_scratch_size) {
+        free(t_scratch);
+        t_scratch = malloc(bytes);
+        t_scratch_size = t_scratch ? bytes : 0;
+    }
+    return t_scratch;
+}
+
+/* Every BLAS call here is one plain single-threaded call (the parallelism is over units). */
+static int conv_blas_serial(void) {
+    const int prev = rumus_blas_get_threads();
+    rumus_blas_set_threads(1);
+    return prev;
+}
+
+static void conv_blas_restore(int prev) {
+    if (prev > 0) rumus_blas_set_threads(prev);
+}
+
+/* A fused kernel's first lines: its plan (or -1: the numpy path), its `units` and threads `nt`, BLAS held at
+   one thread (`prev` restores it) and the flag a unit sets when it had no scratch memory. */
+#define CONV_BEGIN(units_of_plan)                                                                  \
+    conv_plan p;                                                                                   \
+    if (!conv_plan_make(g, &p)) return -1;                                                         \
+    const int64_t units = (units_of_plan);                                                         \
+    const int nt = conv_threads(units, p.N * p.O * p.R * p.L);                                     \
+    const int prev = conv_blas_serial();                                                           \
+    int failed = 0;
 
 /* The output columns [lo, hi) whose input column ow*s + off lies inside [0, size). */
 static inline void valid_range(int64_t size, int64_t off, int64_t s, int64_t n, int64_t *lo, int64_t *hi) {

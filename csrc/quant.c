@@ -151,7 +151,7 @@ void rumus_q8_linear(float *out, const float *x, const uint32_t *words, int64_t 
     const int isa = rumus_quant_isa();
     const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * (m > 0 ? m : 1));
     RUMUS_UNUSED(isa);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+#pragma omp parallel for num_threads(rumus_team(threads)) schedule(static) if (threads > 1)
     for (int64_t c = 0; c < n; c++) {
         const uint32_t *col = words + c * col_words;  /* a column's blocks are contiguous: it stays in L1 */
         for (int64_t r = 0; r < m; r++) {
@@ -295,7 +295,7 @@ void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const 
     const int64_t chunk = INT4_CHUNK;  /* a slab of columns: one thread's share, reused by every row */
     const int64_t nchunks = (n + chunk - 1) / chunk;
     const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * m);
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
+#pragma omp parallel for num_threads(rumus_team(threads)) schedule(static) if (threads > 1)
     for (int64_t ci = 0; ci < nchunks; ci++) {
         const int64_t c0 = ci * chunk, c1 = (c0 + chunk < n) ? c0 + chunk : n;
         for (int64_t r = 0; r < m; r++) {

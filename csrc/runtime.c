@@ -16,7 +16,11 @@
 #endif
 
 static int g_threads = 1;
-static int64_t g_threshold = 32768; /* below this many elements a kernel stays on one thread */
+/* Below this many elements a kernel stays on one thread, and each thread gets at least half of it
+   (~16 us of a simple elementwise op on one core). Waking a team costs more than the few microseconds
+   a smaller split could save: at 32768 the MLP step's 128x256 ops split in two and the step got slower
+   with more threads (issue 11). */
+static int64_t g_threshold = 65536;
 static int g_forked = 0;            /* in a fork()ed child: libgomp's pool is gone */
 
 void rumus_set_num_threads(int n) {
@@ -52,6 +56,15 @@ int rumus_threads_for(int64_t work) {
     return 1;
 #endif
 }
+
+/* libgomp keeps one pool of threads, and a parallel region smaller than the one before it makes the
+   surplus threads exit; the next larger region creates them again (pthread_create, ~20 us each, one after
+   another on the calling thread). Kernels that split 2, 3, 6 or 16 ways by their size, one after the other,
+   therefore paid thread creation on almost every op, more with more threads (measured: alternating teams
+   of 8 and 2 cost 6 clone() calls per pair and 4x the time of constant teams). So every parallel region
+   runs on the whole budget: a kernel split `nt` ways leaves the other threads idle for that region, and the
+   pool stays as it is. */
+int rumus_team(int nt) { return nt <= 1 ? 1 : (nt > g_threads ? nt : g_threads); }
 
 int rumus_threads_for_units(int64_t units, int64_t work) {
     const int nt = rumus_threads_for(work);
@@ -124,7 +137,7 @@ void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void
     int done = 0;
 #ifdef _OPENMP
     if (!g_forked && !nested && !omp_in_parallel() && !omp_get_dynamic()) {
-#pragma omp parallel num_threads(numjobs)
+#pragma omp parallel num_threads(rumus_team(numjobs))
         {
             const int t = omp_get_thread_num(), got = omp_get_num_threads();
             int extra = 0;
@@ -193,7 +206,7 @@ void rumus_after_fork_child(void) {
    the end of the region. Each element's result does not depend on the chunk it falls in. */
 #define CHUNKS_PER_THREAD 4
 #ifdef _OPENMP
-#define PARALLEL_FOR_CHUNKS _Pragma("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+#define PARALLEL_FOR_CHUNKS _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)")
 #else
 #define PARALLEL_FOR_CHUNKS
 #endif

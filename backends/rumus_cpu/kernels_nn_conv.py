@@ -1,12 +1,18 @@
-"""conv2d (and its two backward ops) as im2col/col2im in C around one numpy GEMM per group, and 2-D
-max/avg pooling in C.
+"""conv2d (and its two backward ops) and 2-D max/avg pooling in C.
 
-Two layouts of the column buffer, picked by the size of one sample's product (see _per_sample):
+The convolution runs in csrc/nn_conv.c's fused kernels: units of (sample, group, band of output rows),
+each an im2col of its band into a per-thread buffer that stays in cache and one single-threaded BLAS
+call reading and writing NCHW, spread over the kernels' threads; the weight gradient sums fixed slices
+of the batch and adds them in order. The units come from the shape alone, so results are bit-identical at
+every thread count.
+
+Where numpy's BLAS is not attached (not OpenBLAS), im2col/col2im in C run around numpy GEMMs, with two
+layouts of the column buffer, picked by the size of one sample's product (see _per_sample):
   per sample    [N, groups, K, HW] (K = C/groups*kh*kw): one batched matmul of [O/g, K] @ [K, HW] products
-                that reads and writes NCHW directly; fastest while BLAS runs each product on one thread;
+                that reads and writes NCHW directly;
   channel-major [groups, K, N*HW]: one [O/g, K] @ [K, N*HW] GEMM per group, with the NCHW <-> [O, N, HW]
                 reorders done by row copies in C.
-Large batches are processed in chunks of samples so that the scratch buffers stay bounded.
+Large batches are then processed in chunks of samples so that the scratch buffers stay bounded.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import DType, Kernel, TensorArg
+from rumus_contracts.errors import OutOfMemory
 
 from ._lib import ffi, lib
 from .dtypes import FLOAT
@@ -35,6 +42,8 @@ def _fns(name: str) -> dict[str, Any]:
 
 _IM2COL, _COL2IM = _fns("im2col"), _fns("col2im")
 _TO_NCHW, _FROM_NCHW = _fns("conv_to_nchw"), _fns("conv_from_nchw")
+_FUSED, _FUSED_BI = _fns("conv2d_fused"), _fns("conv2d_fused_backward_input")
+_FUSED_BW = _fns("conv2d_fused_backward_weight")
 _MAX, _MAX_BACK = _fns("max_pool2d"), _fns("max_pool2d_backward")
 _AVG, _AVG_BACK = _fns("avg_pool2d"), _fns("avg_pool2d_backward")
 
@@ -78,10 +87,19 @@ def _geom(values: tuple[int, ...]) -> Any:
 
 
 def _conv_geom(n: int, x_shape: tuple[int, ...], k: tuple[int, int], out_hw: tuple[int, int],
-               attrs: Mapping[str, Any], layout: int) -> Any:
+               attrs: Mapping[str, Any], layout: int, out_channels: int = 0) -> Any:
     (sh, sw), (ph, pw), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
     return _geom((n, x_shape[1], x_shape[2], x_shape[3], k[0], k[1], int(sh), int(sw), int(ph), int(pw), int(dh),
-                  int(dw), out_hw[0], out_hw[1], layout))
+                  int(dw), out_hw[0], out_hw[1], layout, out_channels, int(attrs["groups"])))
+
+
+def _fused(fn: Any, a: TensorArg, b: TensorArg, out: TensorArg, geom: Any) -> bool:
+    """One of csrc/nn_conv.c's fused kernels; False where it does not apply (numpy's BLAS not attached)."""
+    got = fn[out.dtype.name](ptr(a), ptr(b), ptr(out), geom)
+    if got == 0:
+        raise OutOfMemory(f"conv2d: no memory for the column buffers of a {out.shape} result; "
+                          "use a smaller batch or image")
+    return bool(got > 0)
 
 
 def _chunk(n: int, per_sample: int) -> int:
@@ -101,6 +119,8 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     if y.numel == 0:
         return
     n, o, ho, wo = y.shape
+    if _fused(_FUSED, x, w, y, _conv_geom(n, x.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
+        return
     g, k, hw = int(attrs["groups"]), w.shape[1] * w.shape[2] * w.shape[3], ho * wo
     dt, np_dt = x.dtype.name, x.buffer.dtype
     wv = view(w).reshape(g, o // g, k)
@@ -125,6 +145,8 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
     if gx.numel == 0:
         return
     n, o, ho, wo = gy.shape
+    if _fused(_FUSED_BI, gy, w, gx, _conv_geom(n, gx.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
+        return
     g, k, hw = int(attrs["groups"]), w.shape[1] * w.shape[2] * w.shape[3], ho * wo
     dt, np_dt = gy.dtype.name, gy.buffer.dtype
     wt = view(w).reshape(g, o // g, k).transpose(0, 2, 1)
@@ -146,8 +168,10 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
 
 def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     gw, (gy, x) = outputs[0], inputs
-    out = view(gw).reshape(-1)
     n, o, ho, wo = gy.shape
+    if _fused(_FUSED_BW, gy, x, gw, _conv_geom(n, x.shape, gw.shape[2:], (ho, wo), attrs, 0, o)):
+        return
+    out = view(gw).reshape(-1)
     g, k, hw = int(attrs["groups"]), gw.shape[1] * gw.shape[2] * gw.shape[3], ho * wo
     out[...] = 0
     dt, np_dt = x.dtype.name, x.buffer.dtype

@@ -2,7 +2,9 @@
 
 - Kernel threads: RUMUS_NUM_THREADS, else every physical core this process may run on. A kernel below
   the parallel grain (rumus_get_parallel_threshold elements) stays on the calling thread; above it, it
-  takes one thread per grain/2 elements up to the budget (csrc/runtime.c, rumus_threads_for).
+  splits one way per grain/2 elements up to the budget (csrc/runtime.c, rumus_threads_for), and the
+  region runs on a team of the whole budget (rumus_team): libgomp would otherwise end the pool's surplus
+  threads after every smaller region and create them again for the next larger one.
 - BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the kernels' OpenMP
   team, so OpenBLAS's own threads never get work. Those threads used to spin ~2^28 cycles after every
   call (measured: 126 ms of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP

@@ -1,77 +1,202 @@
 /* Included by nn_conv.c once per element type T, with FN(name) adding the dtype suffix. No include guard. */
 
-void FN(rumus_im2col)(const void *xv, void *colsv, const int64_t *g) {
-    const T *x = (const T *)xv;
-    T *cols = (T *)colsv;
-    const int64_t N = g[0], C = g[1], H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
+/* im2col of one sample's channels [0, C) (x points at the first) for output rows [oh0, oh1):
+   cols[r][(oh - oh0) * Wo + ow] for r = (c*kh + i)*kw + j, rows `ld` elements apart. */
+static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
+    const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
     const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
-    const int64_t R = C * kh * kw, L = Ho * Wo;
-    const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L; /* layout: per sample, or channel-major */
-    if (R == 0 || N == 0 || L == 0) return;
-    const int nt = nn_threads(N, N * R * L);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t n = N * t / nt; n < N * (t + 1) / nt; n++) {
-            for (int64_t r = 0; r < R; r++) {
-                T *dst = cols + n * sn + r * sr;
-                const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
-                const int64_t off = j * dw - pw;
-                int64_t lo, hi;
-                valid_range(W, off, sw, Wo, &lo, &hi);
-                const T *plane = x + (n * C + c) * H * W;
-                for (int64_t oh = 0; oh < Ho; oh++, dst += Wo) {
-                    const int64_t ih = oh * sh - ph + i * dh;
-                    if (ih < 0 || ih >= H) {
-                        for (int64_t ow = 0; ow < Wo; ow++) dst[ow] = 0;
-                        continue;
-                    }
-                    const T *src = plane + ih * W + off;
-                    for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
-                    if (sw == 1) {
-                        for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow];
-                    } else {
-                        for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * sw];
-                    }
-                    for (int64_t ow = hi; ow < Wo; ow++) dst[ow] = 0;
-                }
+    for (int64_t r = 0; r < C * kh * kw; r++) {
+        T *dst = cols + r * ld;
+        const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
+        const int64_t off = j * dw - pw;
+        int64_t lo, hi, top, bottom; /* columns, and output rows, whose input lies inside the image */
+        valid_range(W, off, sw, Wo, &lo, &hi);
+        valid_range(H, i * dh - ph, sh, Ho, &top, &bottom);
+        top = top < oh0 ? oh0 : (top > oh1 ? oh1 : top);
+        bottom = bottom > oh1 ? oh1 : (bottom < top ? top : bottom);
+        memset(dst, 0, (size_t)((top - oh0) * Wo) * sizeof(T)); /* rows reading the padding above */
+        dst += (top - oh0) * Wo;
+        const T *src = x + c * H * W + (top < bottom ? (top * sh - ph + i * dh) * W + off : 0);
+        for (int64_t oh = top; oh < bottom; oh++, dst += Wo, src += sh * W) {
+            for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;
+            if (sw == 1) {
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow];
+            } else {
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * sw];
+            }
+            for (int64_t ow = hi; ow < Wo; ow++) dst[ow] = 0;
+        }
+        memset(dst, 0, (size_t)((oh1 - bottom) * Wo) * sizeof(T)); /* and below */
+    }
+}
+
+/* The adjoint: adds cols (laid out as im2col_rows writes them) into the sample's channels [0, C).
+   Rows are added in order r = 0, 1, ...: a fixed order, whatever the thread count. */
+static void FN(col2im_rows)(const T *cols, int64_t ld, T *x, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
+    const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
+    const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
+    for (int64_t r = 0; r < C * kh * kw; r++) {
+        const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
+        const int64_t off = j * dw - pw;
+        int64_t lo, hi, top, bottom;
+        valid_range(W, off, sw, Wo, &lo, &hi);
+        valid_range(H, i * dh - ph, sh, Ho, &top, &bottom);
+        top = top < oh0 ? oh0 : (top > oh1 ? oh1 : top);
+        bottom = bottom > oh1 ? oh1 : (bottom < top ? top : bottom);
+        const T *src = cols + r * ld + (top - oh0) * Wo;
+        T *dst = x + c * H * W + (top < bottom ? (top * sh - ph + i * dh) * W + off : 0);
+        for (int64_t oh = top; oh < bottom; oh++, src += Wo, dst += sh * W) {
+            if (sw == 1) {
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
+            } else {
+                for (int64_t ow = lo; ow < hi; ow++) dst[ow * sw] += src[ow];
             }
         }
     }
 }
 
+void FN(rumus_im2col)(const void *xv, void *colsv, const int64_t *g) {
+    const int64_t N = g[0], C = g[1], H = g[2], W = g[3], Ho = g[12];
+    const int64_t R = C * g[4] * g[5], L = Ho * g[13];
+    const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L; /* layout: per sample, or channel-major */
+    if (R == 0 || N == 0 || L == 0) return;
+    const int nt = rumus_threads_for_units(N, N * R * L);
+RUMUS_PARALLEL_FOR
+    for (int64_t n = 0; n < N; n++) FN(im2col_rows)((const T *)xv + n * C * H * W, (T *)colsv + n * sn, sr, g, C, 0, Ho);
+}
+
 void FN(rumus_col2im)(const void *colsv, void *xv, const int64_t *g) {
-    const T *cols = (const T *)colsv;
-    T *x = (T *)xv;
-    const int64_t N = g[0], C = g[1], H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
-    const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
-    const int64_t R = C * kh * kw, L = Ho * Wo;
+    const int64_t N = g[0], C = g[1], H = g[2], W = g[3], Ho = g[12];
+    const int64_t R = C * g[4] * g[5], L = Ho * g[13];
     const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L;
     if (C == 0 || N == 0) return;
-    const int nt = nn_threads(N, N * R * L);
+    const int nt = rumus_threads_for_units(N, N * R * L);
 RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t n = N * t / nt; n < N * (t + 1) / nt; n++) {
-            memset(x + n * C * H * W, 0, (size_t)(C * H * W) * sizeof(T));
-            for (int64_t r = 0; r < R; r++) {
-                const T *src = cols + n * sn + r * sr;
-                const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
-                const int64_t off = j * dw - pw;
-                int64_t lo, hi;
-                valid_range(W, off, sw, Wo, &lo, &hi);
-                T *plane = x + (n * C + c) * H * W;
-                for (int64_t oh = 0; oh < Ho; oh++, src += Wo) {
-                    const int64_t ih = oh * sh - ph + i * dh;
-                    if (ih < 0 || ih >= H) continue;
-                    T *dst = plane + ih * W + off;
-                    if (sw == 1) {
-                        for (int64_t ow = lo; ow < hi; ow++) dst[ow] += src[ow];
-                    } else {
-                        for (int64_t ow = lo; ow < hi; ow++) dst[ow * sw] += src[ow];
-                    }
-                }
+    for (int64_t n = 0; n < N; n++) {
+        T *xn = (T *)xv + n * C * H * W;
+        memset(xn, 0, (size_t)(C * H * W) * sizeof(T));
+        FN(col2im_rows)((const T *)colsv + n * sn, sr, xn, g, C, 0, Ho);
+    }
+}
+
+/* ---- the fused convolution: im2col of a band of output rows (in cache) and one BLAS call, per unit ----
+   geometry g as above plus g[15] = O (output channels), g[16] = groups; plan in conv_plan_make. */
+
+static int FN(gemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, const T *B, int64_t ldb,
+                    int accumulate, T *C, int64_t ldc) {
+    return rumus_gemm_one(sizeof(T) == sizeof(double), ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc);
+}
+
+/* y[n, group, band] = W_group @ im2col(x[n, group], band): every output element is one BLAS call's,
+   made the same way at every thread count. */
+int FN(rumus_conv2d_fused)(const void *xv, const void *wv, void *yv, const int64_t *g) {
+    const T *x = (const T *)xv, *w = (const T *)wv;
+    T *y = (T *)yv;
+    CONV_BEGIN(p.N * p.G * p.tiles)
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t n = u / (p.G * p.tiles), gi = (u / p.tiles) % p.G, oh0 = (u % p.tiles) * p.rows;
+        const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
+        T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
+        if (!cols) {
+            failed = 1;
+            continue;
+        }
+        FN(im2col_rows)(x + (n * p.C + gi * p.Cg) * p.H * p.W, cols, tw, g, p.Cg, oh0, oh1);
+        FN(gemm)(0, 0, p.Og, tw, p.R, w + gi * p.Og * p.R, p.R, cols, tw, 0, y + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo,
+                 p.L);
+    }
+    conv_blas_restore(prev);
+    return !failed;
+}
+
+/* gx[n, group, channel block] = col2im(W_group[:, block's rows]^T @ gy[n, group]), band after band in
+   order within a unit; units write disjoint channels. */
+int FN(rumus_conv2d_fused_backward_input)(const void *gyv, const void *wv, void *gxv, const int64_t *g) {
+    const T *gy = (const T *)gyv, *w = (const T *)wv;
+    T *gx = (T *)gxv;
+    CONV_BEGIN(p.N * p.G * p.cblocks)
+    const int64_t kk = g[4] * g[5];
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t n = u / (p.G * p.cblocks), gi = (u / p.cblocks) % p.G, c0 = (u % p.cblocks) * p.cb;
+        const int64_t cn = p.Cg - c0 < p.cb ? p.Cg - c0 : p.cb;
+        T *gxu = gx + (n * p.C + gi * p.Cg + c0) * p.H * p.W;
+        memset(gxu, 0, (size_t)(cn * p.H * p.W) * sizeof(T));
+        T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
+        if (!cols) {
+            failed = 1;
+            continue;
+        }
+        for (int64_t oh0 = 0; oh0 < p.Ho; oh0 += p.rows) {
+            const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
+            FN(gemm)(1, 0, cn * kk, tw, p.Og, w + gi * p.Og * p.R + c0 * kk, p.R,
+                     gy + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo, p.L, 0, cols, tw);
+            FN(col2im_rows)(cols, tw, gxu, g, cn, oh0, oh1);
+        }
+    }
+    conv_blas_restore(prev);
+    return !failed;
+}
+
+/* gw[group, output block, input channel block] = sum over samples and bands of
+   gy[n, group, output block, band] @ im2col(x[n, group, channel block], band)^T.
+   The batch is cut into p.slots slices (from the shape alone); slice j sums its samples in order into
+   its own partial (slice 0 into gw), and the partials are added in slice order: the same sums in the
+   same order at every thread count. */
+int FN(rumus_conv2d_fused_backward_weight)(const void *gyv, const void *xv, void *gwv, const int64_t *g) {
+    const T *gy = (const T *)gyv, *x = (const T *)xv;
+    T *gw = (T *)gwv;
+    CONV_BEGIN(p.slots * p.G * p.oblocks * p.cblocks)
+    const int64_t size = p.O * p.R, per = p.oblocks * p.cblocks, kk = g[4] * g[5];
+    if (p.N == 0 || p.L == 0) {
+        conv_blas_restore(prev);
+        memset(gw, 0, (size_t)size * sizeof(T));
+        return 1;
+    }
+    T *part = NULL;
+    if (p.slots > 1 && !(part = (T *)malloc((size_t)((p.slots - 1) * size) * sizeof(T)))) {
+        conv_blas_restore(prev);
+        return 0;
+    }
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t u = 0; u < units; u++) {
+        const int64_t j = u / (p.G * per), gi = (u / per) % p.G, o0 = (u % per) / p.cblocks * p.ob;
+        const int64_t c0 = (u % p.cblocks) * p.cb, cn = p.Cg - c0 < p.cb ? p.Cg - c0 : p.cb;
+        const int64_t on = p.Og - o0 < p.ob ? p.Og - o0 : p.ob, ch = gi * p.Og + o0;
+        T *dst = (j == 0 ? gw : part + (j - 1) * size) + ch * p.R + c0 * kk;
+        T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
+        if (!cols) {
+            failed = 1;
+            continue;
+        }
+        int first = 1;
+        for (int64_t n = p.N * j / p.slots; n < p.N * (j + 1) / p.slots; n++) {
+            for (int64_t oh0 = 0; oh0 < p.Ho; oh0 += p.rows) {
+                const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
+                FN(im2col_rows)(x + (n * p.C + gi * p.Cg + c0) * p.H * p.W, cols, tw, g, cn, oh0, oh1);
+                FN(gemm)(0, 1, on, cn * kk, tw, gy + (n * p.O + ch) * p.L + oh0 * p.Wo, p.L, cols, tw, !first, dst,
+                         p.R);
+                first = 0;
             }
         }
     }
+    conv_blas_restore(prev);
+    if (part) {
+        const int nr = rumus_threads_for(size * (p.slots - 1));
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(rumus_team(nr)) schedule(static)
+#endif
+        for (int t = 0; t < nr; t++) { /* every element gets its partials added in slice order */
+            const int64_t e0 = size * t / nr, e1 = size * (t + 1) / nr;
+            for (int64_t j = 1; j < p.slots; j++) {
+                const T *src = part + (j - 1) * size;
+                for (int64_t e = e0; e < e1; e++) gw[e] += src[e];
+            }
+        }
+        free(part);
+    }
+    return !failed;
 }
 
 /* [c][n][hw] <-> [n][c][hw]: the channel-major GEMM works over the whole batch at once. */
@@ -97,7 +222,7 @@ void FN(rumus_conv_from_nchw)(const void *srcv, void *dstv, int64_t n, int64_t c
     RUMUS_UNUSED(sh); RUMUS_UNUSED(sw); RUMUS_UNUSED(ph); RUMUS_UNUSED(pw);                          \
     RUMUS_UNUSED(dh); RUMUS_UNUSED(dw);                                                            \
     if (P == 0) return;                                                                            \
-    const int nt = nn_threads(P, P * (H * W + Ho * Wo * kh * kw));
+    const int nt = rumus_threads_for_units(P, P * (H * W + Ho * Wo * kh * kw));
 
 /* The window's rows [ilo, ihi) and columns [jlo, jhi) inside the plane (divisions only at borders). */
 static inline void FN(window_range)(int64_t H, int64_t W, int64_t h0, int64_t w0, int64_t kh, int64_t kw, int64_t dh,

@@ -116,10 +116,13 @@ int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const cha
 #define RUMUS_CLONES
 #endif
 
-/* A parallel loop over `nt` threads (a variable named nt must be in scope); nothing without OpenMP. */
+/* The team a parallel region of `nt` parts runs on: 1, or the whole budget (csrc/runtime.c says why). */
+int rumus_team(int nt);
+
+/* A parallel loop split `nt` ways (a variable named nt must be in scope); nothing without OpenMP. */
 #ifdef _OPENMP
-#define RUMUS_PARALLEL_FOR _Pragma("omp parallel for num_threads(nt) schedule(static)")
-#define RUMUS_PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for num_threads(nt) schedule(dynamic, 1)")
+#define RUMUS_PARALLEL_FOR _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(static)")
+#define RUMUS_PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)")
 #else
 #define RUMUS_PARALLEL_FOR
 #define RUMUS_PARALLEL_FOR_DYNAMIC

@@ -242,5 +242,5 @@ def test_blocks_depend_on_the_shape_only() -> None:
         lib.rumus_gemm_blocks(m, n, k, batch, bm, bn)
         assert 1 <= bm[0] <= max(m, 1) and 1 <= bn[0] <= max(n, 1)
         blocks = batch * -(-m // bm[0]) * -(-n // bn[0])
-        assert blocks == batch or bm[0] * bn[0] * k >= (1 << 22)  # split only into blocks worth a call
+        assert blocks == batch or bm[0] * bn[0] * k >= (1 << 21)  # split only into blocks worth a call (BLOCK_MACS)
         assert blocks <= max(64, batch) * 4

@@ -1,0 +1,55 @@
+"""The kernels' thread pool stays put between kernels of different sizes (csrc/runtime.c, rumus_team).
+
+libgomp makes the surplus threads of its pool exit when a parallel region is smaller than the one before,
+and creates them again for the next larger one. Kernels split 2, 3 or 4 ways by their size, one after the
+other, used to pay thread creation on almost every op; every parallel region now runs on the whole
+budget, so a run of such kernels creates no thread after the first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("rumus_cpu._kernels")
+
+SCRIPT = r"""
+import json, os
+import numpy as np
+import rumus as rm
+from rumus_cpu import threads
+rng = np.random.default_rng(0)
+small = rm.tensor(rng.standard_normal(140_000).astype(np.float32))   # split 4 ways (32K per thread)
+mid = rm.tensor(rng.standard_normal(70_000).astype(np.float32))      # split 2 ways
+big = rm.tensor(rng.standard_normal(1 << 21).astype(np.float32))     # the whole budget
+x, w = rm.randn(8, 16, 20, 20), rm.randn(32, 16, 3, 3)
+def tids():
+    return set(os.listdir("/proc/self/task"))
+def ops():
+    (big + 1.0).exp(); (mid * 2.0).exp(); (small + 3.0).exp(); (mid + 1.0).sum()
+    rm.nn.functional.conv2d(x, w, padding=1); (mid - 1.0).exp()
+ops()
+seen = tids()
+before = len(seen)
+for _ in range(40):
+    ops()
+    seen |= tids()
+print(json.dumps({"before": before, "new": len(seen) - before, "threads": threads.get_num_threads(),
+                  "openmp": threads.has_openmp()}))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc/self/task")
+def test_kernels_of_different_sizes_create_no_threads() -> None:
+    env = {**os.environ, "RUMUS_NUM_THREADS": "4", "RUMUS_BACKEND": "cpu"}
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not got["openmp"]:
+        pytest.skip("built without OpenMP")
+    assert got["threads"] == 4
+    # 40 rounds of 2-, 4- and 1-way kernels: before the fix each round re-created 2 threads (80+ new ids)
+    assert got["new"] <= 2, got
