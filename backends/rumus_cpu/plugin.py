@@ -24,6 +24,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_nn_conv", "kernels_nn_norm",
     "kernels_attention",
     "kernels_sort",
+    "kernels_amp",
 )
 
 

@@ -8,6 +8,7 @@ from rumus_contracts import ShapeError
 
 from .. import _math as M
 from ..tensor import Tensor
+from ..amp.policy import follow as _follow
 from ._functional_loss import reduce_loss
 
 
@@ -17,7 +18,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
                          f"weight {weight.shape} expects in_features={weight.shape[-1]}")
     # weight.mT is a free view; the GEMM kernels take transposed operands without copying
     out = M.matmul(x, weight.mT)
-    return M.add(out, bias) if bias is not None else out
+    return M.add(out, _follow(bias, out)) if bias is not None else out  # autocast: bias in out's dtype
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:

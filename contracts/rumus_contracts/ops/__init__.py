@@ -10,7 +10,7 @@ from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
     sorting, structural,
 )
-from . import attention
+from . import amp, attention
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
@@ -21,6 +21,7 @@ MODULES: tuple[ModuleType, ...] = (
     attention,  # fused FlashAttention forward and backward
     sorting,  # argsort (sort / topk are built from it in the core)
     structural,  # composites from issue 12: tril, flip, roll, cumsum, norm, pad, interpolate ...
+    amp,  # the loss scaler's device ops (issue 13)
 )
 
 
