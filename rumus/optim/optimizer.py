@@ -31,7 +31,6 @@ class Optimizer:
         self.state: dict[int, dict[str, Any]] = {}
         self.master_weights = False
         self._skip_if: Tensor | None = None  # GradScaler's found-inf flag for the step being applied
-        self._step_grads: dict[int, Tensor] = {}  # float32 gradients of master-weight params (grads_for_step)
         params = list(params)
         if not params:
             raise RumusError(f"{type(self).__name__} got an empty parameter list")
@@ -80,8 +79,8 @@ class Optimizer:
         return [p for g in self.param_groups for p in g["params"]]
 
     def grads_for_step(self) -> list[Tensor]:
-        """The gradients the next step will use, in the dtype it uses them (float32 for master-weight
-        params, widened once here): what GradScaler.unscale_ unscales in place."""
+        """The gradients the next step will use, as it uses them (each becomes its parameter's .grad):
+        what GradScaler.unscale_ unscales in place."""
         out = []
         with no_grad():
             for p in self._all_params():
@@ -91,19 +90,24 @@ class Optimizer:
         return out
 
     def _step_grad(self, p: Tensor) -> Tensor | None:
+        """p's gradient as the update reads it: on p's device, contiguous (the fused kernels write it in
+        place), float32 for a master-weight parameter. It becomes p.grad, so clipping after
+        GradScaler.unscale_ acts on what the step uses."""
         grad = p.grad
         if grad is None:
             return None
         if grad.shape != p.shape:
             raise RumusError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
-        if grad.device != p.device:
-            grad = grad.to(p.device)
-        if self.master_weights and "master_param" in self.state.get(id(p), {}):
-            hit = self._step_grads.get(id(p))
-            if hit is None:
-                hit = self._step_grads[id(p)] = grad.detach().to(float32)
-            return hit
-        return grad.detach()
+        g = grad.detach()
+        if g.device != p.device:
+            g = g.to(p.device)
+        if self.master_weights and g.dtype != float32 and "master_param" in self.state.get(id(p), {}):
+            g = g.to(float32)
+        if not g.is_contiguous():
+            g = g.contiguous()
+        if g is not grad:
+            p.grad = g
+        return g
 
     def _apply(self) -> None:
         with no_grad():
@@ -124,7 +128,6 @@ class Optimizer:
                     if target is not p:
                         p.copy_(target)  # the model's parameter: the master rounded to its dtype
                     p.grad = None  # drained
-            self._step_grads.clear()
 
     def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         raise NotImplementedError
