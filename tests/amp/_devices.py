@@ -1,0 +1,30 @@
+"""Where a low-precision dtype can be tested: the default device when its backend has the dtype's
+kernels, else the wgpu device (float16 through shader-f16); a clear skip when neither has them."""
+
+from __future__ import annotations
+
+import pytest
+
+import rumus as rm
+from rumus import RumusError
+
+
+def _works(device: str, dtype: rm.DType) -> bool:
+    try:
+        a = rm.ones((2, 2), device=device).to(dtype)
+        return bool(((a @ a).float().sum() == 8.0).item())
+    except (RumusError, NotImplementedError):
+        return False
+
+
+def device_for(dtype: rm.DType) -> str:
+    default = str(rm.default_device())
+    if _works(default, dtype):
+        return default
+    try:
+        rm._runtime.backend("wgpu").devices()
+    except RumusError:
+        pytest.skip(f"no backend here has {dtype} kernels (the CPU's come with issue 13 part A)")
+    if _works("wgpu:0", dtype):
+        return "wgpu:0"
+    pytest.skip(f"no backend here has {dtype} kernels (the CPU's come with issue 13 part A)")
