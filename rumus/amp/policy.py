@@ -84,3 +84,13 @@ def cached_cast(t: Tensor, target: DType) -> Tensor:
     out = cast(t, target)
     st.cache[key] = (t, version, grad_on, out)  # holding t keeps its id from being reused
     return out
+
+
+def for_op(name: str, *tensors: Tensor) -> tuple[Tensor, ...]:
+    """`tensors` as op `name`'s autocast class wants them: for the core's Python entry points that compute
+    an op without dispatching it by name (rm.cumsum runs a scan of adds), so its schema still decides."""
+    if not autocast_state.enabled:
+        return tensors
+    from ..ops import get
+    schema = get(name).schema
+    return tuple(cast_inputs(schema, tensors)) if schema.autocast is not None else tensors

@@ -9,6 +9,7 @@ from rumus_contracts import ShapeError
 from .. import _math as M
 from ..tensor import Tensor
 from ..amp.policy import follow as _follow
+from ..amp.policy import for_op as _autocast_for_op
 from ._functional_loss import reduce_loss
 
 
@@ -17,6 +18,7 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise ShapeError(f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features, but the "
                          f"weight {weight.shape} expects in_features={weight.shape[-1]}")
     # weight.mT is a free view; the GEMM kernels take transposed operands without copying
+    x, weight = _autocast_for_op("matmul", x, weight)  # the parameter itself is cast (and cached), not its view
     out = M.matmul(x, weight.mT)
     return M.add(out, _follow(bias, out)) if bias is not None else out  # autocast: bias in out's dtype
 

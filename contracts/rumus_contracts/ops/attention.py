@@ -238,7 +238,6 @@ _ATTRS = {"is_causal": False, "scale": None, "dropout_p": 0.0, "seed": 0, "offse
 def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "flash_attention", ("q", "k", "v", "bias", "key_bias"), _forward_shape, attrs=_ATTRS, dtype=_two,
-        autocast="lower",
         num_outputs=2, dtypes=FLASH_DTYPES, contiguous=("bias", "key_bias"), differentiable=("q", "k", "v"),
         reference=flash_attention_reference, samples=_forward_samples, error_samples=_errors(False),
         tolerance={"float32": (1e-5, 1e-5)},
