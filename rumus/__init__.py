@@ -115,7 +115,8 @@ load = io.load
 __all__ = [
     'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',
     'Generator', 'KernelNotFound', 'RumusError', 'ShapeError', 'Tensor', 'abs', 'add', 'all', 'allclose',
-    'amax', 'amin', 'amp', 'any', 'arange', 'argmax', 'argmin', 'autocast', 'autograd', 'bfloat16', 'bmm', 'bool', 'cat',
+    'amax', 'amin', 'amp', 'any', 'arange', 'argmax', 'argmin', 'autocast', 'autograd', 'bfloat16', 'bmm', 'bool',
+    'cat',
     'chunk', 'clamp', 'clip', 'clone', 'concat', 'cos', 'data', 'default_device', 'device', 'div', 'dot',
     'empty', 'empty_like', 'enable_grad', 'eq', 'exp', 'eye', 'fixed', 'flatten', 'float16', 'float32',
     'float64', 'from_numpy', 'full', 'full_like', 'ge', 'gt', 'inference_mode', 'initial_seed', 'int16',

@@ -45,7 +45,7 @@ class AutocastState(threading.local):
 
     def restore(self, prev: AutocastSaved | tuple[bool, str | None]) -> None:
         full = (*prev, None, True) if len(prev) == 2 else prev
-        self.enabled, self.dtype, self.device_type, self.cache_enabled = full  # type: ignore[assignment]
+        self.enabled, self.dtype, self.device_type, self.cache_enabled = full
         self.depth = max(0, self.depth - 1)
         if self.depth == 0 or not self.enabled:
             self.cache.clear()

@@ -93,7 +93,8 @@ class GradScaler:
             raise RumusError("GradScaler.step() was already called on this optimizer since the last update()")
         if st.get("stage") != _UNSCALED:
             self.unscale_(optimizer)
-        optimizer._skip_if = st["found_inf"]
+        with no_grad():
+            optimizer._skip_if = st["found_inf"] != 0
         try:
             out = optimizer.step()
         finally:

@@ -8,7 +8,6 @@ whose scaler reads the flag: bias corrections then count that step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from rumus_contracts import float32
@@ -25,26 +24,26 @@ def master_of(p: Tensor, state: dict[str, Any]) -> None:
         state["master_param"] = p.detach().to(float32).contiguous()
 
 
-def fresh_state_value(optimizer: Any, key: str, group: dict[str, Any]) -> float:
+def fresh_state_value(key: str, group: dict[str, Any]) -> float:
     """The value a state tensor made by a first step starts from (zeros, but Adagrad's sum)."""
     if key == "sum" and "initial_accumulator_value" in group:
         return float(group["initial_accumulator_value"])
     return 0.0
 
 
-def update_unless(flag: Tensor, update: Callable[[], None], target: Tensor, state: dict[str, Any],
-                  fresh: Callable[[str], float]) -> None:
-    """Run `update` (which writes target and state's tensors), then undo every write where flag != 0."""
+def update_unless(skip: Tensor, optimizer: Any, target: Tensor, grad: Tensor, group: dict[str, Any],
+                  state: dict[str, Any]) -> None:
+    """optimizer._update(target, grad, group, state), then every write undone where `skip` (a bool 0-d
+    device tensor) is true."""
     before = {k: v.clone() for k, v in state.items() if isinstance(v, Tensor) and k != "master_param"}
     saved_target = target.clone()
-    update()
-    skip = flag != 0
+    optimizer._update(target, grad, group, state)
     target.copy_(where(skip, saved_target, target))
     for k, v in state.items():
         if not isinstance(v, Tensor) or k == "master_param":
             continue
         old = before.get(k)
         if old is None:  # made by this (first) step: back to its starting value
-            v.copy_(where(skip, fresh(k), v))
+            v.copy_(where(skip, fresh_state_value(k, group), v))
         else:
             v.copy_(where(skip, old, v))

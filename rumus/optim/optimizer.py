@@ -19,7 +19,7 @@ from rumus_contracts import RumusError, float32
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
-from ._master import fresh_state_value, master_of, update_unless
+from ._master import master_of, update_unless
 
 
 class Optimizer:
@@ -30,7 +30,7 @@ class Optimizer:
         self.param_groups: list[dict[str, Any]] = []
         self.state: dict[int, dict[str, Any]] = {}
         self.master_weights = False
-        self._skip_if: Tensor | None = None  # GradScaler's found-inf flag for the step being applied
+        self._skip_if: Tensor | None = None  # GradScaler: a bool device flag, true when this step must be undone
         params = list(params)
         if not params:
             raise RumusError(f"{type(self).__name__} got an empty parameter list")
@@ -123,8 +123,7 @@ class Optimizer:
                     if self._skip_if is None:
                         self._update(target, grad, group, state)
                     else:
-                        update_unless(self._skip_if, lambda: self._update(target, grad, group, state), target,
-                                      state, lambda key: fresh_state_value(self, key, group))
+                        update_unless(self._skip_if, self, target, grad, group, state)
                     if target is not p:
                         p.copy_(target)  # the model's parameter: the master rounded to its dtype
                     p.grad = None  # drained
