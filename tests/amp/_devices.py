@@ -17,14 +17,16 @@ def _works(device: str, dtype: rm.DType) -> bool:
         return False
 
 
-def device_for(dtype: rm.DType) -> str:
+def device_for(dtype: rm.DType, only: str | None = None) -> str:
+    """The device to test `dtype` on (`only="wgpu"`: the GPU or a skip; at import time too)."""
     default = str(rm.default_device())
-    if _works(default, dtype):
+    if only is None and _works(default, dtype):
         return default
     try:
         rm._runtime.backend("wgpu").devices()
-    except RumusError:
-        pytest.skip(f"no backend here has {dtype} kernels (the CPU's come with issue 13 part A)")
+    except RumusError as exc:
+        pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
     if _works("wgpu:0", dtype):
         return "wgpu:0"
-    pytest.skip(f"no backend here has {dtype} kernels (the CPU's come with issue 13 part A)")
+    pytest.skip(f"no backend here has {dtype} kernels (the CPU's come with issue 13 part A)",
+                allow_module_level=True)

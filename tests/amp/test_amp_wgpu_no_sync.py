@@ -7,18 +7,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pytest
 
 import rumus as rm
-from rumus import BackendUnavailable, nn
+from rumus import nn
 
-try:
-    BACKEND = rm._runtime.backend("wgpu")
-    DEVICE = "wgpu:0"
-    BACKEND.devices()
-except BackendUnavailable as exc:
-    pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
+from ._devices import device_for
 
+DEVICE = device_for(rm.float16, only="wgpu")
+BACKEND = rm._runtime.backend("wgpu")
 RNG = np.random.default_rng(3)
 X = RNG.standard_normal((12, 4))
 Y = RNG.integers(0, 3, 12)
@@ -29,8 +25,6 @@ def _snapshot(model: nn.Module) -> list[np.ndarray]:
 
 
 def test_skip_backoff_and_recovery_with_the_sync_counter_unchanged() -> None:
-    if rm.float16 not in BACKEND.capabilities(rm.Device("wgpu", 0)).dtypes:
-        pytest.skip("this adapter has no shader-f16")
     rm.manual_seed(0)
     model = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 3)).to(DEVICE)
     opt = rm.optim.AdamW(model.parameters(), lr=0.01)
