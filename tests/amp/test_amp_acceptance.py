@@ -41,7 +41,8 @@ def low(request: pytest.FixtureRequest) -> rm.DType:
 
 
 def test_a2_mini_lenet_under_autocast(low: rm.DType) -> None:
-    dev = device_for(low)
+    dev = device_for(low, needs=("conv2d", "conv2d_backward_input", "conv2d_backward_weight", "max_pool2d",
+                                 "max_pool2d_backward"))
     rm.manual_seed(0)
     model = lenet.MiniLeNet().to(dev)
     x, y = (t.to(dev) for t in lenet.images())
@@ -72,7 +73,7 @@ def test_a3_classifier_under_autocast(low: rm.DType) -> None:
 
 
 def test_a4_tiny_gpt_under_autocast(low: rm.DType, monkeypatch: pytest.MonkeyPatch) -> None:
-    dev = device_for(low)
+    dev = device_for(low, needs=("softmax", "gelu", "gelu_backward"))
     monkeypatch.setattr(a3_a4, "DEVICE", rm.Device.parse(dev))
     rm.manual_seed(0)
     model = a3_a4.TinyGPT().to(dev)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..dtype import float32
 from ..errors import ShapeError
-from ..schema import OpRegistry, OpSchema, Sample, Shape
+from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
 
 
 def _scalar_state(op: str, names: Sequence[str], first: int) -> Any:
@@ -75,13 +75,18 @@ def _update_samples(rng: np.random.Generator) -> list[Sample]:
     return out
 
 
+def _unscale_errors() -> list[ErrorSample]:
+    return [ErrorSample([np.ones(3), np.zeros(2), np.ones(())], {}, ShapeError, "'found_inf' must hold one element"),
+            ErrorSample([np.ones(3), np.zeros(()), np.ones((2, 2))], {}, ShapeError, "'inv_scale' must hold one")]
+
+
 def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "amp_unscale_check_", ("grad", "found_inf", "inv_scale"),
         _scalar_state("amp_unscale_check_", ("grad", "found_inf", "inv_scale"), 1),
         dtype=lambda d, a: [], dtypes=(float32,), inplace=True, num_outputs=0,
         contiguous=("grad", "found_inf", "inv_scale"), mutates=("grad", "found_inf"),
-        reference=unscale_check_reference, samples=_unscale_samples,
+        reference=unscale_check_reference, samples=_unscale_samples, error_samples=_unscale_errors,
         doc="grad *= inv_scale in place; found_inf becomes 1.0 when grad holds an inf or a NaN (and is left "
             "alone otherwise, so one flag collects every gradient of a step)"))
     registry.register(OpSchema(
