@@ -5,9 +5,12 @@
      range -> its maximum, -inf and values below -> its minimum (C leaves these undefined; x86 gives
      INT_MIN, other machines other values, so they are pinned here);
    - int -> narrower int wraps (two's complement, as C and PyTorch do);
-   - anything -> bool is x != 0 (NaN -> true); bool -> number is 0/1. */
+   - anything -> bool is x != 0 (NaN -> true); bool -> number is 0/1;
+   - float16/bfloat16 load as float (exact) and convert on from there; anything -> float16/bfloat16
+     rounds once to nearest even (internal/half.h). */
 #include <stdint.h>
 #include "internal/rumus.h"
+#include "internal/half.h"
 #include "copy.h"
 
 /* double -> integer type TD, saturating, NaN -> 0. LO and HI are the type's bounds, exact as doubles;
@@ -35,45 +38,68 @@ DEF_SAT(uint8_t, 0.0, 255.0)
 #define CV_I(TD, x) _Generic((x), float: rumus_sat_##TD((double)(x)), double: rumus_sat_##TD((double)(x)), \
                              default: (TD)(x))
 #define CV_B(TD, x) ((TD)((x) != 0))
+#define CV_H(TD, x) RUMUS_TO_H(x)
+#define CV_BF(TD, x) RUMUS_TO_BF(x)
+
+/* Source loaders: the 16-bit floats widen to float first (exactly). */
+#define LD_N(x) (x)
+#define LD_H(x) rumus_h2f(x)
+#define LD_BF(x) rumus_bf2f(x)
+
+/* Source list: M(suffix, C type, loader, ...). */
+#define EACH_SRC(M, ...)                                                                                \
+    M(f32, float, LD_N, __VA_ARGS__) M(f64, double, LD_N, __VA_ARGS__)                                  \
+    M(i64, int64_t, LD_N, __VA_ARGS__) M(i32, int32_t, LD_N, __VA_ARGS__)                               \
+    M(i16, int16_t, LD_N, __VA_ARGS__) M(i8, int8_t, LD_N, __VA_ARGS__)                                 \
+    M(u8, uint8_t, LD_N, __VA_ARGS__) M(b, uint8_t, LD_N, __VA_ARGS__)                                  \
+    M(f16, uint16_t, LD_H, __VA_ARGS__) M(bf16, uint16_t, LD_BF, __VA_ARGS__)
 
 /* Destination list: M(suffix, C type, converter, ...). */
 #define EACH_DST(M, ...)                                                                                \
     M(f32, float, CV_F, __VA_ARGS__) M(f64, double, CV_F, __VA_ARGS__)                                  \
+    M(f16, uint16_t, CV_H, __VA_ARGS__) M(bf16, uint16_t, CV_BF, __VA_ARGS__)                           \
     M(i64, int64_t, CV_I, __VA_ARGS__) M(i32, int32_t, CV_I, __VA_ARGS__)                               \
     M(i16, int16_t, CV_I, __VA_ARGS__) M(i8, int8_t, CV_I, __VA_ARGS__)                                 \
     M(u8, uint8_t, CV_I, __VA_ARGS__) M(b, uint8_t, CV_B, __VA_ARGS__)
 
-#define DEF_COPY(dsfx, TD, CV, ssfx, TS)                                                                \
+#define DEF_COPY(dsfx, TD, CV, ssfx, TS, LD)                                                            \
     static void copy_##ssfx##_##dsfx(int64_t n, char **p, const int64_t *s, const void *ctx) {          \
         RUMUS_UNUSED(ctx);                                                                              \
         if (s[0] == (int64_t)sizeof(TD) && s[1] == (int64_t)sizeof(TS)) {                               \
             TD *o = (TD *)p[0];                                                                         \
             const TS *a = (const TS *)p[1];                                                             \
-            for (int64_t i = 0; i < n; i++) o[i] = CV(TD, a[i]);                                        \
+            for (int64_t i = 0; i < n; i++) o[i] = CV(TD, LD(a[i]));                                        \
         } else if (s[1] == 0) {                                                                         \
-            const TD v = CV(TD, *(const TS *)p[1]);                                                     \
+            const TD v = CV(TD, LD(*(const TS *)p[1]));                                                     \
             for (int64_t i = 0; i < n; i++) *(TD *)(p[0] + i * s[0]) = v;                               \
         } else {                                                                                        \
             for (int64_t i = 0; i < n; i++)                                                             \
-                *(TD *)(p[0] + i * s[0]) = CV(TD, *(const TS *)(p[1] + i * s[1]));                      \
+                *(TD *)(p[0] + i * s[0]) = CV(TD, LD(*(const TS *)(p[1] + i * s[1])));                      \
         }                                                                                               \
     }
-#define ENT_COPY(dsfx, TD, CV, ssfx, TS)                                                                   \
+#define ENT_COPY(dsfx, TD, CV, ssfx, TS, LD)                                                                   \
     {"copy_" #ssfx "_" #dsfx, copy_##ssfx##_##dsfx, {sizeof(TD), sizeof(TS), 0, 0}},
 
-#define DEF_COPY_FROM(ssfx, TS, _) EACH_DST(DEF_COPY, ssfx, TS)
-#define ENT_COPY_FROM(ssfx, TS, _) EACH_DST(ENT_COPY, ssfx, TS)
+#define DEF_COPY_FROM(ssfx, TS, LD, _) EACH_DST(DEF_COPY, ssfx, TS, LD)
+#define ENT_COPY_FROM(ssfx, TS, LD, _) EACH_DST(ENT_COPY, ssfx, TS, LD)
 
 typedef struct {
     double f;
     int64_t i;
 } fill_value;
 
+/* The fill value: floats (16-bit ones rounded once) from the double, integers and bool from the int64. */
+#define FILL_FROM_CV_F(fv) ((fv)->f)
+#define FILL_FROM_CV_H(fv) ((fv)->f)
+#define FILL_FROM_CV_BF(fv) ((fv)->f)
+#define FILL_FROM_CV_I(fv) ((fv)->i)
+#define FILL_FROM_CV_B(fv) ((fv)->i)
+
 #define DEF_FILL(sfx, TT, CV, ...)                                                                      \
     static void fill_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                    \
         typedef TT T;                                                                                   \
         const fill_value *fv = (const fill_value *)ctx;                                                 \
-        const T v = _Generic((T)0, float: (T)fv->f, double: (T)fv->f, default: CV(TT, fv->i));          \
+        const T v = CV(TT, FILL_FROM_##CV(fv));                                                         \
         if (s[0] == (int64_t)sizeof(T)) {                                                               \
             T *o = (T *)p[0];                                                                           \
             for (int64_t i = 0; i < n; i++) o[i] = v;                                                   \
@@ -83,10 +109,10 @@ typedef struct {
     }
 #define ENT_FILL(sfx, TT, CV, ...) {"fill_" #sfx, fill_##sfx, {sizeof(TT), 0, 0, 0}},
 
-RUMUS_EACH_ALL(DEF_COPY_FROM, _)
+EACH_SRC(DEF_COPY_FROM, _)
 EACH_DST(DEF_FILL, _)
 
-static const rumus_loop_entry TABLE[] = {RUMUS_EACH_ALL(ENT_COPY_FROM, _) EACH_DST(ENT_FILL, _)};
+static const rumus_loop_entry TABLE[] = {EACH_SRC(ENT_COPY_FROM, _) EACH_DST(ENT_FILL, _)};
 #define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
 
 int64_t rumus_copy_find(const char *name) { return rumus_table_find(TABLE, TABLE_SIZE, name); }

@@ -2,6 +2,7 @@
    rendered into C at build time): where (a bool condition selecting between two values) and clamp
    (Python-number bounds, saturating integer semantics).  rumus_iterate walks the strided N-d space and
    calls a loop once per innermost run. */
+#include "internal/half.h"
 #include "internal/rumus.h"
 #include "elementwise.h"
 
@@ -52,17 +53,20 @@
     }
 #define ENT_WHERE(sfx, TT, ...) {"where_" #sfx, where_##sfx, {sizeof(TT), 1, sizeof(TT), sizeof(TT)}},
 
-/* clamp: ctx = {lo, hi} as doubles (+-inf when absent). Floats keep NaN (comparisons are false). */
-#define DEF_CLAMP_F(sfx, TT, ...)                                                                       \
+/* clamp: ctx = {lo, hi} as doubles (+-inf when absent). Floats keep NaN (comparisons are false).
+   T is stored, C compared in (float16/bfloat16: float, the clamped value rounded back once). */
+#define DEF_CLAMP_F(sfx, T, C, LD, ST)                                                                  \
     static void clamp_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                   \
-        typedef TT T;                                                                                   \
-        const T lo = (T)((const double *)ctx)[0], hi = (T)((const double *)ctx)[1];                     \
+        const C lo = (C)((const double *)ctx)[0], hi = (C)((const double *)ctx)[1];                     \
         for (int64_t i = 0; i < n; i++) {                                                               \
-            T x = *(const T *)(p[1] + i * s[1]);                                                        \
+            C x = LD(*(const T *)(p[1] + i * s[1]));                                                    \
             x = x < lo ? lo : x;                                                                        \
-            *(T *)(p[0] + i * s[0]) = x > hi ? hi : x;                                                  \
+            *(T *)(p[0] + i * s[0]) = ST(x > hi ? hi : x);                                              \
         }                                                                                               \
     }
+#define EACH_CLAMP_F(M)                                                                                 \
+    M(f32, float, float, RUMUS_AS_IS, RUMUS_AS_IS) M(f64, double, double, RUMUS_AS_IS, RUMUS_AS_IS)     \
+    M(f16, uint16_t, float, rumus_h2f, rumus_f2h) M(bf16, uint16_t, float, rumus_bf2f, rumus_f2bf)
 /* Integers: compare in double, store the bound truncated toward zero and saturated to the type
    (what casting the float result of PyTorch's promoted clamp back to the integer type gives). */
 #define DEF_CLAMP_I(sfx, TT, ...)                                                                       \
@@ -90,10 +94,11 @@ static int64_t saturate(double v, double dmin, double dmax, int64_t imin, int64_
 }
 
 RUMUS_EACH_ALL(DEF_WHERE, _)
-RUMUS_EACH_FLOAT(DEF_CLAMP_F, _)
+EACH_CLAMP_F(DEF_CLAMP_F)
 RUMUS_EACH_INT(DEF_CLAMP_I, _)
 
-static const rumus_loop_entry TABLE[] = {RUMUS_EACH_ALL(ENT_WHERE, _) RUMUS_EACH_NUMERIC(ENT_CLAMP, _)};
+static const rumus_loop_entry TABLE[] = {RUMUS_EACH_ALL(ENT_WHERE, _) RUMUS_EACH_NUMERIC(ENT_CLAMP, _)
+                                         ENT_CLAMP(f16, uint16_t) ENT_CLAMP(bf16, uint16_t)};
 #define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
 
 /* ---- entry points --------------------------------------------------------------------------- */

@@ -4,6 +4,7 @@
    FlashAttention-2's: a dK/dV pass over key blocks and a dQ pass over query blocks, both recomputing the
    probabilities from lse. OpenMP runs blocks of (batch * head, query or key block) in parallel; each block
    is computed the same way whichever thread runs it, so results do not depend on the thread count. */
+#include "internal/dropout_hash.h"
 #include "internal/rumus.h"
 #include <stdlib.h>
 #include "flash_attention.h"
@@ -28,15 +29,6 @@ typedef struct {
     double inv_keep;
 } fa_cfg;
 
-static inline uint32_t fa_mix32(uint32_t h) {
-    h ^= h >> 16;
-    h *= 0x21F0AAADu;
-    h ^= h >> 15;
-    h *= 0x735A2D97u;
-    h ^= h >> 15;
-    return h;
-}
-
 static void fa_config(fa_cfg *c, const int64_t *dims, const int64_t *strides, int is_causal, double scale,
                       double p, uint32_t seed, uint32_t offset) {
     c->B = dims[0]; c->H = dims[1]; c->L = dims[2]; c->S = dims[3]; c->D = dims[4];
@@ -45,9 +37,8 @@ static void fa_config(fa_cfg *c, const int64_t *dims, const int64_t *strides, in
     c->causal = is_causal;
     c->scale = scale;
     c->drop = p > 0.0;
-    c->key = fa_mix32(seed ^ 0x9E3779B9u);
-    const double t = p * 4294967296.0;
-    c->thr = t >= 4294967295.0 ? 0xFFFFFFFFu : (uint32_t)t;
+    c->key = rumus_drop_key(seed);
+    c->thr = rumus_drop_threshold(p);
     c->offset = offset;
     c->inv_keep = 1.0 / (1.0 - p);
 }
@@ -55,7 +46,7 @@ static void fa_config(fa_cfg *c, const int64_t *dims, const int64_t *strides, in
 /* keep / (1 - p) for probability element ((b * H + h) * L + i) * S + j (the dropout op's counter). */
 static inline double fa_drop(const fa_cfg *c, int64_t bh, int64_t i, int64_t j) {
     const uint32_t idx = (uint32_t)((uint64_t)((bh * c->L + i) * c->S + j));
-    const uint32_t bits = fa_mix32(fa_mix32((c->offset + idx) ^ c->key) + c->key);
+    const uint32_t bits = rumus_drop_bits(c->key, c->offset + idx);
     return bits >= c->thr ? c->inv_keep : 0.0;
 }
 

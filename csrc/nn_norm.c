@@ -1,10 +1,12 @@
-/* Normalization kernels (layer, RMS, group, batch norm) and their backward passes, for float and double.
+/* Normalization kernels (layer, RMS, group, batch norm) and their backward passes, for float, double,
+   float16 and bfloat16 (the 16-bit ones widened on load, every result rounded once on store).
 
    Statistics and sums are accumulated in double. Inputs are contiguous; pointers arrive already offset.
    Rows (layer/rms/group norm) or channels (batch norm) are split over threads when the work is large
    enough; weight/bias gradients summed over rows use one double accumulator per row partition (NORM_PARTS). */
 #include <stdlib.h>
 
+#include "internal/half.h"
 #include "internal/rumus.h"
 #include "nn_norm.h"
 
@@ -18,6 +20,9 @@ static int norm_threads(int64_t units, int64_t work) {
    the thread count (each partition accumulates in double; partitions are added in order). */
 #define NORM_PARTS 64
 
+#define STATS_FROM_X 0
+#define LD(v) ((double)(v))
+#define ST(d) ((T)(d))
 #define T float
 #define FN(name) name##_f32
 #include "internal/nn_norm_impl.h"
@@ -29,3 +34,26 @@ static int norm_threads(int64_t units, int64_t work) {
 #include "internal/nn_norm_impl.h"
 #undef T
 #undef FN
+#undef LD
+#undef ST
+#undef STATS_FROM_X
+
+#define STATS_FROM_X 1
+#define T uint16_t
+#define LD(v) ((double)rumus_h2f(v))
+#define ST(d) rumus_f64_to_h(d)
+#define FN(name) name##_f16
+#include "internal/nn_norm_impl.h"
+#undef LD
+#undef ST
+#undef FN
+
+#define LD(v) ((double)rumus_bf2f(v))
+#define ST(d) rumus_f64_to_bf(d)
+#define FN(name) name##_bf16
+#include "internal/nn_norm_impl.h"
+#undef LD
+#undef ST
+#undef FN
+#undef T
+#undef STATS_FROM_X

@@ -8,8 +8,10 @@
      split    -- few outputs with long reductions: 64 fixed chunks reduced in parallel, then combined;
      outputs  -- otherwise one output at a time (in parallel across outputs).
    Contiguous runs use LANES interleaved accumulators (vectorised) combined as a tree. float32 sums
-   and products accumulate in double; integer and bool ones in int64. */
+   and products accumulate in double; integer and bool ones in int64; float16/bfloat16 load into float
+   (LD), accumulate and compare in float and round the result once (ST). */
 #include "internal/rumus.h"
+#include "internal/half.h"
 #include "reduce.h"
 
 #define COLUMN_BLOCK 2048 /* most outputs accumulated together: 16 KiB of double accumulators */
@@ -29,8 +31,8 @@ typedef struct {
 #define ACC_MAX(a, v) ((a) = ((v) > (a) || (v) != (v)) ? (v) : (a))
 #define ACC_MIN(a, v) ((a) = ((v) < (a) || (v) != (v)) ? (v) : (a))
 
-/* One reduction (op, input type TI, accumulator TA, output TO). */
-#define DEF_REDUCE(NAME, TI, TA, TO, INIT, ACC)                                                         \
+/* One reduction (op, input type TI, accumulator TA, output TO; LD loads a TI, ST stores into a TO). */
+#define DEF_REDUCE(NAME, TI, TA, TO, INIT, ACC, LD, ST)                                                         \
     /* a contiguous run: LANES interleaved accumulators (vectorised), then combined as a tree */        \
     RUMUS_CLONES static TA NAME##_contig(const TI *v, int64_t n) {                                      \
         TA lane[LANES];                                                                                 \
@@ -39,9 +41,9 @@ typedef struct {
         for (; i + LANES <= n; i += LANES) {                                                            \
             const TI *w = v + i;                                                                        \
             /* kept a loop (not unrolled into scalars) so the vectoriser takes it */                    \
-            _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ACC(lane[j], (TA)w[j]);             \
+            _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ACC(lane[j], (TA)LD(w[j]));          \
         }                                                                                               \
-        for (int j = 0; i < n; i++, j++) ACC(lane[j], (TA)v[i]);                                        \
+        for (int j = 0; i < n; i++, j++) ACC(lane[j], (TA)LD(v[i]));                                    \
         for (int w = LANES / 2; w > 0; w /= 2)                                                          \
             for (int j = 0; j < w; j++) ACC(lane[j], lane[j + w]);                                      \
         return lane[0];                                                                                 \
@@ -51,7 +53,7 @@ typedef struct {
         if (start >= end) return acc;                                                                   \
         const int nr = L->nr;                                                                           \
         if (nr == 0) {                                                                                  \
-            ACC(acc, (TA) * (const TI *)x);                                                             \
+            ACC(acc, (TA)LD(*(const TI *)x));                                                           \
             return acc;                                                                                 \
         }                                                                                               \
         const int last = nr - 1;                                                                        \
@@ -70,7 +72,7 @@ typedef struct {
             if (st == (int64_t)sizeof(TI)) {                                                            \
                 ACC(acc, NAME##_contig((const TI *)q, n));                                              \
             } else {                                                                                    \
-                for (int64_t i = 0; i < n; i++) ACC(acc, (TA) * (const TI *)(q + i * st));              \
+                for (int64_t i = 0; i < n; i++) ACC(acc, (TA)LD(*(const TI *)(q + i * st)));            \
             }                                                                                           \
             pos += n;                                                                                   \
             idx[last] += n;                                                                             \
@@ -94,11 +96,11 @@ typedef struct {
                 /* one short or strided reduced dim: a plain loop */                                    \
                 const char *q = x + it.xo;                                                              \
                 acc = (INIT);                                                                           \
-                for (int64_t j = 0; j < n; j++) ACC(acc, (TA) * (const TI *)(q + j * st));              \
+                for (int64_t j = 0; j < n; j++) ACC(acc, (TA)LD(*(const TI *)(q + j * st)));            \
             } else {                                                                                    \
                 acc = NAME##_part(x + it.xo, L, 0, L->inner);                                           \
             }                                                                                           \
-            *(TO *)(o + it.oo) = (TO)acc;                                                               \
+            *(TO *)(o + it.oo) = (TO)ST(acc);                                                           \
         }                                                                                               \
     }                                                                                                   \
     RUMUS_CLONES static void NAME##_columns(const rumus_rlayout *L, char *o, const char *x, int64_t bs, int64_t s, \
@@ -116,7 +118,7 @@ typedef struct {
             int64_t ridx[RUMUS_MAX_DIMS] = {0}, roff = 0;                                               \
             for (int64_t r = 0; r < L->inner; r++) {                                                    \
                 const TI *v = (const TI *)(base + roff);                                                \
-                for (int64_t j = 0; j < bl; j++) ACC(acc[j], (TA)v[j]);                                 \
+                for (int64_t j = 0; j < bl; j++) ACC(acc[j], (TA)LD(v[j]));                             \
                 for (int d = nr - 1; d >= 0; d--) {                                                     \
                     roff += L->rin[d];                                                                  \
                     if (++ridx[d] < L->rsh[d]) break;                                                   \
@@ -125,7 +127,7 @@ typedef struct {
                 }                                                                                       \
             }                                                                                           \
             TO *out = (TO *)(o + oo) + j0;                                                              \
-            for (int64_t j = 0; j < bl; j++) out[j] = (TO)acc[j];                                       \
+            for (int64_t j = 0; j < bl; j++) out[j] = (TO)ST(acc[j]);                                   \
         }                                                                                               \
     }                                                                                                   \
     static void NAME(const rumus_rlayout *L, char *o, const char *x) {                                  \
@@ -170,7 +172,7 @@ typedef struct {
                 }                                                                                       \
                 TA acc = (INIT);                                                                        \
                 for (int c = 0; c < SPLIT_CHUNKS; c++) ACC(acc, parts[c]);                              \
-                *(TO *)(o + oo) = (TO)acc;                                                              \
+                *(TO *)(o + oo) = (TO)ST(acc);                                                          \
             }                                                                                           \
             return;                                                                                     \
         }                                                                                               \
@@ -183,25 +185,28 @@ typedef struct {
         for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
     }
 
-/* Per dtype: suffix, input type, sum accumulator, sum output type, lowest value, highest value. */
+/* Per dtype: suffix, input type, sum accumulator, sum output type, lowest value, highest value, the
+   type values compare in (amax/amin), load, store. */
 #define EACH_REDUCE(M)                                                                                  \
-    M(f32, float, double, float, -INFINITY, INFINITY)                                                   \
-    M(f64, double, double, double, -INFINITY, INFINITY)                                                 \
-    M(i64, int64_t, int64_t, int64_t, INT64_MIN, INT64_MAX)                                             \
-    M(i32, int32_t, int64_t, int64_t, INT32_MIN, INT32_MAX)                                             \
-    M(i16, int16_t, int64_t, int64_t, INT16_MIN, INT16_MAX)                                             \
-    M(i8, int8_t, int64_t, int64_t, INT8_MIN, INT8_MAX)                                                 \
-    M(u8, uint8_t, int64_t, int64_t, 0, UINT8_MAX)                                                      \
-    M(b, uint8_t, int64_t, int64_t, 0, 1)
+    M(f32, float, double, float, -INFINITY, INFINITY, float, RUMUS_AS_IS, RUMUS_AS_IS)                  \
+    M(f64, double, double, double, -INFINITY, INFINITY, double, RUMUS_AS_IS, RUMUS_AS_IS)               \
+    M(i64, int64_t, int64_t, int64_t, INT64_MIN, INT64_MAX, int64_t, RUMUS_AS_IS, RUMUS_AS_IS)          \
+    M(i32, int32_t, int64_t, int64_t, INT32_MIN, INT32_MAX, int32_t, RUMUS_AS_IS, RUMUS_AS_IS)          \
+    M(i16, int16_t, int64_t, int64_t, INT16_MIN, INT16_MAX, int16_t, RUMUS_AS_IS, RUMUS_AS_IS)          \
+    M(i8, int8_t, int64_t, int64_t, INT8_MIN, INT8_MAX, int8_t, RUMUS_AS_IS, RUMUS_AS_IS)               \
+    M(u8, uint8_t, int64_t, int64_t, 0, UINT8_MAX, uint8_t, RUMUS_AS_IS, RUMUS_AS_IS)                   \
+    M(b, uint8_t, int64_t, int64_t, 0, 1, uint8_t, RUMUS_AS_IS, RUMUS_AS_IS)                            \
+    M(f16, uint16_t, float, uint16_t, -INFINITY, INFINITY, float, rumus_h2f, rumus_f2h)                 \
+    M(bf16, uint16_t, float, uint16_t, -INFINITY, INFINITY, float, rumus_bf2f, rumus_f2bf)
 
-#define DEF_ALL_REDUCE(sfx, TI, TA, TO, LOW, HIGH)                                                      \
-    DEF_REDUCE(sum_##sfx, TI, TA, TO, 0, ACC_SUM)                                                       \
-    DEF_REDUCE(prod_##sfx, TI, TA, TO, 1, ACC_PROD)                                                     \
-    DEF_REDUCE(amax_##sfx, TI, TI, TI, LOW, ACC_MAX)                                                    \
-    DEF_REDUCE(amin_##sfx, TI, TI, TI, HIGH, ACC_MIN)
+#define DEF_ALL_REDUCE(sfx, TI, TA, TO, LOW, HIGH, TX, LD, ST)                                          \
+    DEF_REDUCE(sum_##sfx, TI, TA, TO, 0, ACC_SUM, LD, ST)                                               \
+    DEF_REDUCE(prod_##sfx, TI, TA, TO, 1, ACC_PROD, LD, ST)                                             \
+    DEF_REDUCE(amax_##sfx, TI, TX, TI, LOW, ACC_MAX, LD, ST)                                            \
+    DEF_REDUCE(amin_##sfx, TI, TX, TI, HIGH, ACC_MIN, LD, ST)
 
 /* argmax / argmin along one dim (nr <= 1); the first index wins ties, a NaN wins over numbers. */
-#define DEF_ARG(NAME, TI, EXTREME, BETTER)                                                              \
+#define DEF_ARG(NAME, TI, TX, LD, EXTREME, BETTER)                                                              \
     static void NAME##_outputs(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e) {  \
         const int64_t n = L->nr ? L->rsh[0] : 1, st = L->nr ? L->rin[0] : 0;                            \
         rumus_kept_iter it;                                                                             \
@@ -212,16 +217,16 @@ typedef struct {
             if (st == (int64_t)sizeof(TI) && n >= 4 * LANES) {                                          \
                 /* contiguous: the extreme value (vectorised), then its first position */               \
                 const TI *v = (const TI *)q;                                                            \
-                const TI m = EXTREME##_contig(v, n);                                                    \
+                const TX m = EXTREME##_contig(v, n);                                                    \
                 if (m == m) {                                                                           \
-                    while (bi < n - 1 && v[bi] != m) bi++;                                              \
+                    while (bi < n - 1 && LD(v[bi]) != m) bi++;                                          \
                 } else {                                                                                \
-                    while (bi < n - 1 && v[bi] == v[bi]) bi++;                                          \
+                    while (bi < n - 1 && LD(v[bi]) == LD(v[bi])) bi++;                                  \
                 }                                                                                       \
             } else {                                                                                    \
-                TI best = *(const TI *)q;                                                               \
+                TX best = LD(*(const TI *)q);                                                           \
                 for (int64_t j = 1; j < n; j++) {                                                       \
-                    const TI v = *(const TI *)(q + j * st);                                             \
+                    const TX v = LD(*(const TI *)(q + j * st));                                         \
                     const int better = (BETTER); /* selects, not branches: random data */               \
                     best = better ? v : best;                                                           \
                     bi = better ? j : bi;                                                               \
@@ -242,14 +247,14 @@ typedef struct {
         for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
     }
 
-#define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH)                                                            \
-    DEF_ARG(argmax_##sfx, TI, amax_##sfx, (v > best) | ((v != v) & (best == best)))                     \
-    DEF_ARG(argmin_##sfx, TI, amin_##sfx, (v < best) | ((v != v) & (best == best)))
+#define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH, TX, LD, ST)                                                \
+    DEF_ARG(argmax_##sfx, TI, TX, LD, amax_##sfx, (v > best) | ((v != v) & (best == best)))             \
+    DEF_ARG(argmin_##sfx, TI, TX, LD, amin_##sfx, (v < best) | ((v != v) & (best == best)))
 
 EACH_REDUCE(DEF_ALL_REDUCE)
 EACH_REDUCE(DEF_ARGS)
 
-#define ENT_ALL(sfx, TI, TA, TO, LOW, HIGH)                                                             \
+#define ENT_ALL(sfx, TI, TA, TO, LOW, HIGH, ...)                                                         \
     {"sum_" #sfx, sum_##sfx, sizeof(TO), sizeof(TI)}, {"prod_" #sfx, prod_##sfx, sizeof(TO), sizeof(TI)}, \
     {"amax_" #sfx, amax_##sfx, sizeof(TI), sizeof(TI)}, {"amin_" #sfx, amin_##sfx, sizeof(TI), sizeof(TI)}, \
     {"argmax_" #sfx, argmax_##sfx, 8, sizeof(TI)}, {"argmin_" #sfx, argmin_##sfx, 8, sizeof(TI)},

@@ -1,8 +1,10 @@
 /* softmax / log_softmax along one dim, max-shifted. Contiguous float32 rows use the vectorised
-   float exp of internal/fastmath.h with double sums; everything else is computed in double.
+   float exp of internal/fastmath.h with double sums; everything else (float16/bfloat16 rows too, each
+   result rounded once) is computed in double.
 
    meta (elements): [nk, kept shape[nk], kept out strides[nk], kept in strides[nk], n, out stride, in stride]. */
 #include "internal/fastmath.h"
+#include "internal/half.h"
 #include "internal/rumus.h"
 #include "softmax.h"
 
@@ -71,61 +73,51 @@ typedef struct {
     int sz;
 } smax_entry;
 
-#define DEF_SOFTMAX(sfx, TT, ...)                                                                       \
-    static void softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) {     \
-        typedef TT T;                                                                                   \
+/* One row loop for both ops (log_out picks the result); LD widens a stored value to double, ST rounds a
+   double back into the stored type (float16/bfloat16 once, through internal/half.h). */
+#define DEF_SOFTMAX(sfx, T, LD, ST)                                                                     \
+    static void smax_rows_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e,     \
+                                int log_out) {                                                          \
         const int64_t n = S->n, so = S->so, si = S->si;                                                 \
         rumus_kept_iter it;                                                                             \
         rumus_kept_start(&S->L, S->L.nk, s, &it);                                                       \
         for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                         \
             const int64_t oo = it.oo, xo = it.xo;                                                       \
             if (sizeof(T) == 4 && si == 4 && so == 4) {                                                 \
-                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 0);                      \
+                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, log_out);                \
                 continue;                                                                               \
             }                                                                                           \
             const char *q = x + xo;                                                                     \
             char *w = o + oo;                                                                           \
             double m = -INFINITY, sum = 0.0;                                                            \
             for (int64_t i = 0; i < n; i++) {                                                           \
-                const double v = (double)*(const T *)(q + i * si);                                      \
+                const double v = (double)LD(*(const T *)(q + i * si));                                  \
                 if (v > m || v != v) m = v;                                                             \
             }                                                                                           \
-            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);           \
-            const double inv = 1.0 / sum;                                                               \
-            for (int64_t i = 0; i < n; i++)                                                             \
-                *(T *)(w + i * so) = (T)(exp((double)*(const T *)(q + i * si) - m) * inv);              \
+            for (int64_t i = 0; i < n; i++) sum += exp((double)LD(*(const T *)(q + i * si)) - m);       \
+            const double inv = 1.0 / sum, lse = log_out ? log(sum) : 0.0;                               \
+            for (int64_t i = 0; i < n; i++) {                                                           \
+                const double v = (double)LD(*(const T *)(q + i * si)) - m;                              \
+                *(T *)(w + i * so) = (T)ST(log_out ? v - lse : exp(v) * inv);                           \
+            }                                                                                           \
         }                                                                                               \
     }                                                                                                   \
+    static void softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) {     \
+        smax_rows_##sfx(S, o, x, s, e, 0);                                                              \
+    }                                                                                                   \
     static void log_softmax_##sfx(const smax_layout *S, char *o, const char *x, int64_t s, int64_t e) { \
-        typedef TT T;                                                                                   \
-        const int64_t n = S->n, so = S->so, si = S->si;                                                 \
-        rumus_kept_iter it;                                                                             \
-        rumus_kept_start(&S->L, S->L.nk, s, &it);                                                       \
-        for (int64_t r = s; r < e; r++, rumus_kept_next(&S->L, S->L.nk, &it)) {                         \
-            const int64_t oo = it.oo, xo = it.xo;                                                       \
-            if (sizeof(T) == 4 && si == 4 && so == 4) {                                                 \
-                softmax_row_f32((const float *)(x + xo), (float *)(o + oo), n, 1);                      \
-                continue;                                                                               \
-            }                                                                                           \
-            const char *q = x + xo;                                                                     \
-            char *w = o + oo;                                                                           \
-            double m = -INFINITY, sum = 0.0;                                                            \
-            for (int64_t i = 0; i < n; i++) {                                                           \
-                const double v = (double)*(const T *)(q + i * si);                                      \
-                if (v > m || v != v) m = v;                                                             \
-            }                                                                                           \
-            for (int64_t i = 0; i < n; i++) sum += exp((double)*(const T *)(q + i * si) - m);           \
-            const double lse = log(sum);                                                                \
-            for (int64_t i = 0; i < n; i++)                                                             \
-                *(T *)(w + i * so) = (T)(((double)*(const T *)(q + i * si) - m) - lse);                 \
-        }                                                                                               \
+        smax_rows_##sfx(S, o, x, s, e, 1);                                                              \
     }
-#define ENT_SOFTMAX(sfx, TT, ...)                                                                       \
-    {"softmax_" #sfx, softmax_##sfx, sizeof(TT)}, {"log_softmax_" #sfx, log_softmax_##sfx, sizeof(TT)},
+#define ENT_SOFTMAX(sfx, T, ...)                                                                        \
+    {"softmax_" #sfx, softmax_##sfx, sizeof(T)}, {"log_softmax_" #sfx, log_softmax_##sfx, sizeof(T)},
 
-RUMUS_EACH_FLOAT(DEF_SOFTMAX, _)
+#define EACH_SOFTMAX(M)                                                                                 \
+    M(f32, float, RUMUS_AS_IS, RUMUS_AS_IS) M(f64, double, RUMUS_AS_IS, RUMUS_AS_IS)                    \
+    M(f16, uint16_t, rumus_h2f, rumus_f64_to_h) M(bf16, uint16_t, rumus_bf2f, rumus_f64_to_bf)
 
-static const smax_entry TABLE[] = {RUMUS_EACH_FLOAT(ENT_SOFTMAX, _)};
+EACH_SOFTMAX(DEF_SOFTMAX)
+
+static const smax_entry TABLE[] = {EACH_SOFTMAX(ENT_SOFTMAX)};
 #define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
 
 int64_t rumus_softmax_find(const char *name) {

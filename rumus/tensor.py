@@ -156,7 +156,9 @@ class Tensor:
             pass  # like .detach().numpy(); RUMUS does not force the detach
         arr = self._storage.backend.to_numpy(self._arg)
         if self.dtype.name == "bfloat16":
-            arr = (arr.astype(np.uint32) << 16).view(np.float32)
+            wide = arr.astype(np.uint32)
+            wide <<= 16  # in place: a 0-d result stays an array (`<<` would give a numpy scalar)
+            arr = wide.view(np.float32)
         return arr
 
     def fixed_i16_data(self) -> np.ndarray:

@@ -53,8 +53,8 @@ MAX_DIMS = 64
 CACHE_LIMIT = 8192
 EMPTY = 0  # cache value for layouts with no elements: the kernel returns before calling C
 
-SUFFIX = {"float32": "f32", "float64": "f64", "int64": "i64", "int32": "i32", "int16": "i16",
-          "int8": "i8", "uint8": "u8", "bool": "b"}
+SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64", "int32": "i32",
+          "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b"}
 
 META: dict[tuple[Any, ...], Any] = {}  # layout key -> int64_t[] meta (or EMPTY)
 

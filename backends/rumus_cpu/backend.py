@@ -8,13 +8,13 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import (
-    BackendUnavailable, Capabilities, Device, DType, Kernel, TensorArg, bool_, float32, float64, int8, int16,
-    int32, int64, uint8,
+    BackendUnavailable, Capabilities, Device, DType, Kernel, TensorArg, bfloat16, bool_, float16, float32, float64,
+    int8, int16, int32, int64, uint8,
 )
 from rumus_contracts.backend import callable_kernel
 
 CPU = Device("cpu", 0)
-DTYPES: tuple[DType, ...] = (float32, float64, int64, int32, int16, int8, uint8, bool_)
+DTYPES: tuple[DType, ...] = (float32, float64, float16, bfloat16, int64, int32, int16, int8, uint8, bool_)
 
 
 class CpuBackend:

@@ -17,7 +17,7 @@ from rumus_contracts.ops.expressions import Expr, all_kernels
 
 from . import _lib
 from ._lib import EMPTY, META, ew_meta, ffi, lib
-from .dtypes import ALL, NUMERIC
+from .dtypes import ALL, HALF, NUMERIC
 
 _from_buffer = ffi.from_buffer
 _get = META.get
@@ -85,6 +85,8 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
 
 
 _WHERE = _lib.loops(lib.rumus_ew_find, "where", ALL)
+# where only selects: float16/bfloat16 words move as they are, through the 2-byte (int16) loop
+_WHERE.update({dt.name: lib.rumus_ew_find(b"where_i16") for dt in HALF})
 
 
 def where(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -100,7 +102,7 @@ def where(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
                           c.offset, _from_buffer(a.buffer), a.offset, _from_buffer(b.buffer), b.offset)
 
 
-_CLAMP = _lib.loops(lib.rumus_ew_find, "clamp", NUMERIC)
+_CLAMP = _lib.loops(lib.rumus_ew_find, "clamp", (*NUMERIC, *HALF))
 _INF = float("inf")
 
 
@@ -129,6 +131,6 @@ def _table_entries() -> list[tuple[str, Kernel, tuple[DType, ...]]]:
 # where is also claimed for bool: its schema dispatches on input 0 (cond, always bool).
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
     *_table_entries(),
-    ("where", where, ALL),
-    ("clamp", clamp, NUMERIC),
+    ("where", where, (*ALL, *HALF)),
+    ("clamp", clamp, (*NUMERIC, *HALF)),
 ]

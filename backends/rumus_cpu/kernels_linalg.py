@@ -3,7 +3,8 @@
 Where BLAS can take the layouts as they are (each matrix row- or column-contiguous, batch dims that
 merge into one stride), csrc/gemm_blocked.c cuts the product into independent blocks that the kernels'
 threads take as they come free, one single-threaded BLAS call each (see there why). Elsewhere numpy's
-matmul runs it (it copies where BLAS cannot take the strides), its BLAS jobs on the same threads."""
+matmul runs it (it copies where BLAS cannot take the strides), its BLAS jobs on the same threads.
+float16/bfloat16 go through csrc/gemm_half.c: float32 BLAS on panels converted tile by tile."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import DType, Kernel, TensorArg
+from rumus_contracts import DType, Kernel, TensorArg, contiguous_strides
 
 from ._lib import ffi, lib
-from .dtypes import FLOAT
+from .dtypes import FLOAT, HALF
 
 
 def view(arg: TensorArg) -> np.ndarray:
@@ -33,6 +34,9 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     a, b = inputs
     if a.shape[-1] == 0:  # k == 0: an empty sum
         view(o)[...] = 0
+        return
+    if o.dtype in HALF:
+        _half_matmul(o, a, b)
         return
     # the fast path: shapes and strides straight from the TensorArgs (a training step makes many small calls)
     if len(a.shape) >= 2 and len(b.shape) >= 2 and o.buffer is not a.buffer and o.buffer is not b.buffer:
@@ -141,4 +145,59 @@ def _run(dtype: Any, oshape: tuple[int, ...], ashape: tuple[int, ...], bshape: t
                                pb, bs[0][1], bs[1][1], lb[1], lb[0], po, bs[0][2], bs[1][2], lo[1]))
 
 
-KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, FLOAT)]
+def _as_matrix(arg: TensorArg, vector_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(shape, strides) with a 1-D operand made a matrix: a row (vector_dim -2) or a column (-1)."""
+    if len(arg.shape) >= 2:
+        return arg.shape, arg.strides
+    (n,), (s,) = arg.shape, arg.strides
+    return ((1, n), (0, s)) if vector_dim == -2 else ((n, 1), (s, 0))
+
+
+def _batch_offsets(batch: tuple[int, ...], *operands: tuple[tuple[int, ...], tuple[int, ...], int]) -> Any:
+    """int64[batch entries, len(operands)]: each entry's element offset into each operand (full shape and
+    strides, matrix dims last), whose batch dims broadcast against `batch`."""
+    cols = []
+    for shape, strides, base in operands:
+        bstr = _batch_strides(batch, shape, strides)
+        off = np.full((), base, np.int64)
+        for size, st in zip(batch, bstr):
+            off = np.add.outer(off, np.arange(size, dtype=np.int64) * st)
+        cols.append(off.reshape(-1))
+    return np.ascontiguousarray(np.stack(cols, axis=1))
+
+
+def _half_matmul(o: TensorArg, a: TensorArg, b: TensorArg) -> None:
+    """float16/bfloat16 matmul (csrc/gemm_half.c): any strides, 1-D operands and broadcast batch dims."""
+    ashape, astr = _as_matrix(a, -2)
+    bshape, bstr = _as_matrix(b, -1)
+    oshape, ostr = list(o.shape), list(o.strides)  # a 1-D operand's dim is absent from the output
+    if len(b.shape) == 1:
+        oshape, ostr = [*oshape, 1], [*ostr, 0]
+    if len(a.shape) == 1:
+        oshape.insert(len(oshape) - 1, 1)
+        ostr.insert(len(ostr) - 1, 0)
+    m, k, n = ashape[-2], ashape[-1], bshape[-1]
+    batch = tuple(oshape[:-2])
+    target = o
+    if o.buffer is a.buffer or o.buffer is b.buffer:  # tiles are stored while later ones still read
+        target = TensorArg(np.empty(max(o.numel, 1), o.buffer.dtype), o.shape, contiguous_strides(o.shape), 0,
+                           o.dtype)
+        ostr = list(contiguous_strides(tuple(oshape)))
+    offsets = _batch_offsets(batch, (ashape, astr, a.offset), (bshape, bstr, b.offset),
+                             (tuple(oshape), tuple(ostr), target.offset))
+    u16 = _U16
+    done = lib.rumus_gemm_half(int(o.dtype.name == "bfloat16"), offsets.shape[0], _from_buffer("int64_t[]", offsets),
+                               m, n, k, u16(_from_buffer(a.buffer)), astr[-2], astr[-1],
+                               u16(_from_buffer(b.buffer)), bstr[-2], bstr[-1],
+                               u16(_from_buffer(target.buffer)), ostr[-2], ostr[-1])
+    if not done:
+        raise MemoryError(f"matmul: no memory for the float32 tiles of a {o.dtype} product")
+    if target is not o:
+        view(o)[...] = view(target)
+
+
+def _U16(ptr: Any) -> Any:
+    return ffi.cast("uint16_t *", ptr)
+
+
+KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, (*FLOAT, *HALF))]

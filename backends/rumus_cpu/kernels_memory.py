@@ -10,7 +10,7 @@ import numpy as np
 from rumus_contracts import DType, DTypeError, Kernel, TensorArg, contiguous_strides, fixed_i16
 
 from ._lib import EMPTY, META, SUFFIX, ew_meta, ffi, lib
-from .dtypes import STORAGE
+from .dtypes import HALF, STORAGE
 
 _from_buffer = ffi.from_buffer
 _get = META.get
@@ -29,6 +29,10 @@ def _copy_loops() -> dict[str, dict[str, int]]:
 
 _COPY = _copy_loops()
 _FILL = {dt.name: lib.rumus_copy_find(f"fill_{SUFFIX[dt.name]}".encode()) for dt in STORAGE}
+# float16 -> float16 and bfloat16 -> bfloat16 move raw 16-bit words: every bit pattern (NaN payloads too)
+# survives, where a round trip through float would quiet a signalling NaN
+for _half in HALF:
+    _COPY[_half.name][_half.name] = _COPY["int16"]["int16"]
 # fixed_i16(s) tensors copy as their raw int16 values, between identical fixed dtypes only
 FIXED = tuple(fixed_i16(s) for s in range(16))
 for _dt in FIXED:

@@ -15,7 +15,8 @@ import numpy as np
 from rumus_contracts import DType, IndexOutOfRange, Kernel, ShapeError, TensorArg, contiguous_strides
 
 from ._lib import ffi, lib
-from .dtypes import ALL, FLOAT
+from .dtypes import ALL, FLOAT, HALF
+from .widen import widened_to_float32
 
 _from_buffer = ffi.from_buffer
 
@@ -166,21 +167,28 @@ def dropout(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Ma
     o, x = outputs[0], inputs[0]
     if o.numel == 0:
         return
-    f32 = x.dtype.name == "float32"
-    ctype = "float *" if f32 else "double *"
-    fn = lib.rumus_dropout_f32 if f32 else lib.rumus_dropout_f64
-    fn(_ptr(o, ctype), _ptr(x, ctype), o.numel, float(attrs["p"]), int(attrs["seed"]), int(attrs["offset"]))
+    ctype, sfx = _DROPOUT[x.dtype.name]
+    getattr(lib, f"rumus_dropout_{sfx}")(_ptr(o, ctype), _ptr(x, ctype), o.numel, float(attrs["p"]),
+                                         int(attrs["seed"]), int(attrs["offset"]))
+
+
+_DROPOUT = {"float32": ("float *", "f32"), "float64": ("double *", "f64"), "float16": ("uint16_t *", "f16"),
+            "bfloat16": ("uint16_t *", "bf16")}
 
 
 def _kernels() -> list[tuple[str, Kernel, tuple[DType, ...]]]:
+    # embedding, index_select and gather move bytes: float16/bfloat16 words go through as they are
     return [
-        ("dropout", dropout, FLOAT),
-        ("embedding", embedding, ALL),
+        ("dropout", dropout, (*FLOAT, *HALF)),
+        ("embedding", embedding, (*ALL, *HALF)),
         ("embedding_backward", embedding_backward, FLOAT),
-        ("index_select", index_select, ALL),
+        ("embedding_backward", widened_to_float32(embedding_backward), HALF),
+        ("index_select", index_select, (*ALL, *HALF)),
         ("index_add", index_add, FLOAT),
-        ("gather", gather, ALL),
+        ("index_add", widened_to_float32(index_add), HALF),
+        ("gather", gather, (*ALL, *HALF)),
         ("scatter_add", scatter_add, FLOAT),
+        ("scatter_add", widened_to_float32(scatter_add), HALF),
     ]
 
 

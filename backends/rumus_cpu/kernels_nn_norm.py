@@ -1,4 +1,5 @@
-"""Layer, RMS, group and batch normalization and their backward ops: fused C loops (statistics in double)."""
+"""Layer, RMS, group and batch normalization and their backward ops: fused C loops (statistics in double;
+float16/bfloat16 widened on load and rounded once on store)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from typing import Any
 from rumus_contracts import DType, Kernel, TensorArg
 
 from ._lib import lib
-from .dtypes import FLOAT
+from .dtypes import FLOAT, HALF
 from .kernels_nn_conv import ptr
 
-_SFX = {"float32": "f32", "float64": "f64"}
+_SFX = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16"}
 
 
 def _fns(name: str) -> dict[str, Any]:
@@ -76,7 +77,8 @@ def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], 
 
 def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     y, (x, w, b, mean, var) = outputs[0], inputs
-    _BN[x.dtype.name](ptr(x), ptr(w), ptr(b), ptr(mean), ptr(var), ptr(y), *_ncs(x), float(attrs["eps"]))
+    _BN[x.dtype.name](ptr(x), ptr(w), ptr(b), ptr(mean), ptr(var), ptr(y), *_ncs(x), float(attrs["eps"]),
+                      int(bool(attrs["training"])))
 
 
 def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -85,14 +87,15 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
                            float(attrs["eps"]), int(bool(attrs["training"])))
 
 
+_DTYPES = (*FLOAT, *HALF)
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    ("layer_norm", layer_norm, FLOAT),
-    ("layer_norm_backward", layer_norm_backward, FLOAT),
-    ("rms_norm", rms_norm, FLOAT),
-    ("rms_norm_backward", rms_norm_backward, FLOAT),
-    ("group_norm", group_norm, FLOAT),
-    ("group_norm_backward", group_norm_backward, FLOAT),
-    ("batch_norm_stats", batch_norm_stats, FLOAT),
-    ("batch_norm", batch_norm, FLOAT),
-    ("batch_norm_backward", batch_norm_backward, FLOAT),
+    ("layer_norm", layer_norm, _DTYPES),
+    ("layer_norm_backward", layer_norm_backward, _DTYPES),
+    ("rms_norm", rms_norm, _DTYPES),
+    ("rms_norm_backward", rms_norm_backward, _DTYPES),
+    ("group_norm", group_norm, _DTYPES),
+    ("group_norm_backward", group_norm_backward, _DTYPES),
+    ("batch_norm_stats", batch_norm_stats, _DTYPES),
+    ("batch_norm", batch_norm, _DTYPES),
+    ("batch_norm_backward", batch_norm_backward, _DTYPES),
 ]

@@ -10,12 +10,14 @@ import numpy as np
 
 from rumus_contracts import DType, Kernel, TensorArg
 
-from .dtypes import NUMERIC
+from .dtypes import HALF, NUMERIC
 from .kernels_linalg import view
 
 
 def argsort(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     out, x = view(outputs[0]), view(inputs[0])
+    if inputs[0].dtype.name == "bfloat16":  # uint16 words: their float32 values order the same way
+        x = (x.astype(np.uint32) << 16).view(np.float32)
     if x.ndim == 0:
         out[...] = 0
         return
@@ -31,4 +33,4 @@ def argsort(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Ma
     out[...] = (n - 1) - order
 
 
-KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("argsort", argsort, NUMERIC)]
+KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("argsort", argsort, (*NUMERIC, *HALF))]

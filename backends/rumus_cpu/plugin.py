@@ -25,6 +25,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_attention",
     "kernels_sort",
     "kernels_amp",
+    "kernels_half_widened",
 )
 
 

@@ -1,13 +1,14 @@
-/* Included by nn_norm.c once per element type T, with FN(name) adding the dtype suffix. No include guard. */
+/* Included by nn_norm.c once per element type T, with FN(name) adding the dtype suffix, LD(v) widening a
+   stored value to double and ST(d) rounding a double into T (float16/bfloat16: once). No include guard. */
 
 /* mean and 1/sqrt(var + eps) of n contiguous values (two passes: no cancellation for offset data). */
 static inline void FN(moments)(const T *x, int64_t n, double eps, double *mean, double *rstd) {
     double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += (double)x[i];
+    for (int64_t i = 0; i < n; i++) s += LD(x[i]);
     const double m = n ? s / (double)n : 0.0;
     double v = 0.0;
     for (int64_t i = 0; i < n; i++) {
-        const double d = (double)x[i] - m;
+        const double d = LD(x[i]) - m;
         v += d * d;
     }
     *mean = m;
@@ -28,7 +29,7 @@ RUMUS_PARALLEL_FOR
             double mean, rstd;
             FN(moments)(xr, cols, eps, &mean, &rstd);
             for (int64_t j = 0; j < cols; j++)
-                yr[j] = (T)(((double)xr[j] - mean) * rstd * (double)w[j] + (double)b[j]);
+                yr[j] = ST((LD(xr[j]) - mean) * rstd * LD(w[j]) + LD(b[j]));
         }
     }
 }
@@ -45,22 +46,22 @@ static void FN(row_norm_backward)(const T *g, const T *x, const T *w, T *gx, dou
             FN(moments)(xr, cols, eps, &mean, &rstd);
         } else {
             double ss = 0.0;
-            for (int64_t j = 0; j < cols; j++) ss += (double)xr[j] * (double)xr[j];
+            for (int64_t j = 0; j < cols; j++) ss += LD(xr[j]) * LD(xr[j]);
             rstd = 1.0 / sqrt(ss / (double)cols + eps);
         }
         double s1 = 0.0, s2 = 0.0;
         for (int64_t j = 0; j < cols; j++) {
-            const double xh = ((double)xr[j] - mean) * rstd, gh = (double)gr[j] * (double)w[j];
+            const double xh = (LD(xr[j]) - mean) * rstd, gh = LD(gr[j]) * LD(w[j]);
             s1 += gh;
             s2 += gh * xh;
-            gw[j] += (double)gr[j] * xh;
-            if (gb) gb[j] += (double)gr[j];
+            gw[j] += LD(gr[j]) * xh;
+            if (gb) gb[j] += LD(gr[j]);
         }
         s1 = centred ? s1 / (double)cols : 0.0;
         s2 /= (double)cols;
         for (int64_t j = 0; j < cols; j++) {
-            const double xh = ((double)xr[j] - mean) * rstd;
-            gxr[j] = (T)(rstd * ((double)gr[j] * (double)w[j] - s1 - xh * s2));
+            const double xh = (LD(xr[j]) - mean) * rstd;
+            gxr[j] = ST(rstd * (LD(gr[j]) * LD(w[j]) - s1 - xh * s2));
         }
     }
 }
@@ -89,8 +90,8 @@ RUMUS_PARALLEL_FOR_DYNAMIC
             sw += acc[t * width + j];
             if (gb) sb += acc[t * width + cols + j];
         }
-        gw[j] = (T)sw;
-        if (gb) gb[j] = (T)sb;
+        gw[j] = ST(sw);
+        if (gb) gb[j] = ST(sb);
     }
     free(acc);
 }
@@ -111,9 +112,9 @@ RUMUS_PARALLEL_FOR
             const T *xr = x + r * cols;
             T *yr = y + r * cols;
             double ss = 0.0;
-            for (int64_t j = 0; j < cols; j++) ss += (double)xr[j] * (double)xr[j];
+            for (int64_t j = 0; j < cols; j++) ss += LD(xr[j]) * LD(xr[j]);
             const double rinv = 1.0 / sqrt(ss / (double)cols + eps);
-            for (int64_t j = 0; j < cols; j++) yr[j] = (T)((double)xr[j] * rinv * (double)w[j]);
+            for (int64_t j = 0; j < cols; j++) yr[j] = ST(LD(xr[j]) * rinv * LD(w[j]));
         }
     }
 }
@@ -141,8 +142,8 @@ RUMUS_PARALLEL_FOR
             FN(moments)(xr, len, eps, &mean, &rstd);
             const int64_t c0 = (r % groups) * cg;
             for (int64_t k = 0; k < cg; k++) {
-                const double a = rstd * (double)w[c0 + k], sh = (double)b[c0 + k] - mean * a;
-                for (int64_t i = 0; i < s; i++) yr[k * s + i] = (T)((double)xr[k * s + i] * a + sh);
+                const double a = rstd * LD(w[c0 + k]), sh = LD(b[c0 + k]) - mean * a;
+                for (int64_t i = 0; i < s; i++) yr[k * s + i] = ST(LD(xr[k * s + i]) * a + sh);
             }
         }
     }
@@ -168,10 +169,10 @@ RUMUS_PARALLEL_FOR_DYNAMIC
                 double mean, rstd, s1 = 0.0, s2 = 0.0;
                 FN(moments)(xr, len, eps, &mean, &rstd);
                 for (int64_t k = 0; k < cg; k++) {
-                    const double wk = (double)w[c0 + k];
+                    const double wk = LD(w[c0 + k]);
                     double sw = 0.0, sb = 0.0;
                     for (int64_t i = 0; i < s; i++) {
-                        const double gi = (double)gr[k * s + i], xh = ((double)xr[k * s + i] - mean) * rstd;
+                        const double gi = LD(gr[k * s + i]), xh = (LD(xr[k * s + i]) - mean) * rstd;
                         sw += gi * xh;
                         sb += gi;
                     }
@@ -183,10 +184,10 @@ RUMUS_PARALLEL_FOR_DYNAMIC
                 s1 /= (double)len;
                 s2 /= (double)len;
                 for (int64_t k = 0; k < cg; k++) {
-                    const double wk = (double)w[c0 + k];
+                    const double wk = LD(w[c0 + k]);
                     for (int64_t i = 0; i < s; i++) {
-                        const double xh = ((double)xr[k * s + i] - mean) * rstd;
-                        gxr[k * s + i] = (T)(rstd * ((double)gr[k * s + i] * wk - s1 - xh * s2));
+                        const double xh = (LD(xr[k * s + i]) - mean) * rstd;
+                        gxr[k * s + i] = ST(rstd * (LD(gr[k * s + i]) * wk - s1 - xh * s2));
                     }
                 }
             }
@@ -198,44 +199,65 @@ RUMUS_PARALLEL_FOR_DYNAMIC
             sw += acc[t * 2 * c + j];
             sb += acc[t * 2 * c + c + j];
         }
-        gw[j] = (T)sw;
-        gb[j] = (T)sb;
+        gw[j] = ST(sw);
+        gb[j] = ST(sb);
     }
     free(acc);
 }
 
 /* ---- batch norm: channels are independent; channel k's values are N runs of S ------------------ */
 
+/* mean and (biased) variance of channel k, in double, two passes */
+static void FN(channel_moments)(const T *x, int64_t n, int64_t c, int64_t s, int64_t k, double *mean, double *var) {
+    const double m = (double)(n * s);
+    double sum = 0.0, sq = 0.0;
+    for (int64_t b = 0; b < n; b++) {
+        const T *xr = x + (b * c + k) * s;
+        for (int64_t i = 0; i < s; i++) sum += LD(xr[i]);
+    }
+    const double mu = m > 0 ? sum / m : 0.0;
+    for (int64_t b = 0; b < n; b++) {
+        const T *xr = x + (b * c + k) * s;
+        for (int64_t i = 0; i < s; i++) {
+            const double d = LD(xr[i]) - mu;
+            sq += d * d;
+        }
+    }
+    *mean = mu;
+    *var = m > 0 ? sq / m : 0.0;
+}
+
 void FN(rumus_batch_norm_stats)(const void *xv, void *meanv, void *varv, int64_t n, int64_t c, int64_t s) {
     const T *x = (const T *)xv;
     T *mean = (T *)meanv, *var = (T *)varv;
     if (c == 0) return;
     const int nt = norm_threads(c, n * c * s);
-    const double m = (double)(n * s);
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
-            double sum = 0.0, sq = 0.0;
-            for (int64_t b = 0; b < n; b++) {
-                const T *xr = x + (b * c + k) * s;
-                for (int64_t i = 0; i < s; i++) sum += (double)xr[i];
-            }
-            const double mu = m > 0 ? sum / m : 0.0;
-            for (int64_t b = 0; b < n; b++) {
-                const T *xr = x + (b * c + k) * s;
-                for (int64_t i = 0; i < s; i++) {
-                    const double d = (double)xr[i] - mu;
-                    sq += d * d;
-                }
-            }
-            mean[k] = (T)mu;
-            var[k] = (T)(m > 0 ? sq / m : 0.0);
+            double mu, v;
+            FN(channel_moments)(x, n, c, s, k, &mu, &v);
+            mean[k] = ST(mu);
+            var[k] = ST(v);
         }
     }
 }
 
+/* In training the statistics are batch_norm_stats(x). Where T is too narrow to hold them well
+   (STATS_FROM_X: float16/bfloat16) the forward recomputes them in double instead of reading them rounded
+   (the backward's contract is the statistics it is given: it reads them). */
+static void FN(bn_stats_of)(const T *x, const T *mean, const T *var, int64_t n, int64_t c, int64_t s, int64_t k,
+                            int training, double *mu, double *v) {
+    if (training && STATS_FROM_X) {
+        FN(channel_moments)(x, n, c, s, k, mu, v);
+    } else {
+        *mu = LD(mean[k]);
+        *v = LD(var[k]);
+    }
+}
+
 void FN(rumus_batch_norm)(const void *xv, const void *wv, const void *bv, const void *meanv, const void *varv, void *yv,
-                          int64_t n, int64_t c, int64_t s, double eps) {
+                          int64_t n, int64_t c, int64_t s, double eps, int training) {
     const T *x = (const T *)xv, *w = (const T *)wv, *b = (const T *)bv, *mean = (const T *)meanv;
     const T *var = (const T *)varv;
     T *y = (T *)yv;
@@ -247,7 +269,9 @@ RUMUS_PARALLEL_FOR
             /* (x - mean) * a + b, never x * a + (b - mean * a): at a large offset (x = mean = 1e6) the
              * folded form subtracts two huge rounded products and leaves garbage (-32 instead of 0),
              * while x - mean is exact there (Sterbenz) and the result is b. */
-            const double a = (double)w[k] / sqrt((double)var[k] + eps), bk = (double)b[k];
+            double mu, vk;
+            FN(bn_stats_of)(x, mean, var, n, c, s, k, training, &mu, &vk);
+            const double a = LD(w[k]) / sqrt(vk + eps), bk = LD(b[k]);
             if (sizeof(T) == sizeof(float)) { /* float math vectorises; a is rounded once */
                 const T af = (T)a, mf = mean[k], bf = (T)bk;
                 for (int64_t bb = 0; bb < n; bb++) {
@@ -256,11 +280,10 @@ RUMUS_PARALLEL_FOR
                     for (int64_t i = 0; i < s; i++) yr[i] = (xr[i] - mf) * af + bf;
                 }
             } else {
-                const double mu = (double)mean[k];
                 for (int64_t bb = 0; bb < n; bb++) {
                     const T *xr = x + (bb * c + k) * s;
                     T *yr = y + (bb * c + k) * s;
-                    for (int64_t i = 0; i < s; i++) yr[i] = (T)(((double)xr[i] - mu) * a + bk);
+                    for (int64_t i = 0; i < s; i++) yr[i] = ST((LD(xr[i]) - mu) * a + bk);
                 }
             }
         }
@@ -279,17 +302,17 @@ void FN(rumus_batch_norm_backward)(const void *gv, const void *xv, const void *w
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
-            const double mu = (double)mean[k], invstd = 1.0 / sqrt((double)var[k] + eps), wk = (double)w[k];
+            const double mu = LD(mean[k]), invstd = 1.0 / sqrt(LD(var[k]) + eps), wk = LD(w[k]);
             double sg = 0.0, sgx = 0.0;
             for (int64_t b = 0; b < n; b++) {
                 const T *gr = g + (b * c + k) * s, *xr = x + (b * c + k) * s;
                 for (int64_t i = 0; i < s; i++) {
-                    sg += (double)gr[i];
-                    sgx += (double)gr[i] * ((double)xr[i] - mu);
+                    sg += LD(gr[i]);
+                    sgx += LD(gr[i]) * (LD(xr[i]) - mu);
                 }
             }
-            gb[k] = (T)sg;
-            gw[k] = (T)(sgx * invstd);
+            gb[k] = ST(sg);
+            gw[k] = ST(sgx * invstd);
             const double a = wk * invstd;
             const double mg = training && m > 0 ? sg / m : 0.0;
             const double mx = training && m > 0 ? sgx * invstd * invstd / m : 0.0; /* times (x - mu) */
@@ -297,7 +320,7 @@ RUMUS_PARALLEL_FOR
                 const T *gr = g + (b * c + k) * s, *xr = x + (b * c + k) * s;
                 T *gxr = gx + (b * c + k) * s;
                 for (int64_t i = 0; i < s; i++)
-                    gxr[i] = (T)(a * ((double)gr[i] - mg - ((double)xr[i] - mu) * mx));
+                    gxr[i] = ST(a * (LD(gr[i]) - mg - (LD(xr[i]) - mu) * mx));
             }
         }
     }

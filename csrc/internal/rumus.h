@@ -101,6 +101,8 @@ int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const cha
 #define RUMUS_EACH_ALL(M, ...) RUMUS_EACH_NUMERIC(M, __VA_ARGS__) M(b, uint8_t, __VA_ARGS__)
 
 #define RUMUS_UNUSED(x) (void)(x)
+/* The identity load/store of kernels templated over a conversion (float16/bfloat16 use internal/half.h). */
+#define RUMUS_AS_IS(x) (x)
 
 /* Hot loops are compiled twice on x86-64 glibc Linux (AVX2 and baseline SSE2; ifunc picks one at
    load time).

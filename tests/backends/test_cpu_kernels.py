@@ -59,8 +59,8 @@ def _cases() -> list[Any]:
             continue
         samples = list(schema.samples(np.random.default_rng(sum(map(ord, schema.name)))))
         for dt in schema.dtypes:
-            if dt not in claimed(schema.name):
-                continue
+            if dt not in claimed(schema.name) or dt in (float16, bfloat16):
+                continue  # 16-bit floats: swept through the core by tests/backends/test_cpu_half_ops.py
             for i, sample in enumerate(samples):
                 pinned = _dispatch_dtype(schema, sample)
                 if pinned is not None and pinned != dt:
@@ -210,7 +210,6 @@ def test_every_op_has_a_cpu_kernel_for_every_supported_dtype() -> None:
         if schema.composite:
             continue
         have = claimed(schema.name)
-        assert not have & {float16, bfloat16}, f"{schema.name}: the CPU backend must not claim half floats"
         want = {d for d in schema.dtypes if d in CPU_DTYPES or d.is_fixed}
         if not KERNELS.entries(schema.name, "cpu") or want - have:
             (missing if schema.name in required else elsewhere).append(
@@ -296,8 +295,9 @@ def test_nan_handling() -> None:
 def test_copy_converts_between_all_storage_dtypes() -> None:
     src = np.array([-3.7, -1.0, -0.5, 0.0, 0.5, 1.0, 2.9, 100.0])
     copy = KERNELS.find("copy", "cpu", float64)
-    for a in CPU_DTYPES:
-        for b in CPU_DTYPES:
+    numpy_dtypes = [d for d in CPU_DTYPES if d != bfloat16]  # bfloat16: tests/backends/test_cpu_half_convert.py
+    for a in numpy_dtypes:
+        for b in numpy_dtypes:
             x = src.astype(a.numpy) if not a.is_bool else src != 0
             if a.kind == "u":
                 x = np.abs(src).astype(a.numpy)
