@@ -4,6 +4,7 @@ small for float16 still accumulate; the model and its checkpoint keep float16.""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import rumus as rm
 from rumus import nn
@@ -29,14 +30,16 @@ def test_small_updates_accumulate_in_the_master_copy() -> None:
     np.testing.assert_array_equal(mastered.float().numpy(), np.float16(1.002).astype(np.float32))
 
 
-def test_float16_model_with_master_weights_and_scaler_trains_a3_and_checkpoints_in_float16(tmp_path) -> None:
-    dev = device_for(rm.float16)
+@pytest.mark.parametrize("low", [rm.float16, rm.bfloat16], ids=lambda d: d.name)
+def test_half_model_with_master_weights_trains_a3_and_checkpoints_in_its_dtype(tmp_path, low: rm.DType) -> None:
+    dev = device_for(low)
     rm.manual_seed(0)
-    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(dev).to(dtype=rm.float16)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3)).to(dev)
+    model = model.half() if low == rm.float16 else model.bfloat16()
     opt = rm.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.01, master_weights=True)
-    scaler = rm.amp.GradScaler()
+    scaler = rm.amp.GradScaler(enabled=low == rm.float16)  # bfloat16 has float32's range
     x, y = a3_a4.three_class_data()
-    x, y = x.to(dev).to(rm.float16), y.to(dev)
+    x, y = x.to(dev).to(low), y.to(dev)
     loss = None
     for _ in range(200):
         loss = nn.functional.cross_entropy(model(x).float(), y)
@@ -44,15 +47,15 @@ def test_float16_model_with_master_weights_and_scaler_trains_a3_and_checkpoints_
         scaler.step(opt)
         scaler.update()
     final = float(loss.item())
-    assert final < 0.15, f"A3 with a float16 model and master weights: final loss {final}"
-    assert all(p.dtype == rm.float16 for p in model.parameters())
+    assert final < 0.15, f"A3 with a {low} model and master weights: final loss {final}"
+    assert all(p.dtype == low for p in model.parameters())
     sd = model.state_dict()
-    assert all(v.dtype == rm.float16 for v in sd.values())
+    assert all(v.dtype == low for v in sd.values())
     for p in model.parameters():
         master = opt.state[id(p)]["master_param"]
-        np.testing.assert_array_equal(p.float().numpy(), master.to(rm.float16).float().numpy())
+        np.testing.assert_array_equal(p.float().numpy(), master.to(low).float().numpy())
     path = tmp_path / "model.pt"
     rm.save({"model": sd, "opt": opt.state_dict()}, str(path))
     back = rm.load(str(path))
-    assert all(v.dtype == rm.float16 for v in back["model"].values())
+    assert all(v.dtype == low for v in back["model"].values())
     assert all(s["master_param"].dtype == rm.float32 for s in back["opt"]["state"].values())
