@@ -25,6 +25,19 @@ typedef struct {
     int osz, xsz;
 } reduce_entry;
 
+typedef void (*outputs_fn)(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e);
+
+/* outputs [0, outer) split over nt threads, never more threads than outputs */
+static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, outputs_fn fn) {
+    if (nt > L->outer) nt = (int)L->outer;
+    if (nt <= 1) {
+        fn(L, o, x, 0, L->outer);
+        return;
+    }
+    RUMUS_PARALLEL_FOR
+    for (int t = 0; t < nt; t++) fn(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt);
+}
+
 #define ACC_SUM(a, v) ((a) += (v))
 #define ACC_PROD(a, v) ((a) *= (v))
 /* NaN wins (x != x folds away for integers); written as selects so loops vectorise */
@@ -176,13 +189,7 @@ typedef struct {
             }                                                                                           \
             return;                                                                                     \
         }                                                                                               \
-        if (nt > L->outer) nt = (int)L->outer;                                                          \
-        if (nt <= 1) {                                                                                  \
-            NAME##_outputs(L, o, x, 0, L->outer);                                                       \
-            return;                                                                                     \
-        }                                                                                               \
-        RUMUS_PARALLEL_FOR                                                                              \
-        for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
+        run_outputs(L, o, x, nt, NAME##_outputs);                                                       \
     }
 
 /* Per dtype: suffix, input type, sum accumulator, sum output type, lowest value, highest value, the
@@ -238,13 +245,7 @@ typedef struct {
     static void NAME(const rumus_rlayout *L, char *o, const char *x) {                                  \
         if (L->outer == 0 || L->inner == 0) return;                                                     \
         int nt = rumus_threads_for(L->outer * L->inner);                                                \
-        if (nt > L->outer) nt = (int)L->outer;                                                          \
-        if (nt <= 1) {                                                                                  \
-            NAME##_outputs(L, o, x, 0, L->outer);                                                       \
-            return;                                                                                     \
-        }                                                                                               \
-        RUMUS_PARALLEL_FOR                                                                              \
-        for (int t = 0; t < nt; t++) NAME##_outputs(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt); \
+        run_outputs(L, o, x, nt, NAME##_outputs);                                                       \
     }
 
 #define DEF_ARGS(sfx, TI, TA, TO, LOW, HIGH, TX, LD, ST)                                                \

@@ -76,9 +76,11 @@ def _sized(shape: Sequence[int], dtype: DType, make: Callable[[], _T]) -> _T:
 
 
 def _bfloat16_bits(a: np.ndarray) -> np.ndarray:
-    """float32 -> bfloat16 bit patterns, round to nearest even."""
-    bits = np.asarray(a, dtype=np.float32, order="C").view(np.uint32)
-    rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+    """float32 -> bfloat16 bit patterns, round to nearest even; a NaN stays NaN (quiet bit set: rounding its
+    payload could carry into an infinity or the sign), as the CPU kernels do (csrc/internal/half.h)."""
+    f32 = np.asarray(a, dtype=np.float32, order="C")
+    bits = f32.view(np.uint32)
+    rounded = np.where(np.isnan(f32), bits | 0x400000, bits + 0x7FFF + ((bits >> 16) & 1))
     return (rounded >> 16).astype(np.uint16)
 
 

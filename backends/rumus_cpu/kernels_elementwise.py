@@ -84,6 +84,12 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
     return kernel
 
 
+def _meta(key: tuple[Any, ...]) -> Any:
+    """The cached meta array of a layout key (the table kernels inline this: their calls are the hot path)."""
+    meta = _get(key)
+    return ew_meta(key) if meta is None else meta
+
+
 _WHERE = _lib.loops(lib.rumus_ew_find, "where", ALL)
 # where only selects: float16/bfloat16 words move as they are, through the 2-byte (int16) loop
 _WHERE.update({dt.name: lib.rumus_ew_find(b"where_i16") for dt in HALF})
@@ -93,10 +99,7 @@ def where(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
     """where(cond, a, b); the loop is chosen by a's dtype, whichever input the dispatcher keyed on."""
     o = outputs[0]
     c, a, b = inputs
-    key = (o.shape, o.strides, c.strides, a.strides, b.strides)
-    meta = _get(key)
-    if meta is None:
-        meta = ew_meta(key)
+    meta = _meta((o.shape, o.strides, c.strides, a.strides, b.strides))
     if meta is not EMPTY:
         lib.rumus_ew_run3(_WHERE[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(c.buffer),
                           c.offset, _from_buffer(a.buffer), a.offset, _from_buffer(b.buffer), b.offset)
@@ -110,10 +113,7 @@ def clamp(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
     """Bounds are Python numbers or None; integer inputs are clamped and truncated like a C cast."""
     o, x = outputs[0], inputs[0]
     lo, hi = attrs.get("min"), attrs.get("max")
-    key = (o.shape, o.strides, x.strides)
-    meta = _get(key)
-    if meta is None:
-        meta = ew_meta(key)
+    meta = _meta((o.shape, o.strides, x.strides))
     if meta is not EMPTY:
         lib.rumus_ew_run1p(_CLAMP[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer),
                            x.offset, -_INF if lo is None else float(lo), _INF if hi is None else float(hi))

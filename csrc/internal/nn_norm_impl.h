@@ -15,23 +15,48 @@ static inline void FN(moments)(const T *x, int64_t n, double eps, double *mean, 
     *rstd = 1.0 / sqrt((n ? v / (double)n : 0.0) + eps);
 }
 
-void FN(rumus_layer_norm)(const void *xv, const void *wv, const void *bv, void *yv, int64_t rows, int64_t cols,
-                          double eps) {
-    const T *x = (const T *)xv, *w = (const T *)wv, *b = (const T *)bv;
-    T *y = (T *)yv;
-    if (rows == 0 || cols == 0) return;
-    const int nt = norm_threads(rows, rows * cols);
+/* centred: mean and rstd as moments(); otherwise (RMS) mean 0 and rstd = 1/sqrt(mean(x^2) + eps) */
+static inline void FN(row_stats)(const T *x, int64_t n, double eps, int centred, double *mean, double *rstd) {
+    if (centred) {
+        FN(moments)(x, n, eps, mean, rstd);
+        return;
+    }
+    double ss = 0.0;
+    for (int64_t j = 0; j < n; j++) ss += LD(x[j]) * LD(x[j]);
+    *mean = 0.0;
+    *rstd = 1.0 / sqrt(ss / (double)n + eps);
+}
+
+/* The forward of layer, RMS and group norm: row r holds cg channels of s values each, channel k of row r
+   using weight/bias c0 + k with c0 = (r % groups) * cg; y = (x - mean) * rstd * w [+ b] (b NULL: none).
+   Layer/RMS norm: groups 1, cg = cols, s 1. */
+static void FN(norm_rows)(const T *x, const T *w, const T *b, T *y, int64_t rows, int64_t cg, int64_t s,
+                          int64_t groups, double eps, int centred) {
+    const int64_t len = cg * s;
+    if (rows == 0 || len == 0) return;
+    const int nt = norm_threads(rows, rows * len);
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
-            const T *xr = x + r * cols;
-            T *yr = y + r * cols;
+            const T *xr = x + r * len;
+            T *yr = y + r * len;
             double mean, rstd;
-            FN(moments)(xr, cols, eps, &mean, &rstd);
-            for (int64_t j = 0; j < cols; j++)
-                yr[j] = ST((LD(xr[j]) - mean) * rstd * LD(w[j]) + LD(b[j]));
+            FN(row_stats)(xr, len, eps, centred, &mean, &rstd);
+            const int64_t c0 = (r % groups) * cg;
+            for (int64_t k = 0; k < cg; k++) {
+                const double a = rstd * LD(w[c0 + k]), bk = b ? LD(b[c0 + k]) : 0.0;
+                for (int64_t i = 0; i < s; i++) {
+                    const double v = (LD(xr[k * s + i]) - mean) * a;
+                    yr[k * s + i] = ST(b ? v + bk : v);
+                }
+            }
         }
     }
+}
+
+void FN(rumus_layer_norm)(const void *xv, const void *wv, const void *bv, void *yv, int64_t rows, int64_t cols,
+                          double eps) {
+    FN(norm_rows)((const T *)xv, (const T *)wv, (const T *)bv, (T *)yv, rows, cols, 1, 1, eps, 1);
 }
 
 /* gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) with gxhat = g * w; gw += g * xhat; gb += g.
@@ -41,14 +66,8 @@ static void FN(row_norm_backward)(const T *g, const T *x, const T *w, T *gx, dou
     for (int64_t r = 0; r < rows; r++) {
         const T *gr = g + r * cols, *xr = x + r * cols;
         T *gxr = gx + r * cols;
-        double mean = 0.0, rstd;
-        if (centred) {
-            FN(moments)(xr, cols, eps, &mean, &rstd);
-        } else {
-            double ss = 0.0;
-            for (int64_t j = 0; j < cols; j++) ss += LD(xr[j]) * LD(xr[j]);
-            rstd = 1.0 / sqrt(ss / (double)cols + eps);
-        }
+        double mean, rstd;
+        FN(row_stats)(xr, cols, eps, centred, &mean, &rstd);
         double s1 = 0.0, s2 = 0.0;
         for (int64_t j = 0; j < cols; j++) {
             const double xh = (LD(xr[j]) - mean) * rstd, gh = LD(gr[j]) * LD(w[j]);
@@ -102,21 +121,7 @@ void FN(rumus_layer_norm_backward)(const void *gv, const void *xv, const void *w
 }
 
 void FN(rumus_rms_norm)(const void *xv, const void *wv, void *yv, int64_t rows, int64_t cols, double eps) {
-    const T *x = (const T *)xv, *w = (const T *)wv;
-    T *y = (T *)yv;
-    if (rows == 0 || cols == 0) return;
-    const int nt = norm_threads(rows, rows * cols);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
-            const T *xr = x + r * cols;
-            T *yr = y + r * cols;
-            double ss = 0.0;
-            for (int64_t j = 0; j < cols; j++) ss += LD(xr[j]) * LD(xr[j]);
-            const double rinv = 1.0 / sqrt(ss / (double)cols + eps);
-            for (int64_t j = 0; j < cols; j++) yr[j] = ST(LD(xr[j]) * rinv * LD(w[j]));
-        }
-    }
+    FN(norm_rows)((const T *)xv, (const T *)wv, NULL, (T *)yv, rows, cols, 1, 1, eps, 0);
 }
 
 void FN(rumus_rms_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, int64_t rows,
@@ -128,25 +133,7 @@ void FN(rumus_rms_norm_backward)(const void *gv, const void *xv, const void *wv,
 
 void FN(rumus_group_norm)(const void *xv, const void *wv, const void *bv, void *yv, int64_t n, int64_t c, int64_t s,
                           int64_t groups, double eps) {
-    const T *x = (const T *)xv, *w = (const T *)wv, *b = (const T *)bv;
-    T *y = (T *)yv;
-    const int64_t rows = n * groups, cg = c / groups, len = cg * s;
-    if (rows == 0 || len == 0) return;
-    const int nt = norm_threads(rows, rows * len);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
-            const T *xr = x + r * len;
-            T *yr = y + r * len;
-            double mean, rstd;
-            FN(moments)(xr, len, eps, &mean, &rstd);
-            const int64_t c0 = (r % groups) * cg;
-            for (int64_t k = 0; k < cg; k++) {
-                const double a = rstd * LD(w[c0 + k]), sh = LD(b[c0 + k]) - mean * a;
-                for (int64_t i = 0; i < s; i++) yr[k * s + i] = ST(LD(xr[k * s + i]) * a + sh);
-            }
-        }
-    }
+    FN(norm_rows)((const T *)xv, (const T *)wv, (const T *)bv, (T *)yv, n * groups, c / groups, s, groups, eps, 1);
 }
 
 void FN(rumus_group_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, void *gbv,

@@ -121,6 +121,9 @@ def test_nan_payloads_stay_nan_in_bfloat16() -> None:
     nans = np.array([0x7F800001, 0x7FFFFFFF, 0xFF800001, 0xFFFFFFFF, 0x7FC00000], np.uint32).view(np.float32)
     got = (_bf16_bits(rm.tensor(nans).to(rm.bfloat16)).astype(np.uint32) << 16).view(np.float32)
     assert np.isnan(got).all()
+    # the host-side conversion of rm.tensor(..., dtype=bfloat16) gives the kernel's bits
+    np.testing.assert_array_equal(_bf16_bits(rm.tensor(nans, dtype=rm.bfloat16)),
+                                  _bf16_bits(rm.tensor(nans).to(rm.bfloat16)))
 
 
 def test_float64_to_bfloat16_rounds_once() -> None:
