@@ -100,6 +100,8 @@ def numel(x: Tensor) -> int:
 from . import data, fixed, io, nn, onnx, optim  # noqa: E402
 from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
 from . import quant  # noqa: E402,F401  (issue 15: q8 / int4 weights, RTN / GPTQ / AWQ)
+from . import amp  # noqa: E402,F401  (issue 13: autocast, GradScaler, master weights)
+from .amp import autocast  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401  (issue 17: rm.distributed as torch.distributed; mpi4py only on init_mpi)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 from .nn.functional import one_hot  # noqa: E402, F811  (the checked one: refuses out-of-range classes)
@@ -115,8 +117,9 @@ load = io.load
 __all__ = [
     'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',
     'Generator', 'KernelNotFound', 'RumusError', 'ShapeError', 'Tensor', 'abs', 'add', 'all', 'allclose',
-    'amax', 'amin', 'any', 'arange', 'argmax', 'argmin', 'autograd', 'bfloat16', 'bmm', 'bool', 'cat',
-    'chunk', 'clamp', 'clip', 'clone', 'compile', 'concat', 'cos', 'data', 'default_device', 'device', 'div', 'dot',
+    'amax', 'amin', 'amp', 'any', 'arange', 'argmax', 'argmin', 'autocast', 'autograd', 'bfloat16', 'bmm', 'bool',
+    'cat', 'chunk', 'clamp', 'clip', 'clone', 'compile', 'concat', 'cos', 'data', 'default_device', 'device', 'div',
+    'dot',
     'empty', 'empty_like', 'enable_grad', 'eq', 'exp', 'eye', 'fixed', 'flatten', 'float16', 'float32',
     'float64', 'from_numpy', 'full', 'full_like', 'ge', 'gt', 'inference_mode', 'initial_seed', 'int16',
     'int32', 'int64', 'int8', 'io', 'is_grad_enabled', 'isclose', 'le', 'linspace', 'load', 'log',

@@ -19,6 +19,7 @@ from rumus_contracts.shapes import normalize_dim
 from . import _creation
 from . import _math as M
 from ._indexing import gather, index_add, index_select, scatter_add
+from .amp.policy import for_op as autocast_for_op
 from .ops import get as _op
 from .tensor import Tensor
 
@@ -133,6 +134,7 @@ def _scan(name: str, x: Tensor, dim: int, combine: Any, identity: float) -> Tens
 
 
 def cumsum(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (x,) = autocast_for_op("cumsum", x)
     if dtype is not None:
         x = x.to(dtype=dtype)
     elif not x.dtype.is_floating:
@@ -142,6 +144,7 @@ def cumsum(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 
 def cumprod(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    (x,) = autocast_for_op("cumprod", x)
     if dtype is not None:
         x = x.to(dtype=dtype)
     elif not x.dtype.is_floating:
@@ -152,6 +155,7 @@ def cumprod(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
 
 # ---- norms ------------------------------------------------------------------------------------------
 def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    (x,) = autocast_for_op("norm", x)
     if dtype is not None:
         x = x.to(dtype=dtype)
     if not x.dtype.is_floating:

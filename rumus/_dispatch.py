@@ -16,6 +16,7 @@ from rumus_contracts.shapes import broadcast_shapes
 
 from . import _runtime
 from ._storage import Storage
+from ._thread_state import autocast_state as _autocast
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Node
 from .tensor import Tensor, make_tensor
@@ -113,6 +114,9 @@ class Op:
 
     def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema
+        if _autocast.enabled and schema.autocast is not None:  # rumus.autocast: the schema's class decides
+            from .amp.policy import cast_inputs
+            args = tuple(cast_inputs(schema, args))
         if self._composite is not None:
             if _tracer is not None and schema.onnx is not None:
                 return list(_tracer.composite(self._composite, schema, args, attrs))

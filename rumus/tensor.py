@@ -433,6 +433,9 @@ class Tensor:
     def half(self) -> Tensor:
         return self.to(dtype="float16")
 
+    def bfloat16(self) -> Tensor:
+        return self.to(dtype="bfloat16")
+
     def long(self) -> Tensor:
         return self.to(dtype="int64")
 

@@ -24,6 +24,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_nn_conv", "kernels_nn_norm",
     "kernels_attention", "kernels_softmax_backward",
     "kernels_sort",
+    "kernels_amp",
     "kernels_half_widened",
 )
 

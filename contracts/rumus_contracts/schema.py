@@ -55,6 +55,10 @@ SampleGen = Callable[[np.random.Generator], Iterable[Sample]]
 ErrorGen = Callable[[], Iterable[ErrorSample]]
 
 
+# the autocast classes an OpSchema may declare (None: the op runs in its inputs' dtypes)
+AUTOCAST_CLASSES: tuple[str | None, ...] = ("lower", "float32", "promote", None)
+
+
 def _same_dtype(dtypes: Sequence[DType], attrs: Mapping[str, Any]) -> list[DType]:
     return [dtypes[0]]
 
@@ -82,6 +86,11 @@ class OpSchema:
     tolerance   -- per-dtype (rtol, atol) overrides with `tolerance_reason` saying why.
     onnx        -- ONNX lowering: fn(ctx, input_names, output_names, attrs) -> node descriptions
                    (see rumus_contracts.onnx_lowering); None: the op cannot be exported.
+    autocast    -- the op's class under `rumus.autocast` (PyTorch's autocast lists as the model):
+                   "lower" runs in the autocast dtype (GEMMs, convolutions, attention), "float32" runs
+                   in float32 (reductions, norms, losses, exp/log/pow), "promote" casts its float
+                   inputs to the widest of them (cat, stack, where), None runs in the input dtypes.
+                   Only float16/bfloat16/float32 inputs are cast; float64 is never touched.
     """
 
     name: str
@@ -106,8 +115,12 @@ class OpSchema:
     tolerance_reason: str = ""
     doc: str = ""
     onnx: Callable[..., Any] | None = None  # ONNX lowering (rumus_contracts.onnx_lowering)
+    autocast: str | None = None  # "lower" | "float32" | "promote" | None (see above)
 
     def __post_init__(self) -> None:
+        if self.autocast not in AUTOCAST_CLASSES:
+            raise PluginError(f"op '{self.name}': autocast={self.autocast!r} is not one of "
+                              f"{', '.join(repr(c) for c in AUTOCAST_CLASSES)}")
         self.contiguous_idx = tuple(self.inputs.index(n) for n in self.contiguous)
         self.differentiable_idx = tuple(self.inputs.index(n) for n in self.differentiable)
         self.mutates_idx = tuple(self.inputs.index(n) for n in self.mutates)

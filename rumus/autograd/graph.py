@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rumus_contracts import AutogradError, ShapeError
 
+from .._thread_state import autocast_state
 from .grad_mode import state
 
 if TYPE_CHECKING:
@@ -230,6 +231,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
 
     prev_mode = state.enabled
     state.enabled = create_graph
+    prev_autocast = autocast_state.push(False, None)  # backward formulas run in the forward's dtypes
     try:
         while ready:
             node = ready.pop()
@@ -260,6 +262,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                         ready.append(target)
     finally:
         state.enabled = prev_mode
+        autocast_state.restore(prev_autocast)
     if capture is None:
         return None
     return [captured.get(i) for i in range(len(capture))]

@@ -10,6 +10,8 @@ from rumus_contracts import ShapeError
 
 from .. import _math as M
 from .._indexing import gather, index_add, index_select, scatter_add
+from ..amp.policy import follow as _follow
+from ..amp.policy import for_op as _autocast_for_op
 from ..tensor import Tensor
 from ._functional_act import (
     celu, dropout, elu, embedding, erf, gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
@@ -31,8 +33,9 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise ShapeError(f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features, but the "
                          f"weight {weight.shape} expects in_features={weight.shape[-1]}")
     # weight.mT is a free view; the GEMM kernels take transposed operands without copying
+    x, weight = _autocast_for_op("matmul", x, weight)  # the parameter itself is cast (and cached), not its view
     out = M.matmul(x, weight.mT)
-    return M.add(out, bias) if bias is not None else out
+    return M.add(out, _follow(bias, out)) if bias is not None else out  # autocast: bias in out's dtype
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:

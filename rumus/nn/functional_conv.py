@@ -19,6 +19,7 @@ from rumus_contracts.ops.nn_pool import adaptive_bounds
 
 from .. import _math as M
 from .._dispatch import COMPOSITES
+from ..amp.policy import follow
 from ..ops import get as _op
 from ..tensor import Tensor
 
@@ -78,7 +79,7 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     if crop != (0, 0):
         y = y[:, :, crop[0]:, crop[1]:]
     if bias is not None:
-        y = M.add(y, bias.reshape(1, -1, 1, 1))
+        y = M.add(y, follow(bias, y).reshape(1, -1, 1, 1))  # autocast: the bias in the output's dtype
     return y if batched else y.squeeze(0)
 
 
@@ -111,7 +112,7 @@ def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                                 output_padding=pair(output_padding, "output_padding"),
                                 dilation=pair(dilation, "dilation"), groups=int(groups))
     if bias is not None:
-        y = M.add(y, bias.reshape(1, -1, 1, 1))
+        y = M.add(y, follow(bias, y).reshape(1, -1, 1, 1))  # autocast: the bias in the output's dtype
     return y if batched else y.squeeze(0)
 
 

@@ -282,6 +282,12 @@ class Module:
     def double(self) -> Module:
         return self.to(dtype="float64")
 
+    def half(self) -> Module:  # mixed precision: train with master_weights=True (rumus/optim/_master.py)
+        return self.to(dtype="float16")
+
+    def bfloat16(self) -> Module:
+        return self.to(dtype="bfloat16")
+
     # ---- printing -----------------------------------------------------------------------------
     def extra_repr(self) -> str:
         return ""

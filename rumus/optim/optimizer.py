@@ -2,6 +2,12 @@
 
 Draining (setting .grad to None once consumed) means two optimizers over disjoint parameter sets (a GAN)
 never touch each other's gradients, and a parameter that got no gradient is simply skipped.
+
+Mixed precision (issue 13): `master_weights=True` (or `enable_master_weights()`) keeps a float32 copy of
+every float16/bfloat16 parameter in its state ("master_param"); the update runs on the copy with the
+gradient widened to float32, and the parameter gets the rounded result — the model keeps its dtype,
+checkpoints included. `rumus.amp.GradScaler.step` sets `_skip_if` (a device flag): the update is then
+applied and undone with a select on the device, so skipping a step never needs the host to read the flag.
 """
 
 from __future__ import annotations
@@ -9,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rumus_contracts import RumusError
+from rumus_contracts import RumusError, float32
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..compile.host import host_region
 from ..tensor import Tensor
+from ._master import master_of, update_unless
 
 
 class Optimizer:
@@ -23,6 +30,8 @@ class Optimizer:
         self.defaults = defaults
         self.param_groups: list[dict[str, Any]] = []
         self.state: dict[int, dict[str, Any]] = {}
+        self.master_weights = False
+        self._skip_if: Tensor | None = None  # GradScaler: a bool device flag, true when this step must be undone
         params = list(params)
         if not params:
             raise RumusError(f"{type(self).__name__} got an empty parameter list")
@@ -61,18 +70,65 @@ class Optimizer:
         self._apply()
         return loss
 
+    def enable_master_weights(self) -> Optimizer:
+        """Keep float32 master copies of the float16/bfloat16 parameters (made now, from their values)."""
+        self.master_weights = True
+        with no_grad():
+            for p in self._all_params():
+                master_of(p, self.state.setdefault(id(p), {}))
+        return self
+
+    def _all_params(self) -> list[Tensor]:
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def grads_for_step(self) -> list[Tensor]:
+        """The gradients the next step will use, as it uses them (each becomes its parameter's .grad):
+        what GradScaler.unscale_ unscales in place."""
+        out = []
+        with no_grad():
+            for p in self._all_params():
+                g = self._step_grad(p)
+                if g is not None:
+                    out.append(g)
+        return out
+
+    def _step_grad(self, p: Tensor) -> Tensor | None:
+        """p's gradient as the update reads it: on p's device, contiguous (the fused kernels write it in
+        place), float32 for a master-weight parameter. It becomes p.grad, so clipping after
+        GradScaler.unscale_ acts on what the step uses."""
+        grad = p.grad
+        if grad is None:
+            return None
+        if grad.shape != p.shape:
+            raise RumusError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
+        g = grad.detach()
+        if g.device != p.device:
+            g = g.to(p.device)
+        if self.master_weights and g.dtype != float32 and "master_param" in self.state.get(id(p), {}):
+            g = g.to(float32)
+        if not g.is_contiguous():
+            g = g.contiguous()
+        if g is not grad:
+            p.grad = g
+        return g
+
     def _apply(self) -> None:
         with no_grad():
             for group in self.param_groups:
                 for p in group["params"]:
-                    grad = p.grad
+                    state = self.state.setdefault(id(p), {})
+                    if self.master_weights:
+                        master_of(p, state)  # before the step: a skipped first step restores it too
+                    grad = self._step_grad(p)
                     if grad is None:
                         continue  # no gradient reached this parameter: nothing to do
-                    if grad.shape != p.shape:
-                        raise RumusError(f"gradient of shape {grad.shape} for a parameter of shape {p.shape}")
-                    if grad.device != p.device:
-                        grad = grad.to(p.device)
-                    self._update(p, grad.detach(), group, self.state.setdefault(id(p), {}))
+                    target = state.get("master_param", p)
+                    if self._skip_if is None:
+                        self._update(target, grad, group, state)
+                    else:
+                        update_unless(self._skip_if, self, target, grad, group, state)
+                    if target is not p:
+                        p.copy_(target)  # the model's parameter: the master rounded to its dtype
                     p.grad = None  # drained
 
     def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:

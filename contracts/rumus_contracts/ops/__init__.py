@@ -10,7 +10,7 @@ from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
     sorting, structural,
 )
-from . import attention, softmax_backward
+from . import amp, attention, softmax_backward
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
@@ -22,6 +22,7 @@ MODULES: tuple[ModuleType, ...] = (
     softmax_backward,  # fused softmax / log_softmax backward
     sorting,  # argsort (sort / topk are built from it in the core)
     structural,  # composites from issue 12: tril, flip, roll, cumsum, norm, pad, interpolate ...
+    amp,  # the loss scaler's device ops (issue 13)
 )
 
 

@@ -92,5 +92,6 @@ def register(registry: OpRegistry) -> None:
         registry.register(OpSchema(
             name, ("x",), elementwise(name), attrs=table.attrs(name), broadcast=True, dtypes=table.dtypes(name),
             differentiable=table.differentiable(name), reference=ref, samples=_unary_samples(domain, attr_sets),
+            autocast="float32" if name == "softplus" else None,  # PyTorch's float32 list
             doc=f"elementwise {name} (PyTorch's definition)"))
         table.register_backward(registry, name, {"x": domain}, tuple(dict(a) for a in attr_sets))

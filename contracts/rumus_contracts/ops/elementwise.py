@@ -167,15 +167,23 @@ def _unary_gen(name: str, domain: Domain) -> Callable[[np.random.Generator], lis
     return base if extra is None else (lambda rng: [*base(rng), *extra(rng)])
 
 
+# autocast classes of the elementwise ops that have one (PyTorch's float32 and promote lists); the
+# others already promote their operands to one dtype like every broadcasting op
+AUTOCAST = {"exp": "float32", "expm1": "float32", "log": "float32", "log1p": "float32", "pow": "float32",
+            "reciprocal": "float32", "rsqrt": "float32", "atan2": "promote", "where": "promote"}
+
+
 def register(registry: OpRegistry) -> None:
     for name, (ref, domain) in UNARY.items():
         registry.register(OpSchema(name, ("x",), elementwise(name), broadcast=True, dtypes=table.dtypes(name),
+                                   autocast=AUTOCAST.get(name),
                                    dtype=bool_result if EXPRESSIONS[name].result == "bool" else result_dtype,
                                    differentiable=table.differentiable(name), reference=ref,
                                    samples=_unary_gen(name, domain), doc=f"elementwise {name}"))
         table.register_backward(registry, name, {"x": domain})
     for name, (ref, da, db) in BINARY.items():
         registry.register(OpSchema(name, ("a", "b"), elementwise(name), broadcast=True, dtypes=table.dtypes(name),
+                                   autocast=AUTOCAST.get(name),
                                    dtype=bool_result if EXPRESSIONS[name].result == "bool" else result_dtype,
                                    differentiable=table.differentiable(name), reference=ref,
                                    samples=binary_samples(da, db), doc=f"elementwise {name}, broadcasting"))
@@ -185,7 +193,7 @@ def register(registry: OpRegistry) -> None:
                                    dtype=bool_result, reference=ref, samples=_compare_samples,
                                    doc=f"elementwise comparison {name}; bool result"))
     registry.register(OpSchema(
-        "where", ("cond", "a", "b"), elementwise("where"), broadcast=True, dtypes=NUMERIC,
+        "where", ("cond", "a", "b"), elementwise("where"), broadcast=True, dtypes=NUMERIC, autocast="promote",
         dtype=_where_dtype, dispatch_on=1, differentiable=("a", "b"), reference=_where_ref, samples=_where_samples,
         error_samples=_where_errors, doc="where(cond, a, b): a where cond else b; cond is bool; the dtype is a's"))
     registry.register(OpSchema(

@@ -284,7 +284,7 @@ def register(registry: OpRegistry) -> None:
         samples=_index_select_samples, error_samples=_index_errors,
         doc="x's slices along dim picked by a 0-D/1-D integer index (repeats allowed)"))
     registry.register(OpSchema(
-        "index_add", ("x", "index", "source"), _index_add_shape, attrs={"dim": 0, "alpha": 1.0},
+        "index_add", ("x", "index", "source"), _index_add_shape, autocast="promote", attrs={"dim": 0, "alpha": 1.0},
         dtype=_index_dtype("index_add"), dtypes=FLOAT_DTYPES, contiguous=("x", "index", "source"),
         differentiable=("x", "source"), reference=_index_add_ref, samples=_index_add_samples,
         doc="out-of-place index_add: x with alpha * source's slices added at index along dim (repeats add up)"))
@@ -294,7 +294,7 @@ def register(registry: OpRegistry) -> None:
         error_samples=_gather_errors,
         doc="out[i][j][k] = x[i][index[i][j][k]][k] (dim=1); index has x's ndim and is no larger outside dim"))
     registry.register(OpSchema(
-        "scatter_add", ("x", "index", "src"), _scatter_add_shape, attrs={"dim": 0},
+        "scatter_add", ("x", "index", "src"), _scatter_add_shape, autocast="promote", attrs={"dim": 0},
         dtype=_index_dtype("scatter_add"), dtypes=FLOAT_DTYPES, contiguous=("index", "src"),
         differentiable=("x", "src"), reference=_scatter_add_ref, samples=_scatter_add_samples,
         doc="out-of-place scatter_add: x with src[i][j][k] added at [i][index[i][j][k]][k] (dim=1)"))

@@ -32,7 +32,7 @@ def _errors() -> list[ErrorSample]:
 
 def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
-        "matmul", ("a", "b"), _shape, dtypes=FLOAT_DTYPES, differentiable=("a", "b"),
+        "matmul", ("a", "b"), _shape, autocast="lower", dtypes=FLOAT_DTYPES, differentiable=("a", "b"),
         reference=np.matmul, samples=_samples, error_samples=_errors,
         tolerance={"float32": (1e-5, 1e-5), "float16": (1e-2, 1e-2), "bfloat16": (3e-2, 3e-2)},
         tolerance_reason="sums of k products: rounding grows with k (k up to 33 in the samples)",

@@ -238,7 +238,7 @@ def register(registry: OpRegistry) -> None:
             "see the module docstring; out = keep ? x / (1 - p) : 0. Linear in x: its backward is itself."))
     loss_kw: dict[str, Any] = {"composite": True, "dtypes": FLOAT_DTYPES, "differentiable": ("input",)}
     registry.register(OpSchema(
-        "cross_entropy", ("input", "target"), _loss_out("cross_entropy"),
+        "cross_entropy", ("input", "target"), _loss_out("cross_entropy"), autocast="float32",
         attrs={"ignore_index": -100, "reduction": "mean", "label_smoothing": 0.0},
         dtype=_class_target_dtype("cross_entropy"), reference=_cross_entropy_ref, samples=_class_samples(True),
         doc="cross-entropy of logits [N, C, ...] (or [C]) with class-index targets (PyTorch's semantics, "
@@ -246,22 +246,26 @@ def register(registry: OpRegistry) -> None:
         **loss_kw))
     registry.register(OpSchema(
         "nll_loss", ("input", "target"), _loss_out("nll_loss"), attrs={"ignore_index": -100, "reduction": "mean"},
+        autocast="float32",
         dtype=_class_target_dtype("nll_loss"), reference=_nll_ref, samples=_class_samples(False),
         doc="negative log-likelihood of log-probabilities [N, C, ...] with class-index targets", **loss_kw))
     registry.register(OpSchema(
         "binary_cross_entropy_with_logits", ("input", "target"), _loss_out("binary_cross_entropy_with_logits"),
+        autocast="float32",
         attrs={"reduction": "mean"}, reference=_bce_logits_ref, samples=_pair_samples("bce"),
         tolerance=F16_CHAIN, tolerance_reason=F16_CHAIN_REASON,
         doc="(1 - t) * x + softplus(-x), reduced; pos_weight and weight live in rumus.nn.functional",
         **{**loss_kw, "differentiable": ("input", "target")}))
     registry.register(OpSchema(
         "smooth_l1_loss", ("input", "target"), _loss_out("smooth_l1_loss"), attrs={"beta": 1.0, "reduction": "mean"},
+        autocast="float32",
         reference=_smooth_l1_ref, samples=_pair_samples("smooth_l1"),
         tolerance=F16_CHAIN, tolerance_reason=F16_CHAIN_REASON,
         doc="0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (d = input - target), reduced",
         **{**loss_kw, "differentiable": ("input", "target")}))
     registry.register(OpSchema(
         "scaled_dot_product_attention", ("q", "k", "v"), _sdpa_shape, attrs={"is_causal": False, "scale": None},
+        autocast="lower",
         composite=True, dtypes=FLOAT_DTYPES, differentiable=("q", "k", "v"), reference=_sdpa_ref,
         samples=_sdpa_samples, tolerance={"float32": (1e-5, 1e-5), **F16_CHAIN},
         tolerance_reason="two chained matmuls and a softmax: float32 rounding of sums over the head dim; "

@@ -298,7 +298,7 @@ def _conv_transpose_errors() -> list[ErrorSample]:
 def register(registry: OpRegistry) -> None:
     common: dict[str, Any] = {"dtypes": FLOAT_DTYPES, "tolerance": TOLERANCE, "tolerance_reason": TOLERANCE_REASON}
     registry.register(OpSchema(
-        "conv2d", ("x", "weight"), _conv2d_shape, attrs=dict(CONV_ATTRS), contiguous=("x", "weight"),
+        "conv2d", ("x", "weight"), _conv2d_shape, autocast="lower", attrs=dict(CONV_ATTRS), contiguous=("x", "weight"),
         differentiable=("x", "weight"), reference=conv2d_reference, samples=_conv2d_samples,
         error_samples=_conv2d_errors,
         doc="2-D cross-correlation of x [N,C,H,W] with weight [O,C/groups,kh,kw] (PyTorch's conv2d without bias); "
@@ -318,7 +318,7 @@ def register(registry: OpRegistry) -> None:
         doc="the gradient of conv2d with respect to its weight: grad [N,O,Ho,Wo], x [N,C,H,W] -> "
             "[O,C/groups,kh,kw] with (kh, kw) = kernel_size", **common))
     registry.register(OpSchema(
-        "conv_transpose2d", ("x", "weight"), _conv_transpose_shape,
+        "conv_transpose2d", ("x", "weight"), _conv_transpose_shape, autocast="lower",
         attrs={"stride": (1, 1), "padding": (0, 0), "output_padding": (0, 0), "dilation": (1, 1), "groups": 1},
         differentiable=("x", "weight"), composite=True, reference=conv_transpose2d_reference,
         samples=_conv_transpose_samples, error_samples=_conv_transpose_errors,

@@ -381,7 +381,7 @@ def _stats_errors() -> list[ErrorSample]:
 def register(registry: OpRegistry) -> None:
     fl: dict[str, Any] = {"dtypes": FLOAT_DTYPES}
     registry.register(OpSchema(
-        "layer_norm", ("x", "weight", "bias"), _layer_norm_shape, attrs={"eps": 1e-5},
+        "layer_norm", ("x", "weight", "bias"), _layer_norm_shape, autocast="float32", attrs={"eps": 1e-5},
         contiguous=("x", "weight", "bias"), differentiable=("x", "weight", "bias"), reference=layer_norm_reference,
         samples=_layer_norm_samples, error_samples=_layer_norm_errors,
         doc="layer normalization over the trailing weight.ndim dims (biased variance), then weight and bias", **fl))
@@ -396,6 +396,7 @@ def register(registry: OpRegistry) -> None:
         doc="gradients (x, weight, bias) of layer_norm; the statistics are recomputed from x", **fl))
     registry.register(OpSchema(
         "rms_norm", ("x", "weight"), _rms_norm_shape, attrs={"eps": 1e-6}, contiguous=("x", "weight"),
+        autocast="float32",
         differentiable=("x", "weight"), reference=rms_norm_reference, samples=_rms_norm_samples,
         error_samples=_rms_norm_errors,
         doc="x / sqrt(mean(x^2) + eps) * weight over the trailing weight.ndim dims", **fl))
@@ -406,6 +407,7 @@ def register(registry: OpRegistry) -> None:
         doc="gradients (x, weight) of rms_norm", **fl))
     registry.register(OpSchema(
         "group_norm", ("x", "weight", "bias"), _group_norm_shape, attrs={"num_groups": 1, "eps": 1e-5},
+        autocast="float32",
         contiguous=("x", "weight", "bias"), differentiable=("x", "weight", "bias"), reference=group_norm_reference,
         samples=_group_norm_samples, error_samples=_group_norm_errors,
         doc="group normalization of x [N, C, *]: statistics per sample and group, weight and bias per channel", **fl))
@@ -416,11 +418,11 @@ def register(registry: OpRegistry) -> None:
         error_samples=_backward_errors("group_norm_backward"),
         doc="gradients (x, weight, bias) of group_norm; the statistics are recomputed from x", **fl))
     registry.register(OpSchema(
-        "batch_norm_stats", ("x",), _stats_shape, contiguous=("x",), num_outputs=2, dtype=_twice,
+        "batch_norm_stats", ("x",), _stats_shape, autocast="float32", contiguous=("x",), num_outputs=2, dtype=_twice,
         reference=batch_norm_stats_reference, samples=_stats_samples, error_samples=_stats_errors,
         doc="per-channel mean and biased variance of x [N, C, *] (over every dim but 1)", **fl))
     registry.register(OpSchema(
-        "batch_norm", ("x", "weight", "bias", "mean", "var"), _batch_norm_shape,
+        "batch_norm", ("x", "weight", "bias", "mean", "var"), _batch_norm_shape, autocast="float32",
         attrs={"eps": 1e-5, "training": False}, contiguous=("x", "weight", "bias", "mean", "var"),
         differentiable=("x", "weight", "bias"), reference=batch_norm_reference, samples=_batch_norm_samples,
         error_samples=_batch_norm_errors,

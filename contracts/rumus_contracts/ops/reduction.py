@@ -151,9 +151,11 @@ def _var_samples(rng: np.random.Generator) -> list[Sample]:
 def register(registry: OpRegistry) -> None:
     kw: dict[str, Any] = {"attrs": {"dims": ()}, "differentiable": ("x",)}
     registry.register(OpSchema("sum", ("x",), _reduce_shape("sum"), dtype=_sum_dtype, dtypes=NUMERIC,
+                               autocast="float32",
                                reference=lambda x, dims: np.sum(x, axis=dims, keepdims=True),
                                samples=_reduce_samples(), doc="sum over dims (keepdim shape)", **kw))
     registry.register(OpSchema("prod", ("x",), _reduce_shape("prod"), dtype=_sum_dtype, dtypes=NUMERIC,
+                               autocast="float32",
                                reference=lambda x, dims: np.prod(x, axis=dims, keepdims=True),
                                samples=_reduce_samples("small"), doc="product over dims", **kw))
     extrema: tuple[tuple[str, Any], ...] = (("amax", np.max), ("amin", np.min))
@@ -171,20 +173,22 @@ def register(registry: OpRegistry) -> None:
             samples=_arg_samples, doc=f"{name} along one dim (first index on ties); int64"))
     softmaxes: tuple[tuple[str, Any], ...] = (("softmax", _softmax), ("log_softmax", _log_softmax))
     for name, ref in softmaxes:
-        registry.register(OpSchema(name, ("x",), _softmax_shape(name), attrs={"dim": 0},
+        registry.register(OpSchema(name, ("x",), _softmax_shape(name), attrs={"dim": 0}, autocast="float32",
                                    differentiable=("x",), dtypes=FLOAT_DTYPES, reference=ref,
                                    samples=_softmax_samples, doc=f"{name} along dim, max-shifted"))
     # Composites: written in the core from the kernels above; tested here like any other op.
     registry.register(OpSchema("mean", ("x",), _reduce_shape("mean"), dtypes=FLOAT_DTYPES, composite=True,
+                               autocast="float32",
                                reference=lambda x, dims: np.mean(x, axis=dims, keepdims=True) if dims else x.copy(),
                                samples=_reduce_samples(allow_empty=False), doc="mean over dims", **kw))
-    registry.register(OpSchema("logsumexp", ("x",), _reduce_shape("logsumexp"), dtypes=FLOAT_DTYPES,
+    registry.register(OpSchema("logsumexp", ("x",), _reduce_shape("logsumexp"), autocast="float32", dtypes=FLOAT_DTYPES,
                                composite=True, reference=_logsumexp, samples=_logsumexp_samples,
                                doc="max-shifted log-sum-exp; an infinite max shifts by 0 (PyTorch's rule)", **kw))
     moments: tuple[tuple[str, Any], ...] = (
         ("var", _var), ("std", lambda x, dims, correction=1: np.sqrt(_var(x, dims, correction))))
     for name, ref in moments:
         registry.register(OpSchema(name, ("x",), _reduce_shape(name), attrs={"dims": (), "correction": 1},
+                                   autocast="float32",
                                    differentiable=("x",), dtypes=FLOAT_DTYPES, composite=True,
                                    reference=ref, samples=_var_samples,
                                    doc=f"{name} over dims with Bessel-style correction"))

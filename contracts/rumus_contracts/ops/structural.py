@@ -153,13 +153,15 @@ def register(registry: OpRegistry) -> None:
     scan_cases = [((7,), {"dim": 0}), ((3, 9), {"dim": 1}), ((5, 2), {"dim": 0}), ((2, 3, 4), {"dim": 2}),
                   ((0, 3), {"dim": 1}), ((1,), {"dim": 0})]
     registry.register(OpSchema("cumsum", ("x",), _same, attrs={"dim": 0}, dtype=_int_to_int64, dtypes=MOVE,
+                               autocast="float32",
                                reference=lambda x, dim: np.cumsum(x, axis=dim), samples=_gen(scan_cases),
                                doc="inclusive prefix sums along dim (ints sum in int64)", **kw))
     registry.register(OpSchema("cumprod", ("x",), _same, attrs={"dim": 0}, dtype=_int_to_int64, dtypes=FLOAT,
+                               autocast="float32",
                                reference=lambda x, dim: np.cumprod(x, axis=dim), samples=_gen(scan_cases),
                                doc="inclusive prefix products along dim", **kw))
     registry.register(OpSchema(
-        "norm", ("x",), _norm_shape, attrs={"p": 2.0, "dims": (), "keepdim": False}, dtypes=FLOAT,
+        "norm", ("x",), _norm_shape, autocast="float32", attrs={"p": 2.0, "dims": (), "keepdim": False}, dtypes=FLOAT,
         reference=_norm_ref,
         samples=_gen([((3, 4), {"p": 2.0, "dims": (), "keepdim": False}),
                       ((3, 4), {"p": 2.0, "dims": (1,), "keepdim": True}),
