@@ -152,6 +152,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", default=None, help="write the results here")
+    ap.add_argument("--autocast", default=None, choices=["float16", "bfloat16"],
+                    help="the LM step under autocast (+ GradScaler for float16) on both sides")
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
     c = SMALL if args.small else FULL
@@ -175,7 +177,7 @@ def main() -> None:
     if not args.no_step:
         from nn_transformer import transformer_step_benchmark
         step = transformer_step_benchmark(args.device, with_torch=with_torch, steps=args.steps, config=c,
-                                          torch_device=args.torch_device)
+                                          torch_device=args.torch_device, autocast=args.autocast)
         results["step"] = step
 
     shapes = _shapes(c)
@@ -193,7 +195,8 @@ def main() -> None:
           f"{args.torch_device if with_torch else '(not run)'} (TF32 off)")
     print(table(rows, ("component", "size", "rumus ms", "torch ms", "ratio", "rumus GB/s", "torch GB/s")))
     if step:
-        print(f"\nLM step: {c['layers']} layers, d {c['d_model']}, {c['heads']} heads, FFN {c['d_ff']}, "
+        under = f" under autocast {args.autocast}" if args.autocast else ""
+        print(f"\nLM step{under}: {c['layers']} layers, d {c['d_model']}, {c['heads']} heads, FFN {c['d_ff']}, "
               f"seq {c['seq']}, batch {c['batch']}, vocab {c['vocab']}, AdamW")
         srows = [("rumus " + args.device, f"{step['rumus_s'] * 1e3:.1f}", f"{step['rumus_best_s'] * 1e3:.1f}",
                   f"{step['rumus_loss']:.4f}", f"{step['ratio']:.2f}x" if "ratio" in step else "-")]

@@ -91,7 +91,8 @@ def _time_steps(steps_by_name: dict[str, Callable[[], float]], warmup: int,
 
 
 def transformer_step_benchmark(device: str | None = None, with_torch: bool = True, warmup: int = 2, steps: int = 5,
-                               config: dict[str, Any] | None = None, torch_device: str = "cpu") -> dict[str, Any]:
+                               config: dict[str, Any] | None = None, torch_device: str = "cpu",
+                               autocast: str | None = None) -> dict[str, Any]:
     """Seconds per training step for rumus on `device` (default device if None) and, with_torch, PyTorch CPU.
 
     Returns {"rumus_s", "rumus_loss", "torch_s", "torch_loss", "ratio", "device", "config"}; both frameworks start
@@ -127,11 +128,27 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
     r_idx, r_pos = rm.tensor(idx, device=dev), rm.tensor(positions, device=dev)
     r_tgt = rm.tensor(target.reshape(-1), device=dev)
 
+    # autocast ("float16" / "bfloat16"): forward and loss under autocast, a GradScaler for float16, both sides
+    scaler = rm.amp.GradScaler() if autocast == "float16" else None
+
     def rumus_step() -> float:
-        logits = model(r_idx, r_pos)
-        loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), r_tgt)
-        loss.backward()
-        opt.step()
+        if autocast is None:
+            logits = model(r_idx, r_pos)
+            loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), r_tgt)
+            loss.backward()
+            opt.step()
+            return float(loss.item())
+        with rm.autocast(dev.split(":")[0], dtype=getattr(rm, autocast)):
+            logits = model(r_idx, r_pos)
+            loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), r_tgt)
+        opt.zero_grad()
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        else:
+            loss.backward()
+            opt.step()
         return float(loss.item())
 
     runs: dict[str, Callable[[], float]] = {"rumus": rumus_step}
@@ -141,12 +158,21 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
         t_opt = torch.optim.AdamW(torch_model.parameters(), lr=c["lr"])
         t_idx, t_pos, t_tgt = (torch.from_numpy(a).to(torch_device) for a in (idx, positions, target.reshape(-1)))
 
+        t_scaler = torch.amp.GradScaler(torch_device.split(":")[0]) if autocast == "float16" else None
+
         def torch_step() -> float:
             t_opt.zero_grad(set_to_none=True)
-            logits = torch_model(t_idx, t_pos)
-            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, c["vocab"]), t_tgt)
-            loss.backward()
-            t_opt.step()
+            with torch.autocast(torch_device.split(":")[0], dtype=getattr(torch, autocast or "float32"),
+                                enabled=autocast is not None):
+                logits = torch_model(t_idx, t_pos)
+                loss = torch.nn.functional.cross_entropy(logits.reshape(-1, c["vocab"]), t_tgt)
+            if t_scaler is not None:
+                t_scaler.scale(loss).backward()
+                t_scaler.step(t_opt)
+                t_scaler.update()
+            else:
+                loss.backward()
+                t_opt.step()
             return float(loss.item())
 
         runs["torch"] = torch_step
