@@ -234,7 +234,8 @@ def sync_rows(b: Bench, reps: int, n: int = 100) -> list[dict[str, Any]]:
     (process_time) is what other processes' load disturbs least."""
     x = b.rm.ones(1, device=b.dev)
     arg, rec = x._arg, b.recorder
-    modes = [True, False] if rec.direct_map else [False]
+    modes = [True, False] if callable(getattr(rec.device, "_poll_wait", None)) else [False]
+    configured = rec.direct_map  # opt-in: RUMUS_WGPU_DIRECT_MAP=1
     times: dict[bool, tuple[list[float], list[float]]] = {m: ([], []) for m in modes}
     for _ in range(reps + 1):  # the first round warms up
         for mode in modes:
@@ -244,7 +245,7 @@ def sync_rows(b: Bench, reps: int, n: int = 100) -> list[dict[str, Any]]:
                 b.backend.to_numpy(arg)
             times[mode][0].append((time.perf_counter() - t0) / n * 1e6)
             times[mode][1].append((time.process_time() - c0) / n * 1e6)
-    rec.direct_map = modes[0]
+    rec.direct_map = configured
     return [{"op": f"sync: 4-byte read-back, {'direct map' if m else 'wgpu-py map_sync'}",
              "us": statistics.median(times[m][0][1:]), "cpu us": statistics.median(times[m][1][1:])} for m in modes]
 

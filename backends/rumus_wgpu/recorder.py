@@ -10,6 +10,8 @@ earlier submissions.
 
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 UNIFORM_ALIGN = 256  # >= every adapter's min-uniform-buffer-offset-alignment
@@ -41,9 +43,13 @@ def _direct_map(device: Any) -> bool:
     for buffers mapped without a submit before; `read` has just submitted its copy, as wgpu-py's own
     queue.read_buffer has when it maps READ_NOSYNC), then waits for the device's poll thread to see the
     map done: a thread hand-off per host read. Together about 40% of a 4-byte read-back on lavapipe
-    (benchmarks/wgpu_host_overhead.py, sync row); private names, so RUMUS_WGPU_PUBLIC_API=1 turns it off."""
+    (benchmarks/wgpu_host_overhead.py, sync row). Opt-in (RUMUS_WGPU_DIRECT_MAP=1): on the H200 the map
+    callback can land on wgpu-py's poll thread, and then a read after real GPU work waits for that thread's
+    next round, about 10 ms (gpu_scale.py components: GELU fwd+bwd 10.7 ms direct vs 0.72 ms with map_sync).
+    Private names, so RUMUS_WGPU_PUBLIC_API=1 turns it off as well."""
     from .pipelines import private_api_allowed
-    return private_api_allowed() and callable(getattr(device, "_poll_wait", None))
+    return (os.environ.get("RUMUS_WGPU_DIRECT_MAP") == "1" and private_api_allowed()
+            and callable(getattr(device, "_poll_wait", None)))
 
 
 class Recorder:
