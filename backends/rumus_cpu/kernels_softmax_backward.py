@@ -1,5 +1,6 @@
 """Fused softmax / log_softmax backward (csrc/softmax_backward.c); grad and y arrive contiguous (the
-schema says so), so a row along `dim` is [outer, n, inner] strided by `inner`."""
+schema says so), so a row along `dim` is [outer, n, inner] strided by `inner`. float16/bfloat16 run the
+float32 loop on widened copies and round once (widen.py): the row sum must not round per element."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 from rumus_contracts import Kernel, TensorArg
 
 from ._lib import ffi, lib
-from .dtypes import FLOAT
+from .dtypes import FLOAT, HALF
+from .widen import widened_to_float32
 
 _SFX = {"float32": ("float *", "f32"), "float64": ("double *", "f64")}
 
@@ -39,4 +41,6 @@ def _kernel(log_form: int) -> Kernel:
 KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [
     ("softmax_backward", _kernel(0), FLOAT),
     ("log_softmax_backward", _kernel(1), FLOAT),
+    ("softmax_backward", widened_to_float32(_kernel(0)), HALF),
+    ("log_softmax_backward", widened_to_float32(_kernel(1)), HALF),
 ]
