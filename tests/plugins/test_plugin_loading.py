@@ -72,7 +72,9 @@ def test_kernel_not_found_names_op_backend_dtype_and_alternatives(monkeypatch: p
     without = [dataclasses.replace(e, dtypes=e.dtypes - {rm.float16}) if e.dtypes else e for e in entries]
     monkeypatch.setitem(kernels._entries, ("exp", "cpu"), without)
     kernels._cache.clear()
-    monkeypatch.setattr(rm._runtime, "_kernel_cache", {})  # an earlier test may have looked exp/float16 up
+    # an earlier test may have looked exp/float16 up: the runtime and the op object cache the kernel
+    monkeypatch.setattr(rm._runtime, "_kernel_cache", {})
+    monkeypatch.setattr(rm.ops.get("exp"), "_kernels", {})
     x = rm.tensor([1.0, 2.0, 3.0], dtype="float16")  # held, but (here) no float16 kernel for exp
     try:
         with pytest.raises(KernelNotFound) as info:
