@@ -211,3 +211,17 @@ def test_unsupported_node_is_named_on_import(tmp_path: Any) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(tmp_path / "h.onnx"))
     with pytest.raises(RumusError, match="my_hardmax.*Hardmax"):
         rm.onnx.load(str(tmp_path / "h.onnx"))
+
+
+def test_bfloat16_initializers_keep_nan_and_round_to_nearest_even() -> None:
+    from rumus.onnx._build import bf16_bits
+    vals = np.array([np.nan, -np.nan, np.inf, 1.0, 1.00390625, 3.0e38, 65504.0], np.float32)
+    bits = np.array([0x7FFFFFFF, 0xFFFFFFFF, 0x7F800001], np.uint32).view(np.float32)  # NaN payloads that carry
+    for arr in (vals, bits):
+        got = bf16_bits(arr)
+        back = (got.astype(np.uint32) << 16).view(np.float32)
+        assert np.array_equal(np.isnan(back), np.isnan(arr))
+    torch = pytest.importorskip("torch")
+    finite = np.array([1.0, 1.00390625, 1.01171875, -2.5e-3, 3.0e38, 65504.0], np.float32)
+    want = torch.from_numpy(finite).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(bf16_bits(finite), want)
