@@ -30,6 +30,7 @@ from rumus.nn._functional_attention import attend
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
+from .checkpoint_dir import read_model_dir, write_model_dir
 
 ENCODER_DIR = "encoder"  # a checkpoint's encoder lives in this sub-directory
 
@@ -193,24 +194,13 @@ def load_bert_state(model: BertEncoder, state: Mapping[str, Any]) -> None:
 
 
 def save_encoder(model: BertEncoder, directory: str | os.PathLike[str]) -> None:
-    from ..io.safetensors import save_file
-    os.makedirs(directory, exist_ok=True)
-    save_file(dict(model.state_dict()), os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
-    tmp = os.path.join(directory, "config.json.tmp")
-    with open(tmp, "w") as f:
-        f.write(json.dumps({"model_type": "bert", **asdict(model.config)}, indent=1))
-    os.replace(tmp, os.path.join(directory, "config.json"))
+    write_model_dir(directory, model.state_dict(), json.dumps({"model_type": "bert", **asdict(model.config)}, indent=1))
 
 
 def load_encoder(directory: str | os.PathLike[str], device: Any = None) -> BertEncoder:
-    from ..io.safetensors import load_file
-    cfg_path, weights = os.path.join(directory, "config.json"), os.path.join(directory, "model.safetensors")
-    for p in (cfg_path, weights):
-        if not os.path.isfile(p):
-            raise FormatError(f"{directory}: an encoder directory needs config.json and model.safetensors; "
-                              f"{os.path.basename(p)} is missing")
+    cfg_path, state = read_model_dir(directory, "an encoder")
     model = BertEncoder(BertConfig.from_json(cfg_path))
-    load_bert_state(model, load_file(weights))
+    load_bert_state(model, state)
     if device is not None:
         model.to(device)
     model.eval()

@@ -29,6 +29,7 @@ from rumus.nn._functional_attention import attend, causal_bias
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
+from .checkpoint_dir import read_model_dir, write_model_dir
 
 
 @dataclass(frozen=True)
@@ -202,23 +203,14 @@ def load_gpt2_state(model: GPT2LMHeadModel, state: Mapping[str, Tensor]) -> None
 
 def save_checkpoint(model: GPT2LMHeadModel, directory: str | os.PathLike[str]) -> None:
     """`model.safetensors` (Hugging Face GPT-2 names) + `config.json`, as a GPT-2 repository holds them."""
-    from ..io.safetensors import save_file
-    os.makedirs(directory, exist_ok=True)
-    save_file(dict(model.state_dict()), os.path.join(directory, "model.safetensors"), metadata={"format": "pt"})
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        f.write(model.config.to_json())
+    write_model_dir(directory, model.state_dict(), model.config.to_json())
 
 
 def load_checkpoint(directory: str | os.PathLike[str], device: Any = None) -> GPT2LMHeadModel:
     """A directory holding config.json + model.safetensors (ours or a Hugging Face GPT-2 download)."""
-    from ..io.safetensors import load_file
-    cfg_path, weights = os.path.join(directory, "config.json"), os.path.join(directory, "model.safetensors")
-    for p in (cfg_path, weights):
-        if not os.path.isfile(p):
-            raise FormatError(f"{directory}: a checkpoint directory needs config.json and model.safetensors; "
-                              f"{os.path.basename(p)} is missing")
+    cfg_path, state = read_model_dir(directory, "a checkpoint")
     model = GPT2LMHeadModel(GPT2Config.from_json(cfg_path))
-    load_gpt2_state(model, load_file(weights))
+    load_gpt2_state(model, state)
     if device is not None:
         model.to(device)
     model.eval()

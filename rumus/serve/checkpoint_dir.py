@@ -1,0 +1,32 @@
+"""A Hugging Face-style model directory: `config.json` + `model.safetensors`, read and written the same way for
+every model the server runs (the GPT-2 LM, the BERT encoder). Files are written to a temporary name and
+renamed, so an interrupted save never leaves a half-written checkpoint."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from rumus_contracts import FormatError
+
+CONFIG, WEIGHTS = "config.json", "model.safetensors"
+
+
+def write_model_dir(directory: str | os.PathLike[str], state: Mapping[str, Any], config_json: str) -> None:
+    from ..io.files import atomic_write
+    from ..io.safetensors import save_file
+    os.makedirs(directory, exist_ok=True)
+    save_file(dict(state), os.path.join(directory, WEIGHTS), metadata={"format": "pt"})
+    atomic_write(os.path.join(directory, CONFIG), config_json.encode("utf-8"))
+
+
+def read_model_dir(directory: str | os.PathLike[str], what: str) -> tuple[str, dict[str, Any]]:
+    """(path of config.json, the weights); a FormatError names the missing file."""
+    from ..io.safetensors import load_file
+    cfg_path, weights = os.path.join(directory, CONFIG), os.path.join(directory, WEIGHTS)
+    for p in (cfg_path, weights):
+        if not os.path.isfile(p):
+            raise FormatError(f"{directory}: {what} directory needs {CONFIG} and {WEIGHTS}; "
+                              f"{os.path.basename(p)} is missing")
+    return cfg_path, dict(load_file(weights))
