@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rumus_contracts import KernelRegistry, float32, float64, hookimpl
 
-from . import avg_pool_choice, choice
+from . import avg_pool_choice, choice, pool_wgpu
 
 CONV_OPS = ("conv2d", "conv2d_backward_input", "conv2d_backward_weight")
 PRIORITY = 1  # in front of the built-in backends' kernels (priority 0), never displacing them
@@ -35,3 +35,5 @@ def rumus_register_kernels(registry: KernelRegistry) -> None:
     for op, kernel in shader_kernels().items():
         registry.register(op, "wgpu", kernel, dtypes=[float32], priority=PRIORITY, applies=choice.predicate(op),
                           samples=choice.samples(op))
+    registry.register("max_pool2d_backward", "wgpu", pool_wgpu.shader_kernel(), dtypes=[float32], priority=PRIORITY,
+                      applies=pool_wgpu.non_overlapping, samples=pool_wgpu.samples)

@@ -1,0 +1,62 @@
+"""WebGPU kernel of max_pool2d_backward for non-overlapping windows (shaders/max_pool_backward.wgsl) as a
+ShaderKernel, float32: one pass, one invocation per input element, no argmax scratch buffer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from importlib.resources import files
+from typing import Any
+
+import numpy as np
+
+from rumus_contracts import Sample, ShaderKernel, TensorArg
+from rumus_contracts.ops.nn_pool import MAX_ATTRS, pool_output_shape
+
+from .conv_wgpu import _grid
+
+NINF = 0xFF800000
+
+
+def _params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int | float]:
+    gx, (g, x) = outs[0], ins
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = attrs["kernel_size"], attrs["stride"], attrs["padding"], attrs["dilation"]
+    return [x.shape[2], x.shape[3], g.shape[2], g.shape[3], kh, kw, sh, sw, ph, pw, dh, dw,
+            gx.offset, g.offset, x.offset, gx.numel, NINF]
+
+
+def _per_element(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapping[str, Any]) -> tuple[int, int, int]:
+    return _grid(-(-outs[0].numel // 256))
+
+
+def shader_kernel() -> ShaderKernel:
+    source = files("rumus_vision.shaders").joinpath("max_pool_backward.wgsl").read_text()
+    return ShaderKernel("wgsl", source, "max_backward", _per_element, _params)
+
+
+def non_overlapping(shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> bool:
+    """Each stride at least its dilated window's extent: every input element lies in at most one window."""
+    (kh, kw), (sh, sw), (dh, dw) = attrs["kernel_size"], attrs["stride"], attrs["dilation"]
+    return int(sh) >= (int(kh) - 1) * int(dh) + 1 and int(sw) >= (int(kw) - 1) * int(dw) + 1
+
+
+# (x shape, attrs): non-overlapping windows with padding, ceil mode, dilation, non-square, size-1 and size-0 dims
+CASES: tuple[tuple[tuple[int, ...], dict[str, Any]], ...] = (
+    ((2, 3, 8, 8), {}),
+    ((2, 2, 7, 9), {"kernel_size": (3, 3), "stride": (3, 3), "padding": (1, 1), "ceil_mode": True}),
+    ((1, 2, 9, 8), {"kernel_size": (2, 2), "stride": (3, 3), "dilation": (2, 2)}),
+    ((2, 2, 5, 7), {"kernel_size": (2, 3), "stride": (2, 3), "ceil_mode": True}),
+    ((3, 2, 1, 6), {"kernel_size": (1, 2), "stride": (1, 2)}),
+    ((0, 2, 4, 4), {}),
+)
+
+
+def samples(rng: np.random.Generator) -> list[Sample]:
+    """Distinct x values 0.25 apart (one maximum per window, as the core's samples)."""
+    out = []
+    for shape, a in CASES:
+        attrs = {**MAX_ATTRS, **a}
+        n = int(np.prod(shape))
+        x = (rng.permutation(n).astype(np.float64) / 4.0 - n / 8.0).reshape(shape)
+        g = rng.uniform(-1, 1, pool_output_shape("max_pool2d", shape, attrs))
+        out.append(Sample([g, x], attrs, grad=False, name=f"one pass {shape} {a}"))
+    return out
