@@ -1,10 +1,11 @@
-// max_pool2d_backward for the WebGPU backend in one pass with no argmax buffer (float32, NCHW, contiguous).
-// One invocation per input element gx[n, c, ih, iw]: it finds the windows covering it, finds each one's maximum
-// again from x (the core's rule: the window's first element, then a later one only if greater or NaN) and adds
-// that window's grad when the maximum is this element. Registered for non-overlapping windows only, where an
-// element lies in at most one window, so each invocation re-scans one window (the core's kernel writes every
-// window's argmax to a scratch buffer, then gathers: two passes). Bindings follow rumus_contracts.ShaderKernel:
-// the output gx, the inputs grad and x, then the uniform buffer of pool_wgpu's params.
+// max_pool2d_backward for the WebGPU backend in one pass with no argmax buffer (float32, NCHW, contiguous), for
+// non-overlapping windows (each stride at least its dilated window's extent). One invocation per window: it finds
+// the window's maximum in x (the core's rule: the window's first element, then a later one only if greater or NaN)
+// and writes its whole cell of gx -- the input rows [oh*sh - ph, (oh+1)*sh - ph) and columns likewise, the first
+// and last cells stretched to the input's edges -- the window's grad at the maximum, 0 elsewhere. The cells tile
+// the input, so every element is written once and x is read once (the core's kernel writes every window's argmax
+// to a scratch buffer, then gathers: two passes). Bindings follow rumus_contracts.ShaderKernel: the output gx,
+// the inputs grad and x, then the uniform buffer of pool_wgpu's params.
 struct Params {
     h: i32, w: i32, ho: i32, wo: i32, kh: i32, kw: i32, sh: i32, sw: i32,
     ph: i32, pw: i32, dh: i32, dw: i32,
@@ -45,13 +46,17 @@ fn argmax(base: u32, oh: i32, ow: i32) -> i32 {
     return idx;
 }
 
-// The output position (along one dim) whose window holds `pos` at tap i, or -1.
-fn window_of(pos: i32, i: i32, s: i32, pad: i32, d: i32, n: i32) -> i32 {
-    let t = pos + pad - i * d;
-    if (t < 0 || t % s != 0 || t / s >= n) {
-        return -1;
+// [first, end) of the cell of output position o along one dim of `size` elements (n outputs).
+fn cell(o: i32, s: i32, pad: i32, n: i32, size: i32) -> vec2<i32> {
+    var first = o * s - pad;
+    var end = (o + 1) * s - pad;
+    if (o == 0) {
+        first = 0;
     }
-    return t / s;
+    if (o == n - 1) {
+        end = size;
+    }
+    return vec2<i32>(clamp(first, 0, size), clamp(end, 0, size));
 }
 
 @compute @workgroup_size(256)
@@ -60,23 +65,18 @@ fn max_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     if (idx >= p.total) {
         return;
     }
-    let plane_size = u32(p.h * p.w);
-    let plane = idx / plane_size;
-    let here = i32(idx % plane_size);
-    let ih = here / p.w;
-    let iw = here % p.w;
-    var acc = 0.0;
-    for (var i = 0; i < p.kh; i++) {
-        let oh = window_of(ih, i, p.sh, p.ph, p.dh, p.ho);
-        if (oh < 0) {
-            continue;
-        }
-        for (var j = 0; j < p.kw; j++) {
-            let ow = window_of(iw, j, p.sw, p.pw, p.dw, p.wo);
-            if (ow >= 0 && argmax(p.x_off + plane * plane_size, oh, ow) == here) {
-                acc += grad[p.g_off + (plane * u32(p.ho) + u32(oh)) * u32(p.wo) + u32(ow)];
-            }
+    let ow = i32(idx % u32(p.wo));
+    let oh = i32((idx / u32(p.wo)) % u32(p.ho));
+    let plane = idx / u32(p.ho * p.wo);
+    let base = plane * u32(p.h * p.w);
+    let best = argmax(p.x_off + base, oh, ow);
+    let g = grad[p.g_off + idx];
+    let rows = cell(oh, p.sh, p.ph, p.ho, p.h);
+    let cols = cell(ow, p.sw, p.pw, p.wo, p.w);
+    for (var ih = rows.x; ih < rows.y; ih++) {
+        for (var iw = cols.x; iw < cols.y; iw++) {
+            let here = ih * p.w + iw;
+            gx[p.out_off + base + u32(here)] = select(0.0, g, here == best);
         }
     }
-    gx[p.out_off + idx] = acc;
 }
