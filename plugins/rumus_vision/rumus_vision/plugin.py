@@ -1,7 +1,7 @@
 """Hook implementations: RUMUS calls these when it loads the plugin (entry point `vision`, group `rumus`).
 
 The plugin adds no op: its kernels are conditional kernels for the core's conv and pooling ops (priority 1, with a
-predicate; see rumus_contracts.KernelRegistry), so the core's im2col kernel still runs every shape the
+predicate; see rumus_contracts.KernelRegistry), so the core's kernel still runs every shape the
 predicate declines. Importing this module is cheap: the C extension loads inside the kernels hook."""
 
 from __future__ import annotations
@@ -37,3 +37,5 @@ def rumus_register_kernels(registry: KernelRegistry) -> None:
                           samples=choice.samples(op))
     registry.register("max_pool2d_backward", "wgpu", pool_wgpu.shader_kernel(), dtypes=[float32], priority=PRIORITY,
                       applies=pool_wgpu.non_overlapping, samples=pool_wgpu.samples)
+    registry.register("avg_pool2d_backward", "wgpu", pool_wgpu.avg_shader_kernel(), dtypes=[float32],
+                      priority=PRIORITY, applies=pool_wgpu.avg_non_overlapping, samples=pool_wgpu.avg_samples)
