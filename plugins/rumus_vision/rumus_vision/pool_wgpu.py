@@ -33,9 +33,14 @@ def _per_window(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapp
     return _grid(-(-ins[0].numel // 256))
 
 
+def _source(name: str) -> str:
+    """The shader `name` with the cell function they share (shaders/pool_cell.wgsl) appended."""
+    shaders = files("rumus_vision.shaders")
+    return shaders.joinpath(name).read_text() + "\n" + shaders.joinpath("pool_cell.wgsl").read_text()
+
+
 def shader_kernel() -> ShaderKernel:
-    source = files("rumus_vision.shaders").joinpath("max_pool_backward.wgsl").read_text()
-    return ShaderKernel("wgsl", source, "max_backward", _per_window, _params)
+    return ShaderKernel("wgsl", _source("max_pool_backward.wgsl"), "max_backward", _per_window, _params)
 
 
 def non_overlapping(shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> bool:
@@ -78,8 +83,7 @@ def _avg_params(outs: Sequence[TensorArg], ins: Sequence[TensorArg], attrs: Mapp
 
 
 def avg_shader_kernel() -> ShaderKernel:
-    source = files("rumus_vision.shaders").joinpath("avg_pool_backward.wgsl").read_text()
-    return ShaderKernel("wgsl", source, "avg_backward", _per_window, _avg_params)
+    return ShaderKernel("wgsl", _source("avg_pool_backward.wgsl"), "avg_backward", _per_window, _avg_params)
 
 
 def avg_non_overlapping(shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> bool:

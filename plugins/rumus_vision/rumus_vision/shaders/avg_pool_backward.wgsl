@@ -15,19 +15,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> grad: array<f32>;
 @group(0) @binding(2) var<uniform> p: Params;
 
-// [first, end) of the cell of output position o along one dim of `size` elements (n outputs).
-fn cell(o: i32, s: i32, pad: i32, n: i32, size: i32) -> vec2<i32> {
-    var first = o * s - pad;
-    var end = (o + 1) * s - pad;
-    if (o == 0) {
-        first = 0;
-    }
-    if (o == n - 1) {
-        end = size;
-    }
-    return vec2<i32>(clamp(first, 0, size), clamp(end, 0, size));
-}
-
 @compute @workgroup_size(256)
 fn avg_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
     let idx = gid.x + gid.y * nwg.x * 256u;
