@@ -13,6 +13,7 @@ import rumus as rm
 from rumus import backend_api as api
 from rumus.nn import functional as F
 from rumus_contracts import ChooseByShape, TensorArg, contiguous_strides
+from pool_finite_differences import assert_gradient_matches
 from rumus_contracts.ops.nn_pool import MAX_ATTRS, max_pool2d_backward_reference, pool_output_shape
 
 DEVICE = rm.default_device()
@@ -76,14 +77,7 @@ def test_autograd_matches_finite_differences(shape: tuple[int, ...], a: dict[str
     x = rm.tensor(x0, dtype="float32", device=DEVICE, requires_grad=True)
     (F.max_pool2d(x, **kw) * rm.tensor(gy, dtype="float32", device=DEVICE)).sum().backward()
     assert x.grad is not None
-    grad, eps = x.grad.numpy(), 1.0 / 64
-    for flat in rng.choice(x0.size, size=24, replace=False):
-        idx = np.unravel_index(flat, shape)
-        up, down = x0.copy(), x0.copy()
-        up[idx] += eps
-        down[idx] -= eps
-        fd = (loss(up) - loss(down)) / (2 * eps)
-        assert abs(fd - grad[idx]) <= 1e-5 * max(1.0, abs(fd)), (idx, fd, grad[idx])
+    assert_gradient_matches(loss, x0, x.grad.numpy(), 1.0 / 64, 1e-5, rng, count=24)
 
 
 def test_overlapping_windows_keep_the_core_kernel() -> None:
