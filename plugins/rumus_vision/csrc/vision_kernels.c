@@ -1,5 +1,6 @@
 /* rumus-vision's C kernels, instantiated once per element type (float, double): the direct convolution
-   (vision_conv_impl.inc) and row-wise max pooling (vision_pool_impl.inc), with the helpers they share.
+   (vision_conv_impl.inc), row-wise max pooling (vision_pool_impl.inc) and
+   average pooling (vision_avg_pool_impl.inc), with the helpers they share.
    Tensors are NCHW and contiguous; pointers arrive offset to the first element. Work is split over
    independent units with a static schedule and each unit is summed by one thread in a fixed order, so
    results are bit-identical at every thread count. */
@@ -13,6 +14,7 @@
 
 #include "vision_conv.h"
 #include "vision_pool.h"
+#include "vision_avg_pool.h"
 
 /* AVX2+FMA and baseline clones of each kernel, picked by the loader (glibc ifunc) for the running CPU. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)

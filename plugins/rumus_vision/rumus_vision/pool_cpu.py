@@ -1,5 +1,6 @@
-"""CPU kernel of row-wise max pooling (csrc/vision_pool.c), forward only. The core's schema makes x contiguous
-before a kernel runs, so only the offset matters."""
+"""CPU kernels of row-wise pooling: max_pool2d forward (csrc/vision_pool_impl.inc), avg_pool2d forward and
+backward (csrc/vision_avg_pool_impl.inc). The core's schemas make the inputs contiguous before a kernel runs,
+so only the offset matters."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from rumus_contracts import TensorArg
 from ._kernels import ffi, lib
 
 _FORWARD = {"float32": lib.rv_max_pool2d_f32, "float64": lib.rv_max_pool2d_f64}
+_AVG = {"float32": lib.rv_avg_pool2d_f32, "float64": lib.rv_avg_pool2d_f64}
+_AVG_BACKWARD = {"float32": lib.rv_avg_pool2d_backward_f32, "float64": lib.rv_avg_pool2d_backward_f64}
 
 
 def _ptr(arg: TensorArg) -> Any:
@@ -28,3 +31,24 @@ def max_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs:
     if y.numel:
         _FORWARD[x.dtype.name](_ptr(x), _ptr(y), _geometry(x.shape, y.shape, attrs))
 
+
+
+def _avg_geometry(x: Sequence[int], y: Sequence[int], attrs: Mapping[str, Any]) -> Any:
+    """_geometry's 13 ints (dilation 1) + [count_include_pad, divisor_override or 0]."""
+    (kh, kw), (sh, sw), (ph, pw) = attrs["kernel_size"], attrs["stride"], attrs["padding"]
+    div = attrs["divisor_override"]
+    return ffi.new("int64_t[]", [x[0] * x[1], x[2], x[3], y[2], y[3], kh, kw, sh, sw, ph, pw, 1, 1,
+                                 int(bool(attrs["count_include_pad"])), int(div) if div else 0])
+
+
+def avg_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    y, x = outputs[0], inputs[0]
+    if y.numel:
+        _AVG[x.dtype.name](_ptr(x), _ptr(y), _avg_geometry(x.shape, y.shape, attrs))
+
+
+def avg_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    gx, gy = outputs[0], inputs[0]
+    if gx.numel:
+        if _AVG_BACKWARD[gy.dtype.name](_ptr(gy), _ptr(gx), _avg_geometry(gx.shape, gy.shape, attrs)):
+            raise MemoryError(f"avg_pool2d_backward: no memory for a scratch row of {gy.shape[3]} elements")
