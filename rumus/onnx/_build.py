@@ -26,14 +26,11 @@ def _onnx() -> Any:
 
 
 def bf16_bits(arr: np.ndarray) -> np.ndarray:
-    """float32 -> bfloat16 bit patterns, round to nearest even (raw uint16 arrays pass through)."""
+    """float32 -> bfloat16 bit patterns as tensors get them (raw uint16 arrays pass through)."""
     if arr.dtype == np.uint16:
         return arr
-    bits = np.ascontiguousarray(arr, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
-    # a NaN stays a (quiet) NaN: rounding its payload could carry into the exponent (inf) or wrap to 0
-    nan = np.isnan(np.ascontiguousarray(arr, dtype=np.float32))
-    return np.where(nan, ((bits >> 16) | 0x40).astype(np.uint16), rounded)
+    from .._creation import _bfloat16_bits
+    return _bfloat16_bits(arr)
 
 
 def tensor_proto(name: str, arr: np.ndarray, dtype: DType) -> Any:

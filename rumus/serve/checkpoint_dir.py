@@ -30,3 +30,14 @@ def read_model_dir(directory: str | os.PathLike[str], what: str) -> tuple[str, d
             raise FormatError(f"{directory}: {what} directory needs {CONFIG} and {WEIGHTS}; "
                               f"{os.path.basename(p)} is missing")
     return cfg_path, dict(load_file(weights))
+
+
+def read_config_fields(path: str | os.PathLike[str], fields: Mapping[str, Any], what: str) -> dict[str, Any]:
+    """The entries of a config.json that name one of `fields` (a config dataclass's defaults); others, such
+    as Hugging Face's `architectures`, are ignored."""
+    from ..io.json_safe import loads
+    with open(path, "rb") as f:
+        raw = loads(f.read(), str(path))
+    if not isinstance(raw, dict):
+        raise FormatError(f"{path}: {what} must be a JSON object")
+    return {k: raw[k] for k in fields if k in raw}

@@ -30,7 +30,7 @@ from rumus.nn._functional_attention import attend
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
-from .checkpoint_dir import read_model_dir, write_model_dir
+from .checkpoint_dir import read_config_fields, read_model_dir, write_model_dir
 
 ENCODER_DIR = "encoder"  # a checkpoint's encoder lives in this sub-directory
 
@@ -59,12 +59,7 @@ class BertConfig:
 
     @staticmethod
     def from_json(path: str | os.PathLike[str]) -> BertConfig:
-        from ..io.json_safe import loads
-        with open(path, "rb") as f:
-            raw = loads(f.read(), str(path))
-        if not isinstance(raw, dict):
-            raise FormatError(f"{path}: a BERT config must be a JSON object")
-        return BertConfig(**{k: raw[k] for k in asdict(BertConfig()) if k in raw})
+        return BertConfig(**read_config_fields(path, asdict(BertConfig()), "a BERT config"))
 
 
 class _Dense(nn.Module):

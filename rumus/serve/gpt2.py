@@ -29,7 +29,7 @@ from rumus.nn._functional_attention import attend, causal_bias
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
-from .checkpoint_dir import read_model_dir, write_model_dir
+from .checkpoint_dir import read_config_fields, read_model_dir, write_model_dir
 
 
 @dataclass(frozen=True)
@@ -51,13 +51,7 @@ class GPT2Config:
 
     @staticmethod
     def from_json(path: str | os.PathLike[str]) -> GPT2Config:
-        from ..io.json_safe import loads
-        with open(path, "rb") as f:
-            raw = loads(f.read(), str(path))
-        if not isinstance(raw, dict):
-            raise FormatError(f"{path}: a GPT-2 config must be a JSON object")
-        known = {k: raw[k] for k in asdict(GPT2Config()) if k in raw}
-        return GPT2Config(**known)
+        return GPT2Config(**read_config_fields(path, asdict(GPT2Config()), "a GPT-2 config"))
 
     def to_json(self) -> str:
         return json.dumps({"model_type": "gpt2", **asdict(self)}, indent=1)
