@@ -6,7 +6,9 @@ transformer step runs, in the layouts it runs them, with torch CUDA fp32 (TF32 o
 
 Layouts: "nt" = x @ W.T (Linear forward, W stored [out, in]), "nn" = dY @ W (Linear's input gradient),
 "tn" = dY.T @ x (Linear's weight gradient), all as views, no copies. Each cell: TFLOP/s, median of
-synchronized batches. The plan column is what `_plan` picks today (no forcing).
+synchronized batches. The plan column is what `_plan` picks today (no forcing). Rows run in one process, so
+the buffer pool's cache cap (RUMUS_WGPU_POOL_CACHE_MB) can be reached in a full sweep: a row that is slow
+there and fast with `--only` is paying for new buffers, not for its tiles.
 """
 
 from __future__ import annotations
@@ -59,10 +61,15 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--only", nargs="*", default=[], help="only these rows, e.g. nt:4096x32000x1024")
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
     import rumus as rm
     shapes = QUICK if args.quick else LM
+    extra = [(o.split(":")[0], *(int(v) for v in o.split(":")[1].split("x"))) for o in args.only]
+    shapes = [s for s in shapes if f"{s[0]}:{s[1]}x{s[2]}x{s[3]}" in args.only] + \
+        [e for e in extra if e not in shapes] if args.only else shapes  # type: ignore[misc]
+    variants = VARIANTS
     torch = None
     if not args.no_torch:
         try:
@@ -77,7 +84,7 @@ def main() -> None:
         flops = 2.0 * m * n * k
         a, b = _operands(rm, layout, m, n, k, lambda r, c: rm.randn(r, c, device=args.device))
         cells = []
-        for v in VARIANTS:
+        for v in variants:
             if v == "plan":
                 os.environ.pop("RUMUS_WGPU_GEMM", None)
             else:
@@ -95,7 +102,7 @@ def main() -> None:
         rows.append((layout, f"{m}x{n}x{k}", *cells, t))
         print(rows[-1], flush=True)
     print("\nTFLOP/s (fp32), rumus WGSL tiles vs torch cuda (TF32 off); m x n x k")
-    print(table(rows, ("layout", "m x n x k", *VARIANTS, "torch")))
+    print(table(rows, ("layout", "m x n x k", *variants, "torch")))
 
 
 if __name__ == "__main__":

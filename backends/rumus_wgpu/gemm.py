@@ -24,7 +24,6 @@ from .pipelines import render, wgsl_scalar
 from .pool import WgpuBuffer
 
 GEMM_ENV, CHECKED_ENV = "RUMUS_WGPU_GEMM", "RUMUS_WGPU_CHECKED"
-GROUP_M = 8  # row tiles per launch-order group (see gemm.wgsl: L2 reuse of B's column tiles)
 
 
 @dataclass(frozen=True)
@@ -147,7 +146,7 @@ def generate(tile: Tile, a_mode: str, b_mode: str, c_vec: bool, dtype: str, c_dt
     c_type = f"vec4<{c_dtype}>" if c_vec else c_dtype
     return render("gemm", scalar=dtype, C_TYPE=c_type, A_TYPE=a_type, B_TYPE=b_type,
                   A_TILE=str(2 * tile.bk * qa), B_TILE=str(2 * tile.bk * qb), THREADS=str(tile.threads),
-                  BK=str(tile.bk), BM=str(tile.bm), BN=str(tile.bn), TX=str(tx), GROUP_M=str(GROUP_M),
+                  BK=str(tile.bk), BM=str(tile.bm), BN=str(tile.bn), TX=str(tx),
                   DECLS="\n".join(decls), LOAD_TILE="\n".join(a_load + b_load),
                   STORE_TILE="\n".join(a_store + b_store), COMPUTE="\n".join(comp), STORE_C="\n".join(out))
 

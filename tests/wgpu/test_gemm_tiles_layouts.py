@@ -1,6 +1,6 @@
-"""The GEMM's grouped launch order (gemm.wgsl: GROUP_M row tiles per group) must still cover every
-output tile exactly once, also when the row tiles are not a multiple of the group and the last group is
-short, for every tile shape and operand layout."""
+"""Every GEMM tile shape, forced, in every operand layout a Linear layer runs (x @ W.T, dY @ W, dY.T @ x
+as views), on shapes whose row and column tile counts leave ragged edges: each output written once and
+right, against float64."""
 
 from __future__ import annotations
 
