@@ -9,6 +9,7 @@ and anything recorded afterwards runs after that batch in queue order.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict, deque
 from typing import Any
 
 from rumus_contracts import DType, OutOfMemory
@@ -61,7 +62,8 @@ class BufferPool:
                  usage: int = STORAGE | COPY_SRC | COPY_DST) -> None:
         self._device = device
         self._usage = usage
-        self._free: dict[int, list[Any]] = {}
+        self._free: dict[int, deque[Any]] = {}  # per bucket size, oldest release on the left
+        self._age: OrderedDict[int, int] = OrderedDict()  # id(buffer) -> size of every cached buffer, oldest first
         self.max_binding, self.max_buffer = max_binding, max_buffer
         # cached (free) bytes kept for reuse; beyond this, released buffers are destroyed
         self.max_cached = int(float(os.environ.get("RUMUS_WGPU_POOL_CACHE_MB", 8192)) * (1 << 20))
@@ -81,7 +83,9 @@ class BufferPool:
         if free:
             self.hits += 1
             self.cached_bytes -= size
-            return free.pop(), size
+            buf = free.pop()  # the most recently released: warmest in the driver's caches
+            del self._age[id(buf)]
+            return buf, size
         self.misses += 1
         try:
             buf = self._device.create_buffer(size=size, usage=self._usage)
@@ -92,15 +96,26 @@ class BufferPool:
         return buf, size
 
     def release(self, buf: Any, size: int) -> None:
+        """Cache a released buffer; past the cap, destroy the buffers released longest ago first (of any
+        size), so a training loop's working set displaces what an earlier phase left (a benchmark's other
+        shapes, an evaluation pass) instead of being destroyed and re-created every step."""
         self.releases += 1
-        if self.cached_bytes + size > self.max_cached:
+        if size > self.max_cached:
             buf.destroy()
             self.allocated_bytes -= size
             return
+        while self.cached_bytes + size > self.max_cached:
+            old_id, old_size = self._age.popitem(last=False)
+            old = self._free[old_size].popleft()  # the oldest of its size is the oldest overall's twin
+            assert id(old) == old_id
+            old.destroy()
+            self.cached_bytes -= old_size
+            self.allocated_bytes -= old_size
         self.cached_bytes += size
+        self._age[id(buf)] = size
         free = self._free.get(size)
         if free is None:
-            self._free[size] = [buf]
+            self._free[size] = deque([buf])
         else:
             free.append(buf)
 
@@ -111,6 +126,7 @@ class BufferPool:
                 b.destroy()
                 self.allocated_bytes -= size
         self._free.clear()
+        self._age.clear()
         self.cached_bytes = 0
 
     def stats(self) -> dict[str, int]:
