@@ -214,8 +214,17 @@ def test_batches_flush_at_bound_without_waiting() -> None:
         BACKEND.kernels["neg"]([o], [x], {})
         outs.append(o)
     mid = BACKEND.stats(DEV)
-    assert mid["submits"] - before["submits"] == 2 and mid["syncs"] == before["syncs"]
+    # after the wait the bound ramps 64, 128, 256: batches flush at 64, 192 and 448 dispatches
+    assert mid["submits"] - before["submits"] == 3 and mid["syncs"] == before["syncs"]
+    assert mid["pending"] == 600 - 448
+    for _ in range(3 * 256):  # the bound stays at 256 until the next wait
+        BACKEND.kernels["neg"]([outs[0]], [x], {})
+    again = BACKEND.stats(DEV)
+    assert again["submits"] - mid["submits"] == 3 and again["pending"] == 600 - 448
     np.testing.assert_array_equal(BACKEND.to_numpy(outs[-1]), -np.ones(16))
+    for _ in range(100):  # the wait reset the bound: the next batch flushes at 64 again
+        BACKEND.kernels["neg"]([outs[0]], [x], {})
+    assert BACKEND.stats(DEV)["submits"] - again["submits"] == 2 and BACKEND.stats(DEV)["pending"] == 36
 
 
 def test_pool_reuses_buffers() -> None:
