@@ -8,6 +8,10 @@
    - half -> float is exact; a NaN keeps its payload and gets the quiet bit (what vcvtph2ps does).
    bfloat16 (the upper half of a float32): rounds to nearest even, a NaN stays NaN (quiet bit set, so a
    payload in the dropped bits can never round it into an infinity); bfloat16 -> float is a shift.
+   AVX-512 BF16's vcvtneps2bf16 is deliberately not used: it treats subnormal inputs as zero (Intel SDM:
+   "input denormals are always treated as zero"), so 1e-39f would become 0 instead of PyTorch's and
+   ml_dtypes' 0x000b; for every other input its definition is the integer sequence below, which
+   compilers vectorise (AVX2/AVX-512 integer adds and shifts) in the conversion loops.
 
    double -> half/bfloat16 rounds once, correctly (numpy's float64 -> float16 does; going through a
    float32 rounded to nearest would round twice): the double is first rounded to a float by
