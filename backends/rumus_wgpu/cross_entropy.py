@@ -1,11 +1,11 @@
 """Fused cross-entropy forward / backward on the GPU (shaders/cross_entropy*.wgsl): one row pass each.
 
-float32 and float16 (math in f32). A group of invocations per row sized for about four loads each (a power of two up to 256: short rows
-pack many per workgroup, long rows get a whole one), vec4 loads and stores when the class count and the
-row starts are multiples of 4. Targets are int64 or int32; one outside 0..C-1 that is not ignore_index
-sets this op's bit of the device's index error flag (indexing.py), raised as IndexOutOfRange at the next
-host read, so the op never waits for the GPU. The group merges through workgroup memory in a fixed
-tree: results are the same on every run.
+float32 and float16, math in f32. A group of invocations per row sized for about four loads each (a
+power of two up to 256: short rows pack many per workgroup, long rows get a whole one), vec4 loads and
+stores when the class count and the row starts are multiples of 4. Targets are int64 or int32; one
+outside 0..C-1 that is not ignore_index sets this op's bit of the device's index error flag
+(indexing.py), raised as IndexOutOfRange at the next host read, so the op never waits for the GPU. The
+group merges through workgroup memory in a fixed tree: results are the same on every run.
 """
 
 from __future__ import annotations
@@ -29,19 +29,24 @@ _TARGET = {"int64": ("vec2<u32>", "return tgt[cfg.t_off + r];"),
 _ACCESS_VEC = """fn x_at(e: u32) -> f32 { return f32(x[e / 4u][e % 4u]); }
 fn x_vec(i: u32) -> vec4<f32> { return vec4<f32>(x[i]); }"""
 _ACCESS_SCALAR = """fn x_at(e: u32) -> f32 { return f32(x[e]); }
-fn x_vec(i: u32) -> vec4<f32> { return vec4<f32>(x_at(4u * i), x_at(4u * i + 1u), x_at(4u * i + 2u), x_at(4u * i + 3u)); }"""
+fn x_vec(i: u32) -> vec4<f32> {
+    return vec4<f32>(x_at(4u * i), x_at(4u * i + 1u), x_at(4u * i + 2u), x_at(4u * i + 3u));
+}"""
 # the backward's stores (both forms type-check whichever of VEC's branches runs)
 _STORE_VEC = """fn dx_at(e: u32, v: f32) { dx[e / 4u][e % 4u] = scalar(v); }
 fn dx_vec(i: u32, v: vec4<f32>) { dx[i] = vec4<scalar>(v); }"""
 _STORE_SCALAR = """fn dx_at(e: u32, v: f32) { dx[e] = scalar(v); }
-fn dx_vec(i: u32, v: vec4<f32>) { dx_at(4u * i, v.x); dx_at(4u * i + 1u, v.y); dx_at(4u * i + 2u, v.z); dx_at(4u * i + 3u, v.w); }"""
+fn dx_vec(i: u32, v: vec4<f32>) {
+    dx_at(4u * i, v.x); dx_at(4u * i + 1u, v.y); dx_at(4u * i + 2u, v.z); dx_at(4u * i + 3u, v.w);
+}"""
 
 
 def _source(entry: str, scalar: str, vec: bool, smooth: bool, weighted: bool, target: str) -> str:
     ttype, read = _TARGET[target]
     flag = {True: "true", False: "false"}
-    return render(f"cross_entropy_{entry}", scalar=scalar, include=("cross_entropy",), VEC=flag[vec], SMOOTH=flag[smooth],
-                  WEIGHTED=flag[weighted], IO="vec4<scalar>" if vec else "scalar", TARGET=ttype, READ_TARGET=read,
+    return render(f"cross_entropy_{entry}", scalar=scalar, include=("cross_entropy",), VEC=flag[vec],
+                  SMOOTH=flag[smooth], WEIGHTED=flag[weighted], IO="vec4<scalar>" if vec else "scalar",
+                  TARGET=ttype, READ_TARGET=read,
                   ACCESS=_ACCESS_VEC if vec else _ACCESS_SCALAR, STORE_ACCESS=_STORE_VEC if vec else _STORE_SCALAR)
 
 
