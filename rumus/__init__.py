@@ -35,6 +35,7 @@ from .autograd import formulas as _formulas  # noqa: F401  (registers backward f
 from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (conv, pooling, normalization)
 from .autograd import formulas_act_index as _formulas_act_index  # noqa: F401  (activations, dropout, indexing)
 from .autograd import formulas_attention as _formulas_attention  # noqa: F401  (flash_attention)
+from .autograd import formulas_loss as _formulas_loss  # noqa: F401  (fused cross-entropy)
 from .random import Generator, initial_seed, manual_seed
 from .tensor import Tensor
 

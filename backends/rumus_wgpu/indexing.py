@@ -30,7 +30,7 @@ MAX_DIMS = 8
 DETERMINISTIC = "RUMUS_WGPU_DETERMINISTIC"
 ATOMIC_MIN_COUNT = 16  # index entries along dim beyond which a float32 scatter uses atomics
 OP_BITS = {"gather": 1, "index_select": 2, "embedding": 4, "scatter_add": 8, "index_add": 16,
-           "embedding_backward": 32}
+           "embedding_backward": 32, "cross_entropy": 64}
 READ_INDEX = {
     "int32": "return idx[k];",
     # int64: the low word when it fits in i32, else out of range in the right direction

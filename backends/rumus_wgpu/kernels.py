@@ -16,7 +16,7 @@ from typing import Any
 from rumus_contracts import DType, bool_, float16, float32, int32, int64
 
 from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce, sort
-from . import amp, flash_attention
+from . import amp, cross_entropy, flash_attention
 
 F = (float32, float16)
 FI = (*F, int32, int64)
@@ -36,6 +36,7 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
     **{op: F for m in (nn_conv, nn_pool, nn_norm, nn_dropout) for op in m.kernels()},
     **{op: (float32,) for op in flash_attention.kernels()},
+    **{op: F for op in cross_entropy.kernels()},
     "argsort": FI,
     **{op: (float32,) for op in amp.kernels()},
 }
@@ -44,7 +45,7 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
 def kernel_table() -> dict[str, Any]:
     table: dict[str, Any] = {}
     for module in (elementwise, reduce, optim, indexing, nn_conv, nn_pool, nn_norm, nn_dropout, sort,
-                   flash_attention, amp):
+                   flash_attention, amp, cross_entropy):
         table.update(module.kernels())
     table["matmul"] = gemm.matmul
     return table

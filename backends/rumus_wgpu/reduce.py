@@ -179,9 +179,56 @@ def cached(name: str, launch: Callable[..., Any]) -> Any:
     return kernel
 
 
+COLUMN_THREADS = 1 << 17  # a column reduction splits its rows until about this many invocations run
+COLUMN_MIN_ROWS = 8  # ... with at least this many rows per split
+
+
+def leading_dim(rows: Rows, dtype: DType) -> bool:
+    """A float reduction over one (coalesced) outer dim whose kept columns are contiguous on both sides:
+    the column kernel's case (bias gradients)."""
+    return (kind(dtype) == "f" and len(rows.rsizes) == 1 and rows.kin == [1] and rows.kout == [1]
+            and rows.rstr[0] >= rows.rows)
+
+
+def _column_source(op: str, dtype: DType, vec: bool) -> str:
+    t = STORAGE_TYPE[dtype.name]
+    io = f"vec4<{t}>" if vec else t
+    acc = "vec4<f32>" if vec else "f32"
+    bindings = (f"@group(0) @binding(0) var<storage, read_write> out0: array<{io}>;\n"
+                f"@group(0) @binding(1) var<storage, read> in0: array<{io}>;\n"
+                f"@group(0) @binding(2) var<storage, read_write> parts: array<{acc}>;")
+    return render("reduce_columns", BINDINGS=bindings, ACC=acc, IDENTITY=f"{acc}({IDENTITY[op]['f']})",
+                  COMBINE=COMBINE[op]["f"], LOAD=f"{acc}(v)", STORE=f"{io}(acc)", CONFIG="3")
+
+
+def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -> None:
+    """Reduce the leading dim of [rlen, rows.rows] (row stride rows.rstr[0]) in two passes: splits of the
+    rows folded per column unit, then each unit's splits folded in order (deterministic)."""
+    cols, length, stride = rows.rows, rows.rlen, rows.rstr[0]
+    vec = (not env_set(NOVEC) and cols % 4 == 0 and stride % 4 == 0 and x.offset % 4 == 0 and out.offset % 4 == 0)
+    per = 4 if vec else 1
+    units = cols // per
+    splits = max(1, min(COLUMN_THREADS // units, length // COLUMN_MIN_ROWS, dev.max_groups))
+    chunk = (length + splits - 1) // splits
+    splits = (length + chunk - 1) // chunk
+    gx = (units + 255) // 256
+    if gx > dev.max_groups:
+        raise RumusError(f"wgpu {op}: {cols} columns exceed this device's dispatch limit")
+    key = ("reduce_columns", op, x.dtype.name, vec)
+    data = struct.pack("<8I", units, length, chunk, splits, x.offset // per, out.offset // per, stride // per, NINF)
+    parts = new_buffer(dev, units * splits * 4 * per, "column partials")
+    buffers = [out.buffer, x.buffer, parts]
+    for entry, groups in (("partial", (gx, splits, 1)), ("final", (gx, 1, 1))):
+        prog = dev.programs.get((*key, entry), lambda: _column_source(op, x.dtype, vec), entry_point=entry)
+        dev.recorder.dispatch(prog, buffers, data, groups)
+
+
 def reduce_kernel(op: str) -> Any:
     def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         rows = Rows(x, out, tuple(attrs.get("dims", ())))
+        if leading_dim(rows, x.dtype) and rows.rows > 1 and rows.rlen > 1:
+            column_kernel(dev, op, out, x, rows)
+            return None
         vec = vec_rows(rows, x.dtype)
         t = rows.group(4 if vec else 1)
         per_wg = 256 // t

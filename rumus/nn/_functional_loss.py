@@ -1,8 +1,11 @@
 """Losses built from core ops (rumus.nn.functional; PyTorch's signatures and reductions).
 
-cross_entropy = log_softmax (one fused kernel) + a gather of the target column; the backward runs
-through those ops' formulas. The class-index forms are also registered as composite ops
-(`rumus.ops.cross_entropy`, ...), so every backend's conformance run checks them against numpy.
+cross_entropy with class-index targets runs the fused cross_entropy_fwd op (per-row loss and logsumexp
+in one row pass; its backward writes d(logits) in one more, rumus_contracts.ops.cross_entropy) where the
+backend has its kernels, and reduces the per-row losses here. Elsewhere, and for probability targets,
+it is log_softmax (one fused kernel) + a gather of the target column, differentiated through those ops'
+formulas. The class-index forms are also registered as composite ops (`rumus.ops.cross_entropy`, ...),
+so every backend's conformance run checks them against numpy.
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ from typing import Any
 
 from rumus_contracts import DTypeError, IndexOutOfRange, RumusError, ShapeError
 
+from .. import _dispatch
 from .. import _math as M
 from .. import _views
-from .._dispatch import COMPOSITES
+from .._dispatch import COMPOSITES, scalar_tensor
+from ..autograd.kernel_lookup import has_kernel
+from ..ops import get as _op
 from .._indexing import gather, index_select
 from ..tensor import Tensor
 from ._functional_act import softplus
@@ -105,11 +111,42 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None, s
     if not 0.0 <= label_smoothing <= 1.0:
         raise RumusError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
     logits, c = _class_last(input)
-    logp = M.log_softmax(logits, 1)
     if target.dtype.is_floating:
-        return _soft_cross_entropy(input, logp, target, weight, reduction, label_smoothing, c)
+        return _soft_cross_entropy(input, M.log_softmax(logits, 1), target, weight, reduction, label_smoothing, c)
     _check_target("cross_entropy", input, target)
-    return _nll(logp, target, weight, ignore_index, reduction, label_smoothing, target.shape)
+    if _fused_applies(logits, weight):
+        return _fused_cross_entropy(logits, target, weight, ignore_index, reduction, label_smoothing, target.shape)
+    return _nll(M.log_softmax(logits, 1), target, weight, ignore_index, reduction, label_smoothing, target.shape)
+
+
+def _fused_applies(logits: Tensor, weight: Tensor | None) -> bool:
+    """The fused op runs where the backend has both kernels, the weights (no gradient taken, as in
+    PyTorch) match the logits, and no ONNX trace is recording (ONNX has no such node)."""
+    if weight is not None and (weight.dtype != logits.dtype or weight.device != logits.device or weight.ndim != 1):
+        return False
+    tracer = _dispatch._tracer
+    if tracer is not None and tracer.here():
+        return False
+    return has_kernel("cross_entropy_fwd", logits) and has_kernel("cross_entropy_bwd", logits)
+
+
+def _fused_cross_entropy(logits: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
+                         label_smoothing: float, out_shape: tuple[int, ...]) -> Tensor:
+    t = target.reshape(-1)
+    w = weight if weight is not None else scalar_tensor(0.0, logits.dtype, logits.device)  # 0-d: no weights
+    loss, _ = _op("cross_entropy_fwd").multi(logits, t, w, ignore_index=int(ignore_index),
+                                             label_smoothing=float(label_smoothing))
+    if reduction == "none":
+        return loss.reshape(out_shape)
+    if reduction == "sum":
+        return M.sum(loss)
+    if reduction != "mean":
+        raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    valid = M.ne(t, ignore_index)
+    # PyTorch's mean: the sum of w_t over the rows not ignored (0 / 0 = NaN when every row is ignored)
+    denom = M.sum(valid.to(logits.dtype)) if weight is None else M.sum(
+        M.mul(index_select(weight, 0, M.where(valid, t, 0)), valid.to(logits.dtype)))
+    return M.div(M.sum(loss), denom)
 
 
 def _soft_cross_entropy(input: Tensor, logp: Tensor, target: Tensor, weight: Tensor | None, reduction: str,

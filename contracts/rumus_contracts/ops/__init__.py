@@ -10,7 +10,7 @@ from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
     sorting, structural,
 )
-from . import amp, attention, softmax_backward
+from . import amp, attention, cross_entropy, softmax_backward
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
@@ -20,6 +20,7 @@ MODULES: tuple[ModuleType, ...] = (
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
     attention,  # fused FlashAttention forward and backward
     softmax_backward,  # fused softmax / log_softmax backward
+    cross_entropy,  # fused cross-entropy forward / backward over class indices
     sorting,  # argsort (sort / topk are built from it in the core)
     structural,  # composites from issue 12: tril, flip, roll, cumsum, norm, pad, interpolate ...
     amp,  # the loss scaler's device ops (issue 13)
