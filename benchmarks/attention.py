@@ -3,7 +3,11 @@ torch's SDPA on the same machine, time and peak memory on both sides, in one run
 
     python benchmarks/attention.py                              # wgpu vs torch CUDA: seq 1k/4k/16k, 16 heads, d 64
     python benchmarks/attention.py --device cpu                 # rumus cpu vs torch cpu at smaller seqs
-    python benchmarks/attention.py --seqs 128 --heads 2         # a smoke run (lavapipe)
+    python benchmarks/attention.py --seqs 128 --heads 2 --no-lm # a smoke run (lavapipe)
+
+Besides the `--seqs` rows (batch `--batch`), the last row is the LM step's shape (`benchmarks/gpu_scale.py`:
+batch 4, 16 heads, seq 1024, head dim 64; `--no-lm` leaves it out). On the H200 the whole default run
+takes about a minute.
 
 float32 on both sides (torch: TF32 off, so SDPA picks its memory-efficient fp32 kernel on CUDA). Times are
 the median of `--reps` synchronized steps after one warm-up. Peak memory: torch's max_memory_allocated (and
@@ -29,6 +33,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import median_synced, table  # noqa: E402
+
+
+LM_SHAPE = (4, 16, 1024, 64)  # batch, heads, seq, head dim of the LM step in benchmarks/gpu_scale.py
 
 
 def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: int) -> dict[str, Any]:
@@ -127,25 +134,28 @@ def main() -> None:
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--no-lm", action="store_true", help="leave out the LM step's shape [4, 16, 1024, 64]")
     ap.add_argument("--json", default=None, help="write the results here")
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", args.device)
     seqs = args.seqs or ([1024, 4096, 16384] if args.device == "wgpu" else [256, 1024, 2048])
     rdev, tdev = ("wgpu:0", "cuda") if args.device == "wgpu" else ("cpu", "cpu")
     rows, results = [], []
-    for seq in seqs:
-        r = rumus_case(rdev, args.batch, args.heads, seq, args.head_dim, args.reps)
-        t = None if args.no_torch else torch_case(tdev, args.batch, args.heads, seq, args.head_dim, args.reps)
-        results.append({"seq": seq, "rumus": r, "torch": t})
+    cases = [(args.batch, args.heads, seq, args.head_dim) for seq in seqs]
+    if not args.no_lm:
+        cases.append(LM_SHAPE)
+    for batch, heads, seq, dim in cases:
+        r = rumus_case(rdev, batch, heads, seq, dim, args.reps)
+        t = None if args.no_torch else torch_case(tdev, batch, heads, seq, dim, args.reps)
+        results.append({"shape": [batch, heads, seq, dim], "rumus": r, "torch": t})
         ratio = f"{r['fwd_bwd_s'] / t['fwd_bwd_s']:.2f}x" if t else "-"
-        sxs = args.batch * args.heads * seq * seq * 4
-        rows.append((str(seq), _ms(r["forward_s"]), _ms(t["forward_s"] if t else None), _ms(r["fwd_bwd_s"]),
-                     _ms(t["fwd_bwd_s"] if t else None), ratio, _mib(r["peak_bytes"]),
+        sxs = batch * heads * seq * seq * 4
+        rows.append((f"[{batch},{heads},{seq},{dim}]", _ms(r["forward_s"]), _ms(t["forward_s"] if t else None),
+                     _ms(r["fwd_bwd_s"]), _ms(t["fwd_bwd_s"] if t else None), ratio, _mib(r["peak_bytes"]),
                      _mib(t["peak_bytes"] if t else None), _mib(sxs)))
-        print(f"seq {seq}: {rows[-1]}", flush=True)
-    print(f"\ncausal attention, batch {args.batch}, {args.heads} heads, head dim {args.head_dim}, float32; "
-          f"rumus {rdev} vs torch {tdev}")
-    print(table(rows, ("seq", "rumus fwd ms", "torch fwd ms", "rumus fwd+bwd ms", "torch fwd+bwd ms", "ratio",
+        print(f"{rows[-1][0]}: {rows[-1][1:]}", flush=True)
+    print(f"\ncausal attention [batch, heads, seq, head dim], float32; rumus {rdev} vs torch {tdev}")
+    print(table(rows, ("shape", "rumus fwd ms", "torch fwd ms", "rumus fwd+bwd ms", "torch fwd+bwd ms", "ratio",
                        "rumus peak MiB", "torch peak MiB", "SxS MiB")))
     if args.json:
         with open(args.json, "w") as f:

@@ -1,21 +1,35 @@
 // FlashAttention forward and backward (rumus_contracts/ops/attention.py; the same algorithm as
-// csrc/flash_attention.c). Tiled online softmax: a workgroup of WG invocations owns WG query rows (or,
-// in the dK/dV pass, WG key rows) of one (batch, head); the other side streams through workgroup memory
-// in tiles of BK rows, so extra memory is O(L) (lse and D = dout . out per row), never [L, S].
+// csrc/flash_attention.c). Tiled online softmax: a workgroup owns a block of BR query rows (in the dK/dV
+// pass, BR key rows) of one (batch, head); the other side streams through workgroup memory in tiles of BK
+// rows, so extra memory is O(L) (lse and D = dout . out per row), never [L, S].
+//
+// Register tiling: an invocation owns RT rows (4, or 1 on a device without subgroups) and, of each, the
+// LV vec4s of the head dim that are its lane's: LANES = V4 / LV invocations of one subgroup share RT rows,
+// a row's dot product is their partial sums added by subgroup shuffles (lane_sum). One workgroup-memory
+// load of a key (or value) vec4 then feeds RT multiply-adds, and the registers per invocation stay at
+// 2-4 x RT x LV vec4s whatever the head dim. Causal blocks above the diagonal are never loaded.
 //
 // DMAX (32, 64 or 128) bounds the head dim: rows are zero-padded to DMAX in registers and tiles, so the
-// inner loops have constant trip counts; rows are vec4s (V4 = DMAX / 4 of them), so one workgroup-memory
-// load feeds four multiply-adds. The host unrolls every `for (var c = 0u; c < V4; c++)` loop, so the
-// per-invocation rows are indexed by constants only and stay in registers. Masked scores are never formed as -inf arithmetic (WGSL need not
-// honour infinities): a score <= -1e30 (a -inf bias, a causal or padding position) has probability 0.
-// Dropout is the dropout op's counter-based hash (dropout_hash.wgsl, put in front by the host) at element
-// ((b * H + h) * L + i) * S + j (u32 wrap).
+// inner loops have constant trip counts. The host unrolls every `for (var X = 0u; X < N; X++)` loop over
+// RT, LV or V4, so per-invocation arrays are indexed by constants only and stay in registers. Masked
+// scores are never formed as -inf arithmetic (WGSL need not honour infinities): a score <= -1e30 (a -inf
+// bias, a causal or padding position) has probability 0. Dropout is the dropout op's counter-based hash
+// (dropout_hash.wgsl, put in front by the host) at element ((b * H + h) * L + i) * S + j (u32 wrap).
 alias scalar = f32;
 
-const DMAX: u32 = 64u;     // replaced by the host: the head-dim bucket
-const BK: u32 = 32u;       // replaced by the host: rows per tile, BK * DMAX = 2048 (16 KiB for two tiles)
+// replaced by the host (flash_attention.py: `plan`)
+const DMAX: u32 = 64u;      // the head-dim bucket
+const BK: u32 = 32u;        // rows per tile, BK * DMAX = 2048 (16 KiB for two tiles)
+const LV: u32 = 4u;         // vec4s of a row per lane
+const RT: u32 = 4u;         // rows per invocation (<= 4: per-row values are vec4 components)
+const WG: u32 = 64u;        // invocations per workgroup
+const HAS_BIAS: bool = true;
+const HAS_KBIAS: bool = true;
+
 const V4: u32 = DMAX / 4u;
-const WG: u32 = 64u;
+const LANES: u32 = V4 / LV;
+const RL: u32 = RT * LV;    // vec4s per invocation per row array
+const BR: u32 = WG / LANES * RT;  // rows per workgroup
 const MASKED: f32 = -1.0e30;
 
 struct Config {
@@ -33,7 +47,7 @@ struct Config {
     thr: u32,                // floor(p * 2^32), saturated
     doff: u32,               // the dropout counter of element 0 (the op's offset attribute)
     inv_keep: f32,           // 1 / (1 - p)
-    pad0: u32,
+    dv_off: u32,             // the dK/dV pass: dv's element offset (dk's is off[1].z)
     pad1: u32,
     qs: vec4<u32>,           // element strides of q, k, v, dout; bias and key_bias with 0 on broadcast dims
     ks: vec4<u32>,
@@ -41,7 +55,7 @@ struct Config {
     os: vec4<u32>,
     bs: vec4<u32>,
     kbs: vec4<u32>,
-    off: array<vec4<u32>, 2>, // element offsets: q, k, v, dout, bias, key_bias, out, lse
+    off: array<vec4<u32>, 2>, // element offsets: q, k, v, dout, bias, key_bias, out (or the gradient), lse
 }
 
 // keep / (1 - p) for probability element (bh, i, j)
@@ -65,6 +79,110 @@ fn hsum(v: vec4<f32>) -> f32 {
     return (v.x + v.y) + (v.z + v.w);
 }
 
+// The RT rows an invocation owns in a launch of one workgroup per (block of BR rows, batch * head)
+struct Rows {
+    bh: u32,                 // batch * H + head
+    b: u32,
+    h: u32,
+    lane: u32,               // which LV vec4s of each row
+    i: u32,                  // the first row
+    iv: vec4<u32>,           // rows i .. i + 3
+    live: vec4<bool>,        // the rows that exist: r < RT and below the row count
+    b0: f32,                 // the biases that have one element (masks: flat_bias)
+}
+
+fn rows_of(place: u32, wid: vec3<u32>, count: u32, b0: f32) -> Rows {
+    let i = wid.x * BR + place / LANES * RT;
+    let r = vec4<u32>(0u, 1u, 2u, 3u);
+    let iv = vec4<u32>(i) + r;
+    return Rows(wid.y, wid.y / cfg.H, wid.y % cfg.H, place % LANES, i, iv,
+                (iv < vec4<u32>(count)) & (r < vec4<u32>(RT)), b0);
+}
+
+// element offset of row r of `me` in an array with element offset `off` and strides `st` ([B, H, rows, D])
+fn row_at(off: u32, st: vec4<u32>, me: Rows, r: u32, count: u32) -> u32 {
+    return off + me.b * st.x + me.h * st.y + min(me.i + r, count - 1u) * st.z;
+}
+
+// the end (exclusive) of the keys that query rows i0 .. i0 + BR see: all of them, or up to the block's
+// last row when causal (callers pass i0 = wid.x * BR: uniform, as the barriers in their key loops need)
+fn key_end(i0: u32) -> u32 {
+    return select(cfg.S, min(cfg.S, i0 + BR), cfg.causal != 0u);
+}
+
+// the two tiles a kernel streams through workgroup memory: K and V (forward, dQ) or Q and dOut (dK/dV)
+var<workgroup> ta: array<vec4<f32>, 512>;
+var<workgroup> tb: array<vec4<f32>, 512>;
+
+// the dot products of the invocation's RT rows `x` with row t of tile ta (or tb), summed over the lanes
+fn tile_dots(x: array<vec4<f32>, RL>, t: u32, lane: u32, second: bool) -> vec4<f32> {
+    var d4: array<vec4<f32>, RT>;
+    for (var c = 0u; c < LV; c++) {
+        var y = ta[t * V4 + lane * LV + c];  // one workgroup-memory load for RT rows
+        if (second) {
+            y = tb[t * V4 + lane * LV + c];
+        }
+        for (var r = 0u; r < RT; r++) {
+            d4[r] += x[r * LV + c] * y;
+        }
+    }
+    var s = vec4<f32>(0.0);
+    for (var r = 0u; r < RT; r++) {
+        s[r] = hsum(d4[r]);
+    }
+    return lane_sum(s);
+}
+
+fn drop_rows(me: Rows, j: u32) -> vec4<f32> {
+    var f = vec4<f32>(1.0);
+    if (cfg.drop != 0u) {
+        for (var r = 0u; r < RT; r++) {
+            f[r] = drop_factor(me.bh, me.i + r, j);
+        }
+    }
+    return f;
+}
+
+//// lanes_subgroup
+// A row's LANES invocations are neighbours in one subgroup. WGSL does not promise that
+// local_invocation_index runs along subgroups, so each subgroup takes a slot and its invocations number
+// themselves from it. The host keeps LANES <= the adapter's smallest subgroup; should a subgroup still be
+// narrower, every output is NaN rather than silently wrong.
+var<workgroup> next_slot: atomic<u32>;
+var<private> poison: f32 = 0.0;
+
+fn place_of(lid: u32, sg_lane: u32, sg_size: u32) -> u32 {
+    if (lid == 0u) {  // workgroup memory is not zeroed for us (the pipelines skip it)
+        atomicStore(&next_slot, 0u);
+    }
+    workgroupBarrier();
+    if (sg_size < LANES) {
+        poison = bitcast<f32>(0x7fc00000u);
+    }
+    var slot = 0u;
+    if (sg_lane == 0u) {
+        slot = atomicAdd(&next_slot, 1u);
+    }
+    return subgroupBroadcast(slot, 0u) * sg_size + sg_lane;
+}
+
+// the sums over a row's lanes (xor butterflies: every lane gets the same bits)
+fn lane_sum(x: vec4<f32>) -> vec4<f32> {
+    var a = x;
+    for (var m = 1u; m < LANES; m *= 2u) {
+        a += subgroupShuffleXor(a, m);
+    }
+    return a;
+}
+
+//// lanes_none
+// No subgroups: LANES is 1, an invocation holds whole rows.
+const poison: f32 = 0.0;
+
+fn lane_sum(x: vec4<f32>) -> vec4<f32> {
+    return x;
+}
+
 //// rd
 // elements 4c .. 4c + 3 of the row of {{ARR}} at element `base`, zero past the head dim: the host writes
 // one copy of this reader per array a kernel reads (rd_q, rd_k, rd_v, rd_dout; {{ARR}}'s strides are
@@ -79,42 +197,70 @@ fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
                      select(0.0, f32({{ARR}}[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
 }
 
+//// wr
+// the lane's vec4s of row r of `me` into the contiguous [B * H, count, D] output {{ARR}} at element offset
+// `off` (one copy of this writer per output)
+fn wr_{{ARR}}(off: u32, me: Rows, r: u32, count: u32, a: array<vec4<f32>, RL>) {
+    let o = off + (me.bh * count + me.i + r) * cfg.D;
+    for (var c = 0u; c < LV; c++) {
+        let d = 4u * (me.lane * LV + c);
+        let x = a[r * LV + c] + poison;
+        if (d < cfg.D) { {{ARR}}[o + d] = scalar(x.x); }
+        if (d + 1u < cfg.D) { {{ARR}}[o + d + 1u] = scalar(x.y); }
+        if (d + 2u < cfg.D) { {{ARR}}[o + d + 2u] = scalar(x.z); }
+        if (d + 3u < cfg.D) { {{ARR}}[o + d + 3u] = scalar(x.w); }
+    }
+}
+
 //// kv_tile
-// What the forward and dQ kernels share (they bind k and v and declare the tiles kt, vt): the keys a
-// block of query rows streams through, a tile at a time.
+// What the forward and dQ kernels share (they declare the tiles ta, tb): the keys a block of query rows
+// streams through, a tile at a time.
 
-var<workgroup> kt: array<vec4<f32>, 512>;
-var<workgroup> vt: array<vec4<f32>, 512>;
 
-// The query row this invocation owns in a launch of one workgroup per (block of WG query rows, batch * head)
-struct QueryRow {
-    bh: u32,                // batch * H + head
-    b: u32,
-    h: u32,
-    i: u32,                 // this invocation's row (past L in the last block: not live)
-    ii: u32,                // i clamped into range, for reads
-}
-
-fn query_row(lid: u32, wid: vec3<u32>) -> QueryRow {
-    let i = wid.x * WG + lid;
-    return QueryRow(wid.y, wid.y / cfg.H, wid.y % cfg.H, i, min(i, cfg.L - 1u));
-}
-
-// the end (exclusive) of the keys that query rows i0 .. i0 + WG see: all of them, or up to the block's
-// last row when causal (callers pass i0 = wid.x * WG: uniform, as the barriers in their key loops need)
-fn key_end(i0: u32) -> u32 {
-    return select(cfg.S, min(cfg.S, i0 + WG), cfg.causal != 0u);
-}
-
-// the K and V tile of head (b, h): key rows j0 .. j0 + BK into kt and vt, zero past S and D
+// the K and V tile of head (b, h): key rows j0 .. j0 + BK into ta and tb, zero past S and D
 fn load_kv_tile(lid: u32, b: u32, h: u32, j0: u32) {
     let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y;
     let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y;
     for (var e = lid; e < BK * V4; e += WG) {
         let row = tile_row(e, j0, cfg.S);
-        kt[e] = select(vec4<f32>(0.0), rd_k(kb0 + row.x * cfg.ks.z, e % V4), row.y != 0u);
-        vt[e] = select(vec4<f32>(0.0), rd_v(vb0 + row.x * cfg.vs.z, e % V4), row.y != 0u);
+        ta[e] = select(vec4<f32>(0.0), rd_k(kb0 + row.x * cfg.ks.z, e % V4), row.y != 0u);
+        tb[e] = select(vec4<f32>(0.0), rd_v(vb0 + row.x * cfg.vs.z, e % V4), row.y != 0u);
     }
+}
+
+//// masks
+// What the three attention kernels share that reads bias and kbias (a section of its own: the rowdot
+// pass binds neither). A bias with one element (a 0-d zero when there is no mask) is compiled out
+// (HAS_BIAS = false) and added once per score from a register instead.
+
+fn flat_bias() -> f32 {
+    var c = 0.0;
+    if (!HAS_BIAS) {
+        c += f32(bias[cfg.off[1].x]);
+    }
+    if (!HAS_KBIAS) {
+        c += f32(kbias[cfg.off[1].y]);
+    }
+    return c;
+}
+
+// the scores of the invocation's query rows against key j (s: the dot products, scaled), MASKED where
+// the key is past S, the row does not exist or the causal mask hides it
+fn query_scores(s: vec4<f32>, me: Rows, j: u32) -> vec4<f32> {
+    let jj = min(j, cfg.S - 1u);
+    var sc = s + me.b0;
+    if (HAS_KBIAS) {
+        sc += f32(kbias[cfg.off[1].y + me.b * cfg.kbs.x + jj * cfg.kbs.y]);
+    }
+    if (HAS_BIAS) {
+        let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + jj * cfg.bs.w;
+        for (var r = 0u; r < RT; r++) {
+            sc[r] += f32(bias[bb + min(me.i + r, cfg.L - 1u) * cfg.bs.z]);
+        }
+    }
+    let jv = vec4<u32>(j);
+    let hidden = !me.live | (jv >= vec4<u32>(cfg.S)) | (vec4<bool>(cfg.causal != 0u) & (jv > me.iv));
+    return select(sc, vec4<f32>(MASKED), hidden);
 }
 
 //// forward
@@ -127,66 +273,63 @@ fn load_kv_tile(lid: u32, b: u32, h: u32, j0: u32) {
 @group(0) @binding(6) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(7) var<uniform> cfg: Config;
 
-@compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let me = query_row(lid, wid);
-    let live = me.i < cfg.L;
-    var qr: array<vec4<f32>, V4>;
-    var acc: array<vec4<f32>, V4>;
-    let qb = cfg.off[0].x + me.b * cfg.qs.x + me.h * cfg.qs.y + me.ii * cfg.qs.z;
-    for (var c = 0u; c < V4; c++) {
-        qr[c] = rd_q(qb, c) * cfg.scale;
-        acc[c] = vec4<f32>(0.0);
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
+    let me = rows_of(/*PLACE*/lid, wid, cfg.L, flat_bias());
+    var qr: array<vec4<f32>, RL>;
+    var acc: array<vec4<f32>, RL>;
+    for (var r = 0u; r < RT; r++) {
+        let qb = row_at(cfg.off[0].x, cfg.qs, me, r, cfg.L);
+        for (var c = 0u; c < LV; c++) {
+            qr[r * LV + c] = rd_q(qb, me.lane * LV + c) * cfg.scale;
+            acc[r * LV + c] = vec4<f32>(0.0);
+        }
     }
-    var m = MASKED;
-    var l = 0.0;
-    let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + me.ii * cfg.bs.z;
-    let kbb = cfg.off[1].y + me.b * cfg.kbs.x;
-    for (var j0 = 0u; j0 < key_end(wid.x * WG); j0 += BK) {
+    var m = vec4<f32>(MASKED);
+    var l = vec4<f32>(0.0);
+    for (var j0 = 0u; j0 < key_end(wid.x * BR); j0 += BK) {
         load_kv_tile(lid, me.b, me.h, j0);
         workgroupBarrier();
         // online softmax one key at a time: the running max only moves up a few times per row, and no
         // per-tile score array is needed (a dynamically indexed array would leave the registers)
         for (var t = 0u; t < BK; t++) {
-            let j = j0 + t;
-            var dot = vec4<f32>(0.0);
-            for (var c = 0u; c < V4; c++) {
-                dot += qr[c] * kt[t * V4 + c];
-            }
-            let jj = min(j, cfg.S - 1u);
-            let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
-            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > me.i) && sc > MASKED;
-            if (ok && sc > m) {
-                let alpha = exp(m - sc);
+            let sc = query_scores(tile_dots(qr, t, me.lane, false), me, j0 + t);
+            let mn = max(m, sc);
+            if (any(mn > m)) {
+                let alpha = exp(m - mn);
                 l *= alpha;
-                for (var c = 0u; c < V4; c++) {
-                    acc[c] *= alpha;
+                for (var r = 0u; r < RT; r++) {
+                    for (var c = 0u; c < LV; c++) {
+                        acc[r * LV + c] *= alpha[r];
+                    }
                 }
-                m = sc;
+                m = mn;
             }
-            var p = select(0.0, exp(sc - m), ok);
+            let p = select(vec4<f32>(0.0), exp(sc - m), sc > vec4<f32>(MASKED));
             l += p;
-            if (cfg.drop != 0u) {
-                p *= drop_factor(me.bh, me.i, j);
-            }
-            for (var c = 0u; c < V4; c++) {
-                acc[c] += p * vt[t * V4 + c];
+            let pd = p * drop_rows(me, j0 + t);
+            for (var c = 0u; c < LV; c++) {
+                let y = tb[t * V4 + me.lane * LV + c];
+                for (var r = 0u; r < RT; r++) {
+                    acc[r * LV + c] += pd[r] * y;
+                }
             }
         }
         workgroupBarrier();
     }
-    if (live) {
-        let row = me.bh * cfg.L + me.i;
-        let inv = select(0.0, 1.0 / l, l > 0.0);
-        let o = cfg.off[1].z + row * cfg.D;
-        for (var c = 0u; c < V4; c++) {
-            let a = acc[c] * inv;
-            if (4u * c < cfg.D) { out[o + 4u * c] = scalar(a.x); }
-            if (4u * c + 1u < cfg.D) { out[o + 4u * c + 1u] = scalar(a.y); }
-            if (4u * c + 2u < cfg.D) { out[o + 4u * c + 2u] = scalar(a.z); }
-            if (4u * c + 3u < cfg.D) { out[o + 4u * c + 3u] = scalar(a.w); }
+    let inv = select(vec4<f32>(0.0), 1.0 / l, l > vec4<f32>(0.0));
+    for (var r = 0u; r < RT; r++) {
+        for (var c = 0u; c < LV; c++) {
+            acc[r * LV + c] *= inv[r];
         }
-        lse[cfg.off[1].w + row] = scalar(select(neg_inf(), m + log(l), l > 0.0));
+    }
+    for (var r = 0u; r < RT; r++) {
+        if (me.live[r]) {
+            wr_out(cfg.off[1].z, me, r, cfg.L, acc);
+            if (me.lane == 0u) {
+                lse[cfg.off[1].w + me.bh * cfg.L + me.i + r] = scalar(select(neg_inf(), m[r] + log(l[r]), l[r] > 0.0));
+            }
+        }
     }
 }
 
@@ -212,107 +355,105 @@ fn run(r: u32) {
 }
 
 //// dkdv
-// one invocation per key row j: dk[j] (WANT_DK) or dv[j] over every query that sees j, queries streamed in
-// tiles. Two dispatches of this kernel, not one computing both: the compiler drops what the other gradient
-// needs, so a row of k, v and two accumulators (4 x DMAX floats) never has to fit in registers at once.
-const WANT_DK: bool = true;  // replaced by the host
-@group(0) @binding(0) var<storage, read_write> grad: array<scalar>;
-@group(0) @binding(1) var<storage, read> q: array<scalar>;
-@group(0) @binding(2) var<storage, read> k: array<scalar>;
-@group(0) @binding(3) var<storage, read> v: array<scalar>;
-@group(0) @binding(4) var<storage, read> dout: array<scalar>;
-@group(0) @binding(5) var<storage, read> stats: array<f32>;
-@group(0) @binding(6) var<storage, read> bias: array<scalar>;
-@group(0) @binding(7) var<storage, read> kbias: array<scalar>;
-@group(0) @binding(8) var<uniform> cfg: Config;
+// dk and dv of a block of BR key rows (an invocation: RT keys, its lane's part of the head dim) over every
+// query that sees them, queries and their dout rows streamed in tiles
+@group(0) @binding(0) var<storage, read_write> dk: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> dv: array<scalar>;
+@group(0) @binding(2) var<storage, read> q: array<scalar>;
+@group(0) @binding(3) var<storage, read> k: array<scalar>;
+@group(0) @binding(4) var<storage, read> v: array<scalar>;
+@group(0) @binding(5) var<storage, read> dout: array<scalar>;
+@group(0) @binding(6) var<storage, read> stats: array<f32>;
+@group(0) @binding(7) var<storage, read> bias: array<scalar>;
+@group(0) @binding(8) var<storage, read> kbias: array<scalar>;
+@group(0) @binding(9) var<uniform> cfg: Config;
 
-var<workgroup> qt: array<vec4<f32>, 512>;
-var<workgroup> ot: array<vec4<f32>, 512>;
 var<workgroup> st: array<vec2<f32>, BK>;
 
-@compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let bh = wid.y;
-    let b = bh / cfg.H;
-    let h = bh % cfg.H;
-    let j0 = wid.x * WG;
-    let j = j0 + lid;
-    let live = j < cfg.S;
-    let jj = min(j, cfg.S - 1u);
-    var kr: array<vec4<f32>, V4>;
-    var vr: array<vec4<f32>, V4>;
-    var gk: array<vec4<f32>, V4>;
-    var gv: array<vec4<f32>, V4>;
-    let kb0 = cfg.off[0].y + b * cfg.ks.x + h * cfg.ks.y + jj * cfg.ks.z;
-    let vb0 = cfg.off[0].z + b * cfg.vs.x + h * cfg.vs.y + jj * cfg.vs.z;
-    for (var c = 0u; c < V4; c++) {
-        kr[c] = rd_k(kb0, c) * cfg.scale;
-        vr[c] = rd_v(vb0, c);
-        gk[c] = vec4<f32>(0.0);
-        gv[c] = vec4<f32>(0.0);
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
+    let me = rows_of(/*PLACE*/lid, wid, cfg.S, flat_bias());
+    var kr: array<vec4<f32>, RL>;
+    var vr: array<vec4<f32>, RL>;
+    var gk: array<vec4<f32>, RL>;
+    var gv: array<vec4<f32>, RL>;
+    var kbv = vec4<f32>(0.0);
+    for (var r = 0u; r < RT; r++) {
+        let kb = row_at(cfg.off[0].y, cfg.ks, me, r, cfg.S);
+        let vb = row_at(cfg.off[0].z, cfg.vs, me, r, cfg.S);
+        for (var c = 0u; c < LV; c++) {
+            kr[r * LV + c] = rd_k(kb, me.lane * LV + c) * cfg.scale;
+            vr[r * LV + c] = rd_v(vb, me.lane * LV + c);
+            gk[r * LV + c] = vec4<f32>(0.0);
+            gv[r * LV + c] = vec4<f32>(0.0);
+        }
+        if (HAS_KBIAS) {
+            kbv[r] = f32(kbias[cfg.off[1].y + me.b * cfg.kbs.x + min(me.i + r, cfg.S - 1u) * cfg.kbs.y]);
+        }
     }
-    let bb = cfg.off[1].x + b * cfg.bs.x + h * cfg.bs.y + jj * cfg.bs.w;
-    let kbv = f32(kbias[cfg.off[1].y + b * cfg.kbs.x + jj * cfg.kbs.y]);
-    let qb0 = cfg.off[0].x + b * cfg.qs.x + h * cfg.qs.y;
-    let ob0 = cfg.off[0].w + b * cfg.os.x + h * cfg.os.y;
+    let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y;
+    let qb0 = cfg.off[0].x + me.b * cfg.qs.x + me.h * cfg.qs.y;
+    let ob0 = cfg.off[0].w + me.b * cfg.os.x + me.h * cfg.os.y;
+    let causal = vec4<bool>(cfg.causal != 0u);
     var istart = 0u;
     if (cfg.causal != 0u) {
-        istart = j0;
+        istart = wid.x * BR;
     }
     for (var i0 = istart; i0 < cfg.L; i0 += BK) {
         for (var e = lid; e < BK * V4; e += WG) {  // the Q and dOut tile
             let row = tile_row(e, i0, cfg.L);
-            qt[e] = select(vec4<f32>(0.0), rd_q(qb0 + row.x * cfg.qs.z, e % V4), row.y != 0u);
-            ot[e] = select(vec4<f32>(0.0), rd_dout(ob0 + row.x * cfg.os.z, e % V4), row.y != 0u);
+            ta[e] = select(vec4<f32>(0.0), rd_q(qb0 + row.x * cfg.qs.z, e % V4), row.y != 0u);
+            tb[e] = select(vec4<f32>(0.0), rd_dout(ob0 + row.x * cfg.os.z, e % V4), row.y != 0u);
         }
         for (var t = lid; t < BK; t += WG) {
-            let r = bh * cfg.L + min(i0 + t, cfg.L - 1u);
+            let r = me.bh * cfg.L + min(i0 + t, cfg.L - 1u);
             st[t] = vec2<f32>(select(MASKED, stats[2u * r], i0 + t < cfg.L), stats[2u * r + 1u]);
         }
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
             let i = i0 + t;
-            var dot = vec4<f32>(0.0);
-            var dp4 = vec4<f32>(0.0);
-            for (var c = 0u; c < V4; c++) {
-                dot += qt[t * V4 + c] * kr[c];
-                dp4 += ot[t * V4 + c] * vr[c];
+            let s = tile_dots(kr, t, me.lane, false);
+            let dp = tile_dots(vr, t, me.lane, true);
+            var sc = s + kbv + me.b0;
+            if (HAS_BIAS) {
+                let bi = bb + min(i, cfg.L - 1u) * cfg.bs.z;
+                for (var r = 0u; r < RT; r++) {
+                    sc[r] += f32(bias[bi + min(me.i + r, cfg.S - 1u) * cfg.bs.w]);
+                }
             }
-            let ii = min(i, cfg.L - 1u);
-            let sc = hsum(dot) + f32(bias[bb + ii * cfg.bs.z]) + kbv;
             let li = st[t].x;
-            let ok = live && i < cfg.L && !(cfg.causal != 0u && j > i) && sc > MASKED && li > MASKED;
-            let p = select(0.0, exp(sc - li), ok);
-            var f = 1.0;
+            let hidden = !me.live | (causal & (me.iv > vec4<u32>(i))) | vec4<bool>(li <= MASKED);
+            let ok = !hidden & (sc > vec4<f32>(MASKED));
+            let p = select(vec4<f32>(0.0), exp(sc - li), ok);
+            var f = vec4<f32>(1.0);
             if (cfg.drop != 0u) {
-                f = drop_factor(bh, i, j);
+                for (var r = 0u; r < RT; r++) {
+                    f[r] = drop_factor(me.bh, i, me.i + r);
+                }
             }
-            let ds = p * (hsum(dp4) * f - st[t].y) * cfg.scale;
+            let ds = p * (dp * f - st[t].y) * cfg.scale;
             let pd = p * f;
-            for (var c = 0u; c < V4; c++) {
-                gk[c] += ds * qt[t * V4 + c];
-                gv[c] += pd * ot[t * V4 + c];
+            for (var c = 0u; c < LV; c++) {
+                let x = ta[t * V4 + me.lane * LV + c];
+                let y = tb[t * V4 + me.lane * LV + c];
+                for (var r = 0u; r < RT; r++) {
+                    gk[r * LV + c] += ds[r] * x;
+                    gv[r * LV + c] += pd[r] * y;
+                }
             }
         }
         workgroupBarrier();
     }
-    if (live) {
-        let o = cfg.off[1].z + (bh * cfg.S + j) * cfg.D;
-        for (var c = 0u; c < V4; c++) {
-            var a = gv[c];  // a constant branch, not select(): select would keep both accumulators alive
-            if (WANT_DK) {
-                a = gk[c];
-            }
-            if (4u * c < cfg.D) { grad[o + 4u * c] = scalar(a.x); }
-            if (4u * c + 1u < cfg.D) { grad[o + 4u * c + 1u] = scalar(a.y); }
-            if (4u * c + 2u < cfg.D) { grad[o + 4u * c + 2u] = scalar(a.z); }
-            if (4u * c + 3u < cfg.D) { grad[o + 4u * c + 3u] = scalar(a.w); }
+    for (var r = 0u; r < RT; r++) {
+        if (me.live[r]) {
+            wr_dk(cfg.off[1].z, me, r, cfg.S, gk);
+            wr_dv(cfg.dv_off, me, r, cfg.S, gv);
         }
     }
 }
 
 //// dq
-// one invocation per query row i: dq[i] over every key it sees, keys streamed in tiles
+// dq of a block of BR query rows over every key they see, keys streamed in tiles
 @group(0) @binding(0) var<storage, read_write> dq: array<scalar>;
 @group(0) @binding(1) var<storage, read> q: array<scalar>;
 @group(0) @binding(2) var<storage, read> k: array<scalar>;
@@ -323,59 +464,48 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(7) var<storage, read> kbias: array<scalar>;
 @group(0) @binding(8) var<uniform> cfg: Config;
 
-@compute @workgroup_size(64)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let me = query_row(lid, wid);
-    let live = me.i < cfg.L;
-    var qr: array<vec4<f32>, V4>;
-    var gr: array<vec4<f32>, V4>;
-    var gq: array<vec4<f32>, V4>;
-    let qb = cfg.off[0].x + me.b * cfg.qs.x + me.h * cfg.qs.y + me.ii * cfg.qs.z;
-    let ob = cfg.off[0].w + me.b * cfg.os.x + me.h * cfg.os.y + me.ii * cfg.os.z;
-    for (var c = 0u; c < V4; c++) {
-        qr[c] = rd_q(qb, c) * cfg.scale;
-        gr[c] = rd_dout(ob, c);
-        gq[c] = vec4<f32>(0.0);
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
+    let me = rows_of(/*PLACE*/lid, wid, cfg.L, flat_bias());
+    var qr: array<vec4<f32>, RL>;
+    var gr: array<vec4<f32>, RL>;
+    var gq: array<vec4<f32>, RL>;
+    var li = vec4<f32>(MASKED);
+    var di = vec4<f32>(0.0);
+    for (var r = 0u; r < RT; r++) {
+        let qb = row_at(cfg.off[0].x, cfg.qs, me, r, cfg.L);
+        let ob = row_at(cfg.off[0].w, cfg.os, me, r, cfg.L);
+        for (var c = 0u; c < LV; c++) {
+            qr[r * LV + c] = rd_q(qb, me.lane * LV + c) * cfg.scale;
+            gr[r * LV + c] = rd_dout(ob, me.lane * LV + c);
+            gq[r * LV + c] = vec4<f32>(0.0);
+        }
+        let row = me.bh * cfg.L + min(me.i + r, cfg.L - 1u);
+        li[r] = stats[2u * row];
+        di[r] = stats[2u * row + 1u];
     }
-    let r = me.bh * cfg.L + me.ii;
-    let li = stats[2u * r];
-    let di = stats[2u * r + 1u];
-    let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + me.ii * cfg.bs.z;
-    let kbb = cfg.off[1].y + me.b * cfg.kbs.x;
-    for (var j0 = 0u; j0 < key_end(wid.x * WG); j0 += BK) {
+    li = select(vec4<f32>(MASKED), li, me.live);
+    for (var j0 = 0u; j0 < key_end(wid.x * BR); j0 += BK) {
         load_kv_tile(lid, me.b, me.h, j0);
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
-            let j = j0 + t;
-            var dot = vec4<f32>(0.0);
-            var dp4 = vec4<f32>(0.0);
-            for (var c = 0u; c < V4; c++) {
-                dot += qr[c] * kt[t * V4 + c];
-                dp4 += gr[c] * vt[t * V4 + c];
-            }
-            let jj = min(j, cfg.S - 1u);
-            let sc = hsum(dot) + f32(bias[bb + jj * cfg.bs.w]) + f32(kbias[kbb + jj * cfg.kbs.y]);
-            let ok = live && j < cfg.S && !(cfg.causal != 0u && j > me.i) && sc > MASKED && li > MASKED;
-            let p = select(0.0, exp(sc - li), ok);
-            var f = 1.0;
-            if (cfg.drop != 0u) {
-                f = drop_factor(me.bh, me.i, j);
-            }
-            let ds = p * (hsum(dp4) * f - di) * cfg.scale;
-            for (var c = 0u; c < V4; c++) {
-                gq[c] += ds * kt[t * V4 + c];
+            let sc = query_scores(tile_dots(qr, t, me.lane, false), me, j0 + t);
+            let dp = tile_dots(gr, t, me.lane, true);
+            let ok = (sc > vec4<f32>(MASKED)) & (li > vec4<f32>(MASKED));
+            let p = select(vec4<f32>(0.0), exp(sc - li), ok);
+            let ds = p * (dp * drop_rows(me, j0 + t) - di) * cfg.scale;
+            for (var c = 0u; c < LV; c++) {
+                let y = ta[t * V4 + me.lane * LV + c];
+                for (var r = 0u; r < RT; r++) {
+                    gq[r * LV + c] += ds[r] * y;
+                }
             }
         }
         workgroupBarrier();
     }
-    if (live) {
-        let o = cfg.off[1].z + (me.bh * cfg.L + me.i) * cfg.D;
-        for (var c = 0u; c < V4; c++) {
-            let a = gq[c];
-            if (4u * c < cfg.D) { dq[o + 4u * c] = scalar(a.x); }
-            if (4u * c + 1u < cfg.D) { dq[o + 4u * c + 1u] = scalar(a.y); }
-            if (4u * c + 2u < cfg.D) { dq[o + 4u * c + 2u] = scalar(a.z); }
-            if (4u * c + 3u < cfg.D) { dq[o + 4u * c + 3u] = scalar(a.w); }
+    for (var r = 0u; r < RT; r++) {
+        if (me.live[r]) {
+            wr_dq(cfg.off[1].z, me, r, cfg.L, gq);
         }
     }
 }

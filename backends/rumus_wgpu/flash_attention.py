@@ -1,11 +1,14 @@
 """FlashAttention forward and backward (shaders/flash_attention.wgsl): tiled online softmax, one workgroup per
-(batch * head, block of 64 query rows), K/V tiles in workgroup memory, O(L) extra memory.
+(batch * head, block of BR rows), K/V (or Q/dOut) tiles in workgroup memory, O(L) extra memory.
 
-The backward is FlashAttention-2's, in four dispatches: a row pass (lse and D = dout . out per query row
-into one scratch buffer), a dK and a dV pass over key blocks (one kernel compiled twice: each keeps only
-its own accumulator in registers) and a dQ pass over query blocks; each binds at most 8 storage buffers,
-WebGPU's default limit. q, k, v and dout
-may be strided; bias and key_bias come contiguous and broadcast through zero strides.
+Register tiling (`plan`): with subgroups an invocation owns 4 rows and a lane's share of the head dim, a
+row's dot products summed over its lanes by subgroup shuffles, so each workgroup-memory load feeds 4 rows;
+without subgroups an invocation owns one whole row. The backward is FlashAttention-2's, in three
+dispatches: a row pass (lse and D = dout . out per query row into one scratch buffer), a dK/dV pass with
+one workgroup per key block iterating over query blocks, and a dQ pass with one workgroup per query block
+iterating over key blocks: no atomics, deterministic. q, k, v and dout may be strided (an [B, S, H, D]
+tensor transposed to [B, H, S, D] is read in place); bias and key_bias come contiguous and broadcast
+through zero strides, and a one-element bias (the 0-d zeros of "no mask") is compiled out.
 """
 
 from __future__ import annotations
@@ -13,69 +16,117 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from rumus_contracts import RumusError, TensorArg
+from rumus_contracts import KernelNotFound, RumusError, TensorArg
 from rumus_contracts.ops.attention import default_scale
 
 from .layout import device_of, new_buffer
 from .nn_common import dispatch, pack, source, split_sections
 from .nn_dropout import MASK32, mix32, threshold
+from .softmax import use_subgroups
 
-WG = 64  # rows per workgroup (the shader's WG)
 TILE = 2048  # floats per workgroup tile (the shader's arrays): BK = TILE / DMAX rows
+RT = 4  # rows per invocation with subgroups (the shader keeps per-row values in vec4 components)
+# vec4s of a row per lane: the forward holds q and the output accumulator (2 x RT x LV vec4s), the
+# backward passes three or four such arrays, so they split the head dim over twice as many lanes
+LANE_VEC4S = {"forward": 4, "dkdv": 2, "dq": 2}
 
 
 def head_bucket(d: int) -> int:
     return 32 if d <= 32 else 64 if d <= 64 else 128
 
 
-# the arrays whose rows each kernel reads, with the Config field of their strides: one copy of the
-# shader's `rd` section per array (a reader names the kernel's binding, so each kernel gets its own)
+@dataclass(frozen=True)
+class Plan:
+    """How one kernel splits its work: RT rows per invocation, each row's DMAX / 4 vec4s over LANES
+    invocations of a subgroup (LV each), WG invocations, so BR = WG / LANES * RT rows per workgroup."""
+    dmax: int
+    lanes: int
+    rt: int
+    wg: int
+    subgroups: bool
+
+    @property
+    def lv(self) -> int:
+        return self.dmax // 4 // self.lanes
+
+    @property
+    def rows(self) -> int:
+        return self.wg // self.lanes * self.rt
+
+
+def smallest_subgroup(dev: Any) -> int:
+    """The adapter's smallest subgroup (wgpu-py names the key `stackgroup_min_size` in some versions);
+    4, the smallest any Vulkan driver reports, when it does not say."""
+    info = dev.adapter.info
+    size = info.get("subgroup_min_size") or info.get("stackgroup_min_size") or 4
+    return max(1, int(size))
+
+
+def plan(dev: Any, section: str, d: int) -> Plan:
+    dmax = head_bucket(d)
+    if not use_subgroups(dev):  # one whole row per invocation: no lane sums needed
+        return Plan(dmax, 1, 1, 64, False)
+    lanes = max(1, min(dmax // 4 // LANE_VEC4S[section], smallest_subgroup(dev)))
+    return Plan(dmax, lanes, RT, min(256, max(64, 16 * lanes)), True)
+
+
+# the arrays whose rows each kernel reads and writes, with the Config field of their strides: one copy of
+# the shader's `rd` (`wr`) section per array (a reader names the kernel's binding, so each kernel gets its own)
 READERS = {"forward": ("q", "k", "v"), "dkdv": ("q", "k", "v", "dout"), "dq": ("q", "k", "v", "dout")}
+WRITERS = {"forward": ("out",), "dkdv": ("dk", "dv"), "dq": ("dq",)}
 STRIDES = {"q": "qs", "k": "ks", "v": "vs", "dout": "os"}
 KV_TILE = {"forward": "+kv_tile", "dq": "+kv_tile"}  # the kernels that stream K and V tiles past query rows
 INCLUDE = ("dropout_hash",)  # the dropout mask's hash, shared with the dropout op
+SG_ARGS = ", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32"
+
+UNROLL = re.compile(r"^(\s*)for \(var (\w+) = 0u; \2 < (\w+); \2\+\+\) \{$")
 
 
-UNROLL = "for (var c = 0u; c < V4; c++) {"
-
-
-def unroll_rows(src: str, v4: int) -> str:
-    """Every `for (var c = 0u; c < V4; c++) { ... }` loop written out v4 times with c a constant: arrays
-    indexed only by constants stay in registers, where a loop index (if the driver does not unroll) would
-    put them in slow local memory."""
+def unroll(src: str, bounds: Mapping[str, int]) -> str:
+    """Every `for (var X = 0u; X < N; X++) { ... }` loop with N in `bounds` written out N times with X a
+    constant (nested loops too): arrays indexed only by constants stay in registers, where a loop index
+    (if the driver does not unroll) would put them in slow local memory."""
     out: list[str] = []
     lines = src.split("\n")
     n = 0
     while n < len(lines):
-        line = lines[n]
-        if line.strip() != UNROLL:
-            out.append(line)
+        found = UNROLL.match(lines[n])
+        if found is None or found.group(3) not in bounds:
+            out.append(lines[n])
             n += 1
             continue
-        indent = line[:len(line) - len(line.lstrip())]
+        indent, var, bound = found.groups()
         end = lines.index(indent + "}", n + 1)
-        body = lines[n + 1:end]
-        for c in range(v4):  # each copy in a block of its own: the body's `let`s are declared once per copy
+        body = unroll("\n".join(lines[n + 1:end]), bounds)
+        for c in range(bounds[bound]):  # each copy in a block of its own: the body's `let`s are declared once per copy
             out.append(indent + "{")
-            out.extend(re.sub(r"\bc\b", f"{c}u", b) for b in body)
+            out.append(re.sub(rf"\b{var}\b", f"{c}u", body))
             out.append(indent + "}")
         n = end + 1
     return "\n".join(out)
 
 
-def _program(dev: Any, section: str, dmax: int, dtype: Any, want_dk: bool = True) -> Any:
+def _program(dev: Any, section: str, p: Plan, dtype: Any, has_bias: bool, has_kbias: bool) -> Any:
     def build() -> str:
-        reader = split_sections("flash_attention")[1]["rd"]
-        readers = [reader.replace("{{ARR}}", a).replace("{{STRIDES}}", STRIDES[a]) for a in READERS[section]]
-        sections = section + KV_TILE.get(section, "")
-        src = source("flash_attention", sections, dtype, INCLUDE) + "\n" + "\n".join(readers)
-        src = src.replace("const DMAX: u32 = 64u;", f"const DMAX: u32 = {dmax}u;")
-        src = src.replace("const BK: u32 = 32u;", f"const BK: u32 = {TILE // dmax}u;")
-        src = src.replace("const WANT_DK: bool = true;", f"const WANT_DK: bool = {str(want_dk).lower()};")
-        return unroll_rows(src, dmax // 4)
-    return dev.programs.get(("flash_attention", section, dmax, dtype.name, want_dk), build)
+        parts = split_sections("flash_attention")[1]
+        arrays = [parts["rd"].replace("{{ARR}}", a).replace("{{STRIDES}}", STRIDES[a]) for a in READERS[section]]
+        arrays += [parts["wr"].replace("{{ARR}}", a) for a in WRITERS[section]]
+        lanes = "lanes_subgroup" if p.subgroups else "lanes_none"
+        src = source("flash_attention", f"{section}+{lanes}+masks{KV_TILE.get(section, '')}", dtype, INCLUDE)
+        src += "\n" + "\n".join(arrays)
+        if p.subgroups:  # the entry points' marked spots (valid WGSL as they stand: the whole-row variant)
+            src = src.replace("/*SG_ARGS*/", SG_ARGS).replace("/*PLACE*/lid", "place_of(lid, sg_lane, sg_size)")
+        for name, value in (("DMAX", f"{p.dmax}u"), ("BK", f"{TILE // p.dmax}u"), ("LV", f"{p.lv}u"),
+                            ("RT", f"{p.rt}u"), ("WG", f"{p.wg}u"), ("HAS_BIAS", str(has_bias).lower()),
+                            ("HAS_KBIAS", str(has_kbias).lower())):
+            src, count = re.subn(rf"^const {name}: (\w+) = [^;]+;", f"const {name}: \\1 = {value};", src, flags=re.M)
+            assert count == 1, name
+        return unroll(src, {"RT": p.rt, "LV": p.lv, "V4": p.dmax // 4})
+    key = ("flash_attention", section, p, dtype.name, has_bias, has_kbias)
+    return dev.programs.get(key, build)
 
 
 def _bstrides(arg: TensorArg, to: Sequence[int]) -> list[int]:
@@ -85,7 +136,7 @@ def _bstrides(arg: TensorArg, to: Sequence[int]) -> list[int]:
 
 
 def _words(q: TensorArg, k: TensorArg, v: TensorArg, dout: TensorArg | None, bias: TensorArg, key_bias: TensorArg,
-           out_offset: int, lse_offset: int, attrs: Mapping[str, Any]) -> list[int | float]:
+           out_offset: int, lse_offset: int, attrs: Mapping[str, Any], dv_offset: int = 0) -> list[int | float]:
     B, H, L, D = q.shape
     S = k.shape[2]
     p = float(attrs["dropout_p"])
@@ -95,16 +146,26 @@ def _words(q: TensorArg, k: TensorArg, v: TensorArg, dout: TensorArg | None, bia
     offsets = [q.offset, k.offset, v.offset, dout.offset if dout is not None else 0, bias.offset, key_bias.offset,
                out_offset, lse_offset]
     return [B, H, L, S, D, int(bool(attrs["is_causal"])), int(p > 0.0), float(scale), key, threshold(p),
-            int(attrs["offset"]) & MASK32, float(1.0 / (1.0 - p)), 0, 0, *q.strides, *k.strides, *v.strides, *ds,
-            *_bstrides(bias, (B, H, L, S)), *_bstrides(key_bias, (B, S)), *offsets]
+            int(attrs["offset"]) & MASK32, float(1.0 / (1.0 - p)), dv_offset, 0, *q.strides, *k.strides,
+            *v.strides, *ds, *_bstrides(bias, (B, H, L, S)), *_bstrides(key_bias, (B, S)), *offsets]
 
 
-def _grid(dev: Any, rows: int, bh: int) -> tuple[int, int, int]:
-    blocks = math.ceil(rows / WG)
+def _grid(dev: Any, rows: int, per_group: int, bh: int) -> tuple[int, int, int]:
+    blocks = math.ceil(rows / per_group)
     if blocks > dev.max_groups or bh > dev.max_groups:
         raise RumusError(f"flash_attention: {bh} batch*heads x {blocks} row blocks exceed this device's "
                          f"dispatch limit of {dev.max_groups} workgroups per dimension")
     return blocks, bh, 1
+
+
+def _run(dev: Any, section: str, q: TensorArg, bias: TensorArg, key_bias: TensorArg, buffers: list[Any],
+         words: list[int | float], rows: int) -> None:
+    """One attention kernel over `rows` rows (queries, or keys in the dK/dV pass) of every (batch, head)."""
+    B, H, _, D = q.shape
+    p = plan(dev, section, D)
+    has_bias, has_kbias = math.prod(bias.shape) > 1, math.prod(key_bias.shape) > 1
+    prog = _program(dev, section, p, q.dtype, has_bias, has_kbias)
+    dev.recorder.dispatch(prog, buffers, pack([0, 0, *words]), _grid(dev, rows, p.rows, B * H))
 
 
 def flash_attention(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -113,10 +174,9 @@ def flash_attention(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], a
     if B * H * L == 0:
         return
     dev = device_of(outputs, inputs)
-    prog = _program(dev, "forward", head_bucket(D), q.dtype)
     words = _words(q, k, v, None, bias, key_bias, out.offset, lse.offset, attrs)
-    dev.recorder.dispatch(prog, [out.buffer, lse.buffer, q.buffer, k.buffer, v.buffer, bias.buffer, key_bias.buffer],
-                          pack([0, 0, *words]), _grid(dev, L, B * H))
+    _run(dev, "forward", q, bias, key_bias,
+         [out.buffer, lse.buffer, q.buffer, k.buffer, v.buffer, bias.buffer, key_bias.buffer], words, L)
 
 
 def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
@@ -127,21 +187,19 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     if B * H * S * D == 0:
         return
     dev = device_of(outputs, inputs)
-    dmax, rows = head_bucket(D), B * H * L
+    if dev.limits.get("max-storage-buffers-per-shader-stage", 8) < 9:
+        raise KernelNotFound("flash_attention_backward: the dK/dV pass binds 9 storage buffers and this device "
+                             "allows fewer per shader stage; run attention on the cpu backend")
+    rows = B * H * L
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
-    dispatch(dev, "flash_attention", "rowdot", q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows,
-             include=("grid", *INCLUDE))
-    masks = [bias.buffer, key_bias.buffer]
-    for grad, want_dk in ((dk, True), (dv, False)):
-        words_kv = _words(q, k, v, dout, bias, key_bias, grad.offset, lse.offset, attrs)
-        dev.recorder.dispatch(_program(dev, "dkdv", dmax, q.dtype, want_dk),
-                              [grad.buffer, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks],
-                              pack([0, 0, *words_kv]), _grid(dev, S, B * H))
-    words_dq = _words(q, k, v, dout, bias, key_bias, dq.offset, lse.offset, attrs)
-    dev.recorder.dispatch(_program(dev, "dq", dmax, q.dtype),
-                          [dq.buffer, q.buffer, k.buffer, v.buffer, dout.buffer, stats, *masks],
-                          pack([0, 0, *words_dq]), _grid(dev, L, B * H))
+    dispatch(dev, "flash_attention", "rowdot+lanes_none", q.dtype, [stats, out.buffer, dout.buffer, lse.buffer],
+             words, rows, include=("grid", *INCLUDE))
+    ins = [q.buffer, k.buffer, v.buffer, dout.buffer, stats, bias.buffer, key_bias.buffer]
+    _run(dev, "dkdv", q, bias, key_bias, [dk.buffer, dv.buffer, *ins],
+         _words(q, k, v, dout, bias, key_bias, dk.offset, lse.offset, attrs, dv.offset), S)
+    _run(dev, "dq", q, bias, key_bias, [dq.buffer, *ins],
+         _words(q, k, v, dout, bias, key_bias, dq.offset, lse.offset, attrs), L)
 
 
 def kernels() -> dict[str, Any]:

@@ -121,6 +121,28 @@ void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, c
     }
 }
 
+/* What both backward passes compute for query i (qi its q row, gi its dout row) against the nk keys of a
+   transposed K and V tile from key j0: ds[t] = P (dP * dropout - D[i]) scale and pd[t] = P * dropout, 0
+   where masked (P recomputed from the saved logsumexp li, FlashAttention-2). */
+static inline void FA_FN(fa_ds_row)(const fa_cfg *c, FA_T *ds, FA_T *pd, const FA_T *qi, const FA_T *gi,
+                                    const FA_T *kT, const FA_T *vT, int64_t nk, const FA_T *bb, const FA_T *kbb,
+                                    int64_t bh, int64_t i, int64_t j0, FA_T li, FA_T di) {
+    const FA_T scale = (FA_T)c->scale;
+    FA_FN(fa_rowdots)(ds, qi, kT, nk, c->D);
+    FA_FN(fa_finish_scores)(c, ds, nk, bb, kbb, i, j0);
+    FA_FN(fa_rowdots)(pd, gi, vT, nk, c->D);
+    for (int64_t t = 0; t < nk; t++) {
+        if (ds[t] == (FA_T)-INFINITY) {
+            ds[t] = pd[t] = 0;
+            continue;
+        }
+        const FA_T pij = FA_EXP(ds[t] - li);
+        const FA_T f = c->drop ? (FA_T)fa_drop(c, bh, i, j0 + t) : (FA_T)1;
+        ds[t] = pij * (pd[t] * f - di) * scale;
+        pd[t] = pij * f;
+    }
+}
+
 /* dK and dV of key block [j0, j0 + FA_BQ): every query that may see it, FA_BK queries per packed tile. */
 RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v,
                                               const FA_T *dout, const FA_T *lse, const FA_T *drow, const FA_T *bias,
@@ -133,7 +155,6 @@ RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, co
     FA_FN(fa_pack_t)(kT, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
     FA_FN(fa_pack_t)(vT, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
     memset(gk, 0, (size_t)(2 * FA_BQ * D) * sizeof(FA_T));
-    const FA_T scale = (FA_T)c->scale;
     for (int64_t i0 = c->causal ? j0 : 0; i0 < L; i0 += FA_BK) {
         const int64_t ni = L - i0 < FA_BK ? L - i0 : FA_BK;
         FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, ni, D, c->qs[2], c->qs[3]);
@@ -143,22 +164,12 @@ RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, co
             const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
             if (li == (FA_T)-INFINITY) continue;
             const FA_T *qi = qt + r * D, *gi = ot + r * D;
-            FA_FN(fa_rowdots)(sr, qi, kT, nk, D);
-            FA_FN(fa_finish_scores)(c, sr, nk, bb, kbb, i, j0);
-            FA_FN(fa_rowdots)(dpr, gi, vT, nk, D);
+            FA_FN(fa_ds_row)(c, sr, dpr, qi, gi, kT, vT, nk, bb, kbb, bh, i, j0, li, di);
             for (int64_t t = 0; t < nk; t++) {
-                if (sr[t] == (FA_T)-INFINITY) continue;
-                const FA_T pij = FA_EXP(sr[t] - li);
-                FA_T dp = dpr[t], pd = pij;
-                if (c->drop) {
-                    const FA_T f = (FA_T)fa_drop(c, bh, i, j0 + t);
-                    pd *= f;
-                    dp *= f;
-                }
-                const FA_T ds = pij * (dp - di) * scale;
+                if (sr[t] == 0 && dpr[t] == 0) continue;
                 FA_T *a = gk + t * D, *e = gv + t * D;
-                for (int64_t d = 0; d < D; d++) a[d] += ds * qi[d];
-                for (int64_t d = 0; d < D; d++) e[d] += pd * gi[d];
+                for (int64_t d = 0; d < D; d++) a[d] += sr[t] * qi[d];
+                for (int64_t d = 0; d < D; d++) e[d] += dpr[t] * gi[d];
             }
         }
     }
@@ -178,7 +189,6 @@ RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, cons
     FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, nq, D, c->qs[2], c->qs[3]);
     FA_FN(fa_pack)(ot, dout + b * c->dos[0] + h * c->dos[1], i0, nq, D, c->dos[2], c->dos[3]);
     memset(gq, 0, (size_t)(FA_BQ * D) * sizeof(FA_T));
-    const FA_T scale = (FA_T)c->scale;
     const int64_t jend = c->causal ? (i0 + nq < S ? i0 + nq : S) : S;
     for (int64_t j0 = 0; j0 < jend; j0 += FA_BK) {
         const int64_t nk = jend - j0 < FA_BK ? jend - j0 : FA_BK;
@@ -190,18 +200,12 @@ RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, cons
             const int64_t i = i0 + r;
             const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
             if (li == (FA_T)-INFINITY) continue;
-            FA_FN(fa_rowdots)(sr, qt + r * D, kT, nk, D);
-            FA_FN(fa_finish_scores)(c, sr, nk, bb, kbb, i, j0);
-            FA_FN(fa_rowdots)(dpr, ot + r * D, vT, nk, D);
+            FA_FN(fa_ds_row)(c, sr, dpr, qt + r * D, ot + r * D, kT, vT, nk, bb, kbb, bh, i, j0, li, di);
             FA_T *a = gq + r * D;
             for (int64_t t = 0; t < nk; t++) {
-                if (sr[t] == (FA_T)-INFINITY) continue;
-                const FA_T pij = FA_EXP(sr[t] - li);
-                FA_T dp = dpr[t];
-                if (c->drop) dp *= (FA_T)fa_drop(c, bh, i, j0 + t);
-                const FA_T ds = pij * (dp - di) * scale;
+                if (sr[t] == 0) continue;
                 const FA_T *kj = kt + t * D;
-                for (int64_t d = 0; d < D; d++) a[d] += ds * kj[d];
+                for (int64_t d = 0; d < D; d++) a[d] += sr[t] * kj[d];
             }
         }
     }
