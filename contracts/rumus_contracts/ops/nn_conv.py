@@ -224,32 +224,28 @@ def _name(xs: Shape, ws: Shape, attrs: Mapping[str, Any]) -> str:
     return f"x{xs} w{ws} s{attrs['stride']} p{attrs['padding']} d{attrs['dilation']} g{attrs['groups']}"
 
 
-def _conv2d_samples(rng: np.random.Generator) -> list[Sample]:
+def _expanded_cases() -> list[tuple[Shape, Shape, dict[str, Any], Shape, str]]:
+    """CASES as (x shape, weight shape, attrs, output shape, sample name), shared by the three conv ops."""
     out = []
     for xs, ws, s, p, d, g in CASES:
         a = _attrs(s, p, d, g)
-        out.append(Sample([rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)], a, name=_name(xs, ws, a)))
+        out.append((xs, ws, a, conv_output_shape("conv2d", xs, ws, a), _name(xs, ws, a)))
     return out
+
+
+def _conv2d_samples(rng: np.random.Generator) -> list[Sample]:
+    return [Sample([rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)], a, name=name)
+            for xs, ws, a, _, name in _expanded_cases()]
 
 
 def _backward_input_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for xs, ws, s, p, d, g in CASES:
-        a = _attrs(s, p, d, g)
-        gs = conv_output_shape("conv2d", xs, ws, a)
-        out.append(Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, ws)], {**a, "input_size": xs[2:]},
-                          name=_name(xs, ws, a)))
-    return out
+    return [Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, ws)], {**a, "input_size": xs[2:]}, name=name)
+            for xs, ws, a, gs, name in _expanded_cases()]
 
 
 def _backward_weight_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for xs, ws, s, p, d, g in CASES:
-        a = _attrs(s, p, d, g)
-        gs = conv_output_shape("conv2d", xs, ws, a)
-        out.append(Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, xs)], {**a, "kernel_size": ws[2:]},
-                          name=_name(xs, ws, a)))
-    return out
+    return [Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, xs)], {**a, "kernel_size": ws[2:]}, name=name)
+            for xs, ws, a, gs, name in _expanded_cases()]
 
 
 def _conv_transpose_samples(rng: np.random.Generator) -> list[Sample]:
