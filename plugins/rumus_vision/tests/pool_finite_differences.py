@@ -23,11 +23,14 @@ def assert_gradient_matches(loss: Callable[[np.ndarray], float], x0: np.ndarray,
         assert abs(fd - grad[idx]) <= rtol * max(1.0, abs(fd)), (idx, fd, grad[idx])
 
 
-def assert_pool_gradient_matches(pool: Callable[..., Any], kwargs: dict[str, Any], x0: np.ndarray, gy: np.ndarray,
-                                 dtype: str, device: Any, eps: float, rtol: float, rng: np.random.Generator,
+def assert_pool_gradient_matches(pool: Callable[..., Any], kwargs: dict[str, Any], x0: np.ndarray, dtype: str,
+                                 device: Any, eps: float, rtol: float, rng: np.random.Generator,
                                  count: int = 16) -> None:
-    """The autograd gradient of sum(pool(x, **kwargs) * gy) at x0 (a rumus tensor of `dtype` on `device`) against
-    central differences of the same loss (see assert_gradient_matches)."""
+    """The autograd gradient of sum(pool(x, **kwargs) * gy) at x0 (a rumus tensor of `dtype` on `device`; gy
+    uniform in [-1, 1), drawn from rng) against central differences of the same loss (see assert_gradient_matches)."""
+    with rm.no_grad():
+        gy = rng.uniform(-1, 1, pool(rm.tensor(x0, dtype=dtype, device=device), **kwargs).shape)
+
     def loss(xv: np.ndarray) -> float:
         with rm.no_grad():
             y = pool(rm.tensor(xv, dtype=dtype, device=device), **kwargs).numpy().astype(np.float64)

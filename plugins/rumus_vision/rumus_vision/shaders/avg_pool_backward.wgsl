@@ -17,13 +17,12 @@ struct Params {
 
 @compute @workgroup_size(256)
 fn avg_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let idx = gid.x + gid.y * nwg.x * 256u;
-    if (idx >= p.total) {
-        return;
-    }
-    let ow = i32(idx % u32(p.wo));
-    let oh = i32((idx / u32(p.wo)) % u32(p.ho));
-    let base = (idx / u32(p.ho * p.wo)) * u32(p.h * p.w);
+    let win = window_of(gid, nwg);
+    if (win.idx >= p.total) { return; }
+    let idx = win.idx;
+    let oh = win.oh;
+    let ow = win.ow;
+    let base = win.base;
     // the window, clipped to the padded input (the divisor with padding), then to the input (the sum)
     let h0 = oh * p.sh - p.ph;
     let w0 = ow * p.sw - p.pw;

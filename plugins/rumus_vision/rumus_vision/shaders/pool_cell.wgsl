@@ -1,5 +1,23 @@
-// Shared by max_pool_backward.wgsl and avg_pool_backward.wgsl (pool_wgpu.py appends it to each): the cells
-// that one invocation per non-overlapping window writes, tiling the input.
+// Shared by max_pool_backward.wgsl and avg_pool_backward.wgsl (pool_wgpu.py appends it to each): which window
+// an invocation has, and the cells that one invocation per non-overlapping window writes, tiling the input.
+// Both shaders' Params name the sizes h, w (input) and ho, wo (output).
+
+// Window `idx` (its flat output index in a launch of 256-wide workgroups over a 2-D grid): its output
+// position (oh, ow) and the offset of its plane in the input.
+struct Window {
+    idx: u32,
+    oh: i32,
+    ow: i32,
+    base: u32,
+}
+
+fn window_of(gid: vec3<u32>, nwg: vec3<u32>) -> Window {
+    let idx = gid.x + gid.y * nwg.x * 256u;
+    let ow = i32(idx % u32(p.wo));
+    let oh = i32((idx / u32(p.wo)) % u32(p.ho));
+    return Window(idx, oh, ow, (idx / u32(p.ho * p.wo)) * u32(p.h * p.w));
+}
+
 // [first, end) of the cell of output position o along one dim of `size` elements (n outputs).
 fn cell(o: i32, s: i32, pad: i32, n: i32, size: i32) -> vec2<i32> {
     var first = o * s - pad;
