@@ -19,13 +19,18 @@ def bench(fn: Callable[[], object], min_time: float = 0.3, repeats: int = 5) -> 
         if dt >= min_time / repeats or n > 1 << 24:
             break
         n *= 2
+    return statistics.median(per_call_samples(fn, n, repeats))
+
+
+def per_call_samples(fn: Callable[[], object], calls: int, repeats: int) -> list[float]:
+    """Seconds per call of `repeats` timed batches of `calls` calls each."""
     samples = []
     for _ in range(repeats):
         t0 = time.perf_counter()
-        for _ in range(n):
+        for _ in range(calls):
             fn()
-        samples.append((time.perf_counter() - t0) / n)
-    return statistics.median(samples)
+        samples.append((time.perf_counter() - t0) / calls)
+    return samples
 
 
 def median_synced(step: Callable[[], object], sync: Callable[[], object], reps: int) -> float:

@@ -75,6 +75,19 @@ def _torch_lm(c: dict[str, Any]) -> Any:
     return TorchLM()
 
 
+def _backward_and_step(loss: Any, opt: Any, scaler: Any) -> float:
+    """loss.backward() and opt.step(), through the GradScaler when there is one: the same calls for rumus's
+    objects and torch's. Returns the loss."""
+    if scaler is not None:
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    else:
+        loss.backward()
+        opt.step()
+    return float(loss.item())
+
+
 def _time_steps(steps_by_name: dict[str, Callable[[], float]], warmup: int,
                steps: int) -> dict[str, tuple[float, float, float]]:
     """{name: (median and best seconds per step, last loss)}; the frameworks' steps alternate, so load from
@@ -142,14 +155,7 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
             logits = model(r_idx, r_pos)
             loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), r_tgt)
         opt.zero_grad()
-        if scaler is not None:
-            scaler.scale(loss).backward()
-            scaler.step(opt)
-            scaler.update()
-        else:
-            loss.backward()
-            opt.step()
-        return float(loss.item())
+        return _backward_and_step(loss, opt, scaler)
 
     runs: dict[str, Callable[[], float]] = {"rumus": rumus_step}
     if torch_model is not None:
@@ -166,14 +172,7 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
                                 enabled=autocast is not None):
                 logits = torch_model(t_idx, t_pos)
                 loss = torch.nn.functional.cross_entropy(logits.reshape(-1, c["vocab"]), t_tgt)
-            if t_scaler is not None:
-                t_scaler.scale(loss).backward()
-                t_scaler.step(t_opt)
-                t_scaler.update()
-            else:
-                loss.backward()
-                t_opt.step()
-            return float(loss.item())
+            return _backward_and_step(loss, t_opt, t_scaler)
 
         runs["torch"] = torch_step
     for name, (seconds, best, loss) in _time_steps(runs, warmup, steps).items():

@@ -101,28 +101,10 @@ def _rumus_steps(device: str, models: list[str]) -> dict[str, Callable[[], objec
 
 def _torch_steps() -> dict[str, Callable[[], object]]:
     import torch
-    F = torch.nn.functional
-    torch.manual_seed(0)
-    mlp = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                              torch.nn.ReLU(), torch.nn.Linear(256, 10))
-    opt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
-    mx, my = torch.randn(128, 784), torch.randn(128, 10)
-
-    def mlp_step() -> None:
-        opt.zero_grad(set_to_none=True)
-        F.mse_loss(mlp(mx), my).backward()
-        opt.step()
-    cnn = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(32 * 7 * 7, 10))
-    copt = torch.optim.Adam(cnn.parameters(), lr=1e-3)
-    xs, ys = torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,))
-
-    def cnn_step() -> None:
-        copt.zero_grad(set_to_none=True)
-        F.cross_entropy(cnn(xs), ys).backward()
-        copt.step()
+    sys.path.insert(0, HERE)
+    import _torch_small_models
+    mlp_step = _torch_small_models.torch_mlp_step()
+    cnn_step = _torch_small_models.torch_cnn_step(torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,)))
     return {"mlp": mlp_step, "cnn": cnn_step}
 
 

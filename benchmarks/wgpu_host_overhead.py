@@ -25,13 +25,18 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import per_call_samples  # noqa: E402
 
 
 def _median_us(fn: Callable[[int], float], n: int, reps: int) -> float:
@@ -127,30 +132,20 @@ def op_rows(b: Bench, reps: int, n_sync: int, n_rec: int, verbose: bool = False)
                   "decoupled": False, "step": 3}
     adam = rm.ops.get("adam_step")
 
-    def k_add() -> Any:
-        o = empty((128, 256))
-        kt["add"]([o], [A, C], {})
-        return o
+    def into_new(op: str, inputs: list[TensorArg], attrs: dict[str, Any], shape: tuple[int, ...] = (128, 256),
+                 out_view: Callable[[TensorArg], TensorArg] = lambda o: o) -> Callable[[], Any]:
+        """The kernel of `op` alone, writing a fresh output of `shape` (through `out_view`)."""
+        def run() -> Any:
+            o = empty(shape)
+            kt[op]([out_view(o)], inputs, attrs)
+            return o
+        return run
 
-    def k_relu() -> Any:
-        o = empty((128, 256))
-        kt["relu"]([o], [A], {})
-        return o
-
-    def k_sum() -> Any:
-        o = empty((128,))
-        kt["sum"]([TensorArg(o.buffer, (128, 1), (1, 1), 0, float32)], [A], {"dims": (1,)})
-        return o
-
-    def k_matmul() -> Any:
-        o = empty((128, 256))
-        kt["matmul"]([o], [A, W], {})
-        return o
-
-    def k_softmax() -> Any:
-        o = empty((128, 256))
-        kt["softmax"]([o], [A], {"dim": 1})
-        return o
+    k_add = into_new("add", [A, C], {})
+    k_relu = into_new("relu", [A], {})
+    k_sum = into_new("sum", [A], {"dims": (1,)}, (128,), lambda o: TensorArg(o.buffer, (128, 1), (1, 1), 0, float32))
+    k_matmul = into_new("matmul", [A, W], {})
+    k_softmax = into_new("softmax", [A], {"dim": 1})
 
     def k_adam() -> None:
         kt["adam_step"]([], [P, G, M1, M2], adam_attrs)
@@ -206,12 +201,7 @@ def mlp_row(b: Bench, step: Callable[[], float], record: Callable[[], Any], step
     d0 = rec.dispatches
     step()
     per = rec.dispatches - d0
-    samples = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            step()
-        samples.append((time.perf_counter() - t0) / steps)
+    samples = per_call_samples(step, steps, reps)
     rec_samples = []
     for _ in range(reps):
         total = 0.0

@@ -261,13 +261,8 @@ EACH_REDUCE(DEF_ARGS)
     {"argmax_" #sfx, argmax_##sfx, 8, sizeof(TI)}, {"argmin_" #sfx, argmin_##sfx, 8, sizeof(TI)},
 
 static const reduce_entry TABLE[] = {EACH_REDUCE(ENT_ALL)};
-#define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
 
-int64_t rumus_reduce_find(const char *name) {
-    for (int64_t i = 0; i < TABLE_SIZE; i++)
-        if (strcmp(TABLE[i].name, name) == 0) return i;
-    return -1;
-}
+int64_t rumus_reduce_find(const char *name) { return RUMUS_FIND_IN(TABLE, name); }
 
 void rumus_reduce_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo) {
     const reduce_entry *e = &TABLE[loop];

@@ -211,10 +211,18 @@ void rumus_after_fork_child(void) {
 #define PARALLEL_FOR_CHUNKS
 #endif
 
-int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const char *name) {
-    for (int64_t i = 0; i < count; i++)
-        if (strcmp(table[i].name, name) == 0) return i;
+int64_t rumus_find_named(const void *table, int64_t count, size_t entry_size, const char *name) {
+    const char *entries = (const char *)table;
+    for (int64_t i = 0; i < count; i++) {
+        const char *entry_name; /* the first member, at offset 0 of every entry */
+        memcpy(&entry_name, entries + i * (int64_t)entry_size, sizeof entry_name);
+        if (strcmp(entry_name, name) == 0) return i;
+    }
     return -1;
+}
+
+int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const char *name) {
+    return rumus_find_named(table, count, sizeof *table, name);
 }
 
 /* Elements [start, end) of the flattened (row-major) iteration space, one innermost run at a time. */

@@ -118,13 +118,8 @@ typedef struct {
 EACH_SOFTMAX(DEF_SOFTMAX)
 
 static const smax_entry TABLE[] = {EACH_SOFTMAX(ENT_SOFTMAX)};
-#define TABLE_SIZE ((int64_t)(sizeof(TABLE) / sizeof(TABLE[0])))
 
-int64_t rumus_softmax_find(const char *name) {
-    for (int64_t i = 0; i < TABLE_SIZE; i++)
-        if (strcmp(TABLE[i].name, name) == 0) return i;
-    return -1;
-}
+int64_t rumus_softmax_find(const char *name) { return RUMUS_FIND_IN(TABLE, name); }
 
 void rumus_softmax_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo) {
     const smax_entry *e = &TABLE[loop];

@@ -132,6 +132,12 @@ def device_of(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg]) -> Any:
     raise RumusError("wgpu kernel called without tensors")
 
 
+def readable_inputs(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg]) -> tuple[Any, list[TensorArg]]:
+    """A kernel's device and its inputs, each safe to bind read-only next to the outputs (see dealias)."""
+    dev = device_of(outputs, inputs)
+    return dev, dealias(dev, outputs, inputs)[0]
+
+
 def new_buffer(dev: Any, nbytes: int, label: str = "") -> WgpuBuffer:
     gpu, size = dev.pool.acquire(nbytes, label)
     return WgpuBuffer(gpu, nbytes, size, dev)

@@ -21,7 +21,7 @@ from rumus_contracts import DType, TensorArg
 
 from . import elementwise
 from .gemm import matmul
-from .layout import dealias, device_of, new_buffer
+from .layout import new_buffer, readable_inputs
 from .nn_common import dispatch
 
 SCRATCH_BYTES = 64 << 20
@@ -99,11 +99,10 @@ def _copy(dst: TensorArg, src: TensorArg) -> None:
 
 
 def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w) = outputs[0], inputs
+    y = outputs[0]
     if y.numel == 0:
         return
-    dev = device_of(outputs, inputs)
-    x, w = dealias(dev, outputs, [x, w])[0]
+    dev, (x, w) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(x.shape, w.shape, y.shape[2:], attrs), x.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
@@ -122,11 +121,10 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
 
 
 def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    gx, (gy, w) = outputs[0], inputs
+    gx = outputs[0]
     if gx.numel == 0:
         return
-    dev = device_of(outputs, inputs)
-    gy, w = dealias(dev, outputs, [gy, w])[0]
+    dev, (gy, w) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(gx.shape, w.shape, gy.shape[2:], attrs), gy.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
@@ -152,8 +150,7 @@ def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[Tensor
     if x.numel == 0 or gy.numel == 0:
         elementwise.fill([gw], [], {"value": 0.0})
         return
-    dev = device_of(outputs, inputs)
-    gy, x = dealias(dev, outputs, [gy, x])[0]
+    dev, (gy, x) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(x.shape, gw.shape, gy.shape[2:], attrs), x.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     target = _view(gw.buffer, (g, og, k), (og * k, k, 1), gw.offset, dt)

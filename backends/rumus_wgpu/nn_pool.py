@@ -15,7 +15,7 @@ from typing import Any
 
 from rumus_contracts import DType, TensorArg
 
-from .layout import dealias, device_of, new_buffer
+from .layout import new_buffer, readable_inputs
 from .nn_common import dispatch
 
 NINF = 0xFF800000
@@ -43,11 +43,10 @@ def _one_pass(sections: str, backward: bool = False) -> Kernel:
     """The kernel of a pooling op that is one pass of `sections` from one input: each output element from
     its window (forward), or each input element's gradient from the windows covering it (backward)."""
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-        out, src = outputs[0], inputs[0]
+        out = outputs[0]
         if out.numel == 0:
             return
-        dev = device_of(outputs, inputs)
-        (src,), _ = dealias(dev, outputs, [src])
+        dev, (src,) = readable_inputs(outputs, inputs)
         image, pooled = (out, src) if backward else (src, out)
         _run(dev, sections, src.dtype, [out.buffer, src.buffer], _geometry(image.shape, pooled.shape, attrs),
              out.offset, src.offset, out.numel)
@@ -60,11 +59,10 @@ avg_pool2d_backward = _one_pass("avg_backward", backward=True)
 
 
 def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    gx, (g, x) = outputs[0], inputs
+    gx = outputs[0]
     if gx.numel == 0:
         return
-    dev = device_of(outputs, inputs)
-    g, x = dealias(dev, outputs, [g, x])[0]
+    dev, (g, x) = readable_inputs(outputs, inputs)
     geo = _geometry(x.shape, g.shape, attrs)
     idx = new_buffer(dev, g.numel * 4, "max_pool2d argmax scratch")
     _run(dev, "window_max+max_index", x.dtype, [idx, x.buffer], geo, 0, x.offset, g.numel)

@@ -88,6 +88,12 @@ static inline void rumus_kept_next(const rumus_rlayout *L, int nk, rumus_kept_it
 }
 
 int64_t rumus_table_find(const rumus_loop_entry *table, int64_t count, const char *name);
+/* Index of the entry called `name` among `count` structs of `entry_size` bytes whose first member is their
+   name (const char *), or -1: the lookup behind every kernel table's *_find. */
+int64_t rumus_find_named(const void *table, int64_t count, size_t entry_size, const char *name);
+/* rumus_find_named over a whole static array of named entries. */
+#define RUMUS_FIND_IN(table, name)                                                                      \
+    rumus_find_named((table), (int64_t)(sizeof(table) / sizeof((table)[0])), sizeof((table)[0]), (name))
 
 /* Type lists: M(suffix, C type, ...) once per dtype; the trailing arguments pass through. */
 #define RUMUS_EACH_FLOAT(M, ...) M(f32, float, __VA_ARGS__) M(f64, double, __VA_ARGS__)

@@ -94,14 +94,7 @@ class RecordWriter:
             self.finish()
         else:
             self.discard()
-
-    def __del__(self) -> None:
-        # never finish implicitly: a writer dropped mid-way is an error path, not a success
-        if getattr(self, "_state", None) == "open":
-            try:
-                self.discard()
-            except Exception:
-                pass
+    # No __del__: a writer dropped mid-way is never finished; its AtomicFile's __del__ removes the temp.
 
     # ---- encoding ----------------------------------------------------------------------------------
     def _encode(self, value: Any, what: str) -> tuple[bytes, np.ndarray, bytes]:

@@ -7,40 +7,66 @@ from . import functional as F
 from .module import Module
 
 
-class ReLU(Module):
+class _Activation(Module):
+    """An activation without parameters: forward applies the class's `_fn` to the input."""
+    _fn = staticmethod(F.sigmoid)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return type(self)._fn(x)
+
+
+class _InplaceActivation(_Activation):
+    """One whose PyTorch signature takes `inplace`: accepted, and the result is a new tensor all the same."""
+
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
 
+
+class _AlphaActivation(Module):
+    """forward is the class's `_fn(x, alpha)` (ELU, CELU)."""
+    _fn = staticmethod(F.elu)
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu(x)
+        return type(self)._fn(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}"
 
 
-class Sigmoid(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.sigmoid(x)
+class _AlongDim(Module):
+    """forward is the class's `_fn(x, dim)` (Softmax, LogSoftmax)."""
+    _fn = staticmethod(F.softmax)
 
-
-class Tanh(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.tanh(x)
-
-
-class Softmax(Module):
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.softmax(x, self.dim)
+        return type(self)._fn(x, self.dim)
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim: int = -1) -> None:
-        super().__init__()
-        self.dim = dim
+class ReLU(_InplaceActivation):
+    _fn = staticmethod(F.relu)
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.log_softmax(x, self.dim)
+
+class Sigmoid(_Activation):
+    _fn = staticmethod(F.sigmoid)
+
+
+class Tanh(_Activation):
+    _fn = staticmethod(F.tanh)
+
+
+class Softmax(_AlongDim):
+    _fn = staticmethod(F.softmax)
+
+
+class LogSoftmax(_AlongDim):
+    _fn = staticmethod(F.log_softmax)
 
 
 class GELU(Module):
@@ -59,12 +85,8 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class SiLU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.silu(x)
+class SiLU(_InplaceActivation):
+    _fn = staticmethod(F.silu)
 
 
 class LeakyReLU(Module):
@@ -91,83 +113,44 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class ELU(Module):
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.elu(x, self.alpha)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+class ELU(_AlphaActivation):
+    _fn = staticmethod(F.elu)
 
 
-class ReLU6(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.relu6(x)
+class ReLU6(_InplaceActivation):
+    _fn = staticmethod(F.relu6)
 
 
-class Mish(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.mish(x)
+class Mish(_InplaceActivation):
+    _fn = staticmethod(F.mish)
 
 
-class Softsign(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.softsign(x)
+class Softsign(_Activation):
+    _fn = staticmethod(F.softsign)
 
 
-class Hardswish(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.hardswish(x)
+class Hardswish(_InplaceActivation):
+    _fn = staticmethod(F.hardswish)
 
 
-class Hardsigmoid(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.hardsigmoid(x)
+class Hardsigmoid(_InplaceActivation):
+    _fn = staticmethod(F.hardsigmoid)
 
 
-class SELU(Module):
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.selu(x)
+class SELU(_InplaceActivation):
+    _fn = staticmethod(F.selu)
 
 
-class CELU(Module):
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.celu(x, self.alpha)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
+class CELU(_AlphaActivation):
+    _fn = staticmethod(F.celu)
 
 
-class Tanhshrink(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.tanhshrink(x)
+class Tanhshrink(_Activation):
+    _fn = staticmethod(F.tanhshrink)
 
 
-class LogSigmoid(Module):
-    def forward(self, x: Tensor) -> Tensor:
-        return F.logsigmoid(x)
+class LogSigmoid(_Activation):
+    _fn = staticmethod(F.logsigmoid)
 
 
 class Hardtanh(Module):

@@ -11,12 +11,11 @@ from typing import Any
 
 from rumus_contracts import RumusError
 
-from .. import _creation
 from ..tensor import Tensor
 from . import functional_conv as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, weight_and_bias
 
 
 class _ConvNd(Module):
@@ -43,10 +42,10 @@ class _ConvNd(Module):
         self.transposed, self.output_padding, self.groups, self.padding_mode = transposed, output_padding, groups, \
             padding_mode
         shape = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
-        self.weight = Parameter(_creation.empty(*shape, *kernel_size, device=device, dtype=dtype))
+        self.weight, bias_param = weight_and_bias((*shape, *kernel_size), out_channels if bias else None, device,
+                                                  dtype)
         self.bias: Parameter | None
-        self.register_parameter("bias", Parameter(_creation.empty(out_channels, device=device, dtype=dtype))
-                                if bias else None)
+        self.register_parameter("bias", bias_param)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _creation
 from ..tensor import Tensor
 from . import functional as F
 from . import init
 from .module import Module
-from .parameter import Parameter
+from .parameter import Parameter, weight_and_bias
 
 
 class Linear(Module):
@@ -17,10 +16,10 @@ class Linear(Module):
                  dtype: Any = None) -> None:
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
-        self.weight = Parameter(_creation.empty(out_features, in_features, device=device, dtype=dtype))
+        self.weight, bias_param = weight_and_bias((out_features, in_features), out_features if bias else None,
+                                                  device, dtype)
         self.bias: Parameter | None
-        self.register_parameter("bias", Parameter(_creation.empty(out_features, device=device, dtype=dtype))
-                                if bias else None)
+        self.register_parameter("bias", bias_param)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

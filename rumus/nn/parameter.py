@@ -43,3 +43,12 @@ class Buffer(Tensor):
 
     def __init__(self, data: Tensor, persistent: bool = True) -> None:
         pass
+
+
+def weight_and_bias(weight_shape: tuple[int, ...], bias_size: int | None, device: Any,
+                    dtype: Any) -> tuple[Parameter, Parameter | None]:
+    """A Linear or Conv layer's parameters, uninitialised (its reset_parameters fills them): the weight, and a
+    bias of bias_size elements, or None."""
+    from .._creation import empty
+    weight = Parameter(empty(*weight_shape, device=device, dtype=dtype))
+    return weight, None if bias_size is None else Parameter(empty(bias_size, device=device, dtype=dtype))

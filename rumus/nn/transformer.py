@@ -32,21 +32,36 @@ def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tenso
 
 class _Layer(Module):
     """What the encoder and decoder layers share: their constructor's arguments (PyTorch's, the same for
-    both; kept for `clone`), the self-attention block built first, and the feed-forward block (linear1,
-    activation, dropout, linear2, then the layer's own output dropout)."""
+    both; kept for `clone`), their submodules built in PyTorch's order (so parameters() lines up with
+    torch's): self_attn, the decoder's multihead_attn, linear1, dropout, linear2, norm1..n, dropout1..n
+    (n = 2 for the encoder, 3 for the decoder), and the feed-forward block (linear1, activation, dropout,
+    linear2, then the layer's own output dropout)."""
 
-    linear1: Linear
-    dropout: Dropout
-    linear2: Linear
-    activation: Callable[[Tensor], Tensor]
+    norm1: LayerNorm
+    norm2: LayerNorm
+    dropout1: Dropout
+    dropout2: Dropout
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], cross_attention: bool) -> None:
         super().__init__()
         self._config = {k: v for k, v in config.items() if k != "self" and not k.startswith("__")}
         c = self._config
-        self._kw = {"device": c["device"], "dtype": c["dtype"]}
-        self.self_attn = MultiheadAttention(c["d_model"], c["nhead"], dropout=c["dropout"], bias=c["bias"],
-                                            batch_first=c["batch_first"], **self._kw)
+        kw = {"device": c["device"], "dtype": c["dtype"]}
+        d, p, bias = c["d_model"], c["dropout"], c["bias"]
+        self.self_attn = MultiheadAttention(d, c["nhead"], dropout=p, bias=bias, batch_first=c["batch_first"], **kw)
+        if cross_attention:
+            self.multihead_attn = MultiheadAttention(d, c["nhead"], dropout=p, bias=bias,
+                                                     batch_first=c["batch_first"], **kw)
+        self.linear1 = Linear(d, c["dim_feedforward"], bias=bias, **kw)
+        self.dropout = Dropout(p)
+        self.linear2 = Linear(c["dim_feedforward"], d, bias=bias, **kw)
+        self.norm_first: bool = c["norm_first"]
+        n = 3 if cross_attention else 2
+        for i in range(1, n + 1):
+            setattr(self, f"norm{i}", LayerNorm(d, eps=c["layer_norm_eps"], bias=bias, **kw))
+        for i in range(1, n + 1):
+            setattr(self, f"dropout{i}", Dropout(p))
+        self.activation = _activation(c["activation"])
 
     def _feed_forward(self, x: Tensor, out_dropout: Dropout) -> Tensor:
         flat = x.reshape(-1, x.shape[-1])  # 2-D GEMMs over every position at once
@@ -69,17 +84,7 @@ class TransformerEncoderLayer(_Layer):
                  activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__(locals())  # the arguments above; self_attn
-        kw = self._kw
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.activation = _activation(activation)
+        super().__init__(locals(), cross_attention=False)  # the arguments above
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None, src_key_padding_mask: Tensor | None = None,
                 is_causal: bool = False) -> Tensor:

@@ -15,35 +15,24 @@ from . import init
 from .attention import MultiheadAttention
 from .containers import ModuleList
 from .dropout import Dropout
-from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
-from .transformer import TransformerEncoder, TransformerEncoderLayer, _activation, _Layer
+from .transformer import TransformerEncoder, TransformerEncoderLayer, _Layer
 
 
 class TransformerDecoderLayer(_Layer):
     """Self-attention over the target, attention over the encoder's memory, feed-forward; post-norm by
     default, pre-norm with norm_first=True."""
 
+    multihead_attn: MultiheadAttention
+    norm3: LayerNorm
+    dropout3: Dropout
+
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation: str | Callable[[Tensor], Tensor] = "relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
-        super().__init__(locals())  # the arguments above; self_attn
-        kw = self._kw
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
-                                                 **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation(activation)
+        super().__init__(locals(), cross_attention=True)  # the arguments above
 
     def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
                 tgt_key_padding_mask: Tensor | None = None, memory_key_padding_mask: Tensor | None = None,

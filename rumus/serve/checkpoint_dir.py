@@ -5,7 +5,7 @@ renamed, so an interrupted save never leaves a half-written checkpoint."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import FormatError
@@ -41,3 +41,16 @@ def read_config_fields(path: str | os.PathLike[str], fields: Mapping[str, Any], 
     if not isinstance(raw, dict):
         raise FormatError(f"{path}: {what} must be a JSON object")
     return {k: raw[k] for k in fields if k in raw}
+
+
+def check_config(config: object, positive: Sequence[str], width: str, heads: str) -> None:
+    """A model config dataclass's checks (FormatError naming the class and the field): each field in `positive`
+    a positive int, and the model width a multiple of the attention heads."""
+    cls = type(config).__name__
+    for name in positive:
+        value = getattr(config, name)
+        if not isinstance(value, int) or value <= 0:
+            raise FormatError(f"{cls}.{name} must be a positive int, got {value!r}")
+    if getattr(config, width) % getattr(config, heads):
+        raise FormatError(f"{cls}: {width} {getattr(config, width)} is not a multiple of {heads} "
+                          f"{getattr(config, heads)}")

@@ -30,7 +30,7 @@ from rumus.nn._functional_attention import attend
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
-from .checkpoint_dir import read_config_fields, read_model_dir, write_model_dir
+from .checkpoint_dir import check_config, read_config_fields, read_model_dir, write_model_dir
 
 ENCODER_DIR = "encoder"  # a checkpoint's encoder lives in this sub-directory
 
@@ -49,13 +49,9 @@ class BertConfig:
     hidden_dropout_prob: float = 0.1
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
-                     "max_position_embeddings", "type_vocab_size"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
-                raise FormatError(f"BertConfig.{name} must be a positive int, got {getattr(self, name)!r}")
-        if self.hidden_size % self.num_attention_heads:
-            raise FormatError(f"BertConfig: hidden_size {self.hidden_size} is not a multiple of num_attention_heads "
-                              f"{self.num_attention_heads}")
+        positive = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size",
+                    "max_position_embeddings", "type_vocab_size")
+        check_config(self, positive, "hidden_size", "num_attention_heads")
 
     @staticmethod
     def from_json(path: str | os.PathLike[str]) -> BertConfig:

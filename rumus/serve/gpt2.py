@@ -29,7 +29,7 @@ from rumus.nn._functional_attention import attend, causal_bias
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
-from .checkpoint_dir import read_config_fields, read_model_dir, write_model_dir
+from .checkpoint_dir import check_config, read_config_fields, read_model_dir, write_model_dir
 
 
 @dataclass(frozen=True)
@@ -43,11 +43,7 @@ class GPT2Config:
     layer_norm_epsilon: float = 1e-5
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"):
-            if not isinstance(getattr(self, name), int) or getattr(self, name) <= 0:
-                raise FormatError(f"GPT2Config.{name} must be a positive int, got {getattr(self, name)!r}")
-        if self.n_embd % self.n_head:
-            raise FormatError(f"GPT2Config: n_embd {self.n_embd} is not a multiple of n_head {self.n_head}")
+        check_config(self, ("vocab_size", "n_positions", "n_embd", "n_layer", "n_head"), "n_embd", "n_head")
 
     @staticmethod
     def from_json(path: str | os.PathLike[str]) -> GPT2Config:

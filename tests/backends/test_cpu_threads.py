@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("rumus_cpu._kernels")
 
+from thread_count_runs import run_at_each_thread_count  # noqa: E402
+
 from rumus_cpu import threads  # noqa: E402
 from rumus_cpu._lib import ffi, lib  # noqa: E402
 
@@ -76,15 +78,7 @@ print(json.dumps({"threads": threads.get_num_threads(), "policy": threads.policy
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: Any) -> list[tuple[dict[str, Any], Any]]:
-    out = []
-    for n in (1, 2, 3, 4):
-        path = tmp_path_factory.mktemp("threads") / f"t{n}.npz"
-        env = {**os.environ, "RUMUS_NUM_THREADS": str(n), "RUMUS_BACKEND": "cpu"}
-        proc = subprocess.run([sys.executable, "-c", SCRIPT, str(path)], env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        out.append((json.loads(proc.stdout.strip().splitlines()[-1]), np.load(path)))
-    return out
+    return run_at_each_thread_count(SCRIPT, tmp_path_factory.mktemp("threads"))
 
 
 def test_every_result_is_bit_identical_at_1_2_3_4_threads(runs: list[tuple[dict[str, Any], Any]]) -> None:

@@ -7,15 +7,14 @@ of small batches, groups, stride, dilation, padding."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
 pytest.importorskip("rumus_cpu._kernels")
+
+from thread_count_runs import run_at_each_thread_count  # noqa: E402
 
 # name: (x shape, w shape, stride, padding, dilation, groups)
 CASES: dict[str, tuple[tuple[int, ...], tuple[int, ...], int, int, int, int]] = {
@@ -57,15 +56,7 @@ print(json.dumps({"threads": threads.get_num_threads(), "openmp": threads.has_op
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: Any) -> list[tuple[dict[str, Any], Any]]:
-    out = []
-    for n in (1, 2, 3, 4):
-        path = tmp_path_factory.mktemp("conv_threads") / f"t{n}.npz"
-        env = {**os.environ, "RUMUS_NUM_THREADS": str(n), "RUMUS_BACKEND": "cpu"}
-        proc = subprocess.run([sys.executable, "-c", SCRIPT, str(path), json.dumps(CASES)], env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        out.append((json.loads(proc.stdout.strip().splitlines()[-1]), np.load(path)))
-    return out
+    return run_at_each_thread_count(SCRIPT, tmp_path_factory.mktemp("conv_threads"), json.dumps(CASES))
 
 
 def test_conv_results_are_bit_identical_at_1_2_3_4_threads(runs: list[tuple[dict[str, Any], Any]]) -> None:

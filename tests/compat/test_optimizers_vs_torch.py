@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,24 @@ def _problem(seed: int = 0) -> tuple[np.ndarray, ...]:
     return tuple(rng.standard_normal(s).astype(np.float32) for s in [(6, 3), (6,), (3, 3), (16, 3), (16, 3)])
 
 
+def _losses_over_steps(opt: Any, loss_fn: Callable[[], Any], steps: int, use_closure: bool) -> list[float]:
+    """The loss before each of `steps` optimizer steps (rumus's or torch's objects alike): through
+    opt.step(closure), or backward then opt.step()."""
+    losses = []
+    for _ in range(steps):
+        def closure() -> Any:
+            opt.zero_grad()
+            loss = loss_fn()
+            loss.backward()
+            return loss
+        if use_closure:
+            losses.append(float(opt.step(closure)))
+        else:
+            losses.append(float(closure()))
+            opt.step()
+    return losses
+
+
 def _run_rumus(name: str, kw: dict[str, Any], steps: int, use_closure: bool) -> tuple[list[float], np.ndarray]:
     w0, b0, _, x, y = _problem()
     lin = rm.nn.Linear(3, 6)
@@ -46,18 +65,7 @@ def _run_rumus(name: str, kw: dict[str, Any], steps: int, use_closure: bool) -> 
     params = list(lin.parameters()) + list(head.parameters())
     opt = getattr(rm.optim, name)(params, **kw)
     xs, ys = rm.from_numpy(x), rm.from_numpy(y)
-    losses = []
-    for _ in range(steps):
-        def closure() -> Any:
-            opt.zero_grad()
-            loss = ((head(rm.tanh(lin(xs))) - ys) ** 2).mean()
-            loss.backward()
-            return loss
-        if use_closure:
-            losses.append(float(opt.step(closure)))
-        else:
-            losses.append(float(closure()))
-            opt.step()
+    losses = _losses_over_steps(opt, lambda: ((head(rm.tanh(lin(xs))) - ys) ** 2).mean(), steps, use_closure)
     return losses, lin.weight.numpy()
 
 
@@ -71,14 +79,7 @@ def _run_torch(name: str, kw: dict[str, Any], steps: int) -> tuple[list[float], 
         head.weight.copy_(torch.from_numpy(_problem()[2].repeat(2, axis=1)[:, :6].copy()))
     opt = getattr(torch.optim, name)(list(lin.parameters()) + list(head.parameters()), **kw, foreach=False)
     xs, ys = torch.from_numpy(x), torch.from_numpy(y)
-    losses = []
-    for _ in range(steps):
-        def closure() -> Any:
-            opt.zero_grad()
-            loss = ((head(torch.tanh(lin(xs))) - ys) ** 2).mean()
-            loss.backward()
-            return loss
-        losses.append(float(opt.step(closure)))
+    losses = _losses_over_steps(opt, lambda: ((head(torch.tanh(lin(xs))) - ys) ** 2).mean(), steps, True)
     return losses, lin.weight.detach().numpy()
 
 

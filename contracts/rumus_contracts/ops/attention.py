@@ -27,7 +27,7 @@ dv = P_dropped^T dout. No gradient flows to the biases (the core takes the compo
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ import numpy as np
 from ..dtype import DType, float32, float64
 from ..errors import ShapeError
 from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
-from .nn import MASK32, dropout_keep
+from .nn import check_dropout_attrs, dropout_keep
 
 MAX_HEAD_DIM = 128  # the GPU kernels keep a query row and its accumulator in registers
 FLASH_DTYPES: tuple[DType, ...] = (float32, float64)  # lse must match the inputs' dtype (see the docstring)
@@ -64,12 +64,7 @@ def _check(name: str, shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> tupl
     bias, key_bias = (tuple(s) for s in shapes[-2:])
     _broadcastable(name, "bias", bias, (B, H, L, S))
     _broadcastable(name, "key_bias (key padding)", key_bias, (B, S))
-    p = float(attrs["dropout_p"])
-    if not 0.0 <= p < 1.0:
-        raise ShapeError(f"{name}: dropout_p must be in [0, 1), got {p}")
-    for a in ("seed", "offset"):
-        if not 0 <= int(attrs[a]) <= MASK32:
-            raise ShapeError(f"{name}: {a} must be in [0, 2^32), got {attrs[a]}")
+    check_dropout_attrs(name, "dropout_p", attrs)
     return B, H, L, S, D
 
 
@@ -187,29 +182,27 @@ def _inputs(rng: np.random.Generator, case: tuple[int, ...]) -> list[np.ndarray]
     return [rng.uniform(-1, 1, (B, H, L, D)), rng.uniform(-1, 1, (B, H, S, D)), rng.uniform(-1, 1, (B, H, S, D))]
 
 
-def _forward_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
+def _forward_inputs(rng: np.random.Generator) -> Iterator[tuple[str, dict[str, Any], list[np.ndarray]]]:
+    """(name, attrs, [q, k, v, bias, key_bias]) for every case and attribute set, drawn from rng one at a time."""
     for case in CASES:
         B, H, L, S, _ = case
         for kind, attrs in _attr_sets():
             q, k, v = _inputs(rng, case)
-            # grad=False: two outputs (out, lse), which the suite's gradient check does not take; the
-            # gradients are checked through flash_attention_backward's samples, whose reference is exact
-            out.append(Sample([q, k, v, *_masks(rng, B, H, L, S, kind)], attrs, grad=False,
-                              name=f"{case}/{kind}"))
-    return out
+            yield f"{case}/{kind}", attrs, [q, k, v, *_masks(rng, B, H, L, S, kind)]
+
+
+def _forward_samples(rng: np.random.Generator) -> list[Sample]:
+    # grad=False: two outputs (out, lse), which the suite's gradient check does not take; the
+    # gradients are checked through flash_attention_backward's samples, whose reference is exact
+    return [Sample(inputs, attrs, grad=False, name=name) for name, attrs, inputs in _forward_inputs(rng)]
 
 
 def _backward_samples(rng: np.random.Generator) -> list[Sample]:
     out = []
-    for case in CASES:
-        B, H, L, S, _ = case
-        for kind, attrs in _attr_sets():
-            q, k, v = _inputs(rng, case)
-            bias, key_bias = _masks(rng, B, H, L, S, kind)
-            o, lse = flash_attention_reference(q, k, v, bias, key_bias, **attrs)
-            dout = rng.uniform(-1, 1, o.shape)
-            out.append(Sample([q, k, v, o, dout, lse, bias, key_bias], attrs, grad=False, name=f"{case}/{kind}"))
+    for name, attrs, (q, k, v, bias, key_bias) in _forward_inputs(rng):
+        o, lse = flash_attention_reference(q, k, v, bias, key_bias, **attrs)
+        dout = rng.uniform(-1, 1, o.shape)
+        out.append(Sample([q, k, v, o, dout, lse, bias, key_bias], attrs, grad=False, name=name))
     return out
 
 

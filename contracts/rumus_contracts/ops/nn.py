@@ -55,13 +55,19 @@ def dropout_keep(numel: int, p: float, seed: int, offset: int) -> np.ndarray:
     return keep
 
 
-def _dropout_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
-    p = float(attrs["p"])
+def check_dropout_attrs(op: str, p_name: str, attrs: Mapping[str, Any]) -> None:
+    """The keep-mask attributes of a kernel that drops out (dropout_keep): the probability attrs[p_name] in
+    [0, 1), seed and offset in [0, 2^32)."""
+    p = float(attrs[p_name])
     if not 0.0 <= p < 1.0:
-        raise ShapeError(f"dropout: the kernel takes 0 <= p < 1, got {p}")
+        raise ShapeError(f"{op}: the kernel takes 0 <= {p_name} < 1, got {p}")
     for name in ("seed", "offset"):
         if not 0 <= int(attrs[name]) <= MASK32:
-            raise ShapeError(f"dropout: {name} must be in [0, 2^32), got {attrs[name]}")
+            raise ShapeError(f"{op}: {name} must be in [0, 2^32), got {attrs[name]}")
+
+
+def _dropout_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
+    check_dropout_attrs("dropout", "p", attrs)
     return [tuple(shapes[0])]
 
 

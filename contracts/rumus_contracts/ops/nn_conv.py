@@ -81,35 +81,40 @@ def _conv2d_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Sha
     return [conv_output_shape("conv2d", tuple(shapes[0]), tuple(shapes[1]), attrs)]
 
 
-def _backward_input_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
-    op = "conv2d_backward_input"
-    g, w = tuple(shapes[0]), tuple(shapes[1])
-    _check_4d(op, "grad", g)
-    _check_4d(op, "weight", w)
-    h, wd = pair(op, "input_size", attrs["input_size"], 1)
-    groups = int(attrs["groups"])
-    x = (g[0], w[1] * groups, h, wd)
+def _two_4d(op: str, shapes: Sequence[Shape], first: str, second: str) -> tuple[Shape, Shape]:
+    """shapes[0] and shapes[1] as tuples, each checked 4-D (named `first` and `second` in the error)."""
+    a, b = tuple(shapes[0]), tuple(shapes[1])
+    _check_4d(op, first, a)
+    _check_4d(op, second, b)
+    return a, b
+
+
+def _check_grad_fits(op: str, g: Shape, x: Shape, w: Shape, attrs: Mapping[str, Any]) -> None:
+    """A backward op's grad g must be the shape conv2d(x, w) gives."""
     expect = conv_output_shape(op, x, w, attrs)
     if expect != g:
-        raise ShapeError(f"{op}: grad of shape {g} does not come from a conv2d of an input {x} with weight {w} "
+        raise ShapeError(f"{op}: grad of shape {g} does not come from a conv2d of input {x} with weight {w} "
                          f"(that gives {expect})")
+
+
+def _backward_input_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
+    op = "conv2d_backward_input"
+    g, w = _two_4d(op, shapes, "grad", "weight")
+    h, wd = pair(op, "input_size", attrs["input_size"], 1)
+    x = (g[0], w[1] * int(attrs["groups"]), h, wd)
+    _check_grad_fits(op, g, x, w, attrs)
     return [x]
 
 
 def _backward_weight_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
     op = "conv2d_backward_weight"
-    g, x = tuple(shapes[0]), tuple(shapes[1])
-    _check_4d(op, "grad", g)
-    _check_4d(op, "input", x)
+    g, x = _two_4d(op, shapes, "grad", "input")
     kh, kw = pair(op, "kernel_size", attrs["kernel_size"], 1)
     groups = int(attrs["groups"])
     if groups < 1 or x[1] % groups:
         raise ShapeError(f"{op}: input channels {x[1]} are not divisible by groups={groups}")
     w = (g[1], x[1] // groups, kh, kw)
-    expect = conv_output_shape(op, x, w, attrs)
-    if expect != g:
-        raise ShapeError(f"{op}: grad of shape {g} does not come from a conv2d of input {x} with a weight {w} "
-                         f"(that gives {expect})")
+    _check_grad_fits(op, g, x, w, attrs)
     return [w]
 
 
@@ -119,9 +124,7 @@ def transpose_output_size(size: int, k: int, s: int, p: int, d: int, op_: int) -
 
 def _conv_transpose_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
     op = "conv_transpose2d"
-    x, w = tuple(shapes[0]), tuple(shapes[1])
-    _check_4d(op, "input", x)
-    _check_4d(op, "weight", w)
+    x, w = _two_4d(op, shapes, "input", "weight")
     (sh, sw), (ph, pw), (dh, dw), g = _geometry(op, attrs)
     oph, opw = pair(op, "output_padding", attrs["output_padding"], 0)
     if oph >= sh or opw >= sw:  # PyTorch also allows output_padding < dilation; those rows get no input
@@ -144,14 +147,19 @@ def _window(a: np.ndarray, i: int, j: int, ho: int, wo: int, attrs: Mapping[str,
     return (..., slice(i * dh, i * dh + sh * (ho - 1) + 1, sh), slice(j * dw, j * dw + sw * (wo - 1) + 1, sw))
 
 
+def _padded_groups(x: np.ndarray, g: int, ph: int, pw: int) -> np.ndarray:
+    """x [N, C, H, W] zero-padded by (ph, pw) with its channels split into g groups: [N, g, C/g, H', W']."""
+    n, c, h, w = x.shape
+    return np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))).reshape(n, g, c // g, h + 2 * ph, w + 2 * pw)
+
+
 def conv2d_reference(x: np.ndarray, w: np.ndarray, stride: Any = (1, 1), padding: Any = (0, 0),
                      dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
-    attrs: dict[str, Any] = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation),
-                             "groups": groups}
+    attrs = _attrs(tuple(stride), tuple(padding), tuple(dilation), groups)
     n, o, ho, wo = conv_output_shape("conv2d", x.shape, w.shape, attrs)
     ph, pw = attrs["padding"]
     g, cg = groups, w.shape[1]
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))).reshape(n, g, cg, x.shape[2] + 2 * ph, x.shape[3] + 2 * pw)
+    xp = _padded_groups(x, g, ph, pw)
     wg = w.reshape(g, o // g, cg, w.shape[2], w.shape[3])
     out = np.zeros((n, g, o // g, ho, wo))
     for i in range(w.shape[2]):
@@ -162,8 +170,7 @@ def conv2d_reference(x: np.ndarray, w: np.ndarray, stride: Any = (1, 1), padding
 
 def conv2d_backward_input_reference(grad: np.ndarray, w: np.ndarray, input_size: Any, stride: Any = (1, 1),
                                     padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
-    attrs: dict[str, Any] = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation),
-                             "groups": groups}
+    attrs = _attrs(tuple(stride), tuple(padding), tuple(dilation), groups)
     n, o, ho, wo = grad.shape
     (h, wd), (ph, pw) = tuple(input_size), attrs["padding"]
     g, cg = groups, w.shape[1]
@@ -178,12 +185,11 @@ def conv2d_backward_input_reference(grad: np.ndarray, w: np.ndarray, input_size:
 
 def conv2d_backward_weight_reference(grad: np.ndarray, x: np.ndarray, kernel_size: Any, stride: Any = (1, 1),
                                      padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
-    attrs: dict[str, Any] = {"stride": tuple(stride), "padding": tuple(padding), "dilation": tuple(dilation),
-                             "groups": groups}
+    attrs = _attrs(tuple(stride), tuple(padding), tuple(dilation), groups)
     n, o, ho, wo = grad.shape
     (kh, kw), (ph, pw) = tuple(kernel_size), attrs["padding"]
     g, cg = groups, x.shape[1] // groups
-    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw))).reshape(n, g, cg, x.shape[2] + 2 * ph, x.shape[3] + 2 * pw)
+    xp = _padded_groups(x, g, ph, pw)
     gg = grad.reshape(n, g, o // g, ho, wo)
     out = np.zeros((g, o // g, cg, kh, kw))
     for i in range(kh):
@@ -224,32 +230,28 @@ def _name(xs: Shape, ws: Shape, attrs: Mapping[str, Any]) -> str:
     return f"x{xs} w{ws} s{attrs['stride']} p{attrs['padding']} d{attrs['dilation']} g{attrs['groups']}"
 
 
-def _conv2d_samples(rng: np.random.Generator) -> list[Sample]:
+def _expanded_cases() -> list[tuple[Shape, Shape, dict[str, Any], Shape, str]]:
+    """CASES as (x shape, weight shape, attrs, output shape, sample name), shared by the three conv ops."""
     out = []
     for xs, ws, s, p, d, g in CASES:
         a = _attrs(s, p, d, g)
-        out.append(Sample([rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)], a, name=_name(xs, ws, a)))
+        out.append((xs, ws, a, conv_output_shape("conv2d", xs, ws, a), _name(xs, ws, a)))
     return out
+
+
+def _conv2d_samples(rng: np.random.Generator) -> list[Sample]:
+    return [Sample([rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)], a, name=name)
+            for xs, ws, a, _, name in _expanded_cases()]
 
 
 def _backward_input_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for xs, ws, s, p, d, g in CASES:
-        a = _attrs(s, p, d, g)
-        gs = conv_output_shape("conv2d", xs, ws, a)
-        out.append(Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, ws)], {**a, "input_size": xs[2:]},
-                          name=_name(xs, ws, a)))
-    return out
+    return [Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, ws)], {**a, "input_size": xs[2:]}, name=name)
+            for xs, ws, a, gs, name in _expanded_cases()]
 
 
 def _backward_weight_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for xs, ws, s, p, d, g in CASES:
-        a = _attrs(s, p, d, g)
-        gs = conv_output_shape("conv2d", xs, ws, a)
-        out.append(Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, xs)], {**a, "kernel_size": ws[2:]},
-                          name=_name(xs, ws, a)))
-    return out
+    return [Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, xs)], {**a, "kernel_size": ws[2:]}, name=name)
+            for xs, ws, a, gs, name in _expanded_cases()]
 
 
 def _conv_transpose_samples(rng: np.random.Generator) -> list[Sample]:

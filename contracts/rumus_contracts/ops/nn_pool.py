@@ -234,12 +234,37 @@ def _max_samples(rng: np.random.Generator) -> list[Sample]:
     return [Sample([_distinct(rng, s)], {**MAX_ATTRS, **a}, name=f"{s} {a}") for s, a in MAX_CASES]
 
 
-def _max_backward_samples(rng: np.random.Generator) -> list[Sample]:
+PoolCases = Sequence[tuple[Shape, Mapping[str, Any]]]
+
+
+def max_pool_backward_samples(rng: np.random.Generator, cases: PoolCases, label: str = "") -> list[Sample]:
+    """max_pool2d_backward samples (grad, distinct x) for (x shape, attrs) cases; plugins pass their own
+    cases and a label that tells their samples from the core's."""
     out = []
-    for s, a in MAX_CASES:
+    for s, a in cases:
         attrs = {**MAX_ATTRS, **a}
         g = pool_output_shape("max_pool2d", s, attrs)
-        out.append(Sample([rng.uniform(-1, 1, g), _distinct(rng, s)], attrs, grad=False, name=f"{s} {a}"))
+        out.append(Sample([rng.uniform(-1, 1, g), _distinct(rng, s)], attrs, grad=False, name=f"{label}{s} {a}"))
+    return out
+
+
+def avg_pool_samples(rng: np.random.Generator, cases: PoolCases, label: str = "") -> list[Sample]:
+    """avg_pool2d samples for (x shape, attrs) cases (see max_pool_backward_samples)."""
+    return [Sample([rng.uniform(-2, 2, s)], {**AVG_ATTRS, **a}, name=f"{label}{s} {a}") for s, a in cases]
+
+
+def avg_pool_backward_samples(rng: np.random.Generator, cases: PoolCases, label: str = "") -> list[Sample]:
+    """avg_pool2d_backward samples (the pooled grad) for (x shape, attrs) cases (see max_pool_backward_samples)."""
+    out = []
+    for s, a in cases:
+        attrs = {**AVG_ATTRS, **a}
+        g = pool_output_shape("avg_pool2d", s, attrs)
+        out.append(Sample([rng.uniform(-2, 2, g)], {**attrs, "input_size": s[2:]}, name=f"{label}{s} {a}"))
+    return out
+
+
+def _max_backward_samples(rng: np.random.Generator) -> list[Sample]:
+    out = max_pool_backward_samples(rng, MAX_CASES)
     # overlapping windows sharing a maximum: its gradient is the sum over those windows
     x = np.zeros((1, 1, 4, 4))
     x[0, 0, 1, 1] = 5.0
@@ -249,16 +274,11 @@ def _max_backward_samples(rng: np.random.Generator) -> list[Sample]:
 
 
 def _avg_samples(rng: np.random.Generator) -> list[Sample]:
-    return [Sample([rng.uniform(-2, 2, s)], {**AVG_ATTRS, **a}, name=f"{s} {a}") for s, a in AVG_CASES]
+    return avg_pool_samples(rng, AVG_CASES)
 
 
 def _avg_backward_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for s, a in AVG_CASES:
-        attrs = {**AVG_ATTRS, **a}
-        g = pool_output_shape("avg_pool2d", s, attrs)
-        out.append(Sample([rng.uniform(-2, 2, g)], {**attrs, "input_size": s[2:]}, name=f"{s} {a}"))
-    return out
+    return avg_pool_backward_samples(rng, AVG_CASES)
 
 
 def _adaptive_samples(rng: np.random.Generator) -> list[Sample]:

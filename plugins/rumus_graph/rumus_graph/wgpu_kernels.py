@@ -21,7 +21,9 @@ MAX_GROUPS = 65535
 
 
 def source(name: str) -> str:
-    return files("rumus_graph.wgsl").joinpath(f"{name}.wgsl").read_text(encoding="utf-8")
+    """wgsl/<name>.wgsl after wgsl/launch.wgsl (`flat`, NAN_BITS), which every graph shader uses."""
+    folder = files("rumus_graph.wgsl")
+    return "\n".join(folder.joinpath(f"{n}.wgsl").read_text(encoding="utf-8") for n in ("launch", name))
 
 
 def _grid(n: int) -> tuple[int, int, int]:

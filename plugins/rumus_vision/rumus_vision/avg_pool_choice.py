@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import Sample
-from rumus_contracts.ops.nn_pool import AVG_ATTRS, pool_out_size, pool_output_shape
+from rumus_contracts.ops.nn_pool import avg_pool_backward_samples, avg_pool_samples, pool_out_size
 
 # Measured on 2 shared cores, float32 (noisy): at [8,64,56,56] the rows win 2-3x forward (2x2/s2, 3x3/s1/p1,
 # 3x3/s2/p1) and 1.2-1.7x backward; at output width 8 they are even to 1.7x faster; at widths 1-4 (the 7x7 global
@@ -56,13 +56,8 @@ AVG_CASES: tuple[tuple[tuple[int, ...], dict[str, Any]], ...] = (
 
 
 def avg_samples(rng: np.random.Generator) -> list[Sample]:
-    return [Sample([rng.uniform(-2, 2, s)], {**AVG_ATTRS, **a}, name=f"rows {s} {a}") for s, a in AVG_CASES]
+    return avg_pool_samples(rng, AVG_CASES, "rows ")
 
 
 def avg_backward_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for s, a in AVG_CASES:
-        attrs = {**AVG_ATTRS, **a}
-        g = pool_output_shape("avg_pool2d", s, attrs)
-        out.append(Sample([rng.uniform(-2, 2, g)], {**attrs, "input_size": s[2:]}, name=f"rows {s} {a}"))
-    return out
+    return avg_pool_backward_samples(rng, AVG_CASES, "rows ")

@@ -4,7 +4,7 @@ so only the offset matters."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import TensorArg
@@ -26,10 +26,21 @@ def _geometry(x: Sequence[int], y: Sequence[int], attrs: Mapping[str, Any]) -> A
     return ffi.new("int64_t[]", [x[0] * x[1], x[2], x[3], y[2], y[3], kh, kw, sh, sw, ph, pw, dh, dw])
 
 
-def max_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, x = outputs[0], inputs[0]
-    if y.numel:
-        _FORWARD[x.dtype.name](_ptr(x), _ptr(y), _geometry(x.shape, y.shape, attrs))
+Kernel = Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]], None]
+Geometry = Callable[[Sequence[int], Sequence[int], Mapping[str, Any]], Any]
+
+
+def _forward_kernel(by_dtype: Mapping[str, Any], geometry: Geometry) -> Kernel:
+    """A forward pooling kernel: by_dtype[x's dtype](x, y, geometry(x's shape, y's shape, attrs)), skipped when
+    y is empty."""
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        y, x = outputs[0], inputs[0]
+        if y.numel:
+            by_dtype[x.dtype.name](_ptr(x), _ptr(y), geometry(x.shape, y.shape, attrs))
+    return kernel
+
+
+max_pool2d = _forward_kernel(_FORWARD, _geometry)
 
 
 
@@ -41,10 +52,7 @@ def _avg_geometry(x: Sequence[int], y: Sequence[int], attrs: Mapping[str, Any]) 
                                  int(bool(attrs["count_include_pad"])), int(div) if div else 0])
 
 
-def avg_pool2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, x = outputs[0], inputs[0]
-    if y.numel:
-        _AVG[x.dtype.name](_ptr(x), _ptr(y), _avg_geometry(x.shape, y.shape, attrs))
+avg_pool2d = _forward_kernel(_AVG, _avg_geometry)
 
 
 def avg_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import Sample, ShaderKernel, TensorArg
-from rumus_contracts.ops.nn_pool import AVG_ATTRS, MAX_ATTRS, pool_output_shape
+from rumus_contracts.ops.nn_pool import avg_pool_backward_samples, max_pool_backward_samples
 
 from .conv_wgpu import _grid
 
@@ -61,15 +61,8 @@ CASES: tuple[tuple[tuple[int, ...], dict[str, Any]], ...] = (
 
 
 def samples(rng: np.random.Generator) -> list[Sample]:
-    """Distinct x values 0.25 apart (one maximum per window, as the core's samples)."""
-    out = []
-    for shape, a in CASES:
-        attrs = {**MAX_ATTRS, **a}
-        n = int(np.prod(shape))
-        x = (rng.permutation(n).astype(np.float64) / 4.0 - n / 8.0).reshape(shape)
-        g = rng.uniform(-1, 1, pool_output_shape("max_pool2d", shape, attrs))
-        out.append(Sample([g, x], attrs, grad=False, name=f"one pass {shape} {a}"))
-    return out
+    """Distinct x values (one maximum per window, as the core's samples)."""
+    return max_pool_backward_samples(rng, CASES, "one pass ")
 
 
 # ---- avg_pool2d_backward (shaders/avg_pool_backward.wgsl) ------------------------------------------------------
@@ -105,9 +98,4 @@ AVG_CASES: tuple[tuple[tuple[int, ...], dict[str, Any]], ...] = (
 
 
 def avg_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for shape, a in AVG_CASES:
-        attrs = {**AVG_ATTRS, **a}
-        g = rng.uniform(-2, 2, pool_output_shape("avg_pool2d", shape, attrs))
-        out.append(Sample([g], {**attrs, "input_size": shape[2:]}, name=f"one pass {shape} {a}"))
-    return out
+    return avg_pool_backward_samples(rng, AVG_CASES, "one pass ")

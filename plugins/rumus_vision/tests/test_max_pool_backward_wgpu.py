@@ -13,7 +13,7 @@ import rumus as rm
 from rumus import backend_api as api
 from rumus.nn import functional as F
 from rumus_contracts import ChooseByShape, TensorArg, contiguous_strides
-from pool_finite_differences import assert_gradient_matches
+from pool_finite_differences import assert_pool_gradient_matches
 from rumus_contracts.ops.nn_pool import MAX_ATTRS, max_pool2d_backward_reference, pool_output_shape
 
 DEVICE = rm.default_device()
@@ -66,18 +66,8 @@ def test_autograd_matches_finite_differences(shape: tuple[int, ...], a: dict[str
     differences are exact up to float32 rounding."""
     kw = _kwargs({**MAX_ATTRS, **a})
     rng = np.random.default_rng(1)
-    x0 = _distinct(rng, shape)
-    gy = rng.uniform(-1, 1, pool_output_shape("max_pool2d", shape, {**MAX_ATTRS, **a}))
-
-    def loss(xv: np.ndarray) -> float:
-        with rm.no_grad():
-            y = F.max_pool2d(rm.tensor(xv, dtype="float32", device=DEVICE), **kw).numpy().astype(np.float64)
-        return float((y * gy).sum())
-
-    x = rm.tensor(x0, dtype="float32", device=DEVICE, requires_grad=True)
-    (F.max_pool2d(x, **kw) * rm.tensor(gy, dtype="float32", device=DEVICE)).sum().backward()
-    assert x.grad is not None
-    assert_gradient_matches(loss, x0, x.grad.numpy(), 1.0 / 64, 1e-5, rng, count=24)
+    assert_pool_gradient_matches(F.max_pool2d, kw, _distinct(rng, shape), "float32", DEVICE, 1.0 / 64, 1e-5, rng,
+                                 count=24)
 
 
 def test_overlapping_windows_keep_the_core_kernel() -> None:

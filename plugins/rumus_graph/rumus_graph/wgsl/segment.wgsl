@@ -9,12 +9,6 @@ struct Params { n_seg: u32, f: u32, n_src: u32, o_out: u32, o_src: u32, o_ptr: u
 @group(0) @binding(2) var<storage, read> ptr_buf: array<i32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-const NAN_BITS: u32 = 0x7fc00000u;
-
-fn flat(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return gid.x + gid.y * nwg.x * 256u;
-}
-
 // (lo, hi) of segment i, or (1, 0) when its pointers are invalid
 fn bounds(i: u32) -> vec2<u32> {
     let lo = ptr_buf[p.o_ptr + i];

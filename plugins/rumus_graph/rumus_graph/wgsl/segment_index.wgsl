@@ -11,10 +11,6 @@ struct Params { n_seg: u32, f: u32, n_src: u32, o_out: u32, o_src: u32, o_ptr: u
 @group(0) @binding(2) var<storage, read> ptr_buf: array<i32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
-fn flat(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return gid.x + gid.y * nwg.x * 256u;
-}
-
 // the first row holding the segment's max, -1 for an empty segment (-2: invalid pointers)
 @compute @workgroup_size(256)
 fn seg_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {

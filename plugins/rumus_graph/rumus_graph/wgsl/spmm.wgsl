@@ -22,12 +22,6 @@ struct Params {
 @group(0) @binding(7) var<storage, read> x_buf: array<f32>;
 @group(0) @binding(8) var<uniform> p: Params;
 
-const NAN_BITS: u32 = 0x7fc00000u;
-
-fn flat(gid: vec3<u32>, nwg: vec3<u32>) -> u32 {
-    return gid.x + gid.y * nwg.x * 256u;
-}
-
 // The walk of spmm over either orientation: pointers, the index of the x row each entry reads, and the
 // entry's value index (itself in row order; csc_eid in column order). `p.transpose` is uniform, so
 // every invocation takes the same branch.

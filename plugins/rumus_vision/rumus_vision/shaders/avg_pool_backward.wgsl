@@ -17,16 +17,11 @@ struct Params {
 
 @compute @workgroup_size(256)
 fn avg_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let idx = gid.x + gid.y * nwg.x * 256u;
-    if (idx >= p.total) {
-        return;
-    }
-    let ow = i32(idx % u32(p.wo));
-    let oh = i32((idx / u32(p.wo)) % u32(p.ho));
-    let base = (idx / u32(p.ho * p.wo)) * u32(p.h * p.w);
+    let win = window_of(gid, nwg);
+    if (win.idx >= p.total) { return; }
     // the window, clipped to the padded input (the divisor with padding), then to the input (the sum)
-    let h0 = oh * p.sh - p.ph;
-    let w0 = ow * p.sw - p.pw;
+    let h0 = win.oh * p.sh - p.ph;
+    let w0 = win.ow * p.sw - p.pw;
     let h1 = min(h0 + p.kh, p.h + p.ph);
     let w1 = min(w0 + p.kw, p.w + p.pw);
     let a0 = max(h0, 0);
@@ -39,13 +34,5 @@ fn avg_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     } else if (p.include_pad != 0) {
         div = f32((h1 - h0) * (w1 - w0));
     }
-    let v = grad[p.g_off + idx] / div;
-    let rows = cell(oh, p.sh, p.ph, p.ho, p.h);
-    let cols = cell(ow, p.sw, p.pw, p.wo, p.w);
-    for (var ih = rows.x; ih < rows.y; ih++) {
-        for (var iw = cols.x; iw < cols.y; iw++) {
-            let inside = ih >= a0 && ih < a1 && iw >= b0 && iw < b1;
-            gx[p.out_off + base + u32(ih * p.w + iw)] = select(0.0, v, inside);
-        }
-    }
+    write_cell(win, grad[p.g_off + win.idx] / div, vec4<i32>(a0, a1, b0, b1));
 }

@@ -48,22 +48,11 @@ fn argmax(base: u32, oh: i32, ow: i32) -> i32 {
 
 @compute @workgroup_size(256)
 fn max_backward(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let idx = gid.x + gid.y * nwg.x * 256u;
-    if (idx >= p.total) {
-        return;
-    }
-    let ow = i32(idx % u32(p.wo));
-    let oh = i32((idx / u32(p.wo)) % u32(p.ho));
-    let plane = idx / u32(p.ho * p.wo);
-    let base = plane * u32(p.h * p.w);
-    let best = argmax(p.x_off + base, oh, ow);
-    let g = grad[p.g_off + idx];
-    let rows = cell(oh, p.sh, p.ph, p.ho, p.h);
-    let cols = cell(ow, p.sw, p.pw, p.wo, p.w);
-    for (var ih = rows.x; ih < rows.y; ih++) {
-        for (var iw = cols.x; iw < cols.y; iw++) {
-            let here = ih * p.w + iw;
-            gx[p.out_off + base + u32(here)] = select(0.0, g, here == best);
-        }
-    }
+    let win = window_of(gid, nwg);
+    if (win.idx >= p.total) { return; }
+    let best = argmax(p.x_off + win.base, win.oh, win.ow);  // -1: no input element in the window
+    let r = best / p.w;
+    let c = best - r * p.w;
+    let at_best = select(vec4<i32>(0, 0, 0, 0), vec4<i32>(r, r + 1, c, c + 1), best >= 0);
+    write_cell(win, grad[p.g_off + win.idx], at_best);
 }
