@@ -14,6 +14,9 @@ from rumus_contracts import (
 from rumus_contracts import bool_ as bool  # noqa: A001  (rumus.bool mirrors torch.bool)
 from rumus_contracts import ArgumentTypeError, FileError, IndexOutOfRange, MissingFile, OutOfMemory  # noqa: F401
 
+# First: the top of the core (it imports every op module). Importing the submodule binds rumus.tensor to
+# the module; the function rumus.tensor(...) imported below must come after it to win that name.
+from .tensor import Tensor
 from . import _composites, ops  # noqa: F401  (registers composite implementations)
 from ._creation import (
     arange, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
@@ -37,7 +40,6 @@ from .autograd import formulas_act_index as _formulas_act_index  # noqa: F401  (
 from .autograd import formulas_attention as _formulas_attention  # noqa: F401  (flash_attention)
 from .autograd import formulas_loss as _formulas_loss  # noqa: F401  (fused cross-entropy)
 from .random import Generator, initial_seed, manual_seed
-from .tensor import Tensor
 
 __version__ = "0.1.0"
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from rumus_contracts import DTypeError, RumusError, ShapeError, bool_, contiguous_strides, int64
 
-from .tensor import Tensor, make_tensor
+from ._tensor_base import Tensor, make_tensor
 
 _BASIC_TYPES = (int, slice, type(None), type(Ellipsis))
 
@@ -101,7 +101,7 @@ def positions(x: Tensor, index: Any) -> np.ndarray:
             advanced.append(slice(None))
         else:
             basic.append(i)  # an int: selected here, no dim left for the advanced step
-    from ._views import _index_layout
+    from ._views import _index_layout  # late binding: basic indexing (a layer up) lays out the sliced dims
     logical = make_tensor(x._storage, x.shape, contiguous_strides(x.shape), 0)
     try:
         shape, strides, offset = _index_layout(logical, tuple(basic))
@@ -152,7 +152,7 @@ def _one_dim_index(x: Tensor, index: Any) -> tuple[int, np.ndarray] | None:
 
 def getitem(x: Tensor, index: Any) -> Tensor:
     """x[index] with an advanced index: a new tensor (not a view), differentiable."""
-    from . import _indexing
+    from . import _indexing  # late binding: index_select, an op function a layer up
     simple = _one_dim_index(x, index)
     if simple is not None:  # the common x[idx]: one index_select along that dim, no per-element positions
         dim, idx = simple
@@ -165,7 +165,7 @@ def getitem(x: Tensor, index: Any) -> Tensor:
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """x[index] = value with an advanced index, in place; recorded by autograd when x or value
     requires grad (the write rebases x's history, or its base's when x is a view)."""
-    from . import _indexing, _inplace, _math, _views
+    from . import _indexing, _inplace, _math, _views  # late binding: the write uses the op functions above
     from ._creation import from_host, tensor
     pos = positions(x, index)
     if not isinstance(value, Tensor):

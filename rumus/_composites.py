@@ -8,7 +8,7 @@ from typing import Any
 from . import _math as M
 from . import ops
 from ._dispatch import COMPOSITES
-from .tensor import Tensor
+from ._tensor_base import Tensor
 from .ops import get as _op
 
 

@@ -410,7 +410,7 @@ def _register_composites() -> None:
     """Schemas in rumus_contracts/ops/structural.py name these; the conformance suite calls them through
     rumus.ops.<name>(x, **attrs)."""
     from ._dispatch import COMPOSITES
-    from .nn.functional_torch import interpolate, pad
+    from .nn.functional_torch import interpolate, pad  # late binding: nn's composites, registered at import of rumus
     COMPOSITES.update({
         "tril": tril, "triu": triu, "flip": flip, "roll": roll, "cumsum": cumsum, "cumprod": cumprod,
         "repeat": lambda x, repeats=(1,): repeat(x, tuple(repeats)),

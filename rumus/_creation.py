@@ -19,7 +19,7 @@ from rumus_contracts.dtype import from_numpy_dtype
 from . import _runtime
 from ._storage import Storage
 from .random import Generator, default_generator
-from .tensor import Tensor, make_tensor
+from ._tensor_base import Tensor, make_tensor
 from .ops import get as _op
 
 

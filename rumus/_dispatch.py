@@ -19,7 +19,7 @@ from ._storage import Storage
 from ._thread_state import autocast_state as _autocast
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Node
-from .tensor import Tensor, make_tensor
+from ._tensor_base import Tensor, make_tensor
 
 Formula = Callable[..., Any]
 # backward formulas of core ops: name -> (formula, saves inputs, saves outputs); filled by autograd.formulas
@@ -44,7 +44,7 @@ def scalar_tensor(value: Any, dtype: DType, device: Device) -> Tensor:
     key = (value, type(value), dtype, device)
     t = _scalar_cache.get(key)
     if t is None:
-        from ._creation import full
+        from ._creation import full  # late binding: creation ops run through this dispatcher
         t = full((), value, dtype=dtype, device=device)
         if len(_scalar_cache) < 4096:
             _scalar_cache[key] = t
@@ -115,7 +115,7 @@ class Op:
     def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema
         if _autocast.enabled and schema.autocast is not None:  # rumus.autocast: the schema's class decides
-            from .amp.policy import cast_inputs
+            from .amp.policy import cast_inputs  # late binding: autocast casts with ops that dispatch here
             args = tuple(cast_inputs(schema, args))
         if self._composite is not None:
             if _tracer is not None and schema.onnx is not None:
@@ -129,7 +129,7 @@ class Op:
             attrs = schema.bind_attrs(attrs)
         inputs: Sequence[Tensor] = args
         for a in args:
-            if type(a) is not Tensor:
+            if not isinstance(a, Tensor):  # a number (a Parameter is a Tensor: no conversion needed)
                 inputs = _as_tensors(self.name, args)
                 break
         if inputs:

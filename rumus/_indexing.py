@@ -14,7 +14,7 @@ from rumus_contracts.shapes import normalize_dim
 from . import _math
 from . import _views
 from .ops import get as _op
-from .tensor import Tensor
+from ._tensor_base import Tensor
 
 
 def _index(index: Any, like: Tensor, op: str) -> Tensor:

@@ -24,7 +24,7 @@ from rumus_contracts import AutogradError, RumusError, ShapeError
 from .autograd.grad_mode import no_grad
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
-from .tensor import Tensor
+from ._tensor_base import Tensor
 
 
 def refuse_fixed(x: Tensor, name: str) -> None:
@@ -81,7 +81,8 @@ def _positions_tensor(ctx: Context, like: Tensor) -> Tensor:
 
 def _view_of_base_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
     """Backward of a view recomputed from its base: its gradient, summed into the base's positions."""
-    from . import _creation, _indexing
+    from . import _creation
+    from . import _indexing  # late binding: index_add, an op function above the in-place machinery
     base_shape = ctx.input_shapes[0]
     numel = int(np.prod(base_shape, dtype=np.int64))
     zeros = _creation.zeros(numel, dtype=g.dtype, device=g.device)
@@ -112,7 +113,7 @@ def _zero_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
 def _copy_slices_back(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
     """Base's new history: the written region's gradient goes to the op's result, the rest to the
     base's old history."""
-    from . import _indexing, _math
+    from . import _indexing, _math  # late binding: op functions above the in-place machinery
     from ._creation import from_host
     from rumus_contracts import bool_
     pos = _positions_tensor(ctx, g)
@@ -148,7 +149,7 @@ def commit(x: Tensor, result: Tensor, name: str) -> Tensor:
     if result.shape != x.shape:
         raise ShapeError(f"{name}: the result of shape {result.shape} cannot be written into a tensor of "
                          f"shape {x.shape}")
-    from ._math import copy_into
+    from ._math import copy_into  # late binding: _math's in-place forms call commit(); it copies with _math
     if not (grad_state.enabled and (x.requires_grad or result.requires_grad)):
         copy_into(x, result)
         return x
@@ -208,7 +209,8 @@ def zero_(x: Tensor) -> Tensor:
 def copy_(x: Tensor, src: Any) -> Tensor:
     """x.copy_(src): src broadcast to x's shape, cast to x's dtype, moved to x's device; differentiable."""
     refuse_fixed(x, "copy_")
-    from . import _math, _views
+    from . import _views
+    from . import _math  # late binding: cast / to_device / copy_into, in the op layer above
     if not isinstance(src, Tensor):
         from ._creation import tensor
         src = tensor(src, dtype=x.dtype, device=x.device)

@@ -14,7 +14,7 @@ from . import _views
 from . import _inplace as _inplace_mod
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
-from .tensor import Tensor, make_tensor
+from ._tensor_base import Tensor, make_tensor
 from .ops import get as _op
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])

@@ -12,7 +12,7 @@ from rumus_contracts.shapes import normalize_dim
 from . import _advanced_index
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Context, Node
-from .tensor import Tensor, make_tensor
+from ._tensor_base import Tensor, make_tensor
 
 Backward = Callable[..., Sequence[Tensor | None]]
 # ONNX export (rumus.onnx) sets this to observe every view: fn(name, base, out, attrs).
@@ -269,7 +269,7 @@ def _getitem_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
     from . import _creation
     z = _creation.zeros(ctx.input_shapes[0], dtype=g.dtype, device=g.device)
     shape, strides, offset = _index_layout(z, ctx.attrs["index"])
-    from . import _math
+    from . import _math  # late binding: copy_into, in the op layer above the views
     _math.copy_into(make_tensor(z._storage, shape, strides, offset), g)
     return (z,)
 

@@ -1,7 +1,9 @@
 """Tensor = Storage (buffer, device, dtype, version) + Layout (shape, strides, offset) + autograd state.
 
-Methods are thin: the work lives in `_math` (ops with user-facing signatures), `_views` (metadata-only
-views that keep autograd) and `_dispatch` (the per-op path).
+The data (the slots) live in `_tensor_base.TensorBase`, below every op module; this module is the top
+of the core: it imports the op modules and binds them as methods. Methods are thin: the work lives in
+`_math` (ops with user-facing signatures), `_views` (metadata-only views that keep autograd) and
+`_dispatch` (the per-op path).
 """
 
 from __future__ import annotations
@@ -12,34 +14,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rumus_contracts import (
-    AutogradError, Device, DType, DTypeError, RumusError, TensorArg, contiguous_strides, parse_dtype,
+    AutogradError, Device, DType, DTypeError, RumusError, TensorArg, parse_dtype,
 )
 
-from ._storage import Storage
+from . import _inplace, _math, _views
+from ._tensor_base import TensorBase, _init as _init, bind_tensor_class, make_tensor as make_tensor
 
 if TYPE_CHECKING:
     from .autograd.graph import Node
 
 
-class Tensor:
-    __slots__ = ("_storage", "shape", "_strides", "_offset", "_requires_grad", "grad", "_grad_fn", "_output_nr",
-                 "_base", "_view_version", "_arg_cache", "_hooks", "__weakref__")
+class Tensor(TensorBase):
+    """A tensor: the data of `TensorBase` and the methods that compute with it."""
 
-    _storage: Storage
-    shape: tuple[int, ...]
-    _strides: tuple[int, ...]
-    _offset: int
-    _requires_grad: bool
-    grad: Tensor | None
-    _grad_fn: Node | None
-    _output_nr: int
-    _base: Tensor | None
-    # For a view made in grad mode: the storage version its grad_fn belongs to. When an in-place op
-    # has changed the base since (the version moved on), grad_fn and requires_grad are recomputed
-    # from the base's current history on the next read (PyTorch's rule). -1: not such a view.
-    _view_version: int
-    _arg_cache: TensorArg | None
-    _hooks: list[Callable[[Tensor], None]] | None
+    __slots__ = ()
 
     def __init__(self, data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> None:
         from ._creation import tensor as _tensor
@@ -447,42 +435,7 @@ class Tensor:
 
 
 _ZEROS = [(0,) * n for n in range(65)]
-_strides_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
-
-
-def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
-    s = _strides_cache.get(shape)
-    if s is None:
-        s = contiguous_strides(shape)
-        if len(_strides_cache) < 65536:
-            _strides_cache[shape] = s
-    return s
-
-
-def _init(t: Tensor, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None,
-          offset: int) -> None:
-    t._storage = storage
-    t.shape = shape
-    t._strides = strides if strides is not None else _contiguous(shape)
-    t._offset = offset
-    t._requires_grad = False
-    t.grad = None
-    t._grad_fn = None
-    t._output_nr = 0
-    t._base = None
-    t._view_version = -1
-    t._arg_cache = None
-    t._hooks = None
-
-
-_new = object.__new__
-
-
-def make_tensor(storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
-                offset: int = 0) -> Tensor:
-    t: Tensor = _new(Tensor)
-    _init(t, storage, shape, strides, offset)
-    return t
+bind_tensor_class(Tensor)  # make_tensor (below every op module) builds this class
 
 
 def _shape_args(args: tuple[Any, ...]) -> tuple[int, ...]:
@@ -498,5 +451,3 @@ def _is_dtype_name(s: str) -> bool:
     except RumusError:
         return False
 
-
-from . import _inplace, _math, _views  # noqa: E402  (methods above call into these at run time)

@@ -7,7 +7,7 @@ from typing import Any
 
 from rumus_contracts import AutogradError, RumusError
 
-from ..tensor import Tensor
+from .._tensor_base import Tensor
 from .function import Function
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .graph import run_backward
@@ -17,7 +17,7 @@ __all__ = ["Function", "backward", "enable_grad", "grad", "inference_mode", "is_
 
 
 def _root_grads(outputs: Sequence[Tensor], grads: Sequence[Tensor | None] | None) -> list[Tensor]:
-    from .._creation import ones_like
+    from .._creation import ones_like  # late binding: creation ops sit above autograd's graph
     out = []
     for i, o in enumerate(outputs):
         g = grads[i] if grads is not None and i < len(grads) else None

@@ -7,7 +7,7 @@ from typing import Any
 
 from rumus_contracts import AutogradError
 
-from ..tensor import Tensor
+from .._tensor_base import Tensor
 from .grad_mode import no_grad
 from .grad_mode import state as grad_state
 from .graph import Context, Node

@@ -156,7 +156,7 @@ def _unbroadcast(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     """Sum a gradient of the broadcast shape back down to an input's shape."""
     if g.shape == shape:
         return g
-    from .. import _math
+    from .. import _math  # late binding: the graph sits below the ops; summing a gradient is an op
     lead = g.ndim - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and g.shape[i + lead] != 1)
     r = _math.sum_dims(g, dims)  # keepdim shape
@@ -171,7 +171,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                  create_graph: bool, capture: Sequence[Tensor] | None = None) -> list[Tensor | None] | None:
     """Kahn's algorithm from the roots. With `capture`, return gradients for those tensors instead of
     accumulating into leaves' .grad (rumus.autograd.grad)."""
-    from ..tensor import Tensor
+    from .._tensor_base import Tensor  # the run-time class for isinstance (see _tensor_base)
 
     # 1. dependency counts over the graph reachable from the roots
     deps: dict[int, int] = {}

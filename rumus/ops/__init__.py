@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._dispatch import Op
-from ..tensor import Tensor
+from .._tensor_base import Tensor
 from .._runtime import plugins
 
 _ops: dict[str, Op] = {}

@@ -1,0 +1,96 @@
+"""The data of a tensor and how one is made, below everything that computes with tensors.
+
+`TensorBase` holds a tensor's slots: Storage (buffer, device, dtype, version), layout (shape, strides,
+offset) and autograd state. `tensor.Tensor` subclasses it with the methods, which call the op modules
+(`_math`, `_views`, `_inplace`); those in turn build their results here with `make_tensor`. So the core
+imports downward only: storage -> this module -> dispatch -> op functions -> tensor.Tensor
+(tests/core/test_import_layers.py keeps it so).
+
+Below tensor.py, `Tensor` names the real class for the type checker and `TensorBase` at run time: every
+tensor is a `tensor.Tensor` (make_tensor builds only those), so `isinstance(x, Tensor)` answers the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rumus_contracts import TensorArg, contiguous_strides
+
+from ._storage import Storage
+
+if TYPE_CHECKING:
+    from .autograd.graph import Node
+    from .tensor import Tensor as Tensor
+
+
+class TensorBase:
+    __slots__ = ("_storage", "shape", "_strides", "_offset", "_requires_grad", "grad", "_grad_fn", "_output_nr",
+                 "_base", "_view_version", "_arg_cache", "_hooks", "__weakref__")
+
+    _storage: Storage
+    shape: tuple[int, ...]
+    _strides: tuple[int, ...]
+    _offset: int
+    _requires_grad: bool
+    grad: Tensor | None
+    _grad_fn: Node | None
+    _output_nr: int
+    _base: Tensor | None
+    # For a view made in grad mode: the storage version its grad_fn belongs to. When an in-place op
+    # has changed the base since (the version moved on), grad_fn and requires_grad are recomputed
+    # from the base's current history on the next read (PyTorch's rule). -1: not such a view.
+    _view_version: int
+    _arg_cache: TensorArg | None
+    _hooks: list[Callable[[Tensor], None]] | None
+
+
+if not TYPE_CHECKING:
+    Tensor = TensorBase  # the run-time answer to isinstance (see the module's docstring)
+
+# The class make_tensor builds: tensor.Tensor, set once by tensor.py when it is defined (late binding,
+# so that this module need not import the op modules that Tensor's methods call).
+_tensor_class: Any = TensorBase
+
+
+def bind_tensor_class(cls: type[TensorBase]) -> None:
+    global _tensor_class
+    _tensor_class = cls
+
+
+_strides_cache: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
+    s = _strides_cache.get(shape)
+    if s is None:
+        s = contiguous_strides(shape)
+        if len(_strides_cache) < 65536:
+            _strides_cache[shape] = s
+    return s
+
+
+def _init(t: TensorBase, storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None,
+          offset: int) -> None:
+    t._storage = storage
+    t.shape = shape
+    t._strides = strides if strides is not None else _contiguous(shape)
+    t._offset = offset
+    t._requires_grad = False
+    t.grad = None
+    t._grad_fn = None
+    t._output_nr = 0
+    t._base = None
+    t._view_version = -1
+    t._arg_cache = None
+    t._hooks = None
+
+
+_new = object.__new__
+
+
+def make_tensor(storage: Storage, shape: tuple[int, ...], strides: tuple[int, ...] | None = None,
+                offset: int = 0) -> Tensor:
+    t: Tensor = _new(_tensor_class)
+    _init(t, storage, shape, strides, offset)
+    return t
