@@ -107,19 +107,20 @@ def table_claims(op: str, e: Expr) -> tuple[DType, ...]:
 
 
 def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases: Mapping[int, int],
-            nd: bool, vec: tuple[bool, ...] | None) -> str:
+            nd: bool, vec: tuple[bool, ...] | None, pair: bool = False) -> str:
     """vec: the vec4 variant (contiguous, 4 elements per invocation); per input, whether it is read as
-    vec4 (stride 1) or broadcast from one element (stride 0)."""
+    vec4 (stride 1) or broadcast from one element (stride 0). pair: a contiguous bfloat16 output written a
+    whole word (two elements) per invocation, with no atomics (see _pair_plan)."""
     def array(dt: DType, wide: bool) -> str:
         if bf16.is_bf16(dt):  # two elements per word (never vec4: see _vec_plan)
             return "array<u32>"
         t = STORAGE_TYPE[dt.name]
         return f"array<vec4<{t}>>" if wide else f"array<{t}>"
     out_bf16 = bf16.is_bf16(out_dtype)
-    out_array = "array<atomic<u32>>" if out_bf16 else array(out_dtype, vec is not None)
+    out_array = "array<u32>" if pair else "array<atomic<u32>>" if out_bf16 else array(out_dtype, vec is not None)
     bindings = [f"@group(0) @binding(0) var<storage, read_write> out0: {out_array};"]
     if out_bf16:
-        bindings.append(bf16.output_accessors("out0"))
+        bindings.append(bf16.input_accessor("out0") if pair else bf16.output_accessors("out0"))
     slot = 1
     for k, dt in enumerate(in_dtypes):
         if k in aliases:
@@ -158,8 +159,18 @@ def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases
         name, index = ("out0", "o.x") if k in aliases else (f"in{k}", f"o[{k + 1}]")
         return f"bf_{name}({index})" if bf16.is_bf16(in_dtypes[k]) else f"{name}[{index}]"
     srcs = [ref(k) for k in range(len(in_dtypes))]
-    if out_bf16 and spec.op == "copy" and bf16.is_bf16(in_dtypes[0]):
-        lines = [f"    bf_put_out0(o.x, {srcs[0]});"]  # bit-exact: a NaN's payload is kept
+    raw = out_bf16 and spec.op == "copy" and bf16.is_bf16(in_dtypes[0])
+    if raw:
+        result = srcs[0]  # the 16 bits moved as they are: a NaN's payload is kept
+    if pair:  # elements 2i and 2i+1 (the word o.x / 2 of the output), one plain store of the word
+        lines = ["    let o0 = offsets_1d(2u * i);", "    var h0: u32;", "    var h1: u32;"]
+        for half in (0, 1):
+            lines += ["    {", f"        let o = offsets_1d(2u * i + {half}u);"]
+            lines += [] if raw else element(srcs, "        ")
+            lines += [f"        h{half} = {result};", "    }"]
+        lines.append("    out0[o0.x >> 1u] = (h0 & 0xffffu) | (h1 << 16u);")
+    elif raw:
+        lines = [f"    bf_put_out0(o.x, {result});"]
     elif out_bf16:
         lines = element(srcs, "    ") + [f"    bf_put_out0(o.x, {result});"]
     elif vec is None:
@@ -194,6 +205,14 @@ def _vec_plan(out: TensorArg, inputs: Sequence[TensorArg], sizes: list[int], dim
             return None
         flags.append(stride == 1)
     return tuple(flags)
+
+
+def _pair_plan(out: TensorArg, sizes: list[int], dims: list[list[int]], numel: int) -> bool:
+    """Whether a bfloat16 output is written a whole u32 word per invocation: it is contiguous, starts on
+    a word and has an even count (every word it touches is all its own); elsewhere each element is
+    stored with atomics on its word."""
+    return (bf16.is_bf16(out.dtype) and numel % 2 == 0 and len(sizes) == 1 and dims[0][0] == 1
+            and out.offset % 2 == 0 and not env_set(NOVEC))
 
 
 def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
@@ -249,10 +268,13 @@ def _map_launch(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[Te
                          f"(shape {out.shape}) are not supported")
     nd = len(sizes) > 1
     vec = _vec_plan(out, inputs, sizes, dims, numel)
+    pair = _pair_plan(out, sizes, dims, numel)
     in_dtypes = tuple(t.dtype for t in inputs)
     alias_key = tuple(sorted(aliases.items()))
-    prog = dev.programs.get(("map", spec.op, out.dtype.name, tuple(d.name for d in in_dtypes), alias_key, nd, vec),
-                            lambda: _source(spec, out.dtype, in_dtypes, aliases, nd, vec))
+    prog = dev.programs.get(("map", spec.op, out.dtype.name, tuple(d.name for d in in_dtypes), alias_key, nd, vec,
+                             pair), lambda: _source(spec, out.dtype, in_dtypes, aliases, nd, vec, pair))
+    if pair:  # one invocation per word; offsets and strides stay in elements
+        numel //= 2
     offsets = [out.offset, *(t.offset for t in inputs)]
     if vec is not None:  # count, offsets and strides in vec4 units for the vector operands
         numel //= 4

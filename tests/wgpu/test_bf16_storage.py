@@ -73,7 +73,12 @@ def _ties_and_neighbours() -> np.ndarray:
     return np.concatenate(out)
 
 
-def test_float32_to_bfloat16_matches_the_cpu_bit_for_bit() -> None:
+@pytest.mark.parametrize("path", ["word_per_invocation", "atomic_halves"])
+def test_float32_to_bfloat16_matches_the_cpu_bit_for_bit(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a contiguous even-count output is written a whole word per invocation; RUMUS_WGPU_NOVEC turns that
+    # off, and each element is then stored with atomics on its word (the path of strided / odd outputs)
+    if path == "atomic_halves":
+        monkeypatch.setenv("RUMUS_WGPU_NOVEC", "1")
     rng = np.random.default_rng(0)
     values = np.concatenate([
         _ties_and_neighbours(),
