@@ -1,9 +1,10 @@
 """bfloat16 on the WebGPU backend: 16-bit words, two per u32, math in f32 (shaders/bf16.wgsl).
 
-A kernel never writes a bfloat16 element with a plain store: its neighbour shares the u32 word and may
-belong to another invocation (or lie outside a strided view). Outputs are bound as atomic words and an
-element is written with an atomicAnd clearing its half and an atomicOr setting it, so two invocations
-writing the two halves of one word never lose either write.
+A kernel never writes a single bfloat16 element with a plain store: its neighbour shares the u32 word
+and may belong to another invocation (or lie outside a strided view). Either an invocation owns whole
+words (elementwise.py's pair plan: a contiguous, word-aligned, even-count output), or the output is bound
+as atomic words and an element is written with an atomicAnd clearing its half and an atomicOr setting
+it, so two invocations writing the two halves of one word never lose either write.
 """
 
 from __future__ import annotations
