@@ -3,8 +3,9 @@
 Storage: one GPU buffer per tensor storage, holding the dtype's numpy storage layout, except bool,
 which is widened to one u32 (0/1) per element so kernels can address it; `to_numpy` narrows it back
 to numpy bool. int64 keeps its 8-byte layout (kernels treat it as two u32 words), so it reads back
-unchanged. Any other dtype can be stored and read back raw; only the dtypes in `capabilities()`
-have kernels.
+unchanged. bfloat16 keeps its 2-byte layout (two elements per u32 word, the buffer rounded up to 4
+bytes), so upload and read-back are byte-exact. Any other dtype can be stored and read back raw; only
+the dtypes in `capabilities()` have kernels.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import (
-    Capabilities, Device, DType, Kernel, RumusError, ShaderKernel, TensorArg, bool_, float16, float32, int32,
-    int64,
+    Capabilities, Device, DType, Kernel, RumusError, ShaderKernel, TensorArg, bfloat16, bool_, float16, float32,
+    int32, int64,
 )
 
 from . import device as _device
 from .layout import new_buffer
 from .pool import WgpuBuffer
 
-BASE_DTYPES = (float32, int32, int64, bool_)
+BASE_DTYPES = (float32, bfloat16, int32, int64, bool_)  # bfloat16: 16-bit words (bf16.py)
 
 
 class WgpuBackend:

@@ -20,15 +20,18 @@ from rumus_contracts.ops import expr_c, expr_wgsl
 from rumus_contracts.ops.expr_lang import Unsupported
 from rumus_contracts.ops.expressions import Expr, all_kernels
 
+from . import bf16
 from .layout import (
-    NOVEC, STORAGE_TYPE, WG, coalesce, convert, dealias, device_of, env_set, f32_bits, grid, i32_word, kind, load,
-    remember, store,
+    NOVEC, STORAGE_TYPE, WG, coalesce, convert, dealias, device_of, env_set, f32_bits, grid, i32_word, remember,
 )
+from .layout import kind as _kind
+from .layout import load as _load
+from .layout import store as _store
 from .pipelines import render
 from .pool import WgpuBuffer
 
 MAX_DIMS = 8
-WGSL_DTYPES = ("float32", "float16", "int32", "int64", "bool")
+WGSL_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64", "bool")
 CLAMP = {
     "f": "min(max(a, bitcast<f32>(cfg.p.x)), bitcast<f32>(cfg.p.y))",
     "i": "clamp_i(a)",
@@ -55,6 +58,20 @@ class MapSpec:
     def __init__(self, op: str, exprs: Mapping[str, str], result: str = "same",
                  helpers: str | Mapping[str, str] = "") -> None:
         self.op, self.exprs, self.result, self.helpers = op, exprs, result, helpers
+
+
+def kind(dtype: DType) -> str:
+    """The compute kind of a dtype here: bfloat16 computes in f32 (only this module's kernels take it)."""
+    return "f" if bf16.is_bf16(dtype) else _kind(dtype)
+
+
+def load(dtype: DType, ref: str) -> str:
+    """A stored element as its compute kind; a bfloat16 `ref` is the element's 16 bits (bf16.py)."""
+    return f"bf16_to_f32({ref})" if bf16.is_bf16(dtype) else _load(dtype, ref)
+
+
+def store(dtype: DType, value: str) -> str:
+    return f"f32_to_bf16({value})" if bf16.is_bf16(dtype) else _store(dtype, value)
 
 
 def compute_kind(dtype: DType) -> str:
@@ -90,19 +107,28 @@ def table_claims(op: str, e: Expr) -> tuple[DType, ...]:
 
 
 def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases: Mapping[int, int],
-            nd: bool, vec: tuple[bool, ...] | None) -> str:
+            nd: bool, vec: tuple[bool, ...] | None, pair: bool = False) -> str:
     """vec: the vec4 variant (contiguous, 4 elements per invocation); per input, whether it is read as
-    vec4 (stride 1) or broadcast from one element (stride 0)."""
+    vec4 (stride 1) or broadcast from one element (stride 0). pair: a contiguous bfloat16 output written a
+    whole word (two elements) per invocation, with no atomics (see _pair_plan)."""
     def array(dt: DType, wide: bool) -> str:
+        if bf16.is_bf16(dt):  # two elements per word (never vec4: see _vec_plan)
+            return "array<u32>"
         t = STORAGE_TYPE[dt.name]
         return f"array<vec4<{t}>>" if wide else f"array<{t}>"
-    bindings = [f"@group(0) @binding(0) var<storage, read_write> out0: {array(out_dtype, vec is not None)};"]
+    out_bf16 = bf16.is_bf16(out_dtype)
+    out_array = "array<u32>" if pair else "array<atomic<u32>>" if out_bf16 else array(out_dtype, vec is not None)
+    bindings = [f"@group(0) @binding(0) var<storage, read_write> out0: {out_array};"]
+    if out_bf16:
+        bindings.append(bf16.input_accessor("out0") if pair else bf16.output_accessors("out0"))
     slot = 1
     for k, dt in enumerate(in_dtypes):
         if k in aliases:
             continue
         wide = vec is not None and vec[k]
         bindings.append(f"@group(0) @binding({slot}) var<storage, read> in{k}: {array(dt, wide)};")
+        if bf16.is_bf16(dt):
+            bindings.append(bf16.input_accessor(f"in{k}"))
         slot += 1
     # operand kind: where's condition is bool, its values set the kind; compare bools as ints
     op_kind = kind(in_dtypes[1] if spec.op == "where" else in_dtypes[0]) if in_dtypes else kind(out_dtype)
@@ -117,7 +143,10 @@ def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases
             raise RumusError(f"wgpu: no {spec.op} kernel for {in_dtypes[0]}")
         expr = spec.exprs[op_kind]
         res_kind = "b" if spec.result == "compare" else op_kind
-    result = store(out_dtype, convert("r", res_kind, kind(out_dtype)))
+    if out_bf16 and res_kind in ("i", "l"):  # integers round to bfloat16 once, not through f32
+        result = "bf16_from_i32(r)" if res_kind == "i" else "bf16_from_i64(r)"
+    else:
+        result = store(out_dtype, convert("r", res_kind, kind(out_dtype)))
 
     def element(refs: Sequence[str], indent: str) -> list[str]:
         lines = []
@@ -126,8 +155,25 @@ def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases
             lines.append(f"{indent}let {NAMES[k]} = {convert(load(dt, ref), kind(dt), want)};")
         return lines + [f"{indent}let r = {expr};"]
 
-    srcs = ["out0[o.x]" if k in aliases else f"in{k}[o[{k + 1}]]" for k in range(len(in_dtypes))]
-    if vec is None:
+    def ref(k: int) -> str:
+        name, index = ("out0", "o.x") if k in aliases else (f"in{k}", f"o[{k + 1}]")
+        return f"bf_{name}({index})" if bf16.is_bf16(in_dtypes[k]) else f"{name}[{index}]"
+    srcs = [ref(k) for k in range(len(in_dtypes))]
+    raw = out_bf16 and spec.op == "copy" and bf16.is_bf16(in_dtypes[0])
+    if raw:
+        result = srcs[0]  # the 16 bits moved as they are: a NaN's payload is kept
+    if pair:  # elements 2i and 2i+1 (the word o.x / 2 of the output), one plain store of the word
+        lines = ["    let o0 = offsets_1d(2u * i);", "    var h0: u32;", "    var h1: u32;"]
+        for half in (0, 1):
+            lines += ["    {", f"        let o = offsets_1d(2u * i + {half}u);"]
+            lines += [] if raw else element(srcs, "        ")
+            lines += [f"        h{half} = {result};", "    }"]
+        lines.append("    out0[o0.x >> 1u] = (h0 & 0xffffu) | (h1 << 16u);")
+    elif raw:
+        lines = [f"    bf_put_out0(o.x, {result});"]
+    elif out_bf16:
+        lines = element(srcs, "    ") + [f"    bf_put_out0(o.x, {result});"]
+    elif vec is None:
         lines = element(srcs, "    ") + [f"    out0[o.x] = {result};"]
     else:  # four elements: vector loads once, the scalar expression per component
         lines = [f"    let v{k} = {ref};" for k, ref in enumerate(srcs)]
@@ -138,7 +184,8 @@ def _source(spec: MapSpec, out_dtype: DType, in_dtypes: Sequence[DType], aliases
         lines.append("    out0[o.x] = w;")
     scalar = "f16" if any(d.name == "float16" for d in (out_dtype, *in_dtypes)) else "f32"
     helpers = spec.helpers if isinstance(spec.helpers, str) else spec.helpers.get(op_kind, "")
-    return render("elementwise", scalar=scalar, BINDINGS="\n".join(bindings), CONFIG=str(slot),
+    include = ("bf16",) if any(bf16.is_bf16(d) for d in (out_dtype, *in_dtypes)) else ()
+    return render("elementwise", scalar=scalar, include=include, BINDINGS="\n".join(bindings), CONFIG=str(slot),
                   HELPERS=helpers, OFFSETS="offsets_nd" if nd else "offsets_1d", BODY="\n".join(lines))
 
 
@@ -158,6 +205,14 @@ def _vec_plan(out: TensorArg, inputs: Sequence[TensorArg], sizes: list[int], dim
             return None
         flags.append(stride == 1)
     return tuple(flags)
+
+
+def _pair_plan(out: TensorArg, sizes: list[int], dims: list[list[int]], numel: int) -> bool:
+    """Whether a bfloat16 output is written a whole u32 word per invocation: it is contiguous, starts on
+    a word and has an even count (every word it touches is all its own); elsewhere each element is
+    stored with atomics on its word."""
+    return (bf16.is_bf16(out.dtype) and numel % 2 == 0 and len(sizes) == 1 and dims[0][0] == 1
+            and out.offset % 2 == 0 and not env_set(NOVEC))
 
 
 def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
@@ -213,10 +268,13 @@ def _map_launch(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[Te
                          f"(shape {out.shape}) are not supported")
     nd = len(sizes) > 1
     vec = _vec_plan(out, inputs, sizes, dims, numel)
+    pair = _pair_plan(out, sizes, dims, numel)
     in_dtypes = tuple(t.dtype for t in inputs)
     alias_key = tuple(sorted(aliases.items()))
-    prog = dev.programs.get(("map", spec.op, out.dtype.name, tuple(d.name for d in in_dtypes), alias_key, nd, vec),
-                            lambda: _source(spec, out.dtype, in_dtypes, aliases, nd, vec))
+    prog = dev.programs.get(("map", spec.op, out.dtype.name, tuple(d.name for d in in_dtypes), alias_key, nd, vec,
+                             pair), lambda: _source(spec, out.dtype, in_dtypes, aliases, nd, vec, pair))
+    if pair:  # one invocation per word; offsets and strides stay in elements
+        numel //= 2
     offsets = [out.offset, *(t.offset for t in inputs)]
     if vec is not None:  # count, offsets and strides in vec4 units for the vector operands
         numel //= 4
@@ -299,7 +357,9 @@ def fill(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mappi
     out = outputs[0]
     value = attrs.get("value", 0.0)
     k = kind(out.dtype)
-    if k == "f":
+    if bf16.is_bf16(out.dtype):  # rounded once from the double, as the CPU's fill (f32 first would round twice)
+        params = [bf16.bits_of(float(value)) << 16]
+    elif k == "f":
         params = [f32_bits(float(value))]
     elif k == "i":
         params = [i32_word(int(value))]

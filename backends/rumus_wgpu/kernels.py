@@ -3,20 +3,23 @@ import wgpu.
 
 float16 kernels need the device feature shader-f16 (a device without it lists no float16 in its
 capabilities and refuses to compile them); int64 is two u32 words (native layout, emulated
-arithmetic); bool is one u32 (0/1) per element. No float64, int8, uint8 or bfloat16 kernels: those
-(op, dtype) pairs have no kernel and the core raises KernelNotFound. Composite ops need no kernel.
-The nn ops (convolution, pooling, norms, dropout) live in the nn_* modules. The fixed-point ops
-(fixed_linear, fixed_relu, fixed_requantize, ...) are CPU-only by design: never claimed here.
+arithmetic); bool is one u32 (0/1) per element. bfloat16 is stored as 16-bit words, two per u32, with
+f32 math: the elementwise ops (expression table, where, clamp, copy/casts, fill) run on the words
+natively (bf16.py); every other op claimed for float32 is claimed for bfloat16 through its widening
+wrapper (widen.py, `BFLOAT16_WIDENED`, derived from the float32 claims). No float64, int8 or uint8
+kernels: those (op, dtype) pairs have no kernel and the core raises KernelNotFound. Composite ops need
+no kernel. The nn ops (convolution, pooling, norms, dropout) live in the nn_* modules. The fixed-point
+ops (fixed_linear, fixed_relu, fixed_requantize, ...) are CPU-only by design: never claimed here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rumus_contracts import DType, bool_, float16, float32, int32, int64
+from rumus_contracts import DType, Kernel, bfloat16, bool_, float16, float32, int32, int64
 
 from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce, sort
-from . import amp, cross_entropy, flash_attention
+from . import amp, cross_entropy, flash_attention, widen
 
 F = (float32, float16)
 FI = (*F, int32, int64)
@@ -25,10 +28,11 @@ ALL = (*FI, bool_)
 CLAIMS: dict[str, tuple[DType, ...]] = {
     # the expression-table ops: claims derived from what the WGSL renderer expresses
     **{op: dtypes for op, (_, dtypes) in elementwise.table_kernels().items()},
-    "clamp": FI,
-    **{op: ALL for op in ("copy", "fill")},
+    # bfloat16 natively (words in the elementwise skeleton); the other ops get it through widen.py
+    "clamp": (*FI, bfloat16),
+    **{op: (*ALL, bfloat16) for op in ("copy", "fill")},
     # where dispatches on its bool condition in the current schema, and on its values once fixed
-    "where": ALL,
+    "where": (*ALL, bfloat16),
     **{op: FI for op in ("sum", "prod", "amax", "amin", "argmax", "argmin")},
     "softmax": F, "log_softmax": F, "softmax_backward": F, "log_softmax_backward": F, "matmul": F,
     "adam_step": (float32,), "sgd_step": (float32,),
@@ -49,3 +53,8 @@ def kernel_table() -> dict[str, Any]:
         table.update(module.kernels())
     table["matmul"] = gemm.matmul
     return table
+
+
+def bfloat16_widened(table: dict[str, Any]) -> dict[str, Kernel]:
+    """The bfloat16 entries of the ops with no native bfloat16 kernel (registered next to CLAIMS)."""
+    return widen.bfloat16_from_float32(CLAIMS, table)

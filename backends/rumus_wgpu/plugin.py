@@ -20,10 +20,14 @@ def rumus_register_backends(registry: BackendRegistry) -> None:
 
 @hookimpl
 def rumus_register_kernels(registry: KernelRegistry) -> None:
-    from .kernels import CLAIMS, kernel_table
+    from rumus_contracts import bfloat16
+
+    from .kernels import CLAIMS, bfloat16_widened, kernel_table
     table = kernel_table()
     for op, dtypes in CLAIMS.items():
         registry.register(op, "wgpu", table[op], dtypes=dtypes)
+    for op, kernel in bfloat16_widened(table).items():  # bfloat16 through float32 kernels (widen.py)
+        registry.register(op, "wgpu", kernel, dtypes=(bfloat16,))
     from . import quant  # q8 / int4 weights (issue 15)
     for op, dtypes in quant.CLAIMS.items():
         registry.register(op, "wgpu", quant.kernels()[op], dtypes=dtypes)
