@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DType, float32, int4, int32, q8
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, RumusError, ShapeError
 from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
+from ..tensor_arg import TensorArg
 
 # The block / group sizes every backend provides kernels for (dtypes are parametrised, the registry is not).
 Q8_BLOCK_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256)
@@ -443,4 +444,34 @@ def check_q8_words(op: str, words_numel: int, k: int, n: int, block_size: int) -
 
 def check_int4(op: str, shapes: Sequence[Shape], k: int, group_size: int) -> int:
     return _int4_params_check(op, shapes, k, group_size)
+
+
+def nonfinite_weight(op: str) -> RumusError:
+    """A NaN or inf has no int8 / int4 code: every backend refuses it with this error."""
+    return RumusError(f"{op}: the weight holds NaN or inf values; quantize finite weights only")
+
+
+def _size_param(dt: DType) -> int:
+    assert dt.param is not None  # quantized dtypes always carry their block / group size
+    return dt.param
+
+
+def q8_kernel_sizes(op: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg]) -> tuple[int, int, int, int]:
+    """(m, k, n, block_size) of a q8_dequantize (m = 0) or q8_linear call, the words checked against them.
+    Every backend's kernel starts here, so the checks are written once."""
+    o, w = outputs[0], inputs[-1]
+    bs = _size_param(w.dtype)
+    m, k, n = (0, *o.shape) if op == "q8_dequantize" else (o.shape[0], inputs[0].shape[1], o.shape[1])
+    check_q8_words(op, w.numel, k, n, bs)
+    return m, k, n, bs
+
+
+def int4_kernel_sizes(op: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg]) -> tuple[int, int, int, int]:
+    """(m, k, n, group_size) of an int4_dequantize (m = 0) or int4_linear call, words / scales / zero
+    points checked against them."""
+    o, (w, s, z) = outputs[0], inputs[-3:]
+    g = _size_param(w.dtype)
+    m, k, n = (0, *o.shape) if op == "int4_dequantize" else (o.shape[0], inputs[0].shape[1], o.shape[1])
+    check_int4(op, [w.shape, s.shape, z.shape], k, g)
+    return m, k, n, g
 
