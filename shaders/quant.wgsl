@@ -73,7 +73,7 @@ struct Gemv {
     k: u32,
     cols: u32,
     size: u32,     // q8 block / int4 group size
-    shift: u32,    // q8: log2(size / 4), value words per block
+    shift: u32,    // log2(size / 4): q8 value words per block; int4 group of k is k >> (shift + 2)
     w_off: u32,
     w_st: u32,
     x_off: u32,
@@ -198,11 +198,11 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
                 let qw = word(wr * cfg.cols + c);
                 let q = vec4<f32>(vec4<u32>(qw, qw >> 4u, qw >> 8u, qw >> 12u) & vec4<u32>(0xFu));
                 let q2 = vec4<f32>(vec4<u32>(qw >> 16u, qw >> 20u, qw >> 24u, qw >> 28u) & vec4<u32>(0xFu));
-                let gi = ((wr * 8u) / cfg.size) * cfg.cols + c;
+                let gi = ((wr * 8u) >> (cfg.shift + 2u)) * cfg.cols + c;  // group: k / size, size = 4 << shift
                 let s = sc[cfg.s_off + gi];
                 let z = zp[cfg.z_off + gi];
                 let at = wr * 8u - base;
-                for (var rr = 0u; rr < 4u; rr++) {
+                for (var rr = 0u; rr < rows; rr++) {  // rows is uniform: batch 1 does one row's work
                     let xa = vec4<f32>(xs[rr * XCHUNK + at], xs[rr * XCHUNK + at + 1u], xs[rr * XCHUNK + at + 2u],
                                        xs[rr * XCHUNK + at + 3u]);
                     let xb = vec4<f32>(xs[rr * XCHUNK + at + 4u], xs[rr * XCHUNK + at + 5u], xs[rr * XCHUNK + at + 6u],
