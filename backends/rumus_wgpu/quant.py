@@ -91,41 +91,28 @@ def int4_linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs
              m * n, include=("grid",))
 
 
-def _refuse_nonfinite(dev: Any, op: str, flag: Any) -> None:
+def _pack(op: str, section: str, outputs: Sequence[TensorArg], w: TensorArg, size: int) -> None:
+    """Run shaders/quant_pack.wgsl's `section` over w's blocks / groups, then refuse a NaN or inf
+    weight: the shader raises a flag that is read back here (packing's one sync)."""
+    if not outputs[0].numel:
+        return
+    k, n = w.shape
+    dev = device_of(outputs, [w])
+    flag = new_buffer(dev, 4, f"{op}: non-finite weight flag")
+    dev.device.queue.write_buffer(flag.gpu, 0, bytes(4))
+    offsets = [o.offset for o in outputs] + [0] * (3 - len(outputs))
+    dispatch(dev, "quant_pack", section, float32, [*(o.buffer for o in outputs), flag, w.buffer],
+             [k, n, size, w.offset, *offsets], n * -(-k // size), include=("grid",))
     if int.from_bytes(bytes(dev.recorder.read(flag, 0, 4)), "little"):
         raise nonfinite_weight(op)
 
 
-def _flag(dev: Any) -> Any:
-    flag = new_buffer(dev, 4, "quantize: non-finite weight flag")
-    dev.device.queue.write_buffer(flag.gpu, 0, bytes(4))
-    return flag
-
-
 def q8_quantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    o, w = outputs[0], inputs[0]
-    k, n = w.shape
-    bs = int(attrs["block_size"])
-    if not o.numel:
-        return
-    dev = device_of(outputs, inputs)
-    flag = _flag(dev)
-    dispatch(dev, "quant_pack", "q8_pack", float32, [o.buffer, flag, w.buffer],
-             [k, n, bs, w.offset, o.offset, 0, 0], n * -(-k // bs), include=("grid",))
-    _refuse_nonfinite(dev, "q8_quantize", flag)
+    _pack("q8_quantize", "q8_pack", outputs, inputs[0], int(attrs["block_size"]))
 
 
 def int4_quantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    (ow, os_, oz), w = outputs, inputs[0]
-    k, n = w.shape
-    g = int(attrs["group_size"])
-    if not ow.numel:
-        return
-    dev = device_of(outputs, inputs)
-    flag = _flag(dev)
-    dispatch(dev, "quant_pack", "int4_pack", float32, [ow.buffer, os_.buffer, oz.buffer, flag, w.buffer],
-             [k, n, g, w.offset, ow.offset, os_.offset, oz.offset], n * -(-k // g), include=("grid",))
-    _refuse_nonfinite(dev, "int4_quantize", flag)
+    _pack("int4_quantize", "int4_pack", outputs, inputs[0], int(attrs["group_size"]))
 
 
 CLAIMS: dict[str, tuple[DType, ...]] = {
