@@ -1,12 +1,14 @@
 /* Quantized weights (SPEC C: q8 blocks, SPEC D: int4 groups): packing, unpacking and matmuls that
    dequantise in registers — the weight is never expanded to a float copy.
 
-   The matmuls pick their inner loop once at run time: AVX2+FMA+F16C when the CPU has it, portable C
-   otherwise (rumus_quant_set_isa forces one, so tests cover both on one machine). Quantization itself
-   is portable C whose float arithmetic follows rumus_contracts/ops/quant.py operation by operation
-   (-std=c11 keeps the compiler from contracting a*b+c), so the words are byte-identical to the
-   reference. */
+   The matmuls pick their inner loop once at run time: AVX-512 VNNI (csrc/quant_vnni.c) when the CPU
+   has it, else AVX2+FMA+F16C, else portable C. rumus_quant_set_isa forces a lower one (tests run every
+   path the machine has; RUMUS_QUANT_ISA does the same through the Python kernels). Quantization
+   itself is portable C whose float arithmetic follows rumus_contracts/ops/quant.py operation by
+   operation (-std=c11 keeps the compiler from contracting a*b+c), so the words are byte-identical to
+   the reference. */
 #include "internal/rumus.h"
+#include "internal/quant_vnni.h"
 #include "quant.h"
 
 #include <stdlib.h>
@@ -16,24 +18,31 @@
 #define RUMUS_X86 1
 #endif
 
-enum { ISA_PORTABLE = 0, ISA_AVX2 = 1 };
+enum { ISA_PORTABLE = 0, ISA_AVX2 = 1, ISA_AVX512_VNNI = 2 };
 static int g_isa = -1;
 
-int rumus_quant_isa(void) {
-    if (g_isa < 0) {
+static int best_isa(void) {
 #if defined(RUMUS_X86) && defined(__GNUC__)
-        __builtin_cpu_init();
-        g_isa = (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) ? ISA_AVX2 : ISA_PORTABLE;
+    __builtin_cpu_init();
+    if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return ISA_PORTABLE;
+    if (rumus_quant_vnni_compiled() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni"))
+        return ISA_AVX512_VNNI;
+    return ISA_AVX2;
 #else
-        g_isa = ISA_PORTABLE;
+    return ISA_PORTABLE;
 #endif
-    }
+}
+
+int rumus_quant_isa(void) {
+    if (g_isa < 0) g_isa = best_isa();
     return g_isa;
 }
 
+int rumus_quant_best_isa(void) { return best_isa(); }
+
 void rumus_quant_set_isa(int isa) {
-    g_isa = -1;
-    int best = rumus_quant_isa();
+    const int best = best_isa();
     g_isa = isa < 0 ? best : (isa < best ? isa : best);  /* never claim more than the CPU has */
 }
 
@@ -149,6 +158,9 @@ void rumus_q8_linear(float *out, const float *x, const uint32_t *words, int64_t 
                      int64_t bs) {
     const int64_t col_words = ((k + bs - 1) / bs) * (1 + bs / 4);
     const int isa = rumus_quant_isa();
+    /* VNNI needs x in integer form; it declines (-1) a NaN / inf / subnormal-only block or a failed
+       allocation, and then the float AVX2 loop below computes the IEEE result */
+    if (isa == ISA_AVX512_VNNI && rumus_q8_linear_vnni(out, x, words, m, k, n, bs) == 0) return;
     const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * (m > 0 ? m : 1));
     RUMUS_UNUSED(isa);
 #pragma omp parallel for num_threads(rumus_team(threads)) schedule(static) if (threads > 1)
@@ -156,7 +168,7 @@ void rumus_q8_linear(float *out, const float *x, const uint32_t *words, int64_t 
         const uint32_t *col = words + c * col_words;  /* a column's blocks are contiguous: it stays in L1 */
         for (int64_t r = 0; r < m; r++) {
 #ifdef RUMUS_X86
-            if (isa == ISA_AVX2) { out[r * n + c] = q8_column_avx2(x + r * k, col, k, bs); continue; }
+            if (isa >= ISA_AVX2) { out[r * n + c] = q8_column_avx2(x + r * k, col, k, bs); continue; }
 #endif
             out[r * n + c] = q8_column_portable(x + r * k, col, k, bs);
         }
@@ -279,6 +291,7 @@ void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const 
     if (m <= 0 || n <= 0) return;
     const int64_t groups = (k + g - 1) / g, padded = groups * g;
     const int isa = rumus_quant_isa();
+    if (isa == ISA_AVX512_VNNI && rumus_int4_linear_vnni(out, x, words, scales, zeros, m, k, n, g) == 0) return;
     RUMUS_UNUSED(isa);
     /* a zero-padded copy of x and its per-group sums: K floats per row, never a copy of the weight */
     float *xp = (float *)calloc((size_t)(m * padded + m * groups + 1), sizeof(float));
@@ -300,7 +313,7 @@ void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const 
         const int64_t c0 = ci * chunk, c1 = (c0 + chunk < n) ? c0 + chunk : n;
         for (int64_t r = 0; r < m; r++) {
 #ifdef RUMUS_X86
-            if (isa == ISA_AVX2) {
+            if (isa >= ISA_AVX2) {
                 int4_row_avx2(out + r * n, xp + r * padded, xs + r * groups, words, scales, zeros, groups, n, g,
                               c0, c1);
                 continue;

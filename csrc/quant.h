@@ -9,4 +9,5 @@ void rumus_int4_dequantize(float *out, const uint32_t *words, const float *scale
 void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const float *scales, const float *zeros,
                        int64_t m, int64_t k, int64_t n, int64_t group_size);
 int rumus_quant_isa(void);
+int rumus_quant_best_isa(void);
 void rumus_quant_set_isa(int isa);

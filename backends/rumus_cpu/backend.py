@@ -60,6 +60,7 @@ class CpuBackend:
         return None
 
     def capabilities(self, device: Device) -> Capabilities:
+        from .kernels_quant import isa_feature
         from .threads import describe, policy
         p = policy()
         threads = p["kernel_threads"]
@@ -67,7 +68,8 @@ class CpuBackend:
         return Capabilities(
             dtypes=DTYPES,
             features=(("openmp",) if p["openmp"] else ()) + (("blas_on_kernel_threads",)
-                                                             if p["blas_on_kernel_threads"] else ()),
+                                                             if p["blas_on_kernel_threads"] else ())
+            + (isa_feature(),),
             limits={"max_dims": 64, "num_threads": threads, "parallel_grain": p["grain"],
                     **({"blas_threads": blas} if isinstance(blas, int) else {})},
             description=f"host CPU: C kernels via cffi, GEMM via numpy's BLAS; threads: {describe()}")

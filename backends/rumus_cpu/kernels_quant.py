@@ -2,7 +2,9 @@
 
 The packed words may arrive as a strided view (the conformance suite feeds such inputs); they are
 gathered into a contiguous word array first — a copy of the packed bytes, never a float expansion.
-The matmuls dequantise inside the C loops (AVX2 or portable, chosen at run time).
+The matmuls dequantise inside the C loops (AVX-512 VNNI, AVX2 or portable, chosen at run time by
+cpuid; RUMUS_QUANT_ISA=portable|avx2|avx512vnni forces one, and asking for more than the CPU has is
+an error, never a quiet downgrade).
 """
 
 from __future__ import annotations
@@ -10,14 +12,50 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import os
+
 import numpy as np
 
 from rumus_contracts import DType, Kernel, RumusError, TensorArg, float32
-from rumus_contracts.ops.quant import INT4_DTYPES, Q8_DTYPES, check_int4, check_q8_words
+from rumus_contracts.ops.quant import (INT4_DTYPES, Q8_DTYPES, int4_kernel_sizes, nonfinite_weight,
+                                       q8_kernel_sizes)
 
 from ._lib import ffi, lib
 
 BACKEND = "cpu"
+ISA_NAMES = ("portable", "avx2", "avx512vnni")  # csrc/quant.c's ISA_* order
+_env_applied = False
+
+
+def force_isa(name: str | None) -> None:
+    """Force the quantized matmuls' inner loop (None: the best the CPU has); overrides RUMUS_QUANT_ISA."""
+    global _env_applied
+    _env_applied = True
+    if name is None:
+        lib.rumus_quant_set_isa(-1)
+        return
+    if name not in ISA_NAMES:
+        raise RumusError(f"RUMUS_QUANT_ISA={name!r} is not one of {', '.join(ISA_NAMES)}")
+    best = int(lib.rumus_quant_best_isa())
+    if ISA_NAMES.index(name) > best:
+        raise RumusError(f"RUMUS_QUANT_ISA={name}: this CPU (or the compiler that built rumus) only has "
+                         f"{', '.join(ISA_NAMES[:best + 1])}; unset it or pick one of those")
+    lib.rumus_quant_set_isa(ISA_NAMES.index(name))
+
+
+def quant_isa() -> str:
+    """The path the quantized matmuls run now (RUMUS_QUANT_ISA applied on first use)."""
+    if not _env_applied:
+        force_isa(os.environ.get("RUMUS_QUANT_ISA") or None)
+    return ISA_NAMES[int(lib.rumus_quant_isa())]
+
+
+def isa_feature() -> str:
+    """For `rumus info`: the quantized-matmul path in force, or why RUMUS_QUANT_ISA was refused."""
+    try:
+        return f"quant_isa={quant_isa()}"
+    except RumusError as exc:
+        return f"quant_isa=refused ({exc})"
 
 
 def _contig(arg: TensorArg) -> np.ndarray:
@@ -44,15 +82,10 @@ def _out(o: TensorArg, ctype: str) -> Any:
         np.uint32 if ctype == "uint32_t" else o.buffer.dtype))
 
 
-def _param(dt: DType) -> int:
-    assert dt.param is not None  # quantized dtypes always carry their block / group size
-    return dt.param
-
-
 def _finite(op: str, flat: np.ndarray) -> Any:
     """A NaN or inf has no int8 / int4 code: refuse it instead of packing garbage."""
     if not np.isfinite(flat).all():
-        raise RumusError(f"{op}: the weight holds NaN or inf values; quantize finite weights only")
+        raise nonfinite_weight(op)
     return ffi.from_buffer("float[]", flat)
 
 
@@ -64,22 +97,16 @@ def q8_quantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs
 
 
 def q8_dequantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    o, w = outputs[0], inputs[0]
-    k, n = o.shape
-    bs = _param(w.dtype)
-    check_q8_words("q8_dequantize", w.numel, k, n, bs)
-    if o.numel:
-        lib.rumus_q8_dequantize(_out(o, "float"), _words(w), k, n, bs)
+    _, k, n, bs = q8_kernel_sizes("q8_dequantize", outputs, inputs)
+    if outputs[0].numel:
+        lib.rumus_q8_dequantize(_out(outputs[0], "float"), _words(inputs[0]), k, n, bs)
 
 
 def q8_linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    o, x, w = outputs[0], inputs[0], inputs[1]
-    m, n = o.shape
-    k = x.shape[1]
-    bs = _param(w.dtype)
-    check_q8_words("q8_linear", w.numel, k, n, bs)
-    if o.numel:
-        lib.rumus_q8_linear(_out(o, "float"), _f32(x), _words(w), m, k, n, bs)
+    m, k, n, bs = q8_kernel_sizes("q8_linear", outputs, inputs)
+    quant_isa()
+    if outputs[0].numel:
+        lib.rumus_q8_linear(_out(outputs[0], "float"), _f32(inputs[0]), _words(inputs[1]), m, k, n, bs)
 
 
 def int4_quantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -91,22 +118,18 @@ def int4_quantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], att
 
 
 def int4_dequantize(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    o, (w, s, z) = outputs[0], inputs
-    k, n = o.shape
-    g = _param(w.dtype)
-    check_int4("int4_dequantize", [w.shape, s.shape, z.shape], k, g)
-    if o.numel:
-        lib.rumus_int4_dequantize(_out(o, "float"), _words(w), _f32(s), _f32(z), k, n, g)
+    _, k, n, g = int4_kernel_sizes("int4_dequantize", outputs, inputs)
+    w, s, z = inputs
+    if outputs[0].numel:
+        lib.rumus_int4_dequantize(_out(outputs[0], "float"), _words(w), _f32(s), _f32(z), k, n, g)
 
 
 def int4_linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    o, (x, w, s, z) = outputs[0], inputs
-    m, n = o.shape
-    k = x.shape[1]
-    g = _param(w.dtype)
-    check_int4("int4_linear", [w.shape, s.shape, z.shape], k, g)
-    if o.numel:
-        lib.rumus_int4_linear(_out(o, "float"), _f32(x), _words(w), _f32(s), _f32(z), m, k, n, g)
+    m, k, n, g = int4_kernel_sizes("int4_linear", outputs, inputs)
+    x, w, s, z = inputs
+    quant_isa()
+    if outputs[0].numel:
+        lib.rumus_int4_linear(_out(outputs[0], "float"), _f32(x), _words(w), _f32(s), _f32(z), m, k, n, g)
 
 
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [

@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DType, float32, int4, int32, q8
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError, RumusError, ShapeError
 from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
+from ..tensor_arg import TensorArg
 
 # The block / group sizes every backend provides kernels for (dtypes are parametrised, the registry is not).
 Q8_BLOCK_SIZES: tuple[int, ...] = (16, 32, 64, 128, 256)
@@ -322,50 +323,40 @@ def _weights(rng: np.random.Generator, k: int, n: int) -> np.ndarray:
     return w
 
 
-def _q8_quantize_samples(rng: np.random.Generator) -> Iterator[Sample]:
-    for bs in Q8_BLOCK_SIZES:
-        for k, n in PACK_SHAPES:
-            yield Sample([_weights(rng, k, n)], {"block_size": bs}, grad=False, name=f"bs={bs} [{k},{n}]",
-                         dtypes=[float32])
-
-
-def _q8_words_samples(linear: bool) -> Any:
+def _quantize_samples(key: str, sizes: tuple[int, ...], tag: str) -> Any:
     def gen(rng: np.random.Generator) -> Iterator[Sample]:
-        for bs in Q8_BLOCK_SIZES:
+        for size in sizes:
             for k, n in PACK_SHAPES:
-                words = q8_pack(_weights(rng, k, n), bs)
-                if linear:
-                    for m in (1, 3):
-                        x = rng.standard_normal((m, k)).astype(np.float32)
-                        yield Sample([x, words], {"n": n, "block_size": bs}, grad=False,
-                                     name=f"bs={bs} [{m},{k}]x[{k},{n}]", dtypes=[float32, q8(bs)])
-                else:
-                    yield Sample([words], {"k": k, "n": n, "block_size": bs}, grad=False, name=f"bs={bs} [{k},{n}]",
-                                 dtypes=[q8(bs)])
+                yield Sample([_weights(rng, k, n)], {key: size}, grad=False, name=f"{tag}={size} [{k},{n}]",
+                             dtypes=[float32])
     return gen
 
 
-def _int4_quantize_samples(rng: np.random.Generator) -> Iterator[Sample]:
-    for g in INT4_GROUP_SIZES:
-        for k, n in PACK_SHAPES:
-            yield Sample([_weights(rng, k, n)], {"group_size": g}, grad=False, name=f"g={g} [{k},{n}]",
-                         dtypes=[float32])
+def _packed(scheme: str, w: np.ndarray, size: int) -> tuple[list[np.ndarray], list[DType]]:
+    """The packed inputs of a q8 / int4 op (words, or words + scales + zero points) and their dtypes."""
+    if scheme == "q8":
+        return [q8_pack(w, size)], [q8(size)]
+    words, scales, zps = int4_quantize_reference(w, group_size=size)
+    return [words.view(np.uint32), scales.astype(np.float32), zps.astype(np.float32)], [int4(size), float32, float32]
 
 
-def _int4_words_samples(linear: bool) -> Any:
+def _words_samples(scheme: str, linear: bool) -> Any:
+    """Samples of q8_ / int4_ dequantize (linear=False) or linear, over every size and PACK_SHAPES."""
+    key, sizes, tag = ("block_size", Q8_BLOCK_SIZES, "bs") if scheme == "q8" else ("group_size", INT4_GROUP_SIZES, "g")
+
     def gen(rng: np.random.Generator) -> Iterator[Sample]:
-        for g in INT4_GROUP_SIZES:
+        for size in sizes:
             for k, n in PACK_SHAPES:
-                words, scales, zps = int4_quantize_reference(_weights(rng, k, n), group_size=g)
-                packed = [words.view(np.uint32), scales.astype(np.float32), zps.astype(np.float32)]
-                if linear:
-                    for m in (1, 3):
-                        x = rng.standard_normal((m, k)).astype(np.float32)
-                        yield Sample([x, *packed], {"group_size": g}, grad=False, name=f"g={g} [{m},{k}]x[{k},{n}]",
-                                     dtypes=[float32, int4(g), float32, float32])
-                else:
-                    yield Sample(packed, {"k": k, "group_size": g}, grad=False, name=f"g={g} [{k},{n}]",
-                                 dtypes=[int4(g), float32, float32])
+                packed, dts = _packed(scheme, _weights(rng, k, n), size)
+                # q8 words do not say N; int4 scales do
+                attrs: dict[str, int] = {key: size, **({"n": n} if scheme == "q8" else {})}
+                if not linear:
+                    yield Sample(packed, {"k": k, **attrs}, grad=False, name=f"{tag}={size} [{k},{n}]", dtypes=dts)
+                    continue
+                for m in (1, 3):
+                    x = rng.standard_normal((m, k)).astype(np.float32)
+                    yield Sample([x, *packed], attrs, grad=False, name=f"{tag}={size} [{m},{k}]x[{k},{n}]",
+                                 dtypes=[float32, *dts])
     return gen
 
 
@@ -403,34 +394,36 @@ def register(registry: OpRegistry) -> None:
     exact = "byte-exact packing; unpacking is one float32 multiply, exact on every backend"
     registry.register(OpSchema(
         "q8_quantize", ("w",), _q8_quantize_shape, attrs={"block_size": 32}, dtype=lambda d, a: [int32],
-        dtypes=(float32,), contiguous=("w",), reference=q8_quantize_reference, samples=_q8_quantize_samples,
-        error_samples=_q8_quantize_errors, tolerance_reason=exact,
+        dtypes=(float32,), contiguous=("w",), reference=q8_quantize_reference,
+        samples=_quantize_samples("block_size", Q8_BLOCK_SIZES, "bs"), error_samples=_q8_quantize_errors,
+        tolerance_reason=exact,
         doc="float32 weight [K, N] -> q8(block_size) words (SPEC C) as int32 bit patterns"))
     registry.register(OpSchema(
         "q8_dequantize", ("w",), _q8_dequantize_shape, attrs={"k": 0, "n": 0, "block_size": None},
         dtype=_q8_dequantize_dtype, dtypes=Q8_DTYPES, reference=q8_dequantize_reference,
-        samples=_q8_words_samples(False), tolerance_reason=exact,
+        samples=_words_samples("q8", False), tolerance_reason=exact,
         doc="q8 words -> float32 [k, n]: q * f32(f16(scale))"))
     registry.register(OpSchema(
         "q8_linear", ("x", "w"), _q8_linear_shape, attrs={"n": 0, "block_size": None}, dtype=_q8_linear_dtype,
-        dtypes=(float32,), contiguous=("x",), reference=q8_linear_reference, samples=_q8_words_samples(True),
+        dtypes=(float32,), contiguous=("x",), reference=q8_linear_reference, samples=_words_samples("q8", True),
         error_samples=_q8_linear_errors, tolerance={"float32": (2e-5, 2e-5)},
         tolerance_reason="float32 dot products of up to 256 terms against a float64 reference",
         doc="x [M, K] float32 @ q8 weight [K, n] -> [M, n], dequantising inside the kernel"))
     registry.register(OpSchema(
         "int4_quantize", ("w",), _int4_quantize_shape, attrs={"group_size": 128},
         dtype=lambda d, a: [int32, float32, float32], dtypes=(float32,), num_outputs=3, contiguous=("w",),
-        reference=int4_quantize_reference, samples=_int4_quantize_samples, tolerance_reason=exact,
+        reference=int4_quantize_reference, samples=_quantize_samples("group_size", INT4_GROUP_SIZES, "g"),
+        tolerance_reason=exact,
         doc="float32 weight [K, N] -> (int4 words as int32, scales [G, N], zero points [G, N]), round to nearest"))
     registry.register(OpSchema(
         "int4_dequantize", ("w", "scales", "zeros"), _int4_dequantize_shape,
         attrs={"k": 0, "group_size": None}, dtype=_int4_dtype("int4_dequantize", 0), dtypes=INT4_DTYPES,
-        contiguous=("scales", "zeros"), reference=int4_dequantize_reference, samples=_int4_words_samples(False),
+        contiguous=("scales", "zeros"), reference=int4_dequantize_reference, samples=_words_samples("int4", False),
         tolerance_reason=exact, doc="int4 words + scales + zero points -> float32 [k, N]: (q - zp) * scale"))
     registry.register(OpSchema(
         "int4_linear", ("x", "w", "scales", "zeros"), _int4_linear_shape, attrs={"group_size": None},
         dtype=_int4_dtype("int4_linear", 1), dtypes=(float32,), contiguous=("x", "scales", "zeros"),
-        reference=int4_linear_reference, samples=_int4_words_samples(True), error_samples=_int4_linear_errors,
+        reference=int4_linear_reference, samples=_words_samples("int4", True), error_samples=_int4_linear_errors,
         tolerance={"float32": (2e-5, 2e-5)},
         tolerance_reason="float32 dot products of up to 256 terms against a float64 reference",
         doc="x [M, K] float32 @ int4 weight [K, N] -> [M, N], dequantising inside the kernel"))
@@ -443,4 +436,34 @@ def check_q8_words(op: str, words_numel: int, k: int, n: int, block_size: int) -
 
 def check_int4(op: str, shapes: Sequence[Shape], k: int, group_size: int) -> int:
     return _int4_params_check(op, shapes, k, group_size)
+
+
+def nonfinite_weight(op: str) -> RumusError:
+    """A NaN or inf has no int8 / int4 code: every backend refuses it with this error."""
+    return RumusError(f"{op}: the weight holds NaN or inf values; quantize finite weights only")
+
+
+def _size_param(dt: DType) -> int:
+    assert dt.param is not None  # quantized dtypes always carry their block / group size
+    return dt.param
+
+
+def q8_kernel_sizes(op: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg]) -> tuple[int, int, int, int]:
+    """(m, k, n, block_size) of a q8_dequantize (m = 0) or q8_linear call, the words checked against them.
+    Every backend's kernel starts here, so the checks are written once."""
+    o, w = outputs[0], inputs[-1]
+    bs = _size_param(w.dtype)
+    m, k, n = (0, *o.shape) if op == "q8_dequantize" else (o.shape[0], inputs[0].shape[1], o.shape[1])
+    check_q8_words(op, w.numel, k, n, bs)
+    return m, k, n, bs
+
+
+def int4_kernel_sizes(op: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg]) -> tuple[int, int, int, int]:
+    """(m, k, n, group_size) of an int4_dequantize (m = 0) or int4_linear call, words / scales / zero
+    points checked against them."""
+    o, (w, s, z) = outputs[0], inputs[-3:]
+    g = _size_param(w.dtype)
+    m, k, n = (0, *o.shape) if op == "int4_dequantize" else (o.shape[0], inputs[0].shape[1], o.shape[1])
+    check_int4(op, [w.shape, s.shape, z.shape], k, g)
+    return m, k, n, g
 
