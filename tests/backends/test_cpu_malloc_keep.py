@@ -26,7 +26,8 @@ from rumus import nn
 from rumus.nn import functional as F
 from rumus_cpu import threads
 rm.manual_seed(0)
-model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 14 * 14, 10))
+model = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                      nn.Linear(16 * 14 * 14, 10))
 opt = rm.optim.Adam(model.parameters(), lr=1e-3)
 x = rm.tensor(np.random.default_rng(0).standard_normal((64, 1, 28, 28)).astype(np.float32))
 y = rm.tensor(np.arange(64) % 10)
