@@ -142,6 +142,7 @@ def _torch_cases() -> dict[str, Callable[[], object]]:
     import torch
     F = torch.nn.functional
     sys.path.insert(0, HERE)
+    import _torch_steps
     import nn_transformer
 
     rng = np.random.default_rng(0)
@@ -164,29 +165,7 @@ def _torch_cases() -> dict[str, Callable[[], object]]:
         c2x.grad = c2w.grad = None
         F.conv2d(c2x, c2w, padding=1).sum().backward()
 
-    torch.manual_seed(0)
-    mlp = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                              torch.nn.ReLU(), torch.nn.Linear(256, 10))
-    opt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
-    mx, my = torch.randn(128, 784), torch.randn(128, 10)
-
-    def mlp_step() -> None:
-        opt.zero_grad(set_to_none=True)
-        F.mse_loss(mlp(mx), my).backward()
-        opt.step()
-
-    cnn = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(32 * 7 * 7, 10))
-    copt = torch.optim.Adam(cnn.parameters(), lr=1e-3)
-    xs = torch.from_numpy(rng.standard_normal((64, 1, 28, 28)).astype(np.float32))
-    ys = torch.from_numpy(rng.integers(0, 10, 64))
-
-    def cnn_step() -> None:
-        copt.zero_grad(set_to_none=True)
-        F.cross_entropy(cnn(xs), ys).backward()
-        copt.step()
+    mlp_step, cnn_step = _torch_steps.mlp_and_cnn_steps(rng)
 
     c = nn_transformer.CONFIG
     lm = nn_transformer._torch_lm(c).train()

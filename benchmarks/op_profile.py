@@ -105,29 +105,10 @@ def _rumus_steps(device: str, models: list[str]) -> dict[str, Callable[[], objec
 
 
 def _torch_steps() -> dict[str, Callable[[], object]]:
-    import torch
-    F = torch.nn.functional
-    torch.manual_seed(0)
-    mlp = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
-                              torch.nn.ReLU(), torch.nn.Linear(256, 10))
-    opt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
-    mx, my = torch.randn(128, 784), torch.randn(128, 10)
-
-    def mlp_step() -> None:
-        opt.zero_grad(set_to_none=True)
-        F.mse_loss(mlp(mx), my).backward()
-        opt.step()
-    cnn = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(32 * 7 * 7, 10))
-    copt = torch.optim.Adam(cnn.parameters(), lr=1e-3)
-    xs, ys = torch.randn(64, 1, 28, 28), torch.randint(0, 10, (64,))
-
-    def cnn_step() -> None:
-        copt.zero_grad(set_to_none=True)
-        F.cross_entropy(cnn(xs), ys).backward()
-        copt.step()
+    import numpy as np
+    sys.path.insert(0, HERE)
+    from _torch_steps import mlp_and_cnn_steps
+    mlp_step, cnn_step = mlp_and_cnn_steps(np.random.default_rng(0))
     return {"mlp": mlp_step, "cnn": cnn_step}
 
 
