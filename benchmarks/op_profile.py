@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -33,21 +34,25 @@ def _install_timers(sync: Callable[[], object] | None) -> dict[tuple[str, str], 
         for _ in range(20):
             sync()
         idle = (time.perf_counter() - t0) / 20
-    stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    # per (op, shape): seconds, calls, minor page faults (a fresh output buffer the kernel touches first)
+    stats: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     original = _runtime.kernel
 
     def timed_lookup(op: str, backend_obj: Any, dtype: Any) -> Any:
         inner = original(op, backend_obj, dtype)
 
         def timed(out_args: Any, in_args: Any, attrs: Any) -> Any:
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             t0 = time.perf_counter()
             res = inner(out_args, in_args, attrs)
             if sync is not None:
                 sync()
+            t1 = time.perf_counter()
             shape = "x".join(str(d) for d in in_args[0].shape) if in_args else "-"
             entry = stats[(op, shape)]
-            entry[0] += time.perf_counter() - t0 - idle
+            entry[0] += t1 - t0 - idle
             entry[1] += 1
+            entry[2] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
             return res
         return timed
     _runtime.kernel = timed_lookup  # type: ignore[assignment]
@@ -130,9 +135,9 @@ def profile_rumus(device: str, models: list[str], steps: int, top: int) -> None:
         calls = sum(v[1] for v in stats.values()) / steps
         print(f"\n## rumus {name} step: {step_ms:.3f} ms, kernels {kernel_ms:.3f} ms in {calls:.0f} calls, "
               f"outside kernels {step_ms - kernel_ms:.3f} ms")
-        print("| op | first input shape | calls/step | ms/step |\n|---|---|---|---|")
-        for (op, shape), (t, n) in sorted(stats.items(), key=lambda kv: -kv[1][0])[:top]:
-            print(f"| {op} | {shape} | {n / steps:.0f} | {t / steps * 1e3:.4f} |")
+        print("| op | first input shape | calls/step | ms/step | page faults/step |\n|---|---|---|---|---|")
+        for (op, shape), (t, n, f) in sorted(stats.items(), key=lambda kv: -kv[1][0])[:top]:
+            print(f"| {op} | {shape} | {n / steps:.0f} | {t / steps * 1e3:.4f} | {f / steps:.0f} |")
 
 
 def profile_torch(models: list[str], steps: int, top: int) -> None:

@@ -7,6 +7,9 @@
    the kernels' threads (they spun ~2^28 cycles after every call: 15 cores busy on a 16-core host). */
 #include <pthread.h>
 #include <stdlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "internal/rumus.h"
 #include "runtime.h"
@@ -69,6 +72,29 @@ int rumus_team(int nt) { return nt <= 1 ? 1 : (nt > g_threads ? nt : g_threads);
 int rumus_threads_for_units(int64_t units, int64_t work) {
     const int nt = rumus_threads_for(work);
     return units < nt ? (int)(units < 1 ? 1 : units) : nt;
+}
+
+/* ---- freed memory kept for the next step ----------------------------------------------------------
+
+   Every op's output is a fresh numpy buffer. glibc serves a large one from mmap (then returns it to the
+   kernel on free) or from the heap top (which it trims once more than M_TRIM_THRESHOLD is free there), so
+   the same step allocates the same megabytes again and again and takes a page fault on every 4 KiB page
+   the kernel writes first: measured on the CNN step, the conv bias add's output faulted on all of its
+   784 pages every step, making a memory-speed add 2.5x slower than a relu of the same size (more with
+   many threads: faults serialise on the process's page tables). Allocations up to `mmap_max` bytes
+   therefore come from the heap, and up to `keep` free bytes stay there for the next step.
+   Returns 1 where applied (glibc), 0 elsewhere. */
+int rumus_malloc_keep(int64_t mmap_max, int64_t keep) {
+#if defined(__GLIBC__)
+    int ok = 1;
+    if (mmap_max > 0) ok &= mallopt(M_MMAP_THRESHOLD, (int)(mmap_max > INT32_MAX ? INT32_MAX : mmap_max)) == 1;
+    if (keep > 0) ok &= mallopt(M_TRIM_THRESHOLD, (int)(keep > INT32_MAX ? INT32_MAX : keep)) == 1;
+    return ok;
+#else
+    RUMUS_UNUSED(mmap_max);
+    RUMUS_UNUSED(keep);
+    return 0;
+#endif
 }
 
 /* ---- OpenBLAS's jobs ---------------------------------------------------------------------------- */

@@ -4,6 +4,8 @@ int rumus_has_openmp(void);
 void rumus_set_parallel_threshold(int64_t elements);
 int64_t rumus_get_parallel_threshold(void);
 void rumus_after_fork_child(void);
+/* glibc: large buffers from the heap, freed memory kept for the next step (see runtime.c) */
+int rumus_malloc_keep(int64_t mmap_max, int64_t keep);
 /* one thread budget: OpenBLAS's jobs run on the kernels' threads (see runtime.c) */
 void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void *jobdata, int dojob_data);
 int rumus_blas_attach(uintptr_t set_callback, uintptr_t set_threads);

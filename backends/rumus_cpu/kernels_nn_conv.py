@@ -114,6 +114,13 @@ def _per_sample(og: int, k: int, hw: int) -> bool:
     return og * k * hw <= PER_SAMPLE_MAX
 
 
+def _unfold_plan(n: int, o: int, hw: int, w_shape: tuple[int, ...],
+                 attrs: Mapping[str, Any]) -> tuple[int, int, bool, int]:
+    """(groups, K = the column height, per-sample products?, samples per chunk) of the im2col path."""
+    g, k = int(attrs["groups"]), w_shape[1] * w_shape[2] * w_shape[3]
+    return g, k, _per_sample(o // g, k, hw), _chunk(n, g * k * hw)
+
+
 def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     y, (x, w) = outputs[0], inputs
     if y.numel == 0:
@@ -121,12 +128,11 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     n, o, ho, wo = y.shape
     if _fused(_FUSED, x, w, y, _conv_geom(n, x.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
         return
-    g, k, hw = int(attrs["groups"]), w.shape[1] * w.shape[2] * w.shape[3], ho * wo
+    hw = ho * wo
+    g, k, small, step = _unfold_plan(n, o, hw, w.shape, attrs)
     dt, np_dt = x.dtype.name, x.buffer.dtype
     wv = view(w).reshape(g, o // g, k)
     plane, isz = x.shape[1] * x.shape[2] * x.shape[3], x.buffer.itemsize
-    small = _per_sample(o // g, k, hw)
-    step = _chunk(n, g * k * hw)
     for n0 in range(0, n, step):
         nb = min(step, n - n0)
         cols = _ws.get("cols", np_dt, nb * g * k * hw)
@@ -147,12 +153,11 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
     n, o, ho, wo = gy.shape
     if _fused(_FUSED_BI, gy, w, gx, _conv_geom(n, gx.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
         return
-    g, k, hw = int(attrs["groups"]), w.shape[1] * w.shape[2] * w.shape[3], ho * wo
+    hw = ho * wo
+    g, k, small, step = _unfold_plan(n, o, hw, w.shape, attrs)
     dt, np_dt = gy.dtype.name, gy.buffer.dtype
     wt = view(w).reshape(g, o // g, k).transpose(0, 2, 1)
     plane, isz = gx.shape[1] * gx.shape[2] * gx.shape[3], gy.buffer.itemsize
-    small = _per_sample(o // g, k, hw)
-    step = _chunk(n, g * k * hw)
     for n0 in range(0, n, step):
         nb = min(step, n - n0)
         cols = _ws.get("cols", np_dt, nb * g * k * hw)
@@ -172,12 +177,12 @@ def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[Tensor
     if _fused(_FUSED_BW, gy, x, gw, _conv_geom(n, x.shape, gw.shape[2:], (ho, wo), attrs, 0, o)):
         return
     out = view(gw).reshape(-1)
-    g, k, hw = int(attrs["groups"]), gw.shape[1] * gw.shape[2] * gw.shape[3], ho * wo
+    hw = ho * wo
+    g, k, small, step = _unfold_plan(n, o, hw, gw.shape, attrs)
     out[...] = 0
     dt, np_dt = x.dtype.name, x.buffer.dtype
     plane, isz = x.shape[1] * x.shape[2] * x.shape[3], x.buffer.itemsize
-    small = _per_sample(o // g, k, hw)
-    step = min(_chunk(n, g * k * hw), _chunk(n, o * k)) if small else _chunk(n, g * k * hw)
+    step = min(step, _chunk(n, o * k)) if small else step
     target = out.reshape(g, o // g, k)
     for n0 in range(0, n, step):
         nb = min(step, n - n0)

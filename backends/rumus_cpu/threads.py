@@ -18,6 +18,10 @@
   gap between two kernels of one step). libgomp reads it once, when it is loaded; if another library
   (torch) loaded libgomp first, its setting stays and `rumus info` says so. PyTorch's CPU wheels link the
   same libgomp.so.1, so torch's and RUMUS's regions run on one pool and do not oversubscribe each other.
+- Freed memory (glibc): buffers up to 32 MiB come from the heap and up to RUMUS_MALLOC_KEEP_MB (default
+  256; 0 leaves glibc's defaults) of freed memory stays there, so a step's fresh outputs do not page-fault
+  on every page again each step (csrc/runtime.c, rumus_malloc_keep). The user's own MALLOC_MMAP_THRESHOLD_
+  or MALLOC_TRIM_THRESHOLD_ wins.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from typing import Any
 
 SPIN_COUNT = "1000"
 
-_state: dict[str, Any] = {"omp_wait": "unknown", "blas": None}
+_state: dict[str, Any] = {"omp_wait": "unknown", "blas": None, "malloc": "glibc's defaults"}
+MALLOC_MMAP_MAX = 32 << 20  # the largest M_MMAP_THRESHOLD glibc accepts on 64-bit hosts
+MALLOC_KEEP_MB = 256
 
 
 def physical_cores() -> int:
@@ -153,8 +159,26 @@ def np_blas_is(path: str) -> bool:
     return os.path.dirname(path).startswith(os.path.dirname(os.path.dirname(np.__file__))) and "numpy" in path
 
 
+def keep_freed_memory(lib: Any) -> None:
+    """glibc keeps freed buffers for the next step instead of unmapping them (see the module doc)."""
+    if any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")):
+        _state["malloc"] = "as set by the user (MALLOC_*_THRESHOLD_)"
+        return
+    env = os.environ.get("RUMUS_MALLOC_KEEP_MB", "").strip()
+    try:
+        keep_mb = int(env) if env else MALLOC_KEEP_MB
+    except ValueError:
+        warnings.warn(f"RUMUS_MALLOC_KEEP_MB={env!r} is not an integer; keeping {MALLOC_KEEP_MB} MiB",
+                      RuntimeWarning, stacklevel=2)
+        keep_mb = MALLOC_KEEP_MB
+    if keep_mb > 0 and lib.rumus_malloc_keep(MALLOC_MMAP_MAX, min(keep_mb, 2047) << 20):
+        _state["malloc"] = f"heap up to {MALLOC_MMAP_MAX >> 20} MiB buffers, {min(keep_mb, 2047)} MiB kept free"
+
+
 def configure(lib: Any) -> None:
-    """At load: the default budget, BLAS on the kernels' threads, one thread in fork()ed children."""
+    """At load: the default budget, BLAS on the kernels' threads, one thread in fork()ed children, freed
+    memory kept."""
+    keep_freed_memory(lib)
     attach_blas(lib)
     set_num_threads(default_num_threads())
     if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
@@ -194,6 +218,7 @@ def policy() -> dict[str, Any]:
         "openmp": bool(lib.rumus_has_openmp()),
         "grain": int(lib.rumus_get_parallel_threshold()),
         "omp_wait": _state["omp_wait"],
+        "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
         "matmul_blocked": bool(lib.rumus_gemm_attached()),
         "blas_threads": int(lib.rumus_get_num_threads()) if lib.rumus_blas_attached() else None,
@@ -222,4 +247,5 @@ def describe() -> str:
     n = p["kernel_threads"]
     mm = "; matmul: independent blocks, one BLAS call each" if p["matmul_blocked"] else ""
     return (f"kernel threads {n} ({'OpenMP' if p['openmp'] else 'no OpenMP'}; 1 thread below "
-            f"{p['grain']} elements; idle threads: {p['omp_wait']}); BLAS {blas}: {where}{mm}")
+            f"{p['grain']} elements; idle threads: {p['omp_wait']}); BLAS {blas}: {where}{mm}; "
+            f"malloc: {p['malloc']}")

@@ -128,11 +128,6 @@ def _sigmoid(ctx: Context, g: Tensor) -> tuple[Tensor]:
     return (M.mul(g, M.mul(y, M.sub(1.0, y))),)
 
 
-@formula("relu", outputs=True)
-def _relu(ctx: Context, g: Tensor) -> tuple[Tensor]:
-    return (M.where(M.gt(ctx.outputs[0], 0), g, 0.0),)
-
-
 @formula("clamp", inputs=True)
 def _clamp(ctx: Context, g: Tensor) -> tuple[Tensor]:
     x = ctx.inputs[0]

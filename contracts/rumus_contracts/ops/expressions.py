@@ -18,6 +18,7 @@ Dtype groups are names (see GROUPS in expr_schemas.py): float, signed, numeric, 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 
@@ -27,7 +28,8 @@ class Expr:
 
     result  -- "same" (the input dtype) or "bool".
     params  -- attributes and their defaults, in the order backends pass them (at most two).
-    grad    -- per differentiable input, d body / d input (constants "0" and "1" need no kernel).
+    grad    -- per differentiable input, d body / d input (constants "0" and "1" need no kernel); one
+               that names the incoming gradient g is the backward body itself.
     """
 
     body: str
@@ -53,7 +55,8 @@ EXPRESSIONS: dict[str, Expr] = {
     # ---- unary math (the core's formulas.py differentiates the pre-table ones from their outputs)
     "neg": unary("-x", "signed"),
     "abs": unary("abs(x)", "signed"),
-    "relu": unary("where(x < 0, 0, x)", "signed"),
+    # its backward selects g (a NaN or inf grad where x <= 0 gives 0, like PyTorch's threshold_backward)
+    "relu": unary("where(x < 0, 0, x)", "signed", grad="where(x > 0, g, 0)"),
     "exp": unary("exp(x)"),
     "log": unary("log(x)"),
     "sqrt": unary("sqrt(x)"),
@@ -143,7 +146,8 @@ def backward_ops() -> dict[str, tuple[str, str, Expr]]:
             if d.strip() in ("0", "1"):
                 continue
             *lets, last = [s.strip() for s in d.split(";")]
-            body = "; ".join([*lets, f"g * ({last})"])
+            # a derivative that names g is the whole backward body already (a select, not g * mask)
+            body = "; ".join([*lets, last if re.search(r"\bg\b", last) else f"g * ({last})"])
             out[backward_name(op, wrt)] = (op, wrt, Expr(body, "float", ("g", *e.inputs), "same", dict(e.params)))
     return out
 
