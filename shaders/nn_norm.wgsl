@@ -174,6 +174,57 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
 }
 
+//// param_columns
+// Layer / RMS norm weight and bias gradients, coalesced: item i = split * len + p folds column p over
+// rows [split * inner, ...) in order (len: the columns, inner: rows per split, outer: the rows), so
+// neighbouring invocations read neighbouring addresses of each row; (sum g * xhat, sum g) into parts[i].
+@group(0) @binding(0) var<storage, read_write> parts: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read> g: array<scalar>;
+@group(0) @binding(2) var<storage, read> x: array<scalar>;
+@group(0) @binding(3) var<storage, read> stats: array<f32>;
+@group(0) @binding(4) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let i = (wid.y * cfg.gx + wid.x) * 256u + lid;
+    if (i >= cfg.n) {
+        return;
+    }
+    let p = i % cfg.len;
+    let begin = (i / cfg.len) * cfg.inner;
+    let end = min(cfg.outer, begin + cfg.inner);
+    var acc = vec2<f32>(0.0);
+    for (var r = begin; r < end; r++) {
+        let a = r * cfg.len + p;
+        let gv = f32(g[cfg.off[0].z + a]);
+        acc += vec2<f32>(gv * (f32(x[cfg.off[0].w + a]) - stats[2u * r]) * stats[2u * r + 1u], gv);
+    }
+    parts[i] = acc;
+}
+
+//// param_columns_final
+// each column's splits folded in split order (cfg.groups of them): the same bits on every run
+@group(0) @binding(0) var<storage, read_write> gw: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> gb: array<scalar>;
+@group(0) @binding(2) var<storage, read> parts: array<vec2<f32>>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let p = (wid.y * cfg.gx + wid.x) * 256u + lid;
+    if (p >= cfg.n) {
+        return;
+    }
+    var acc = vec2<f32>(0.0);
+    for (var k = 0u; k < cfg.groups; k++) {
+        acc += parts[k * cfg.len + p];
+    }
+    gw[cfg.off[0].x + p] = scalar(acc.x);
+    if ((cfg.flags & 2u) != 0u) {
+        gb[cfg.off[0].y + p] = scalar(acc.y);
+    }
+}
+
 //// bn_stats
 @group(0) @binding(0) var<storage, read_write> mean_out: array<scalar>;
 @group(0) @binding(1) var<storage, read_write> var_out: array<scalar>;

@@ -17,6 +17,7 @@ from rumus_contracts import TensorArg
 
 from .layout import dealias, device_of, new_buffer
 from .nn_common import dispatch
+from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
 
 CENTRED, BIAS, TRAINING = 1, 2, 4
 
@@ -70,12 +71,29 @@ class _Rows:
         dispatch(dev, "nn_norm", "rows_stats+rows_backward", x.dtype, [gx.buffer, x.buffer, g.buffer, w.buffer, stats],
                  words, self.rows, 256 // self.group)
         bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
+        if self.groups == 1 and self.inner == 1:
+            self._param_columns(dev, gw, bias, gb is not None, g, x, stats)
+            return
         t = group_size(outer * self.inner)
         words = _config(t, groups=self.groups, cg=self.cg, inner=self.inner, outer=outer, outer_stride=outer_stride,
                         p_stride=p_stride, flags=BIAS if gb is not None else 0,
                         offsets=[gw.offset, bias.offset, g.offset, x.offset])
         dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, bias.buffer, g.buffer, x.buffer, stats], words,
                  gw.numel, 256 // t)
+
+
+    def _param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
+                       stats: Any) -> None:
+        """Layer / RMS norm: dgamma, dbeta as column sums over the rows in two deterministic passes."""
+        cols, rows = self.length, self.rows
+        splits = max(1, min(COLUMN_THREADS // max(cols, 1), rows // COLUMN_MIN_ROWS))
+        chunk = (rows + splits - 1) // splits
+        splits = (rows + chunk - 1) // chunk
+        parts = new_buffer(dev, splits * cols * 8, "norm parameter-gradient partials")
+        words = _config(1, cols, splits, 1, chunk, rows, offsets=[0, 0, g.offset, x.offset])
+        dispatch(dev, "nn_norm", "param_columns", x.dtype, [parts, g.buffer, x.buffer, stats], words, splits * cols)
+        words = _config(1, cols, splits, 1, chunk, rows, flags=BIAS if has_bias else 0, offsets=[gw.offset, gb.offset])
+        dispatch(dev, "nn_norm", "param_columns_final", x.dtype, [gw.buffer, gb.buffer, parts], words, cols)
 
 
 def _zero(*outs: TensorArg | None) -> None:

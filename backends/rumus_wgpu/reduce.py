@@ -218,7 +218,7 @@ def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -
     data = struct.pack("<8I", units, length, chunk, splits, x.offset // per, out.offset // per, stride // per, NINF)
     parts = new_buffer(dev, units * splits * 4 * per, "column partials")
     buffers = [out.buffer, x.buffer, parts]
-    for entry, groups in (("partial", (gx, splits, 1)), ("final", (gx, 1, 1))):
+    for entry, groups in (("partial", (gx, splits, 1)), ("fold_splits", (gx, 1, 1))):
         prog = dev.programs.get((*key, entry), lambda: _column_source(op, x.dtype, vec), entry_point=entry)
         dev.recorder.dispatch(prog, buffers, data, groups)
 
