@@ -8,6 +8,7 @@
    by one thread, so results do not depend on the thread count. */
 #include <math.h>
 #include "internal/fastmath.h"
+#include "internal/row_max.h"
 #include "internal/rumus.h"
 #include "cross_entropy.h"
 
@@ -15,22 +16,10 @@
 
 /* a float32 row's logsumexp: a max pass, then exp(x - max) summed in double lanes */
 RUMUS_CLONES static double lse_row_f32(const float *x, int64_t c) {
-    float lm[LANES];
     double ls[LANES];
-    for (int j = 0; j < LANES; j++) {
-        lm[j] = -INFINITY;
-        ls[j] = 0.0;
-    }
-    int64_t i = 0;
-    for (; i + LANES <= c; i += LANES) {
-        _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) {
-            const float v = x[i + j];
-            lm[j] = (v > lm[j] || v != v) ? v : lm[j];
-        }
-    }
-    for (int j = 0; i < c; i++, j++) lm[j] = (x[i] > lm[j] || x[i] != x[i]) ? x[i] : lm[j];
-    float m = lm[0];
-    for (int j = 1; j < LANES; j++) m = (lm[j] > m || lm[j] != lm[j]) ? lm[j] : m;
+    for (int j = 0; j < LANES; j++) ls[j] = 0.0;
+    const float m = rumus_row_max_f32(x, c);
+    int64_t i;
     const float shift = isinf(m) ? 0.0f : m; /* all -inf: lse = -inf, as torch */
     for (i = 0; i + LANES <= c; i += LANES) {
         _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ls[j] += (double)rumus_expf(x[i + j] - shift);
