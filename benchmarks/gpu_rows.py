@@ -10,7 +10,10 @@ Tables:
    cross-entropy, softmax and layer norm at the LM's sizes.
 2. paths: the same kernel with subgroup merges (default where the adapter has them), with the
    workgroup-memory merge (RUMUS_WGPU_NO_SUBGROUPS=1) and with scalar loads (RUMUS_WGPU_NOVEC=1).
-3. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
+3. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
+   dim 0 of [4096, N]), the head-split strided copy (.contiguous() of [4, 1024, 16, 64] transposed),
+   and cross-entropy forward+backward with class weights and label smoothing (GB/s: the bytes moved).
+4. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
    `stats` (read the rows once, merge, one pair per row), `full` (the softmax kernel), and the same two
    with last session's per-element online fold (`*_online`: the select/exp chain of each element
    feeding the next). Their ms per size shows which part grows faster than the bytes.
@@ -195,6 +198,46 @@ def training_table(r: Rumus | None, torch_dev: str | None, small: bool, reps: in
     return table(rows, header)
 
 
+def kernels_table(r: Rumus, torch_dev: str | None, small: bool, reps: int) -> str:
+    """(name, shape, rumus fn, torch fn, bytes) rows: each fn is timed with a sync after it."""
+    n = 256 if small else 4096
+    head = (2, 64, 4, 64) if small else (4, 1024, 16, 64)
+    vocab = 2048 if small else 32000
+    cases: list[tuple[str, tuple[int, ...]]] = [("sum(0)", (n, c)) for c in ((256, 1024) if small else
+                                                                            (1024, 3072, 4096))]
+    cases += [("transpose(1, 2).contiguous()", head), ("cross_entropy w+ls", (n, vocab))]
+    rows = []
+    for name, shape in cases:
+        numel = int(np.prod(shape))
+        nbytes = {"sum(0)": 4 * numel, "cross_entropy w+ls": 3 * 4 * numel}.get(name, 2 * 4 * numel)
+        cells = [name, str(list(shape))]
+        x = r.tensor(shape, name.startswith("cross"))
+        F = r.rm.nn.functional
+        tgt = r.rm.tensor(np.random.default_rng(1).integers(0, shape[-1], shape[0]), device=r.device)
+        w = r.rm.tensor(np.random.default_rng(2).uniform(0.5, 2, shape[-1]).astype(np.float32), device=r.device)
+        fn = {"sum(0)": lambda: x.sum(0), "transpose(1, 2).contiguous()": lambda: x.transpose(1, 2).contiguous(),
+              "cross_entropy w+ls": lambda: F.cross_entropy(x, tgt, weight=w, label_smoothing=0.1).backward()}[name]
+        t = median_synced(fn, r.sync, reps)
+        cells += [f"{t * 1e3:.3f}", _gbs(nbytes, t)]
+        if torch_dev:
+            import torch
+            import torch.nn.functional as tf
+            xt = torch.randn(shape, device=torch_dev, requires_grad=name.startswith("cross"))
+            tt_ = torch.randint(0, shape[-1], (shape[0],), device=torch_dev)
+            wt = torch.rand(shape[-1], device=torch_dev) + 0.5
+            tfn = {"sum(0)": lambda: xt.sum(0), "transpose(1, 2).contiguous()": lambda: xt.transpose(1, 2).contiguous(),
+                   "cross_entropy w+ls": lambda: tf.cross_entropy(xt, tt_, weight=wt, label_smoothing=0.1).backward()
+                   }[name]
+            sync = torch.cuda.synchronize if torch_dev == "cuda" else (lambda: None)
+            tt = median_synced(tfn, sync, reps)
+            cells += [f"{tt * 1e3:.3f}", _gbs(nbytes, tt), f"{tt / t:.2f}"]
+        rows.append(tuple(cells))
+    header = ("kernel", "shape", "rumus ms", "rumus GB/s")
+    if torch_dev:
+        header += ("torch ms", "torch GB/s", "speed vs torch")
+    return table(rows, header)
+
+
 def paths_table(r: Rumus, shapes: list[tuple[int, int]], reps: int) -> str:
     paths = {"default": {}, "workgroup merge": {"RUMUS_WGPU_NO_SUBGROUPS": "1"},
              "scalar loads": {"RUMUS_WGPU_NOVEC": "1"}}
@@ -241,7 +284,7 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cuda")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--only", nargs="*", default=["ops", "training", "paths", "probes"])
+    ap.add_argument("--only", nargs="*", default=["ops", "training", "kernels", "paths", "probes"])
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
     torch_dev = None
@@ -261,6 +304,9 @@ def main() -> None:
         print("\n## forward softmax / log_softmax\n" + ops_table(r, torch_dev, shapes, args.reps), flush=True)
     if "training" in args.only:
         print("\n## forward + backward\n" + training_table(r, torch_dev, args.small, args.reps), flush=True)
+    if "kernels" in args.only:
+        print("\n## column sums, strided copy, cross-entropy\n" + kernels_table(r, torch_dev, args.small, args.reps),
+              flush=True)
     if "paths" in args.only:
         print("\n## launch paths\n" + paths_table(r, shapes, args.reps), flush=True)
     if "probes" in args.only:

@@ -5,6 +5,7 @@
    meta (elements): [nk, kept shape[nk], kept out strides[nk], kept in strides[nk], n, out stride, in stride]. */
 #include "internal/fastmath.h"
 #include "internal/half.h"
+#include "internal/row_max.h"
 #include "internal/rumus.h"
 #include "softmax.h"
 
@@ -29,22 +30,10 @@ RUMUS_CLONES static void softmax_row_f32(const float *x, float *o, int64_t n, in
         }
         return;
     }
-    float lm[LANES];
     double ls[LANES];
-    for (int j = 0; j < LANES; j++) {
-        lm[j] = -INFINITY;
-        ls[j] = 0.0;
-    }
-    int64_t i = 0;
-    for (; i + LANES <= n; i += LANES) {
-        _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) {
-            const float v = x[i + j];
-            lm[j] = (v > lm[j] || v != v) ? v : lm[j];
-        }
-    }
-    for (int j = 0; i < n; i++, j++) lm[j] = (x[i] > lm[j] || x[i] != x[i]) ? x[i] : lm[j];
-    float m = lm[0];
-    for (int j = 1; j < LANES; j++) m = (lm[j] > m || lm[j] != lm[j]) ? lm[j] : m;
+    for (int j = 0; j < LANES; j++) ls[j] = 0.0;
+    const float m = rumus_row_max_f32(x, n);
+    int64_t i;
     for (i = 0; i < n; i++) o[i] = rumus_expf(x[i] - m);
     for (i = 0; i + LANES <= n; i += LANES) {
         _Pragma("GCC unroll 1") for (int j = 0; j < LANES; j++) ls[j] += (double)o[i + j];

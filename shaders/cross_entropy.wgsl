@@ -84,9 +84,18 @@ fn out_of_range(tg: vec2<u32>) -> bool {
     return tg.y != 0u || tg.x >= cfg.classes;
 }
 
-// where an invocation works: its row r, its lane in the row's group
-fn row_of(lid: u32, wid: vec3<u32>) -> vec2<u32> {
-    return vec2<u32>((wid.y * cfg.grid_x + wid.x) * (256u / cfg.group) + lid / cfg.group, lid % cfg.group);
+// where an invocation works: its row r (valid when r < rows), its lane in the row's group
+struct Place {
+    r: u32,
+    lane: u32,
+    valid: bool,
+    t: u32,        // invocations per row
+    ninf: f32,
+}
+
+fn place(lid: u32, wid: vec3<u32>) -> Place {
+    let r = (wid.y * cfg.grid_x + wid.x) * (256u / cfg.group) + lid / cfg.group;
+    return Place(r, lid % cfg.group, r < cfg.rows, cfg.group, bitcast<f32>(cfg.ninf));
 }
 
 {{ACCESS}}

@@ -15,42 +15,36 @@
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let pos = row_of(lid, wid);
-    let r = pos.x;
-    let lane = pos.y;
-    let valid = r < cfg.rows;
-    let c = cfg.classes;
-    let ninf = bitcast<f32>(cfg.ninf);
-    var wsum = f32(c);
+    let at = place(lid, wid);
+    var wsum = f32(cfg.classes);
     if (WEIGHTED && SMOOTH) {
         var part = vec4<f32>(0.0);
-        for (var j = lane; j < c; j += t) {
+        for (var j = at.lane; j < cfg.classes; j += at.t) {
             part.z += w_at(j);
         }
-        wsum = reduce_group(lid, lane, t, part, ninf).z;
+        wsum = reduce_group(lid, at.lane, at.t, part, at.ninf).z;
     }
-    if (!valid) {
+    if (!at.valid) {
         return;
     }
-    let tg = target_of(r);
+    let tg = target_of(at.r);
     let bad = !ignored(tg) && out_of_range(tg);
-    if (bad && lane == 0u) {
+    if (bad && at.lane == 0u) {
         atomicOr(&err[0], cfg.err_bit);
     }
     let live = !ignored(tg) && !bad;
     let hot = select(0u, tg.x, live);
-    let g = select(0.0, f32(grad[cfg.g_off + r]), live);
-    let lse = f32(lse_in[cfg.l_off + r]);
+    let g = select(0.0, f32(grad[cfg.g_off + at.r]), live);
+    let lse = f32(lse_in[cfg.l_off + at.r]);
     let s = cfg.smoothing;
     let wt = w_at(hot);
-    let a = g * ((1.0 - s) * wt + s / f32(c) * wsum);
-    let b = g * s / f32(c);
+    let a = g * ((1.0 - s) * wt + s / f32(cfg.classes) * wsum);
+    let b = g * s / f32(cfg.classes);
     let h = g * (1.0 - s) * wt;
-    let row = cfg.x_off + r * c;
-    let orow = cfg.o_off + r * c;
+    let row = cfg.x_off + at.r * cfg.classes;
+    let orow = cfg.o_off + at.r * cfg.classes;
     if (VEC) {
-        for (var j = lane * 4u; j < c; j += t * 4u) {
+        for (var j = at.lane * 4u; j < cfg.classes; j += at.t * 4u) {
             let p = exp(x_vec((row + j) / 4u) - vec4<f32>(lse));
             var d = a * p - b * w_vec(j);
             d -= select(vec4<f32>(0.0), vec4<f32>(h), vec4<u32>(j, j + 1u, j + 2u, j + 3u) == vec4<u32>(hot));
@@ -58,7 +52,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             dx_vec((orow + j) / 4u, select(vec4<f32>(0.0), d, live));
         }
     } else {
-        for (var j = lane; j < c; j += t) {
+        for (var j = at.lane; j < cfg.classes; j += at.t) {
             let p = exp(x_at(row + j) - lse);
             var d = a * p - b * w_at(j);
             d -= select(0.0, h, j == hot);

@@ -11,24 +11,18 @@
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let pos = row_of(lid, wid);
-    let r = pos.x;
-    let lane = pos.y;
-    let valid = r < cfg.rows;
-    let c = cfg.classes;
-    let ninf = bitcast<f32>(cfg.ninf);
-    let row = cfg.x_off + select(0u, r, valid) * c;
-    let n = select(0u, c, valid);
+    let at = place(lid, wid);
+    let row = cfg.x_off + select(0u, at.r, at.valid) * cfg.classes;
+    let n = select(0u, cfg.classes, at.valid);
     var x0 = 0.0;
-    if (SMOOTH && valid) {
+    if (SMOOTH && at.valid) {
         x0 = x_at(row);
     }
-    var acc = vec4<f32>(ninf, 0.0, 0.0, 0.0);
+    var acc = vec4<f32>(at.ninf, 0.0, 0.0, 0.0);
     if (VEC) {
-        for (var j = lane * 4u; j < n; j += t * 4u) {
+        for (var j = at.lane * 4u; j < n; j += at.t * 4u) {
             let v = x_vec((row + j) / 4u);
-            acc = fold4(acc, v, ninf);
+            acc = fold4(acc, v, at.ninf);
             if (SMOOTH) {
                 let wv = w_vec(j);
                 acc.z += dot(wv, v - vec4<f32>(x0));
@@ -36,9 +30,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
     } else {
-        for (var j = lane; j < n; j += t) {
+        for (var j = at.lane; j < n; j += at.t) {
             let v = x_at(row + j);
-            acc = merge(acc, vec4<f32>(v, 1.0, 0.0, 0.0), ninf);
+            acc = merge(acc, vec4<f32>(v, 1.0, 0.0, 0.0), at.ninf);
             if (SMOOTH) {
                 let wj = w_at(j);
                 acc.z += wj * (v - x0);
@@ -46,13 +40,13 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
     }
-    acc = reduce_group(lid, lane, t, acc, ninf);
-    if (!valid || lane != 0u) {
+    acc = reduce_group(lid, at.lane, at.t, acc, at.ninf);
+    if (!at.valid || at.lane != 0u) {
         return;
     }
-    let lse = log(acc.y) + select(acc.x, 0.0, acc.x == ninf);
-    lse_out[cfg.l_off + r] = scalar(lse);
-    let tg = target_of(r);
+    let lse = log(acc.y) + select(acc.x, 0.0, acc.x == at.ninf);
+    lse_out[cfg.l_off + at.r] = scalar(lse);
+    let tg = target_of(at.r);
     var out = 0.0;
     if (!ignored(tg)) {
         if (out_of_range(tg)) {
@@ -61,9 +55,9 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         } else {
             out = (1.0 - cfg.smoothing) * w_at(tg.x) * (lse - x_at(row + tg.x));
             if (SMOOTH) {
-                out += cfg.smoothing / f32(c) * (acc.w * (lse - x0) - acc.z);
+                out += cfg.smoothing / f32(cfg.classes) * (acc.w * (lse - x0) - acc.z);
             }
         }
     }
-    loss[cfg.o_off + r] = scalar(out);
+    loss[cfg.o_off + at.r] = scalar(out);
 }

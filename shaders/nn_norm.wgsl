@@ -8,6 +8,8 @@
 // Parameter kernels (weight / bias gradients, batch norm): a group of `group` invocations per
 // parameter p (as per row above), reducing its `outer` runs of `inner` elements at
 // o * outer_stride + p * p_stride + i.
+// Group kernels define `run_group` (shaders/row_group.wgsl writes their `main`), elementwise ones
+// `run` (shaders/grid.wgsl): nn_norm.py includes the matching file.
 alias scalar = f32;
 
 struct Config {
@@ -79,11 +81,7 @@ fn row_stats(lid: u32, lane: u32, r: u32) -> vec2<f32> {
 @group(0) @binding(3) var<storage, read> b: array<scalar>;
 @group(0) @binding(4) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let r = row_of(lid, wid);
-    let lane = lid % t;
+fn run_group(lid: u32, lane: u32, t: u32, r: u32) {
     let st = row_stats(lid, lane, r);
     let n = select(0u, cfg.len, r < cfg.n);
     let xb = cfg.off[0].y + r * cfg.len;
@@ -109,11 +107,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(4) var<storage, read_write> stats: array<f32>;
 @group(0) @binding(5) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let r = row_of(lid, wid);
-    let lane = lid % t;
+fn run_group(lid: u32, lane: u32, t: u32, r: u32) {
     let st = row_stats(lid, lane, r);
     let n = select(0u, cfg.len, r < cfg.n);
     let xb = cfg.off[0].y + r * cfg.len;
@@ -149,11 +143,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(4) var<storage, read> stats: array<f32>;
 @group(0) @binding(5) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let p = row_of(lid, wid);
-    let lane = lid % t;
+fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     var sw = 0.0;
     var sb = 0.0;
@@ -174,17 +164,56 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
 }
 
+//// param_columns
+// Layer / RMS norm weight and bias gradients, coalesced: item i = split * len + p folds column p over
+// rows [split * inner, ...) in order (len: the columns, inner: rows per split, outer: the rows), so
+// neighbouring invocations read neighbouring addresses of each row; (sum g * xhat, sum g) into parts[i].
+@group(0) @binding(0) var<storage, read_write> parts: array<vec2<f32>>;
+@group(0) @binding(1) var<storage, read> g: array<scalar>;
+@group(0) @binding(2) var<storage, read> x: array<scalar>;
+@group(0) @binding(3) var<storage, read> stats: array<f32>;
+@group(0) @binding(4) var<uniform> cfg: Config;
+
+// item i of grid.wgsl's launch
+fn run(i: u32) {
+    let p = i % cfg.len;
+    let begin = (i / cfg.len) * cfg.inner;
+    let end = min(cfg.outer, begin + cfg.inner);
+    var acc = vec2<f32>(0.0);
+    for (var r = begin; r < end; r++) {
+        let a = r * cfg.len + p;
+        let gv = f32(g[cfg.off[0].z + a]);
+        acc += vec2<f32>(gv * (f32(x[cfg.off[0].w + a]) - stats[2u * r]) * stats[2u * r + 1u], gv);
+    }
+    parts[i] = acc;
+}
+
+//// param_columns_final
+// each column's splits folded in split order (cfg.groups of them): the same bits on every run
+@group(0) @binding(0) var<storage, read_write> gw: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> gb: array<scalar>;
+@group(0) @binding(2) var<storage, read> parts: array<vec2<f32>>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+// item p of grid.wgsl's launch: parameter p
+fn run(p: u32) {
+    var acc = vec2<f32>(0.0);
+    for (var k = 0u; k < cfg.groups; k++) {
+        acc += parts[k * cfg.len + p];
+    }
+    gw[cfg.off[0].x + p] = scalar(acc.x);
+    if ((cfg.flags & 2u) != 0u) {
+        gb[cfg.off[0].y + p] = scalar(acc.y);
+    }
+}
+
 //// bn_stats
 @group(0) @binding(0) var<storage, read_write> mean_out: array<scalar>;
 @group(0) @binding(1) var<storage, read_write> var_out: array<scalar>;
 @group(0) @binding(2) var<storage, read> x: array<scalar>;
 @group(0) @binding(3) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let p = row_of(lid, wid);
-    let lane = lid % t;
+fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     let m = f32(max(cfg.outer * cfg.inner, 1u));
     let xo = cfg.off[0].z;
@@ -210,7 +239,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 }
 
 //// bn_forward
-// one invocation per element; channel (i / inner) % cg
+// one invocation per element (grid.wgsl's launch); channel (i / inner) % cg
 @group(0) @binding(0) var<storage, read_write> y: array<scalar>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<storage, read> w: array<scalar>;
@@ -219,12 +248,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(5) var<storage, read> var_: array<scalar>;
 @group(0) @binding(6) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let i = (wid.y * cfg.gx + wid.x) * 256u + lid;
-    if (i >= cfg.n) {
-        return;
-    }
+fn run(i: u32) {
     let c = (i / cfg.inner) % cfg.cg;
     let a = f32(w[cfg.off[0].z + c]) / sqrt(f32(var_[cfg.off[1].y + c]) + cfg.eps);
     let v = (f32(x[cfg.off[0].y + i]) - f32(mean[cfg.off[1].x + c])) * a + f32(b[cfg.off[0].w + c]);
@@ -240,11 +264,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(3) var<storage, read> b: array<scalar>;
 @group(0) @binding(4) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let p = row_of(lid, wid);
-    let lane = lid % t;
+fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
     let c = min(p, cfg.n - 1u);
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     let m = f32(max(cfg.outer * cfg.inner, 1u));
@@ -280,11 +300,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(7) var<storage, read> var_: array<scalar>;
 @group(0) @binding(8) var<uniform> cfg: Config;
 
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let t = cfg.group;
-    let p = row_of(lid, wid);
-    let lane = lid % t;
+fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
     let valid = p < cfg.n;
     let c = min(p, cfg.n - 1u);
     let count = select(0u, cfg.outer * cfg.inner, valid);

@@ -335,9 +335,59 @@ def clamp(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
 def copy(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     dst, src = outputs[0], inputs[0]
     kind(dst.dtype)  # a cast to a dtype this backend cannot store (int8, ...) is a DTypeError, not a KeyError
-    if src.dtype == dst.dtype and _copy_as_bytes(dst, src):
+    if src.dtype == dst.dtype and (_copy_as_bytes(dst, src) or _copy_strided(dst, src)):
         return
     run_map(_COPY, outputs, inputs)
+
+
+COPY_DIMS = 4  # layouts of up to this many coalesced dims take copy_strided.wgsl
+_UNIT = {"float32": "f32", "int32": "i32", "bool": "u32", "float16": "f16"}
+
+
+def _copy_strided(dst: TensorArg, src: TensorArg) -> bool:
+    """A same-dtype copy between different buffers whose layouts coalesce to <= COPY_DIMS dims, through
+    shaders/copy_strided.wgsl (cached per layout); False where it does not apply."""
+    ob = dst.buffer
+    if ob is src.buffer or dst.dtype.name not in _UNIT or not isinstance(ob, WgpuBuffer) or dst.numel == 0:
+        return False
+    dev = ob.dev
+    key = ("copy_strided", dst.shape, dst.strides, dst.offset, src.strides, src.offset, dst.dtype, env_set(NOVEC))
+    try:
+        hit = dev.launch_plans.get(key)
+    except TypeError:  # unhashable shape or strides (lists): no caching
+        hit, key = None, None
+    if hit is None:
+        hit = _copy_plan(dev, dst, src)
+        if key is not None:
+            remember(dev.launch_plans, key, hit)
+    if hit[0] is None:
+        return False
+    dev.recorder.dispatch(hit[0], [ob, src.buffer], hit[1], hit[2])
+    return True
+
+
+def _copy_plan(dev: Any, dst: TensorArg, src: TensorArg) -> tuple[Any, bytes | None, tuple[int, int, int]]:
+    sizes, dims = coalesce(dst.shape, [dst.strides, src.strides])
+    if len(sizes) > COPY_DIMS or any(s < 0 for st in dims for s in st):
+        return None, None, (0, 0, 0)
+    sizes = [1] * (COPY_DIMS - len(sizes)) + sizes
+    dims = [[0, 0]] * (COPY_DIMS - len(dims)) + dims
+    # vec4 units: the innermost dim contiguous on both sides, every stride, size and offset 4-aligned
+    vec = (not env_set(NOVEC) and dims[-1] == [1, 1] and sizes[-1] % 4 == 0 and dst.offset % 4 == 0
+           and src.offset % 4 == 0 and all(s % 4 == 0 for st in dims[:-1] for s in st))
+    unit = _UNIT[dst.dtype.name]
+    per = 4 if vec else 1
+    if vec:
+        sizes[-1] //= 4
+        dims = [[s // 4 for s in st] for st in dims[:-1]] + [[1, 1]]
+    units = dst.numel // per
+    x, y, _ = grid((units + WG - 1) // WG, dev.max_groups)
+    prog = dev.programs.get(("copy_strided", unit, vec),
+                            lambda: render("copy_strided", scalar="f16" if unit == "f16" else "f32",
+                                           UNIT=f"vec4<{unit}>" if vec else unit))
+    data = struct.pack("<4I4I4i4i", units, x * WG, dst.offset // per, src.offset // per, *sizes,
+                       *(st[0] for st in dims), *(st[1] for st in dims))
+    return prog, data, (x, y, 1)
 
 
 def _copy_as_bytes(dst: TensorArg, src: TensorArg) -> bool:

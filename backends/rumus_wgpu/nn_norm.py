@@ -1,11 +1,14 @@
 """Layer, RMS, group and batch normalization and their backward ops (shaders/nn_norm.wgsl).
 
 Reductions run in groups: a power-of-two group of invocations (about 8 elements each, up to 256;
-short rows pack several groups per workgroup) per row or per parameter, summing in workgroup memory.
-Layer / RMS / group norm are row kernels; their backward ops take two dispatches: rows (gx, and each
-row's mean / rstd into a scratch buffer), then a group per parameter for the weight / bias
-gradients. Batch norm's statistics and backward run a group per channel; its forward is
-elementwise. Inputs are contiguous (the schemas say so), with offsets.
+short rows pack several groups per workgroup) per row or per parameter, summing in workgroup memory
+(the group kernels share shaders/row_group.wgsl's entry). Layer / RMS / group norm are row kernels;
+their backward ops take two steps: rows (gx, and each row's mean / rstd into a scratch buffer), then
+the weight / bias gradients: a group per parameter for group norm, and for layer / RMS norm column
+sums over the rows (`param_columns`: coalesced reads, the rows split over the grid, then each
+column's splits folded in order, so the result is deterministic). Batch norm's statistics and
+backward run a group per channel; its forward is elementwise. Inputs are contiguous (the schemas say
+so), with offsets.
 """
 
 from __future__ import annotations
@@ -17,8 +20,11 @@ from rumus_contracts import TensorArg
 
 from .layout import dealias, device_of, new_buffer
 from .nn_common import dispatch
+from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
 
 CENTRED, BIAS, TRAINING = 1, 2, 4
+GROUP = ("row_group",)  # the group kernels' shared entry (shaders/row_group.wgsl)
+GRID = ("grid",)  # the one-item-per-invocation launch (shaders/grid.wgsl)
 
 
 def _pow2_ceil(n: int) -> int:
@@ -60,7 +66,7 @@ class _Rows:
         words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
                         offsets=[y.offset, x.offset, w.offset, bias.offset])
         dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
-                 self.rows, 256 // self.group)
+                 self.rows, 256 // self.group, GROUP)
 
     def backward(self, dev: Any, gx: TensorArg, gw: TensorArg, gb: TensorArg | None, g: TensorArg, x: TensorArg,
                  w: TensorArg, flags: int, eps: float, outer: int, outer_stride: int, p_stride: int) -> None:
@@ -68,14 +74,32 @@ class _Rows:
         words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
                         offsets=[gx.offset, x.offset, g.offset, w.offset])
         dispatch(dev, "nn_norm", "rows_stats+rows_backward", x.dtype, [gx.buffer, x.buffer, g.buffer, w.buffer, stats],
-                 words, self.rows, 256 // self.group)
+                 words, self.rows, 256 // self.group, GROUP)
         bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
+        if self.groups == 1 and self.inner == 1:
+            self._param_columns(dev, gw, bias, gb is not None, g, x, stats)
+            return
         t = group_size(outer * self.inner)
         words = _config(t, groups=self.groups, cg=self.cg, inner=self.inner, outer=outer, outer_stride=outer_stride,
                         p_stride=p_stride, flags=BIAS if gb is not None else 0,
                         offsets=[gw.offset, bias.offset, g.offset, x.offset])
         dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, bias.buffer, g.buffer, x.buffer, stats], words,
-                 gw.numel, 256 // t)
+                 gw.numel, 256 // t, GROUP)
+
+    def _param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
+                       stats: Any) -> None:
+        """Layer / RMS norm: dgamma, dbeta as column sums over the rows in two deterministic passes."""
+        cols, rows = self.length, self.rows
+        splits = max(1, min(COLUMN_THREADS // max(cols, 1), rows // COLUMN_MIN_ROWS))
+        chunk = (rows + splits - 1) // splits
+        splits = (rows + chunk - 1) // chunk
+        parts = new_buffer(dev, splits * cols * 8, "norm parameter-gradient partials")
+        words = _config(1, cols, splits, 1, chunk, rows, offsets=[0, 0, g.offset, x.offset])
+        dispatch(dev, "nn_norm", "param_columns", x.dtype, [parts, g.buffer, x.buffer, stats], words, splits * cols,
+                 include=GRID)
+        words = _config(1, cols, splits, 1, chunk, rows, flags=BIAS if has_bias else 0, offsets=[gw.offset, gb.offset])
+        dispatch(dev, "nn_norm", "param_columns_final", x.dtype, [gw.buffer, gb.buffer, parts], words, cols,
+                 include=GRID)
 
 
 def _zero(*outs: TensorArg | None) -> None:
@@ -174,7 +198,8 @@ def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], 
     dev = device_of(outputs, inputs)
     (x,), _ = dealias(dev, outputs, [x])
     dispatch(dev, "nn_norm", "bn_stats", x.dtype, [mean.buffer, var.buffer, x.buffer],
-             _channel_config(x, offsets=[mean.offset, var.offset, x.offset]), x.shape[1], _per_channel_groups(x))
+             _channel_config(x, offsets=[mean.offset, var.offset, x.offset]), x.shape[1], _per_channel_groups(x),
+             GROUP)
 
 
 def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -188,12 +213,12 @@ def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs:
         # x's own statistics in float32 instead, as the op's definition says
         words = _channel_config(x, eps=float(attrs["eps"]), offsets=[y.offset, x.offset, w.offset, b.offset])
         dispatch(dev, "nn_norm", "bn_train", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words, x.shape[1],
-                 _per_channel_groups(x))
+                 _per_channel_groups(x), GROUP)
         return
     words = _channel_config(x, eps=float(attrs["eps"]),
                             offsets=[y.offset, x.offset, w.offset, b.offset, mean.offset, var.offset])
     dispatch(dev, "nn_norm", "bn_forward", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer, mean.buffer, var.buffer],
-             words, y.numel)
+             words, y.numel, include=GRID)
 
 
 def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -207,7 +232,7 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
                             [gx.offset, gw.offset, gb.offset, g.offset, x.offset, w.offset, mean.offset, var.offset])
     dispatch(dev, "nn_norm", "bn_backward", x.dtype,
              [gx.buffer, gw.buffer, gb.buffer, g.buffer, x.buffer, w.buffer, mean.buffer, var.buffer], words,
-             x.shape[1], _per_channel_groups(x))
+             x.shape[1], _per_channel_groups(x), GROUP)
 
 
 def kernels() -> dict[str, Any]:

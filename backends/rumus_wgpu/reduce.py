@@ -148,8 +148,8 @@ def vec_rows(rows: Rows, dtype: DType) -> bool:
 def cached(name: str, launch: Callable[..., Any]) -> Any:
     """A row kernel over [out, x] whose single-dispatch launches are cached per device by the operands'
     layouts and attrs: `launch(dev, out, x, attrs)` (x no longer aliasing out, out not empty) records
-    the op and returns (program, uniform, grid) when it was one dispatch over [out, x] (None otherwise:
-    not cached)."""
+    the op and returns (program, uniform, grid) when it was one dispatch over [out, x], a replay(out
+    buffer, x buffer) callable for a launch of several dispatches, or None (not cached)."""
     def run(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
         dev = device_of(outputs, inputs)
         (x,), _ = dealias(dev, outputs, [inputs[0]])
@@ -170,7 +170,9 @@ def cached(name: str, launch: Callable[..., Any]) -> Any:
         except TypeError:  # unhashable shape, strides or attrs: no caching
             hit, key = None, None
         if hit is not None:
-            if hit[0] is not None:
+            if callable(hit):  # a launch of several dispatches (column_kernel): replay it
+                hit(ob, x.buffer)
+            elif hit[0] is not None:
                 ob.dev.recorder.dispatch(hit[0], [ob, x.buffer], hit[1], hit[2])
             return
         plan = run(outputs, inputs, attrs)
@@ -181,6 +183,7 @@ def cached(name: str, launch: Callable[..., Any]) -> Any:
 
 COLUMN_THREADS = 1 << 17  # a column reduction splits its rows until about this many invocations run
 COLUMN_MIN_ROWS = 8  # ... with at least this many rows per split
+COLUMN_MIN_ELEMENTS = 1 << 15  # below, the one-dispatch row kernel costs the host less and moves little
 
 
 def leading_dim(rows: Rows, dtype: DType) -> bool:
@@ -201,9 +204,10 @@ def _column_source(op: str, dtype: DType, vec: bool) -> str:
                   COMBINE=COMBINE[op]["f"], LOAD=f"{acc}(v)", STORE=f"{io}(acc)", CONFIG="3")
 
 
-def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -> None:
+def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -> Callable[[Any, Any], None]:
     """Reduce the leading dim of [rlen, rows.rows] (row stride rows.rstr[0]) in two passes: splits of the
-    rows folded per column unit, then each unit's splits folded in order (deterministic)."""
+    rows folded per column unit, then each unit's splits folded in order (deterministic). Returns the
+    launch as replay(out_buffer, x_buffer), which `cached` keeps per layout."""
     cols, length, stride = rows.rows, rows.rlen, rows.rstr[0]
     vec = (not env_set(NOVEC) and cols % 4 == 0 and stride % 4 == 0 and x.offset % 4 == 0 and out.offset % 4 == 0)
     per = 4 if vec else 1
@@ -216,19 +220,22 @@ def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -
         raise RumusError(f"wgpu {op}: {cols} columns exceed this device's dispatch limit")
     key = ("reduce_columns", op, x.dtype.name, vec)
     data = struct.pack("<8I", units, length, chunk, splits, x.offset // per, out.offset // per, stride // per, NINF)
-    parts = new_buffer(dev, units * splits * 4 * per, "column partials")
-    buffers = [out.buffer, x.buffer, parts]
-    for entry, groups in (("partial", (gx, splits, 1)), ("final", (gx, 1, 1))):
-        prog = dev.programs.get((*key, entry), lambda: _column_source(op, x.dtype, vec), entry_point=entry)
-        dev.recorder.dispatch(prog, buffers, data, groups)
+    passes = [(dev.programs.get((*key, entry), lambda: _column_source(op, x.dtype, vec), entry_point=entry), groups)
+              for entry, groups in (("partial", (gx, splits, 1)), ("fold_splits", (gx, 1, 1)))]
+
+    def replay(out_buffer: Any, x_buffer: Any) -> None:
+        buffers = [out_buffer, x_buffer, new_buffer(dev, units * splits * 4 * per, "column partials")]
+        for prog, groups in passes:
+            dev.recorder.dispatch(prog, buffers, data, groups)
+    replay(out.buffer, x.buffer)
+    return replay
 
 
 def reduce_kernel(op: str) -> Any:
     def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         rows = Rows(x, out, tuple(attrs.get("dims", ())))
-        if leading_dim(rows, x.dtype) and rows.rows > 1 and rows.rlen > 1:
-            column_kernel(dev, op, out, x, rows)
-            return None
+        if leading_dim(rows, x.dtype) and rows.rows > 1 and rows.rlen > 1 and x.numel >= COLUMN_MIN_ELEMENTS:
+            return column_kernel(dev, op, out, x, rows)
         vec = vec_rows(rows, x.dtype)
         t = rows.group(4 if vec else 1)
         per_wg = 256 // t
