@@ -186,7 +186,7 @@ fn lane_sum(x: vec4<f32>) -> vec4<f32> {
 //// rd
 // elements 4c .. 4c + 3 of the row of {{ARR}} at element `base`, zero past the head dim: the host writes
 // one copy of this reader per array a kernel reads (rd_q, rd_k, rd_v, rd_dout; {{ARR}}'s strides are
-// cfg.{{STRIDES}})
+// cfg.{{STRIDES}}), and of rows_{{ARR}}
 fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
     let d = 4u * c;
     let s = cfg.{{STRIDES}}.w;
@@ -195,6 +195,18 @@ fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
                      select(0.0, f32({{ARR}}[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
                      select(0.0, f32({{ARR}}[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
                      select(0.0, f32({{ARR}}[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+}
+
+// the lane's vec4s of the invocation's RT rows of {{ARR}} (`count` rows per head; element offset off[0].{{OFF}})
+fn rows_{{ARR}}(me: Rows, count: u32) -> array<vec4<f32>, RL> {
+    var a: array<vec4<f32>, RL>;
+    for (var r = 0u; r < RT; r++) {
+        let base = row_at(cfg.off[0].{{OFF}}, cfg.{{STRIDES}}, me, r, count);
+        for (var c = 0u; c < LV; c++) {
+            a[r * LV + c] = rd_{{ARR}}(base, me.lane * LV + c);
+        }
+    }
+    return a;
 }
 
 //// wr
@@ -244,7 +256,7 @@ fn flat_bias() -> f32 {
     return c;
 }
 
-// the scores of the invocation's query rows against key j (s: the dot products, scaled), MASKED where
+// the scores of the invocation's query rows against key j (s: the scaled dot products), MASKED where
 // the key is past S, the row does not exist or the causal mask hides it
 fn query_scores(s: vec4<f32>, me: Rows, j: u32) -> vec4<f32> {
     let jj = min(j, cfg.S - 1u);
@@ -276,15 +288,8 @@ fn query_scores(s: vec4<f32>, me: Rows, j: u32) -> vec4<f32> {
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
     let me = rows_of(/*PLACE*/lid, wid, cfg.L, flat_bias());
-    var qr: array<vec4<f32>, RL>;
-    var acc: array<vec4<f32>, RL>;
-    for (var r = 0u; r < RT; r++) {
-        let qb = row_at(cfg.off[0].x, cfg.qs, me, r, cfg.L);
-        for (var c = 0u; c < LV; c++) {
-            qr[r * LV + c] = rd_q(qb, me.lane * LV + c) * cfg.scale;
-            acc[r * LV + c] = vec4<f32>(0.0);
-        }
-    }
+    let qr = rows_q(me, cfg.L);
+    var acc: array<vec4<f32>, RL>;  // zeros
     var m = vec4<f32>(MASKED);
     var l = vec4<f32>(0.0);
     for (var j0 = 0u; j0 < key_end(wid.x * BR); j0 += BK) {
@@ -293,7 +298,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         // online softmax one key at a time: the running max only moves up a few times per row, and no
         // per-tile score array is needed (a dynamically indexed array would leave the registers)
         for (var t = 0u; t < BK; t++) {
-            let sc = query_scores(tile_dots(qr, t, me.lane, false), me, j0 + t);
+            let sc = query_scores(tile_dots(qr, t, me.lane, false) * cfg.scale, me, j0 + t);
             let mn = max(m, sc);
             if (any(mn > m)) {
                 let alpha = exp(m - mn);
@@ -373,21 +378,13 @@ var<workgroup> st: array<vec2<f32>, BK>;
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
     let me = rows_of(/*PLACE*/lid, wid, cfg.S, flat_bias());
-    var kr: array<vec4<f32>, RL>;
-    var vr: array<vec4<f32>, RL>;
-    var gk: array<vec4<f32>, RL>;
+    let kr = rows_k(me, cfg.S);
+    let vr = rows_v(me, cfg.S);
+    var gk: array<vec4<f32>, RL>;  // zeros
     var gv: array<vec4<f32>, RL>;
     var kbv = vec4<f32>(0.0);
-    for (var r = 0u; r < RT; r++) {
-        let kb = row_at(cfg.off[0].y, cfg.ks, me, r, cfg.S);
-        let vb = row_at(cfg.off[0].z, cfg.vs, me, r, cfg.S);
-        for (var c = 0u; c < LV; c++) {
-            kr[r * LV + c] = rd_k(kb, me.lane * LV + c) * cfg.scale;
-            vr[r * LV + c] = rd_v(vb, me.lane * LV + c);
-            gk[r * LV + c] = vec4<f32>(0.0);
-            gv[r * LV + c] = vec4<f32>(0.0);
-        }
-        if (HAS_KBIAS) {
+    if (HAS_KBIAS) {
+        for (var r = 0u; r < RT; r++) {
             kbv[r] = f32(kbias[cfg.off[1].y + me.b * cfg.kbs.x + min(me.i + r, cfg.S - 1u) * cfg.kbs.y]);
         }
     }
@@ -412,7 +409,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
             let i = i0 + t;
-            let s = tile_dots(kr, t, me.lane, false);
+            let s = tile_dots(kr, t, me.lane, false) * cfg.scale;
             let dp = tile_dots(vr, t, me.lane, true);
             var sc = s + kbv + me.b0;
             if (HAS_BIAS) {
@@ -467,19 +464,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
     let me = rows_of(/*PLACE*/lid, wid, cfg.L, flat_bias());
-    var qr: array<vec4<f32>, RL>;
-    var gr: array<vec4<f32>, RL>;
-    var gq: array<vec4<f32>, RL>;
+    let qr = rows_q(me, cfg.L);
+    let gr = rows_dout(me, cfg.L);
+    var gq: array<vec4<f32>, RL>;  // zeros
     var li = vec4<f32>(MASKED);
     var di = vec4<f32>(0.0);
     for (var r = 0u; r < RT; r++) {
-        let qb = row_at(cfg.off[0].x, cfg.qs, me, r, cfg.L);
-        let ob = row_at(cfg.off[0].w, cfg.os, me, r, cfg.L);
-        for (var c = 0u; c < LV; c++) {
-            qr[r * LV + c] = rd_q(qb, me.lane * LV + c) * cfg.scale;
-            gr[r * LV + c] = rd_dout(ob, me.lane * LV + c);
-            gq[r * LV + c] = vec4<f32>(0.0);
-        }
         let row = me.bh * cfg.L + min(me.i + r, cfg.L - 1u);
         li[r] = stats[2u * row];
         di[r] = stats[2u * row + 1u];
@@ -489,7 +479,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         load_kv_tile(lid, me.b, me.h, j0);
         workgroupBarrier();
         for (var t = 0u; t < BK; t++) {
-            let sc = query_scores(tile_dots(qr, t, me.lane, false), me, j0 + t);
+            let sc = query_scores(tile_dots(qr, t, me.lane, false) * cfg.scale, me, j0 + t);
             let dp = tile_dots(gr, t, me.lane, true);
             let ok = (sc > vec4<f32>(MASKED)) & (li > vec4<f32>(MASKED));
             let p = select(vec4<f32>(0.0), exp(sc - li), ok);

@@ -78,6 +78,7 @@ def plan(dev: Any, section: str, d: int) -> Plan:
 READERS = {"forward": ("q", "k", "v"), "dkdv": ("q", "k", "v", "dout"), "dq": ("q", "k", "v", "dout")}
 WRITERS = {"forward": ("out",), "dkdv": ("dk", "dv"), "dq": ("dq",)}
 STRIDES = {"q": "qs", "k": "ks", "v": "vs", "dout": "os"}
+OFFSETS = {"q": "x", "k": "y", "v": "z", "dout": "w"}  # each array's element offset: a component of cfg.off[0]
 KV_TILE = {"forward": "+kv_tile", "dq": "+kv_tile"}  # the kernels that stream K and V tiles past query rows
 INCLUDE = ("dropout_hash",)  # the dropout mask's hash, shared with the dropout op
 SG_ARGS = ", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32"
@@ -112,7 +113,8 @@ def unroll(src: str, bounds: Mapping[str, int]) -> str:
 def _program(dev: Any, section: str, p: Plan, dtype: Any, has_bias: bool, has_kbias: bool) -> Any:
     def build() -> str:
         parts = split_sections("flash_attention")[1]
-        arrays = [parts["rd"].replace("{{ARR}}", a).replace("{{STRIDES}}", STRIDES[a]) for a in READERS[section]]
+        arrays = [parts["rd"].replace("{{ARR}}", a).replace("{{STRIDES}}", STRIDES[a]).replace("{{OFF}}", OFFSETS[a])
+                  for a in READERS[section]]
         arrays += [parts["wr"].replace("{{ARR}}", a) for a in WRITERS[section]]
         lanes = "lanes_subgroup" if p.subgroups else "lanes_none"
         src = source("flash_attention", f"{section}+{lanes}+masks{KV_TILE.get(section, '')}", dtype, INCLUDE)

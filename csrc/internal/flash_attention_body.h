@@ -143,73 +143,88 @@ static inline void FA_FN(fa_ds_row)(const fa_cfg *c, FA_T *ds, FA_T *pd, const F
     }
 }
 
+/* The backward's arrays; fa_at_head moves the inputs to one head (the outputs stay whole). */
+typedef struct {
+    const FA_T *q, *k, *v, *dout, *lse, *drow, *bias, *kb;
+    FA_T *dq, *dk, *dv;
+} FA_FN(fa_bwd);
+
+/* q, k, v, dout, bias and the key bias at head bh = (b, h); lse and drow at its first query row */
+static FA_FN(fa_bwd) FA_FN(fa_at_head)(const fa_cfg *c, const FA_FN(fa_bwd) *all, int64_t bh) {
+    const int64_t b = bh / c->H, h = bh % c->H;
+    FA_FN(fa_bwd) a = *all;
+    a.q += b * c->qs[0] + h * c->qs[1];
+    a.k += b * c->ks[0] + h * c->ks[1];
+    a.v += b * c->vs[0] + h * c->vs[1];
+    a.dout += b * c->dos[0] + h * c->dos[1];
+    a.bias += b * c->bs[0] + h * c->bs[1];
+    a.kb += b * c->kbs[0];
+    a.lse += bh * c->L;
+    a.drow += bh * c->L;
+    return a;
+}
+
 /* dK and dV of key block [j0, j0 + FA_BQ): every query that may see it, FA_BK queries per packed tile. */
-RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v,
-                                              const FA_T *dout, const FA_T *lse, const FA_T *drow, const FA_T *bias,
-                                              const FA_T *kb, FA_T *dk, FA_T *dv, int64_t bh, int64_t j0, FA_T *w) {
-    const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
-    const int64_t nk = S - j0 < FA_BQ ? S - j0 : FA_BQ;
+RUMUS_CLONES static void FA_FN(fa_dkdv_block)(const fa_cfg *c, const FA_FN(fa_bwd) *all, int64_t bh, int64_t j0,
+                                              FA_T *w) {
+    const FA_FN(fa_bwd) a = FA_FN(fa_at_head)(c, all, bh);
+    const int64_t D = c->D, L = c->L, nk = c->S - j0 < FA_BQ ? c->S - j0 : FA_BQ;
     FA_T *kT = w, *vT = kT + FA_BK * D, *gk = vT + FA_BK * D, *gv = gk + FA_BQ * D, *qt = gv + FA_BQ * D;
     FA_T *ot = qt + FA_BK * D, *sr = ot + FA_BK * D, *dpr = sr + FA_BK;
-    const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
-    FA_FN(fa_pack_t)(kT, k + b * c->ks[0] + h * c->ks[1], j0, nk, D, c->ks[2], c->ks[3]);
-    FA_FN(fa_pack_t)(vT, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
+    FA_FN(fa_pack_t)(kT, a.k, j0, nk, D, c->ks[2], c->ks[3]);
+    FA_FN(fa_pack_t)(vT, a.v, j0, nk, D, c->vs[2], c->vs[3]);
     memset(gk, 0, (size_t)(2 * FA_BQ * D) * sizeof(FA_T));
     for (int64_t i0 = c->causal ? j0 : 0; i0 < L; i0 += FA_BK) {
         const int64_t ni = L - i0 < FA_BK ? L - i0 : FA_BK;
-        FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, ni, D, c->qs[2], c->qs[3]);
-        FA_FN(fa_pack)(ot, dout + b * c->dos[0] + h * c->dos[1], i0, ni, D, c->dos[2], c->dos[3]);
+        FA_FN(fa_pack)(qt, a.q, i0, ni, D, c->qs[2], c->qs[3]);
+        FA_FN(fa_pack)(ot, a.dout, i0, ni, D, c->dos[2], c->dos[3]);
         for (int64_t r = 0; r < ni; r++) {
-            const int64_t i = i0 + r;
-            const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
-            if (li == (FA_T)-INFINITY) continue;
+            if (a.lse[i0 + r] == (FA_T)-INFINITY) continue;
             const FA_T *qi = qt + r * D, *gi = ot + r * D;
-            FA_FN(fa_ds_row)(c, sr, dpr, qi, gi, kT, vT, nk, bb, kbb, bh, i, j0, li, di);
+            FA_FN(fa_ds_row)(c, sr, dpr, qi, gi, kT, vT, nk, a.bias, a.kb, bh, i0 + r, j0, a.lse[i0 + r],
+                             a.drow[i0 + r]);
             for (int64_t t = 0; t < nk; t++) {
                 if (sr[t] == 0 && dpr[t] == 0) continue;
-                FA_T *a = gk + t * D, *e = gv + t * D;
-                for (int64_t d = 0; d < D; d++) a[d] += sr[t] * qi[d];
-                for (int64_t d = 0; d < D; d++) e[d] += dpr[t] * gi[d];
+                FA_T *x = gk + t * D, *y = gv + t * D;
+                for (int64_t d = 0; d < D; d++) x[d] += sr[t] * qi[d];
+                for (int64_t d = 0; d < D; d++) y[d] += dpr[t] * gi[d];
             }
         }
     }
-    memcpy(dk + (bh * S + j0) * D, gk, (size_t)(nk * D) * sizeof(FA_T));
-    memcpy(dv + (bh * S + j0) * D, gv, (size_t)(nk * D) * sizeof(FA_T));
+    memcpy(all->dk + (bh * c->S + j0) * D, gk, (size_t)(nk * D) * sizeof(FA_T));
+    memcpy(all->dv + (bh * c->S + j0) * D, gv, (size_t)(nk * D) * sizeof(FA_T));
 }
 
 /* dQ of query block [i0, i0 + FA_BQ): every key it may see, FA_BK keys per packed tile. */
-RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_T *q, const FA_T *k, const FA_T *v,
-                                            const FA_T *dout, const FA_T *lse, const FA_T *drow, const FA_T *bias,
-                                            const FA_T *kb, FA_T *dq, int64_t bh, int64_t i0, FA_T *w) {
-    const int64_t D = c->D, L = c->L, S = c->S, b = bh / c->H, h = bh % c->H;
-    const int64_t nq = L - i0 < FA_BQ ? L - i0 : FA_BQ;
+RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_FN(fa_bwd) *all, int64_t bh, int64_t i0,
+                                            FA_T *w) {
+    const FA_FN(fa_bwd) a = FA_FN(fa_at_head)(c, all, bh);
+    const int64_t D = c->D, S = c->S, nq = c->L - i0 < FA_BQ ? c->L - i0 : FA_BQ;
     FA_T *qt = w, *ot = qt + FA_BQ * D, *gq = ot + FA_BQ * D, *kt = gq + FA_BQ * D, *kT = kt + FA_BK * D;
     FA_T *vT = kT + FA_BK * D, *sr = vT + FA_BK * D, *dpr = sr + FA_BK;
-    const FA_T *bb = bias + b * c->bs[0] + h * c->bs[1], *kbb = kb + b * c->kbs[0];
-    FA_FN(fa_pack)(qt, q + b * c->qs[0] + h * c->qs[1], i0, nq, D, c->qs[2], c->qs[3]);
-    FA_FN(fa_pack)(ot, dout + b * c->dos[0] + h * c->dos[1], i0, nq, D, c->dos[2], c->dos[3]);
+    FA_FN(fa_pack)(qt, a.q, i0, nq, D, c->qs[2], c->qs[3]);
+    FA_FN(fa_pack)(ot, a.dout, i0, nq, D, c->dos[2], c->dos[3]);
     memset(gq, 0, (size_t)(FA_BQ * D) * sizeof(FA_T));
     const int64_t jend = c->causal ? (i0 + nq < S ? i0 + nq : S) : S;
     for (int64_t j0 = 0; j0 < jend; j0 += FA_BK) {
         const int64_t nk = jend - j0 < FA_BK ? jend - j0 : FA_BK;
-        const FA_T *kbase = k + b * c->ks[0] + h * c->ks[1];
-        FA_FN(fa_pack)(kt, kbase, j0, nk, D, c->ks[2], c->ks[3]);
-        FA_FN(fa_pack_t)(kT, kbase, j0, nk, D, c->ks[2], c->ks[3]);
-        FA_FN(fa_pack_t)(vT, v + b * c->vs[0] + h * c->vs[1], j0, nk, D, c->vs[2], c->vs[3]);
+        FA_FN(fa_pack)(kt, a.k, j0, nk, D, c->ks[2], c->ks[3]);
+        FA_FN(fa_pack_t)(kT, a.k, j0, nk, D, c->ks[2], c->ks[3]);
+        FA_FN(fa_pack_t)(vT, a.v, j0, nk, D, c->vs[2], c->vs[3]);
         for (int64_t r = 0; r < nq; r++) {
             const int64_t i = i0 + r;
-            const FA_T li = lse[bh * L + i], di = drow[bh * L + i];
-            if (li == (FA_T)-INFINITY) continue;
-            FA_FN(fa_ds_row)(c, sr, dpr, qt + r * D, ot + r * D, kT, vT, nk, bb, kbb, bh, i, j0, li, di);
-            FA_T *a = gq + r * D;
+            if (a.lse[i] == (FA_T)-INFINITY) continue;
+            FA_FN(fa_ds_row)(c, sr, dpr, qt + r * D, ot + r * D, kT, vT, nk, a.bias, a.kb, bh, i, j0, a.lse[i],
+                             a.drow[i]);
+            FA_T *g = gq + r * D;
             for (int64_t t = 0; t < nk; t++) {
                 if (sr[t] == 0) continue;
                 const FA_T *kj = kt + t * D;
-                for (int64_t d = 0; d < D; d++) a[d] += sr[t] * kj[d];
+                for (int64_t d = 0; d < D; d++) g[d] += sr[t] * kj[d];
             }
         }
     }
-    memcpy(dq + (bh * L + i0) * D, gq, (size_t)(nq * D) * sizeof(FA_T));
+    memcpy(all->dq + (bh * c->L + i0) * D, gq, (size_t)(nq * D) * sizeof(FA_T));
 }
 
 void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *out,
@@ -238,6 +253,7 @@ void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const F
             drow[bh * L + i] = s;
         }
     }
+    const FA_FN(fa_bwd) all = {q, k, v, dout, lse, drow, bias, kb, dq, dk, dv};
     const int nt = rumus_threads_for(BH * L * S * D);
     const size_t wsize = FA_FN(fa_workspace)(D) * sizeof(FA_T);
     const int64_t kblocks = (S + FA_BQ - 1) / FA_BQ, qblocks = (L + FA_BQ - 1) / FA_BQ;
@@ -245,15 +261,14 @@ void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const F
     for (int64_t blk = 0; blk < BH * kblocks; blk++) {
         FA_T *w = (FA_T *)malloc(wsize);
         if (w == NULL) continue;
-        FA_FN(fa_dkdv_block)(&c, q, k, v, dout, lse, drow, bias, kb, dk, dv, blk / kblocks, (blk % kblocks) * FA_BQ,
-                             w);
+        FA_FN(fa_dkdv_block)(&c, &all, blk / kblocks, (blk % kblocks) * FA_BQ, w);
         free(w);
     }
     FA_PARALLEL_FOR
     for (int64_t blk = 0; blk < BH * qblocks; blk++) {
         FA_T *w = (FA_T *)malloc(wsize);
         if (w == NULL) continue;
-        FA_FN(fa_dq_block)(&c, q, k, v, dout, lse, drow, bias, kb, dq, blk / qblocks, (blk % qblocks) * FA_BQ, w);
+        FA_FN(fa_dq_block)(&c, &all, blk / qblocks, (blk % qblocks) * FA_BQ, w);
         free(w);
     }
     free(drow);
