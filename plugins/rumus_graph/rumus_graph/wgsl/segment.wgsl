@@ -19,40 +19,36 @@ fn bounds(i: u32) -> vec2<u32> {
 
 @compute @workgroup_size(256)
 fn seg_reduce(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t >= p.n_seg * p.f) { return; }
-    let i = t / p.f;
-    let j = t % p.f;
-    let b = bounds(i);
-    if (b.x > b.y) { out_buf[p.o_out + t] = bitcast<f32>(NAN_BITS); return; }
+    let it = item(gid, nwg);
+    if (it.t >= p.n_seg * p.f) { return; }
+    let b = bounds(it.row);
+    if (b.x > b.y) { out_buf[p.o_out + it.t] = bitcast<f32>(NAN_BITS); return; }
     var acc = 0.0;
     if (p.mode == 2u) {
-        if (b.x < b.y) { acc = src[p.o_src + b.x * p.f + j]; }
+        if (b.x < b.y) { acc = src[p.o_src + b.x * p.f + it.col]; }
         for (var k = b.x + 1u; k < b.y; k++) {
-            let v = src[p.o_src + k * p.f + j];
+            let v = src[p.o_src + k * p.f + it.col];
             if (v > acc || (v != v && acc == acc)) { acc = v; }
         }
     } else {
-        for (var k = b.x; k < b.y; k++) { acc += src[p.o_src + k * p.f + j]; }
+        for (var k = b.x; k < b.y; k++) { acc += src[p.o_src + k * p.f + it.col]; }
         if (p.mode == 1u && b.y > b.x) { acc = acc / f32(b.y - b.x); }
     }
-    out_buf[p.o_out + t] = acc;
+    out_buf[p.o_out + it.t] = acc;
 }
 
 // out[k, j] = exp(src[k, j] - m) / sum over the segment, m the segment's max (per feature j)
 @compute @workgroup_size(256)
 fn edge_softmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t >= p.n_seg * p.f) { return; }
-    let i = t / p.f;
-    let j = t % p.f;
-    let b = bounds(i);
+    let it = item(gid, nwg);
+    if (it.t >= p.n_seg * p.f) { return; }
+    let b = bounds(it.row);
     if (b.x > b.y) { return; }  // invalid pointers: rows unknown, nothing can be written safely
     var m = -3.4028235e38;
-    for (var k = b.x; k < b.y; k++) { m = max(m, src[p.o_src + k * p.f + j]); }
+    for (var k = b.x; k < b.y; k++) { m = max(m, src[p.o_src + k * p.f + it.col]); }
     var s = 0.0;
-    for (var k = b.x; k < b.y; k++) { s += exp(src[p.o_src + k * p.f + j] - m); }
+    for (var k = b.x; k < b.y; k++) { s += exp(src[p.o_src + k * p.f + it.col] - m); }
     for (var k = b.x; k < b.y; k++) {
-        out_buf[p.o_out + k * p.f + j] = exp(src[p.o_src + k * p.f + j] - m) / s;
+        out_buf[p.o_out + k * p.f + it.col] = exp(src[p.o_src + k * p.f + it.col] - m) / s;
     }
 }

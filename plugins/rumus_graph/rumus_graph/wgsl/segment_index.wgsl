@@ -14,35 +14,31 @@ struct Params { n_seg: u32, f: u32, n_src: u32, o_out: u32, o_src: u32, o_ptr: u
 // the first row holding the segment's max, -1 for an empty segment (-2: invalid pointers)
 @compute @workgroup_size(256)
 fn seg_argmax(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t >= p.n_seg * p.f) { return; }
-    let i = t / p.f;
-    let j = t % p.f;
-    let lo = ptr_buf[p.o_ptr + i];
-    let hi = ptr_buf[p.o_ptr + i + 1u];
-    if (lo < 0 || hi < lo || u32(hi) > p.n_src) { out_buf[p.o_out + t] = OUT(-2); return; }
-    if (lo == hi) { out_buf[p.o_out + t] = OUT(-1); return; }
-    var best = src[p.o_src + u32(lo) * p.f + j];
+    let it = item(gid, nwg);
+    if (it.t >= p.n_seg * p.f) { return; }
+    let lo = ptr_buf[p.o_ptr + it.row];
+    let hi = ptr_buf[p.o_ptr + it.row + 1u];
+    if (lo < 0 || hi < lo || u32(hi) > p.n_src) { out_buf[p.o_out + it.t] = OUT(-2); return; }
+    if (lo == hi) { out_buf[p.o_out + it.t] = OUT(-1); return; }
+    var best = src[p.o_src + u32(lo) * p.f + it.col];
     var at = lo;
     for (var k = u32(lo) + 1u; k < u32(hi); k++) {
-        let v = src[p.o_src + k * p.f + j];
+        let v = src[p.o_src + k * p.f + it.col];
         if (v > best || (v != v && best == best)) { best = v; at = i32(k); }
     }
-    out_buf[p.o_out + t] = OUT(at);
+    out_buf[p.o_out + it.t] = OUT(at);
 }
 
 // out[k, j] = src[segment(k), j]; segment(k) by binary search: the last i with ptr[i] <= k
 @compute @workgroup_size(256)
 fn seg_expand(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {
-    let t = flat(gid, nwg);
-    if (t >= p.n_src * p.f) { return; }
-    let k = t / p.f;
-    let j = t % p.f;
+    let it = item(gid, nwg);
+    if (it.t >= p.n_src * p.f) { return; }
     var lo = 0u;
     var hi = p.n_seg;
     while (hi - lo > 1u) {
         let mid = (lo + hi) / 2u;
-        if (ptr_buf[p.o_ptr + mid] <= i32(k)) { lo = mid; } else { hi = mid; }
+        if (ptr_buf[p.o_ptr + mid] <= i32(it.row)) { lo = mid; } else { hi = mid; }
     }
-    out_buf[p.o_out + t] = OUT(src[p.o_src + lo * p.f + j]);
+    out_buf[p.o_out + it.t] = OUT(src[p.o_src + lo * p.f + it.col]);
 }
