@@ -216,8 +216,8 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     a, b = inputs
     cb = c.buffer
     if isinstance(cb, WgpuBuffer) and a.buffer is not cb and b.buffer is not cb and not env_set(GEMM_ENV):
-        key = ("gemm", c.shape, c.strides, c.offset, c.dtype, a.shape, a.strides, a.offset, a.dtype,
-               b.shape, b.strides, b.offset, b.dtype, env_set(CHECKED_ENV))
+        key: tuple[Any, ...] | None = ("gemm", c.shape, c.strides, c.offset, c.dtype, a.shape, a.strides,
+                                       a.offset, a.dtype, b.shape, b.strides, b.offset, b.dtype, env_set(CHECKED_ENV))
         plans = cb.dev.launch_plans
         try:
             hit = plans.get(key)
@@ -273,7 +273,8 @@ def _matmul(c: TensorArg, a: TensorArg, b: TensorArg) -> tuple[Any, bytes | None
         work = new_buffer(dev, splits * nbatch * m * n * 4, "split-K workspace")
         target, c_off, c_dtype = work, 0, "f32"
         w_scm, w_scn, split_stride = n, 1, nbatch * m * n
-        w_bsc, acc = [], nbatch * m * n
+        w_bsc: list[int] = []
+        acc = nbatch * m * n
         for s in reversed(sizes):
             acc //= s
             w_bsc.insert(0, acc)
