@@ -76,7 +76,7 @@ def _operand(side: str, mode: str, tile: Tile, dtype: str) -> tuple[list[str], l
             idx = f"{side}_off + ({base} + {side}o{j}) * {s_outer} + (k0 + {side}k{j}) * {s_k}"
             loads.append(f"            if ({valid}) {{ {side}r{j} = f32({bufname}[{idx}]); }} "
                          f"else {{ {side}r{j} = 0.0; }}")
-            st = f"{tname}[{buf} + {side}k{j} * {q}u + {side}o{j} / 4u][{side}o{j} % 4u] = {side}r{j};"
+            st: str | list[str] = f"{tname}[{buf} + {side}k{j} * {q}u + {side}o{j} / 4u][{side}o{j} % 4u] = {side}r{j};"
             stores.append(f"            if ({e} < {outer * bk}u) {{ {st} }}" if guard else f"            {st}")
         return decls, loads, stores
     vec_k = mode == "k4"  # vec4 along K (A row-major, B transposed), else along the outer dim
