@@ -1,8 +1,9 @@
 """The data of a tensor and how one is made, below everything that computes with tensors.
 
 `TensorBase` holds a tensor's slots: Storage (buffer, device, dtype, version), layout (shape, strides,
-offset) and autograd state. `tensor.Tensor` subclasses it with the methods, which call the op modules
-(`_math`, `_views`, `_inplace`); those in turn build their results here with `make_tensor`. So the core
+offset) and autograd state, and the layout accessors that dispatch and the op functions read (dtype,
+ndim, `_arg`, ...). `tensor.Tensor` subclasses it with the methods that call the op modules (`_math`,
+`_views`, `_inplace`); those in turn build their results here with `make_tensor`. So the core
 imports downward only: storage -> this module -> dispatch -> op functions -> tensor.Tensor
 (tests/core/test_import_layers.py keeps it so).
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rumus_contracts import TensorArg, contiguous_strides
+from rumus_contracts import Device, DType, RumusError, TensorArg, contiguous_strides
 
 from ._storage import Storage
 
@@ -44,6 +45,77 @@ class TensorBase:
     _arg_cache: TensorArg | None
     _hooks: list[Callable[[Tensor], None]] | None
 
+    # ---- layout and metadata: what dispatch and the op functions read (they sit below tensor.Tensor) ----
+    @property
+    def dtype(self) -> DType:
+        return self._storage.dtype
+
+    @property
+    def device(self) -> Device:
+        return self._storage.device
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None) -> Any:
+        if dim is None:
+            return self.shape
+        return self.shape[dim]
+
+    def stride(self, dim: int | None = None) -> Any:
+        return self._strides if dim is None else self._strides[dim]
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def numel(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise RumusError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    @property
+    def _version(self) -> int:
+        """The version counter shared with every view of the same storage (bumped by in-place ops)."""
+        return self._storage.version
+
+    def is_contiguous(self) -> bool:
+        expected = 1
+        for size, stride in zip(reversed(self.shape), reversed(self._strides)):
+            if size != 1 and stride != expected:
+                return False
+            expected *= size
+        return True
+
+    @property
+    def _arg(self) -> TensorArg:
+        a = self._arg_cache
+        if a is None:
+            a = self._arg_cache = TensorArg(self._storage.buffer, self.shape, self._strides, self._offset, self.dtype)
+        return a
+
+    def _expanded_arg(self, shape: tuple[int, ...]) -> TensorArg:
+        if not self.shape:  # a scalar: stride 0 everywhere
+            return TensorArg(self._storage.buffer, shape, _ZEROS[len(shape)], self._offset, self._storage.dtype)
+        lead = len(shape) - len(self.shape)
+        strides = [0] * lead + [0 if s == 1 and shape[i + lead] != 1 else st
+                                for i, (s, st) in enumerate(zip(self.shape, self._strides))]
+        return TensorArg(self._storage.buffer, shape, tuple(strides), self._offset, self.dtype)
+
+
+_ZEROS = [(0,) * n for n in range(65)]
 
 if not TYPE_CHECKING:
     Tensor = TensorBase  # the run-time answer to isinstance (see the module's docstring)

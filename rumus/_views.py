@@ -35,7 +35,7 @@ def _view(base: Tensor, shape: tuple[int, ...], strides: tuple[int, ...], offset
 
 
 def _reshape_back(ctx: Context, g: Tensor) -> tuple[Tensor]:
-    return (g.reshape(ctx.input_shapes[0]),)
+    return (reshape(g, ctx.input_shapes[0]),)
 
 
 def _view_strides(t: Tensor, shape: tuple[int, ...]) -> tuple[int, ...] | None:

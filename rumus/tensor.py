@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rumus_contracts import (
-    AutogradError, Device, DType, DTypeError, RumusError, TensorArg, parse_dtype,
+    AutogradError, DType, DTypeError, RumusError, parse_dtype,
 )
 
 from . import _inplace, _math, _views
@@ -34,47 +34,6 @@ class Tensor(TensorBase):
         src = _tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
         _init(self, src._storage, src.shape, src._strides, src._offset)
         self.requires_grad = requires_grad
-
-    # ---- layout and metadata -------------------------------------------------------------------
-    @property
-    def dtype(self) -> DType:
-        return self._storage.dtype
-
-    @property
-    def device(self) -> Device:
-        return self._storage.device
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def dim(self) -> int:
-        return len(self.shape)
-
-    def size(self, dim: int | None = None) -> Any:
-        if dim is None:
-            return self.shape
-        return self.shape[dim]
-
-    def stride(self, dim: int | None = None) -> Any:
-        return self._strides if dim is None else self._strides[dim]
-
-    def storage_offset(self) -> int:
-        return self._offset
-
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
-
-    def element_size(self) -> int:
-        return self.dtype.itemsize
-
-    def __len__(self) -> int:
-        if not self.shape:
-            raise RumusError("len() of a 0-d tensor")
-        return self.shape[0]
 
     @property
     def is_leaf(self) -> bool:
@@ -100,34 +59,6 @@ class Tensor(TensorBase):
     @grad_fn.setter
     def grad_fn(self, node: Node | None) -> None:
         self._grad_fn = node
-
-    @property
-    def _version(self) -> int:
-        """The version counter shared with every view of the same storage (bumped by in-place ops)."""
-        return self._storage.version
-
-    def is_contiguous(self) -> bool:
-        expected = 1
-        for size, stride in zip(reversed(self.shape), reversed(self._strides)):
-            if size != 1 and stride != expected:
-                return False
-            expected *= size
-        return True
-
-    @property
-    def _arg(self) -> TensorArg:
-        a = self._arg_cache
-        if a is None:
-            a = self._arg_cache = TensorArg(self._storage.buffer, self.shape, self._strides, self._offset, self.dtype)
-        return a
-
-    def _expanded_arg(self, shape: tuple[int, ...]) -> TensorArg:
-        if not self.shape:  # a scalar: stride 0 everywhere
-            return TensorArg(self._storage.buffer, shape, _ZEROS[len(shape)], self._offset, self._storage.dtype)
-        lead = len(shape) - len(self.shape)
-        strides = [0] * lead + [0 if s == 1 and shape[i + lead] != 1 else st
-                                for i, (s, st) in enumerate(zip(self.shape, self._strides))]
-        return TensorArg(self._storage.buffer, shape, tuple(strides), self._offset, self.dtype)
 
     # ---- host access --------------------------------------------------------------------------
     def _refuse_fixed(self, what: str) -> None:
@@ -434,7 +365,6 @@ class Tensor(TensorBase):
         return self.to(dtype="bool")
 
 
-_ZEROS = [(0,) * n for n in range(65)]
 bind_tensor_class(Tensor)  # make_tensor (below every op module) builds this class
 
 

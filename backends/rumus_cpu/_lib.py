@@ -18,7 +18,7 @@ from rumus_contracts.ops import expr_c
 from . import threads
 
 with threads.openmp_env_for_loading():  # libgomp reads its wait policy once, when it loads with the kernels
-    from ._kernels import ffi, lib  # noqa: F401  (ImportError here means: not compiled)
+    from ._kernels import ffi as ffi, lib as lib  # ImportError here means: not compiled
 
 # csrc/ next to the package in a source checkout (editable install); absent in an installed wheel
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "csrc")
@@ -111,10 +111,11 @@ def ew_meta(key: tuple[Any, ...]) -> Any:
 def reduce_meta(key: tuple[Any, ...]) -> Any:
     """key = ("r", x shape, x strides, out strides, reduced dims); see rumus_rlayout in C."""
     _, shape, xst, ost, dims = key
-    kept = [(n, (ost[d], xst[d])) for d, n in enumerate(shape) if d not in dims and n != 1]
+    kept: list[tuple[int, tuple[int, ...]]] = [(n, (ost[d], xst[d])) for d, n in enumerate(shape)
+                                               if d not in dims and n != 1]
     if any(n == 0 for n, _ in kept):
         return _store(key, None)
-    red = [(shape[d], (xst[d],)) for d in dims if shape[d] != 1]
+    red: list[tuple[int, tuple[int, ...]]] = [(shape[d], (xst[d],)) for d in dims if shape[d] != 1]
     red.sort(key=lambda item: -abs(item[1][0]))  # smallest stride innermost: reads walk memory in order
     kept, red = _merge(kept), _merge(red)
     values = [len(kept), *(n for n, _ in kept), *(s[0] for _, s in kept), *(s[1] for _, s in kept),

@@ -80,7 +80,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
                  _from_buffer(b.buffer), b.offset, _from_buffer(c.buffer), c.offset, p0, p1)
 
     kernel: Kernel = (unary, binary, ternary)[n_in - 1]
-    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"  # type: ignore[attr-defined]
+    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
     return kernel
 
 

@@ -85,7 +85,7 @@ def fill(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mappi
             iv = int(value)
         except (OverflowError, ValueError):
             raise DTypeError(f"fill: {value!r} has no {dt} value; pass a finite number") from None
-        info = np.iinfo(dt.numpy)
+        info = np.iinfo(dt.numpy)  # type: ignore[type-var]  # dt is an integer dtype here
         if not info.min <= iv <= info.max:
             raise DTypeError(f"fill: {value!r} is out of range for {dt} ({info.min}..{info.max})")
         fv = 0.0

@@ -86,7 +86,7 @@ def _geom(values: tuple[int, ...]) -> Any:
     return g
 
 
-def _conv_geom(n: int, x_shape: tuple[int, ...], k: tuple[int, int], out_hw: tuple[int, int],
+def _conv_geom(n: int, x_shape: tuple[int, ...], k: tuple[int, ...], out_hw: tuple[int, int],
                attrs: Mapping[str, Any], layout: int, out_channels: int = 0) -> Any:
     (sh, sw), (ph, pw), (dh, dw) = attrs["stride"], attrs["padding"], attrs["dilation"]
     return _geom((n, x_shape[1], x_shape[2], x_shape[3], k[0], k[1], int(sh), int(sw), int(ph), int(pw), int(dh),

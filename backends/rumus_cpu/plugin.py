@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
-from rumus_contracts import BackendRegistry, Kernel, KernelRegistry, hookimpl
+from rumus_contracts import BackendRegistry, DType, Kernel, KernelRegistry, hookimpl
 
 BACKEND = "cpu"
 KERNEL_MODULES: tuple[str, ...] = (
@@ -34,7 +34,7 @@ def _raise(what: str, exc: Exception) -> None:
 
 
 def kernel_entries(on_failure: Callable[[str, Exception], None] = _raise,
-                   ) -> list[tuple[str, Kernel, tuple[object, ...]]]:
+                   ) -> list[tuple[str, Kernel, tuple[DType, ...] | None]]:
     """(op, kernel, dtypes) of every module in KERNEL_MODULES (imports the compiled kernels).
 
     Raises ImportError when the C extension is not built or is stale. A kernel module that fails to

@@ -237,7 +237,7 @@ def run_map(spec: MapSpec, outputs: Sequence[TensorArg], inputs: Sequence[Tensor
             try:
                 hit = plans.get(tuple(key))
             except TypeError:  # unhashable shape or strides (lists): no caching
-                hit = key = None
+                hit = key = None  # type: ignore[assignment]  # key is checked before use
             if hit is not None:
                 if hit[0] is not None:
                     dev.recorder.dispatch(hit[0], buffers, hit[1], hit[2])

@@ -76,7 +76,7 @@ def _operand(side: str, mode: str, tile: Tile, dtype: str) -> tuple[list[str], l
             idx = f"{side}_off + ({base} + {side}o{j}) * {s_outer} + (k0 + {side}k{j}) * {s_k}"
             loads.append(f"            if ({valid}) {{ {side}r{j} = f32({bufname}[{idx}]); }} "
                          f"else {{ {side}r{j} = 0.0; }}")
-            st = f"{tname}[{buf} + {side}k{j} * {q}u + {side}o{j} / 4u][{side}o{j} % 4u] = {side}r{j};"
+            st: str | list[str] = f"{tname}[{buf} + {side}k{j} * {q}u + {side}o{j} / 4u][{side}o{j} % 4u] = {side}r{j};"
             stores.append(f"            if ({e} < {outer * bk}u) {{ {st} }}" if guard else f"            {st}")
         return decls, loads, stores
     vec_k = mode == "k4"  # vec4 along K (A row-major, B transposed), else along the outer dim
@@ -216,8 +216,8 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     a, b = inputs
     cb = c.buffer
     if isinstance(cb, WgpuBuffer) and a.buffer is not cb and b.buffer is not cb and not env_set(GEMM_ENV):
-        key = ("gemm", c.shape, c.strides, c.offset, c.dtype, a.shape, a.strides, a.offset, a.dtype,
-               b.shape, b.strides, b.offset, b.dtype, env_set(CHECKED_ENV))
+        key: tuple[Any, ...] | None = ("gemm", c.shape, c.strides, c.offset, c.dtype, a.shape, a.strides,
+                                       a.offset, a.dtype, b.shape, b.strides, b.offset, b.dtype, env_set(CHECKED_ENV))
         plans = cb.dev.launch_plans
         try:
             hit = plans.get(key)
@@ -273,7 +273,8 @@ def _matmul(c: TensorArg, a: TensorArg, b: TensorArg) -> tuple[Any, bytes | None
         work = new_buffer(dev, splits * nbatch * m * n * 4, "split-K workspace")
         target, c_off, c_dtype = work, 0, "f32"
         w_scm, w_scn, split_stride = n, 1, nbatch * m * n
-        w_bsc, acc = [], nbatch * m * n
+        w_bsc: list[int] = []
+        acc = nbatch * m * n
         for s in reversed(sizes):
             acc //= s
             w_bsc.insert(0, acc)

@@ -25,7 +25,7 @@ def env_set(name: str) -> bool:
         return bool(os.environ.get(name))
     key = _ENV_KEYS.get(name)
     if key is None:
-        key = _ENV_KEYS[name] = os.environ.encodekey(name)  # type: ignore[attr-defined]
+        key = _ENV_KEYS[name] = os.environ.encodekey(name)
     return bool(_ENV_DATA.get(key))
 
 

@@ -120,7 +120,7 @@ class Recorder:
                 self.flush()
                 off = 0
             if n:
-                self.host[off:off + n] = uniform
+                self.host[off:off + n] = uniform  # type: ignore[assignment]  # n > 0: uniform holds bytes
             self.used = off + need
         bind_group = program.bind_group(buffers, self.uniform_gpu)
         cpass = self.cpass

@@ -19,6 +19,7 @@ so that import is also an edge to the package.
 from __future__ import annotations
 
 import ast
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,37 @@ def test_import_linter_ignores_exactly_the_marked_late_bindings() -> None:
     reaching_layers = {e for e in marked if e.split(" -> ")[1] in layered or e.split(" -> ")[0] in layered}
     assert reaching_layers <= ignored, f"marked late bindings missing from pyproject's ignore_imports: " \
                                        f"{sorted(reaching_layers - ignored)}"
+
+
+def test_linear_calls_only_downward_but_where_marked() -> None:
+    """At run time too: F.linear forward and backward on a parameter and a view that requires grad never
+    calls from a layered core module into one above it, except through a marked late binding."""
+    import rumus as rm
+    from rumus import nn
+    from rumus.nn import functional as F
+
+    contract = _layers_contract()
+    rank = {m: -i for i, m in enumerate(contract["layers"])}  # higher is further up
+    allowed = {tuple(e.split(" -> ")) for e in contract["ignore_imports"]}
+    layer = nn.Linear(8, 4)
+    leaf = rm.randn(3, 8, requires_grad=True)
+
+    def step() -> None:
+        F.linear(leaf[1:], layer.weight, layer.bias).sum().backward()
+
+    step()  # caches filled: the walk below is a training step's
+    upward: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event != "call" or frame.f_back is None:
+            return
+        callee, caller = frame.f_globals.get("__name__"), frame.f_back.f_globals.get("__name__")
+        if callee in rank and caller in rank and rank[callee] > rank[caller] and (caller, callee) not in allowed:
+            upward.append(f"{caller}.{frame.f_back.f_code.co_name} -> {callee}.{frame.f_code.co_name}")
+
+    sys.setprofile(profile)
+    try:
+        step()
+    finally:
+        sys.setprofile(None)
+    assert not upward, sorted(set(upward))
