@@ -23,8 +23,10 @@ from rumus_wgpu.kernels import CLAIMS
 DEFAULT_TOL = {"float32": (1.3e-6, 1e-5), "float16": (1e-3, 1e-5)}
 # GPU transcendental functions are not correctly rounded: widened here, and reported upstream
 WIDEN: dict[str, dict[str, tuple[float, float]]] = {}
+# bfloat16 is left to the conformance suite (through the registry: most ops run widened, not as
+# BACKEND.kernels[op]) and tests/wgpu/test_bf16_storage.py, as the CPU's direct test leaves its 16-bit floats
 CASES = [(s.name, d) for s in OPS if not s.composite and s.name in CLAIMS
-         for d in CLAIMS[s.name] if d in s.dtypes or s.name in ("where", "fill")]
+         for d in CLAIMS[s.name] if (d in s.dtypes or s.name in ("where", "fill")) and d.name != "bfloat16"]
 
 
 # -- helpers -------------------------------------------------------------------------------------
