@@ -114,11 +114,13 @@ def _per_sample(og: int, k: int, hw: int) -> bool:
     return og * k * hw <= PER_SAMPLE_MAX
 
 
-def _unfold_plan(n: int, o: int, hw: int, w_shape: tuple[int, ...],
-                 attrs: Mapping[str, Any]) -> tuple[int, int, bool, int]:
-    """(groups, K = the column height, per-sample products?, samples per chunk) of the im2col path."""
+def _unfold_plan(n: int, o: int, hw: int, w_shape: tuple[int, ...], attrs: Mapping[str, Any],
+                 image: TensorArg) -> tuple[int, int, bool, int, int, int]:
+    """(groups, K = the column height, per-sample products?, samples per chunk, elements and item size of
+    one sample of the image side, x or its gradient) of the im2col path."""
     g, k = int(attrs["groups"]), w_shape[1] * w_shape[2] * w_shape[3]
-    return g, k, _per_sample(o // g, k, hw), _chunk(n, g * k * hw)
+    plane = image.shape[1] * image.shape[2] * image.shape[3]
+    return g, k, _per_sample(o // g, k, hw), _chunk(n, g * k * hw), plane, image.buffer.itemsize
 
 
 def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -129,10 +131,9 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     if _fused(_FUSED, x, w, y, _conv_geom(n, x.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
         return
     hw = ho * wo
-    g, k, small, step = _unfold_plan(n, o, hw, w.shape, attrs)
+    g, k, small, step, plane, isz = _unfold_plan(n, o, hw, w.shape, attrs, x)
     dt, np_dt = x.dtype.name, x.buffer.dtype
     wv = view(w).reshape(g, o // g, k)
-    plane, isz = x.shape[1] * x.shape[2] * x.shape[3], x.buffer.itemsize
     for n0 in range(0, n, step):
         nb = min(step, n - n0)
         cols = _ws.get("cols", np_dt, nb * g * k * hw)
@@ -154,10 +155,9 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
     if _fused(_FUSED_BI, gy, w, gx, _conv_geom(n, gx.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
         return
     hw = ho * wo
-    g, k, small, step = _unfold_plan(n, o, hw, w.shape, attrs)
+    g, k, small, step, plane, isz = _unfold_plan(n, o, hw, w.shape, attrs, gx)
     dt, np_dt = gy.dtype.name, gy.buffer.dtype
     wt = view(w).reshape(g, o // g, k).transpose(0, 2, 1)
-    plane, isz = gx.shape[1] * gx.shape[2] * gx.shape[3], gy.buffer.itemsize
     for n0 in range(0, n, step):
         nb = min(step, n - n0)
         cols = _ws.get("cols", np_dt, nb * g * k * hw)
@@ -178,10 +178,9 @@ def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[Tensor
         return
     out = view(gw).reshape(-1)
     hw = ho * wo
-    g, k, small, step = _unfold_plan(n, o, hw, gw.shape, attrs)
+    g, k, small, step, plane, isz = _unfold_plan(n, o, hw, gw.shape, attrs, x)
     out[...] = 0
     dt, np_dt = x.dtype.name, x.buffer.dtype
-    plane, isz = x.shape[1] * x.shape[2] * x.shape[3], x.buffer.itemsize
     step = min(step, _chunk(n, o * k)) if small else step
     target = out.reshape(g, o // g, k)
     for n0 in range(0, n, step):

@@ -399,50 +399,43 @@ static inline double FN(avg_window)(const int64_t *g, int64_t oh, int64_t ow, in
     return include_pad ? (double)pool : (double)((he - hs) * (we - ws));
 }
 
-void FN(rumus_avg_pool2d)(const void *xv, void *yv, const int64_t *g) {
-    const T *x = (const T *)xv;
-    T *y = (T *)yv;
+/* Both directions walk the same windows: forward sums each window of x into y; backward spreads each
+   gy element over its window of gx (zeroed first). */
+static void FN(avg_pool_planes)(const T *in, T *out, const int64_t *g, int backward) {
     POOL_GEOMETRY
+    const int64_t in_plane = backward ? Ho * Wo : H * W, out_plane = backward ? H * W : Ho * Wo;
 RUMUS_PARALLEL_FOR
     for (int t = 0; t < nt; t++) {
         for (int64_t p = P * t / nt; p < P * (t + 1) / nt; p++) {
-            const T *xp = x + p * H * W;
-            T *yp = y + p * Ho * Wo;
+            const T *ip = in + p * in_plane;
+            T *op = out + p * out_plane;
+            if (backward) memset(op, 0, (size_t)(H * W) * sizeof(T));
             for (int64_t oh = 0; oh < Ho; oh++) {
                 for (int64_t ow = 0; ow < Wo; ow++) {
                     int64_t h0, h1, w0, w1;
                     const double div = FN(avg_window)(g, oh, ow, &h0, &h1, &w0, &w1);
+                    if (backward) {
+                        const T v = (T)((double)ip[oh * Wo + ow] / div);
+                        for (int64_t ih = h0; ih < h1; ih++)
+                            for (int64_t iw = w0; iw < w1; iw++) op[ih * W + iw] += v;
+                        continue;
+                    }
                     double s = 0.0;
                     for (int64_t ih = h0; ih < h1; ih++)
-                        for (int64_t iw = w0; iw < w1; iw++) s += (double)xp[ih * W + iw];
-                    yp[oh * Wo + ow] = (h0 < h1 && w0 < w1) ? (T)(s / div) : (T)0;
+                        for (int64_t iw = w0; iw < w1; iw++) s += (double)ip[ih * W + iw];
+                    op[oh * Wo + ow] = (h0 < h1 && w0 < w1) ? (T)(s / div) : (T)0;
                 }
             }
         }
     }
 }
 
+void FN(rumus_avg_pool2d)(const void *xv, void *yv, const int64_t *g) {
+    FN(avg_pool_planes)((const T *)xv, (T *)yv, g, 0);
+}
+
 void FN(rumus_avg_pool2d_backward)(const void *gv, void *gxv, const int64_t *g) {
-    const T *gr = (const T *)gv;
-    T *gx = (T *)gxv;
-    POOL_GEOMETRY
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t p = P * t / nt; p < P * (t + 1) / nt; p++) {
-            const T *gp = gr + p * Ho * Wo;
-            T *gxp = gx + p * H * W;
-            memset(gxp, 0, (size_t)(H * W) * sizeof(T));
-            for (int64_t oh = 0; oh < Ho; oh++) {
-                for (int64_t ow = 0; ow < Wo; ow++) {
-                    int64_t h0, h1, w0, w1;
-                    const double div = FN(avg_window)(g, oh, ow, &h0, &h1, &w0, &w1);
-                    const T v = (T)((double)gp[oh * Wo + ow] / div);
-                    for (int64_t ih = h0; ih < h1; ih++)
-                        for (int64_t iw = w0; iw < w1; iw++) gxp[ih * W + iw] += v;
-                }
-            }
-        }
-    }
+    FN(avg_pool_planes)((const T *)gv, (T *)gxv, g, 1);
 }
 
 #undef POOL_GEOMETRY
