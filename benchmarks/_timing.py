@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 
 def bench(fn: Callable[[], object], min_time: float = 0.3, repeats: int = 5) -> float:
@@ -53,3 +54,17 @@ def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
     sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
     body = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(r, widths)) + " |" for r in rows]
     return "\n".join([line, sep, *body])
+
+
+def cuda_torch_fp32() -> Any:
+    """torch when it has CUDA, with TF32 off (plain fp32, the precision RUMUS's WGSL computes in); else None."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    return torch

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import table  # noqa: E402
+from _timing import cuda_torch_fp32, table  # noqa: E402
 
 TOK, D, FF, V = 4096, 1024, 4096, 32000
 LM = [("nt", TOK, 3 * D, D), ("nt", TOK, D, D), ("nt", TOK, FF, D), ("nt", TOK, D, FF), ("nt", TOK, V, D),
@@ -70,15 +70,7 @@ def main() -> None:
     shapes = [s for s in shapes if f"{s[0]}:{s[1]}x{s[2]}x{s[3]}" in args.only] + \
         [e for e in extra if e not in shapes] if args.only else shapes  # type: ignore[misc]
     variants = VARIANTS
-    torch = None
-    if not args.no_torch:
-        try:
-            import torch as _torch
-            if _torch.cuda.is_available():
-                torch = _torch
-                torch.backends.cuda.matmul.allow_tf32 = False
-        except ImportError:
-            pass
+    torch = None if args.no_torch else cuda_torch_fp32()
     rows = []
     for layout, m, n, k in shapes:
         flops = 2.0 * m * n * k

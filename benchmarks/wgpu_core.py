@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -24,6 +25,9 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import Device, TensorArg, contiguous_strides, float32
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import cuda_torch_fp32  # noqa: E402
 
 SWEEP_PLANS = ("128x128", "128x128/checked", "128x64", "64x64", "64x64w", "128x128k16", "128x128:2", "128x128:4",
                "128x128:8", "128x64:2", "128x64:4", "64x64:4")  # "/checked": naga's runtime bounds checks on
@@ -50,16 +54,7 @@ class Context:
         from rumus_wgpu.backend import WgpuBackend
         self.backend = WgpuBackend()
         self.device = Device("wgpu", 0)
-        self.torch: Any = None
-        try:
-            import torch
-            if torch.cuda.is_available():
-                torch.backends.cuda.matmul.allow_tf32 = False
-                torch.backends.cudnn.allow_tf32 = False
-                torch.set_float32_matmul_precision("highest")
-                self.torch = torch
-        except ImportError:
-            pass
+        self.torch: Any = cuda_torch_fp32()
 
     def tensor(self, array: np.ndarray) -> TensorArg:
         buf = self.backend.from_numpy(self.device, array, float32)

@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import median_synced, table  # noqa: E402
+from _timing import cuda_torch_fp32, median_synced, table  # noqa: E402
 
 
 def main() -> None:
@@ -23,14 +23,7 @@ def main() -> None:
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
     import rumus as rm
     rows = []
-    torch = None
-    try:
-        import torch as _torch
-        if _torch.cuda.is_available():
-            torch = _torch
-            torch.backends.cuda.matmul.allow_tf32 = False
-    except ImportError:
-        pass
+    torch = cuda_torch_fp32()
     for n in args.sizes:
         flops = 2.0 * n ** 3
         row = [str(n)]
