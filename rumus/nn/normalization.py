@@ -17,6 +17,16 @@ from .module import Module
 from .parameter import Parameter
 
 
+def _affine(module: Module, shape: tuple[int, ...], weight: bool, bias: bool, device: Any, dtype: Any) -> None:
+    """A norm layer's scale (ones) and shift (zeros) of `shape`, or None registered in their place, as
+    PyTorch's layers hold them (absent from the state dict, `module.weight is None`)."""
+    for name, wanted, make in (("weight", weight, _creation.ones), ("bias", bias, _creation.zeros)):
+        if wanted:
+            setattr(module, name, Parameter(make(*shape, device=device, dtype=dtype)))
+        else:
+            module.register_parameter(name, None)
+
+
 class _BatchNorm(Module):
     _dims: tuple[int, ...] = ()
 
@@ -27,12 +37,7 @@ class _BatchNorm(Module):
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight: Parameter | None
         self.bias: Parameter | None
-        if affine:
-            self.weight = Parameter(_creation.ones(num_features, device=device, dtype=dtype))
-            self.bias = Parameter(_creation.zeros(num_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_features,), affine, affine, device, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _creation.zeros(num_features, device=device, dtype=dtype))
             self.register_buffer("running_var", _creation.ones(num_features, device=device, dtype=dtype))
@@ -96,14 +101,7 @@ class LayerNorm(Module):
         self.normalized_shape, self.eps, self.elementwise_affine = _shape(normalized_shape), eps, elementwise_affine
         self.weight: Parameter | None
         self.bias: Parameter | None
-        if elementwise_affine:
-            self.weight = Parameter(_creation.ones(*self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-        if elementwise_affine and bias:
-            self.bias = Parameter(_creation.zeros(*self.normalized_shape, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _affine(self, self.normalized_shape, elementwise_affine, elementwise_affine and bias, device, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -122,12 +120,7 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         self.weight: Parameter | None
         self.bias: Parameter | None
-        if affine:
-            self.weight = Parameter(_creation.ones(num_channels, device=device, dtype=dtype))
-            self.bias = Parameter(_creation.zeros(num_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_channels,), affine, affine, device, dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         return F.group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
