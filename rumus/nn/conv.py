@@ -76,26 +76,30 @@ def _tuple(value: Any, n: int, name: str) -> tuple[int, ...]:
     return items
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """Conv1d / Conv2d: PyTorch's constructor, its int-or-tuple arguments widened to `_dims` entries."""
+
+    _dims = 0
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device: Any = None, dtype: Any = None) -> None:
-        pad = padding if isinstance(padding, str) else _tuple(padding, 1, "padding")
-        super().__init__(in_channels, out_channels, _tuple(kernel_size, 1, "kernel_size"), _tuple(stride, 1, "stride"),
-                         pad, _tuple(dilation, 1, "dilation"), False, (0,), groups, bias, padding_mode, device, dtype)
+        n = self._dims
+        pad = padding if isinstance(padding, str) else _tuple(padding, n, "padding")
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, n, "kernel_size"), _tuple(stride, n, "stride"),
+                         pad, _tuple(dilation, n, "dilation"), False, (0,) * n, groups, bias, padding_mode, device,
+                         dtype)
+
+
+class Conv1d(_Conv):
+    _dims = 1
 
     def forward(self, x: Tensor) -> Tensor:
         return F.conv1d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class Conv2d(_ConvNd):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        pad = padding if isinstance(padding, str) else _tuple(padding, 2, "padding")
-        super().__init__(in_channels, out_channels, _tuple(kernel_size, 2, "kernel_size"), _tuple(stride, 2, "stride"),
-                         pad, _tuple(dilation, 2, "dilation"), False, (0, 0), groups, bias, padding_mode, device,
-                         dtype)
+class Conv2d(_Conv):
+    _dims = 2
 
     def forward(self, x: Tensor) -> Tensor:
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
