@@ -35,8 +35,8 @@ def _targets(op: str, t: TensorArg, classes: int, ignore_index: int) -> tuple[np
     host = np.ascontiguousarray(np.asarray(t.buffer)[t.offset:t.offset + t.numel], dtype=np.int64)
     bad = (host != ignore_index) & ((host < 0) | (host >= classes))
     if bad.any():
-        raise IndexOutOfRange(f"{op}: target {int(host[bad][0])} is out of range for {classes} classes (valid "
-                              f"targets are 0..{classes - 1}, or ignore_index={ignore_index})")
+        raise IndexOutOfRange(f"{op}: a target class index is out of range for {classes} classes (valid targets "
+                              f"are 0..{classes - 1}, or ignore_index={ignore_index}); got {int(host[bad][0])}")
     return host, ffi.cast("int64_t *", ffi.from_buffer(host))
 
 

@@ -82,8 +82,8 @@ def _rows(logits: np.ndarray, target: np.ndarray, weight: np.ndarray, ignore_ind
     valid = t != ignore_index
     bad = valid & ((t < 0) | (t >= c))
     if bad.any():
-        raise IndexOutOfRange(f"{op}: target {int(t[bad][0])} is out of range for {c} classes (valid targets "
-                              f"are 0..{c - 1}, or ignore_index={ignore_index})")
+        raise IndexOutOfRange(f"{op}: a target class index is out of range for {c} classes (valid targets are "
+                              f"0..{c - 1}, or ignore_index={ignore_index}); got {int(t[bad][0])}")
     safe = np.where(valid, t, 0)
     m = logits.max(axis=1, keepdims=True) if logits.size else np.zeros((logits.shape[0], 1))
     shift = np.where(np.isfinite(m), m, 0.0)
