@@ -9,6 +9,7 @@
    the reference. */
 #include "internal/rumus.h"
 #include "internal/quant_vnni.h"
+#include "gemm_blocked.h"
 #include "quant.h"
 
 #include <stdlib.h>
@@ -154,10 +155,75 @@ static float q8_column_avx2(const float *x, const uint32_t *col, int64_t k, int6
 }
 #endif
 
+/* ---- batches: float GEMM on dequantised column panels --------------------------------------------
+   From PANEL_MIN_M rows on, the register loops lose to a float GEMM (they redo a dot product per row and
+   column). Then PANEL_N columns at a time are dequantised into a [K, PANEL_N] float panel (a few MiB,
+   never a copy of the whole weight) and multiplied by csrc/gemm_blocked.c's float32 GEMM, which is
+   bit-identical at every thread count. Without an attached BLAS the register loops run. */
+#define PANEL_N 256
+static int64_t g_panel_min_m = 16;
+
+void rumus_quant_set_panel_rows(int64_t min_m) { g_panel_min_m = min_m; }
+
+typedef void (*panel_fill)(float *p, const void *w, int64_t k, int64_t n, int64_t size, int64_t j0, int64_t nn,
+                           const float *scales, const float *zeros);
+
+/* q8 columns are contiguous, so their panel is stored transposed ([nn, K], one column per row: every
+   write is sequential) and the GEMM reads it as B^T */
+static void q8_fill(float *p, const void *w, int64_t k, int64_t n, int64_t bs, int64_t j0, int64_t nn,
+                    const float *scales, const float *zeros) {
+    RUMUS_UNUSED(n); RUMUS_UNUSED(scales); RUMUS_UNUSED(zeros);
+    const int64_t nb = (k + bs - 1) / bs, bw = 1 + bs / 4;
+    const int nt = rumus_threads_for_units(nn, nn * k);
+    RUMUS_UNUSED(nt);
+    RUMUS_PARALLEL_FOR
+    for (int64_t cc = 0; cc < nn; cc++) {
+        const uint32_t *col = (const uint32_t *)w + (j0 + cc) * nb * bw;
+        float *dst = p + cc * k;
+        for (int64_t b = 0; b < nb; b++) {
+            const float s = f32_from_f16((uint16_t)(col[b * bw] & 0xFFFFu));
+            const int8_t *q = (const int8_t *)(col + b * bw + 1);
+            const int64_t k0 = b * bs, len = (k - k0 < bs) ? k - k0 : bs;
+            for (int64_t j = 0; j < len; j++) dst[k0 + j] = (float)q[j] * s;
+        }
+    }
+}
+
+static void int4_fill(float *p, const void *w, int64_t k, int64_t n, int64_t g, int64_t j0, int64_t nn,
+                      const float *scales, const float *zeros) {
+    const int nt = rumus_threads_for_units(k, nn * k);
+    RUMUS_UNUSED(nt);
+    RUMUS_PARALLEL_FOR
+    for (int64_t r = 0; r < k; r++) {
+        const float *s = scales + (r / g) * n + j0, *z = zeros + (r / g) * n + j0;
+        const uint32_t *row = (const uint32_t *)w + (r / 8) * n + j0;
+        const int shift = (int)(4 * (r % 8));
+        for (int64_t c = 0; c < nn; c++) p[r * nn + c] = ((float)((row[c] >> shift) & 0xFu) - z[c]) * s[c];
+    }
+}
+
+/* 1 when out was computed here, 0 when the caller's register loops must run */
+static int linear_panels(float *out, const float *x, const void *w, const float *scales, const float *zeros,
+                         int64_t m, int64_t k, int64_t n, int64_t size, panel_fill fill, int transposed) {
+    if (m < g_panel_min_m || k <= 0 || !rumus_gemm_attached()) return 0;
+    const int64_t width = n < PANEL_N ? n : PANEL_N;
+    float *p = (float *)malloc((size_t)(k * width) * sizeof(float));
+    int ok = p != NULL;
+    for (int64_t j0 = 0; ok && j0 < n; j0 += PANEL_N) {
+        const int64_t nn = (n - j0 < PANEL_N) ? n - j0 : PANEL_N;
+        fill(p, w, k, n, size, j0, nn, scales, zeros);
+        ok = rumus_gemm(0, 1, 1, m, nn, k, x, 0, 0, k, 0, p, 0, 0, transposed ? k : nn, transposed, out + j0, 0, 0,
+                        n);
+    }
+    free(p);
+    return ok;
+}
+
 void rumus_q8_linear(float *out, const float *x, const uint32_t *words, int64_t m, int64_t k, int64_t n,
                      int64_t bs) {
     const int64_t col_words = ((k + bs - 1) / bs) * (1 + bs / 4);
     const int isa = rumus_quant_isa();
+    if (linear_panels(out, x, words, NULL, NULL, m, k, n, bs, q8_fill, 1)) return;
     /* VNNI needs x in integer form; it declines (-1) a NaN / inf / subnormal-only block or a failed
        allocation, and then the float AVX2 loop below computes the IEEE result */
     if (isa == ISA_AVX512_VNNI && rumus_q8_linear_vnni(out, x, words, m, k, n, bs) == 0) return;
@@ -291,6 +357,7 @@ void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const 
     if (m <= 0 || n <= 0) return;
     const int64_t groups = (k + g - 1) / g, padded = groups * g;
     const int isa = rumus_quant_isa();
+    if (linear_panels(out, x, words, scales, zeros, m, k, n, g, int4_fill, 0)) return;
     if (isa == ISA_AVX512_VNNI && rumus_int4_linear_vnni(out, x, words, scales, zeros, m, k, n, g) == 0) return;
     RUMUS_UNUSED(isa);
     /* a zero-padded copy of x and its per-group sums: K floats per row, never a copy of the weight */

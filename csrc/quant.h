@@ -11,3 +11,4 @@ void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const 
 int rumus_quant_isa(void);
 int rumus_quant_best_isa(void);
 void rumus_quant_set_isa(int isa);
+void rumus_quant_set_panel_rows(int64_t min_m);

@@ -4,7 +4,8 @@ The packed words may arrive as a strided view (the conformance suite feeds such 
 gathered into a contiguous word array first — a copy of the packed bytes, never a float expansion.
 The matmuls dequantise inside the C loops (AVX-512 VNNI, AVX2 or portable, chosen at run time by
 cpuid; RUMUS_QUANT_ISA=portable|avx2|avx512vnni forces one, and asking for more than the CPU has is
-an error, never a quiet downgrade).
+an error, never a quiet downgrade). From 16 rows of x on they run a float GEMM over dequantised
+column panels instead (csrc/quant.c says why).
 """
 
 from __future__ import annotations
@@ -41,6 +42,15 @@ def force_isa(name: str | None) -> None:
         raise RumusError(f"RUMUS_QUANT_ISA={name}: this CPU (or the compiler that built rumus) only has "
                          f"{', '.join(ISA_NAMES[:best + 1])}; unset it or pick one of those")
     lib.rumus_quant_set_isa(ISA_NAMES.index(name))
+
+
+PANEL_MIN_ROWS = 16  # csrc/quant.c's default: from this batch on, float GEMM on dequantised panels
+
+
+def set_panel_rows(min_rows: int) -> None:
+    """The batch from which the matmuls run csrc/quant.c's panel GEMM instead of the register loops
+    (tests raise it to reach the register loops at every batch)."""
+    lib.rumus_quant_set_panel_rows(min_rows)
 
 
 def quant_isa() -> str:

@@ -27,21 +27,29 @@ def _available(name: str) -> bool:
     return ISAS.index(name) <= int(lib.rumus_quant_best_isa())
 
 
-@pytest.fixture(params=ISAS)
+@pytest.fixture(params=[*ISAS, "panels"])
 def isa(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Every inner loop this machine has, each forced in turn (the best one is what users get)."""
+    """Every register loop this machine has, each forced in turn at every batch size, then the default:
+    the best loop below 16 rows and the float GEMM over dequantised panels from 16 rows on."""
     if not ON_CPU:
+        if request.param != "panels":
+            pytest.skip("the ISA paths are the CPU's: one run per test on another device")
         yield "device"
         return
-    from rumus_cpu.kernels_quant import force_isa, quant_isa
+    from rumus_cpu.kernels_quant import PANEL_MIN_ROWS, force_isa, quant_isa, set_panel_rows
+    if request.param == "panels":
+        yield request.param
+        return
     if not _available(request.param):
         pytest.skip(f"this CPU has no {request.param}")
     force_isa(request.param)
+    set_panel_rows(1 << 62)
     try:
         assert quant_isa() == request.param
         yield request.param
     finally:
         force_isa(None)
+        set_panel_rows(PANEL_MIN_ROWS)
 
 
 def _close(got: np.ndarray, want: np.ndarray, k: int) -> None:
