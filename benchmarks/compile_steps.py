@@ -13,6 +13,7 @@ eager one and over torch's. Steps are timed interleaved (eager, compiled, torch 
 
     python benchmarks/compile_steps.py                                   # rumus cpu vs torch cpu
     RUMUS_BACKEND=wgpu python benchmarks/compile_steps.py --device wgpu:0 --torch-device cuda   # the H200
+    RUMUS_COMPILE_TAPE=0 ...   # compiled replays run each kernel's Python wrapper (before launch tapes)
 """
 
 from __future__ import annotations

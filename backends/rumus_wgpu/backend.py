@@ -146,3 +146,8 @@ class WgpuBackend:
         from .fused import compile_fused
         return compile_fused(program)
 
+    def record_launches(self, device: Device) -> Any:
+        """rm.compile's optional launch tape (recorder.LaunchTape): a kernel call's dispatches, replayable."""
+        from .recorder import LaunchTape
+        return LaunchTape(self.device(device).recorder)
+

@@ -13,8 +13,9 @@ earlier submissions.
 
 from __future__ import annotations
 
+import functools
 import os
-
+from collections.abc import Callable
 from typing import Any
 
 UNIFORM_ALIGN = 256  # >= every adapter's min-uniform-buffer-offset-alignment
@@ -86,6 +87,7 @@ class Recorder:
         # (buffer, raise_for(bits)): a u32 that kernels set on bad input, copied out with the next read
         self.error_flag: Any = None
         self.error_pending = False
+        self.tape: LaunchTape | None = None  # rm.compile noting this recorder's launches (LaunchTape)
 
     # -- recording -------------------------------------------------------------------------------
     def _compute_pass(self) -> Any:
@@ -106,8 +108,11 @@ class Recorder:
         return self.encoder
 
     def dispatch(self, program: Any, buffers: list[Any], uniform: bytes | None,
-                 groups: tuple[int, int, int]) -> None:
-        """Record one dispatch: `buffers` (WgpuBuffer handles) in binding order, then the uniform bytes."""
+                 groups: tuple[int, int, int], bind_group: Any = None) -> None:
+        """Record one dispatch: `buffers` (WgpuBuffer handles) in binding order, then the uniform bytes.
+        `bind_group`: the group for exactly these buffers, when the caller holds it (a LaunchTape replay)."""
+        if self.tape is not None:
+            self.tape.note_dispatch(program, buffers, uniform, groups)
         if self.count >= self.bound:
             self._flush_full()
         size = program.uniform_size
@@ -122,7 +127,8 @@ class Recorder:
             if n:
                 self.host[off:off + n] = uniform  # type: ignore[assignment]  # n > 0: uniform holds bytes
             self.used = off + need
-        bind_group = program.bind_group(buffers, self.uniform_gpu)
+        if bind_group is None:
+            bind_group = program.bind_group(buffers, self.uniform_gpu)
         cpass = self.cpass
         if cpass is None:
             cpass = self._compute_pass()
@@ -151,6 +157,8 @@ class Recorder:
 
     def copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
         """Buffer-to-buffer copy between handles (byte offsets and size multiples of 4)."""
+        if self.tape is not None:
+            self.tape.note_copy(src, src_offset, dst, dst_offset, nbytes)
         if self.count >= self.bound:
             self._flush_full()
         self._plain_encoder().copy_buffer_to_buffer(src.gpu, src_offset, dst.gpu, dst_offset, nbytes)
@@ -182,6 +190,8 @@ class Recorder:
     # -- host synchronisation ----------------------------------------------------------------------
     def read(self, buf: Any, offset: int, nbytes: int) -> memoryview:
         """Bytes [offset, offset + nbytes) of a handle (both multiples of 4), after all recorded work."""
+        if self.tape is not None:  # a kernel that reads values cannot be replayed from its launches
+            self.tape.broken = True
         wgpu = self._wgpu
         flag = self.error_flag[0] if self.error_pending else None
         total = nbytes + (4 if flag is not None else 0)
@@ -231,3 +241,71 @@ class Recorder:
     def stats(self) -> dict[str, int]:
         return {"submits": self.submits, "syncs": self.syncs, "dispatches": self.dispatches,
                 "copies": self.copies, "pending": self.count}
+
+
+class LaunchTape:
+    """The dispatches and copies one kernel call recorded, to be issued again without running the kernel's
+    Python (rm.compile's replay: rumus/compile/tape.py). Used as `with tape: kernel(...)`, then `freeze`
+    names the buffers that change between replays (slots); every other buffer the kernel used — scratch
+    it allocated included — is held by the tape, so it stays the kernel's own on every replay. A kernel
+    that read values on the host while noted (`broken`) cannot be replayed this way."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        self.recorder = recorder
+        self.ops: list[tuple[Any, ...]] = []
+        self.broken = False
+
+    def __enter__(self) -> LaunchTape:
+        if self.recorder.tape is not None:
+            self.broken = True  # nested: the outer tape notes these launches
+        else:
+            self.recorder.tape = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.recorder.tape is self:
+            self.recorder.tape = None
+        if exc[0] is not None:
+            self.broken = True
+
+    def note_dispatch(self, program: Any, buffers: list[Any], uniform: bytes | None,
+                      groups: tuple[int, int, int]) -> None:
+        self.ops.append((program, list(buffers), None if uniform is None else bytes(uniform), tuple(groups)))
+
+    def note_copy(self, src: Any, src_offset: int, dst: Any, dst_offset: int, nbytes: int) -> None:
+        self.ops.append((None, [src, dst], None, (src_offset, dst_offset, nbytes)))
+
+    def freeze(self, slot_of: dict[int, int]) -> Callable[[list[Any]], None] | None:
+        """A function issuing the launches again, given that replay's slot buffers (a list indexed by
+        slot): handles whose id is in `slot_of` are taken from it, the others are the ones noted; the
+        bind group is kept where nothing is patched. None when the tape cannot be replayed."""
+        if self.broken:
+            return None
+        rec = self.recorder
+        flag = rec.error_flag[0] if rec.error_flag is not None else None
+        out: list[tuple[Any, ...]] = []
+        for program, buffers, uniform, groups in self.ops:
+            patches = [(i, slot_of[id(b)]) for i, b in enumerate(buffers) if id(b) in slot_of]
+            fixed = [None if id(b) in slot_of else b for b in buffers]
+            group = None
+            if program is not None and not patches:
+                group = program.bind_group(buffers, rec.uniform_gpu)
+            sets_flag = flag is not None and any(b is flag for b in buffers)
+            out.append((program, fixed, patches, uniform, groups, group, sets_flag))
+        return functools.partial(_replay_launches, rec, out)
+
+
+def _replay_launches(rec: Recorder, ops: list[tuple[Any, ...]], bufs: list[Any]) -> None:
+    """Issue frozen launches (LaunchTape.freeze) again with this replay's slot buffers `bufs`."""
+    for program, fixed, patches, uniform, groups, group, sets_flag in ops:
+        buffers = fixed
+        if patches:
+            buffers = list(fixed)
+            for i, slot in patches:
+                buffers[i] = bufs[slot]
+        if sets_flag:
+            rec.error_pending = True
+        if program is None:
+            rec.copy(buffers[0], groups[0], buffers[1], groups[1], groups[2])
+        else:
+            rec.dispatch(program, buffers, uniform, groups, group)

@@ -50,6 +50,8 @@ class Compiled:
         self.name = getattr(fn, "__qualname__", repr(fn))
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
         self.off = os.environ.get("RUMUS_COMPILE", "1") == "0"  # read when the function is wrapped
+        # RUMUS_COMPILE_TAPE=0: replay every kernel through its Python wrapper (no launch tapes, tape.py)
+        self.tape = os.environ.get("RUMUS_COMPILE_TAPE", "1") != "0"
         self.captures = 0  # how many times a call was captured (tests and debugging read it)
         self.replays = 0
         functools.update_wrapper(self, fn)
@@ -97,7 +99,7 @@ class Compiled:
         report: list[str] = []
         keep = _escaping(rec, outputs)
         items = fuse(rec.items, keep, self.name, report) if self.fuse else rec.items
-        entry.program = Program(rec, tensors, outputs, seeds, items, keep, self.debug)
+        entry.program = Program(rec, tensors, outputs, seeds, items, keep, self.debug, self.tape)
         self.captures += 1
         if self.debug:
             print("\n".join([entry.program.describe(), *report]))

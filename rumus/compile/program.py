@@ -9,6 +9,7 @@ every other buffer — parameters, optimizer state, intermediates — is the cap
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from ..tensor import Tensor, make_tensor
 from .. import _dispatch
 from . import memory
 from .host_replay import Prober
+from .tape import taped
 from .capture import Call, HostCall, Leaf, Recorder
 
 
@@ -32,6 +34,10 @@ class Step:
     patches: list[tuple[int, int, int]]  # (0 = outs / 1 = ins, position, slot)
     seeded: bool  # has a `seed` attr drawn from the default generator: fresh on every replay
     label: str  # for debug printing: op name, shapes
+    place: tuple[Any, Any] | None  # (backend, device) it runs on, for the launch tape (no Storage: memory.py
+    # decides from storages' reachability which intermediates may share a buffer)
+    launches: Callable[[list[Any]], None] | None = None  # its frozen launches (tape.py), once taken
+    tape_tried: bool = False
 
 
 @dataclass
@@ -49,7 +55,7 @@ class LeafCheck:
 
 class Program:
     def __init__(self, rec: Recorder, inputs: Sequence[Tensor], outputs: Sequence[Any], seeds: dict[int, bool],
-                 items: list[Any], keep: set[int], debug: bool = False) -> None:
+                 items: list[Any], keep: set[int], debug: bool = False, tape: bool = True) -> None:
         self.fn_name = rec.fn_name
         self.debug = debug
         slot_of: dict[int, int] = {}
@@ -100,6 +106,7 @@ class Program:
         self.memory: dict[int, memory.Candidate] | None = memory.candidates(own, set(slot_of) | keep)
         self.memory_bytes = (0, 0)  # (intermediates' bytes, after the plan), known after the first replay
         self.n_host_kernels = rec.host_kernels
+        self.tape = tape  # replay captured kernels from their launches where the backend can (tape.py)
 
     def _slot(self, slot_of: dict[int, int], storage: Storage) -> int:
         key = id(storage.buffer)
@@ -115,7 +122,9 @@ class Program:
         seed = c.attrs.get("seed")
         seeded = isinstance(seed, int) and seeds.get(seed, False)
         shapes = ", ".join(str(list(a.shape)) for a in c.ins)
-        return Step(c.kernel, c.outs, c.ins, c.attrs, patches, seeded, f"{c.name}({shapes})")
+        st = (c.writes or c.reads or [None])[0]
+        place = None if st is None else (st.backend, st.device)
+        return Step(c.kernel, c.outs, c.ins, c.attrs, patches, seeded, f"{c.name}({shapes})", place)
 
     # ---- replay ---------------------------------------------------------------------------------------
     def run(self, inputs: Sequence[Tensor]) -> list[Any] | None:
@@ -145,6 +154,9 @@ class Program:
         for item in self.items:
             if type(item) is Step:
                 started = True
+                if item.launches is not None:
+                    item.launches(bufs)
+                    continue
                 if item.patches:
                     outs, ins = list(item.outs), list(item.ins)
                     for which, pos, slot in item.patches:
@@ -154,7 +166,13 @@ class Program:
                 else:
                     outs, ins = item.outs, item.ins
                 attrs = item.attrs if not item.seeded else {**item.attrs, "seed": seed_map[item.attrs["seed"]]}
-                item.kernel(outs, ins, attrs)
+                if item.tape_tried or item.seeded or item.place is None or not self.tape:
+                    item.kernel(outs, ins, attrs)
+                else:  # the first replay: note its launches, issued directly from then on
+                    item.tape_tried = True
+                    item.launches = taped(*item.place, functools.partial(item.kernel, outs, ins, attrs), bufs,
+                                          [*item.outs, *item.ins],
+                                          {p if w == 0 else len(item.outs) + p for w, p, _ in item.patches})
             elif type(item) is Host:
                 started = True
                 for leaf, g in item.call.grads:  # as at the capture, over this replay's buffers
