@@ -247,20 +247,22 @@ def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     return _finish(_op("argmin")(x, dim=d), (d,) if x.ndim else (), keepdim)
 
 
-def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+def _extreme(x: Tensor, dim: Any, keepdim: bool, pairwise: Any, reduce: Any, arg: Any) -> Any:
+    """torch.max / torch.min's three forms: elementwise against a tensor, over everything, or along a dim
+    (values and indices)."""
     if isinstance(dim, Tensor):
-        return maximum(x, dim)
+        return pairwise(x, dim)
     if dim is None:
-        return amax(x)
-    return ValuesIndices(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+        return reduce(x)
+    return ValuesIndices(reduce(x, dim, keepdim), arg(x, dim, keepdim))
+
+
+def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    return _extreme(x, dim, keepdim, maximum, amax, argmax)
 
 
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
-    if isinstance(dim, Tensor):
-        return minimum(x, dim)
-    if dim is None:
-        return amin(x)
-    return ValuesIndices(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+    return _extreme(x, dim, keepdim, minimum, amin, argmin)
 
 
 def any(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:

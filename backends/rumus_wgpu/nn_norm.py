@@ -13,7 +13,7 @@ so), with offsets.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import TensorArg
@@ -114,22 +114,24 @@ def _trailing_rows(x: TensorArg, w: TensorArg) -> _Rows:
     return _Rows(x.numel // cols if cols else 0, cols, 1, cols, 1)
 
 
-def layer_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w, b) = outputs[0], inputs
+def _rows_forward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any],
+                  rows_of: Callable[[TensorArg, TensorArg], _Rows], flags: int) -> None:
+    """y = norm(x) * w (+ b) over the rows `rows_of(x, w)` describes; inputs (x, w) or (x, w, b)."""
+    y = outputs[0]
     if y.numel == 0:
         return
     dev = device_of(outputs, inputs)
-    x, w, b = dealias(dev, outputs, [x, w, b])[0]
-    _trailing_rows(x, w).forward(dev, y, x, w, b, CENTRED, float(attrs["eps"]))
+    args = dealias(dev, outputs, list(inputs))[0]
+    x, w, b = args[0], args[1], args[2] if len(args) > 2 else None
+    rows_of(x, w).forward(dev, y, x, w, b, flags, float(attrs["eps"]))
+
+
+def layer_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    _rows_forward(outputs, inputs, attrs, _trailing_rows, CENTRED)
 
 
 def rms_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w) = outputs[0], inputs
-    if y.numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    x, w = dealias(dev, outputs, [x, w])[0]
-    _trailing_rows(x, w).forward(dev, y, x, w, None, 0, float(attrs["eps"]))
+    _rows_forward(outputs, inputs, attrs, _trailing_rows, 0)
 
 
 def _rows_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any],
@@ -159,12 +161,8 @@ def _group_rows(x: TensorArg, num_groups: int) -> _Rows:
 
 
 def group_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w, b) = outputs[0], inputs
-    if y.numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    x, w, b = dealias(dev, outputs, [x, w, b])[0]
-    _group_rows(x, int(attrs["num_groups"])).forward(dev, y, x, w, b, CENTRED, float(attrs["eps"]))
+    groups = int(attrs["num_groups"])
+    _rows_forward(outputs, inputs, attrs, lambda x, w: _group_rows(x, groups), CENTRED)
 
 
 def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from . import functional as F
+from ._configured import Configured
 from .module import Module
 
 
@@ -22,19 +23,14 @@ class _InplaceActivation(_Activation):
         super().__init__()
 
 
-class _AlphaActivation(Module):
+class _AlphaActivation(Configured):
     """forward is the class's `_fn(x, alpha)` (ELU, CELU)."""
     _fn = staticmethod(F.elu)
+    _attrs = ("alpha",)
 
     def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.alpha = alpha
-
-    def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(x, self.alpha)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}"
 
 
 class _AlongDim(Module):
@@ -89,28 +85,22 @@ class SiLU(_InplaceActivation):
     _fn = staticmethod(F.silu)
 
 
-class LeakyReLU(Module):
+class LeakyReLU(Configured):
+    _fn = staticmethod(F.leaky_relu)
+    _attrs = ("negative_slope",)
+
     def __init__(self, negative_slope: float = 0.01, inplace: bool = False) -> None:
         super().__init__()
         self.negative_slope = negative_slope
 
-    def forward(self, x: Tensor) -> Tensor:
-        return F.leaky_relu(x, self.negative_slope)
 
-    def extra_repr(self) -> str:
-        return f"negative_slope={self.negative_slope}"
+class Softplus(Configured):
+    _fn = staticmethod(F.softplus)
+    _attrs = ("beta", "threshold")
 
-
-class Softplus(Module):
     def __init__(self, beta: float = 1.0, threshold: float = 20.0) -> None:
         super().__init__()
         self.beta, self.threshold = beta, threshold
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.softplus(x, self.beta, self.threshold)
-
-    def extra_repr(self) -> str:
-        return f"beta={self.beta}, threshold={self.threshold}"
 
 
 class ELU(_AlphaActivation):
@@ -153,13 +143,10 @@ class LogSigmoid(_Activation):
     _fn = staticmethod(F.logsigmoid)
 
 
-class Hardtanh(Module):
+class Hardtanh(Configured):
+    _fn = staticmethod(F.hardtanh)
+    _attrs = ("min_val", "max_val")
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
         super().__init__()
         self.min_val, self.max_val = min_val, max_val
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.hardtanh(x, self.min_val, self.max_val)
-
-    def extra_repr(self) -> str:
-        return f"min_val={self.min_val}, max_val={self.max_val}"

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import functional_conv as F
+from ._configured import Configured
 from .module import Module
 
 
@@ -41,13 +42,10 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
+class AdaptiveAvgPool2d(Configured):
+    _fn = staticmethod(F.adaptive_avg_pool2d)
+    _attrs = ("output_size",)
+
     def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size
-
-    def forward(self, x: Tensor) -> Tensor:
-        return F.adaptive_avg_pool2d(x, self.output_size)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"

@@ -5,8 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 import rumus as rm
+from rumus import BackendUnavailable, backend_api
 from rumus.nn import functional as F
+
+
+def wgpu_or_skip() -> Any:
+    """The wgpu backend, or a module-level skip where no adapter is present."""
+    try:
+        backend = backend_api.backend("wgpu")
+        backend.devices()
+    except BackendUnavailable as exc:
+        pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
+    return backend
 
 
 def train_step(model: Callable[[rm.Tensor], rm.Tensor], opt: Any, loss_fn: Callable[..., rm.Tensor] = F.mse_loss,

@@ -15,15 +15,13 @@ import numpy as np
 import pytest
 
 import rumus as rm
-from rumus import BackendUnavailable, IndexOutOfRange, backend_api, nn
+from rumus import IndexOutOfRange, nn
 from rumus.compile.program import Step
 from rumus.nn import functional as F
 
-try:
-    BACKEND = backend_api.backend("wgpu")
-    BACKEND.devices()
-except BackendUnavailable as exc:
-    pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
+from _steps import wgpu_or_skip
+
+BACKEND = wgpu_or_skip()
 
 DEVICE = "wgpu:0"
 

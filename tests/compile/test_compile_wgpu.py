@@ -3,18 +3,13 @@ fused chains are WGSL kernels, and the replay dispatches fewer kernels than the 
 
 from __future__ import annotations
 
-import pytest
 
 import rumus as rm
-from rumus import BackendUnavailable, backend_api, nn
+from rumus import nn
 
-from _steps import train_step
+from _steps import train_step, wgpu_or_skip
 
-try:
-    BACKEND = backend_api.backend("wgpu")
-    BACKEND.devices()
-except BackendUnavailable as exc:
-    pytest.skip(f"wgpu unavailable: {exc}", allow_module_level=True)
+BACKEND = wgpu_or_skip()
 
 DEVICE = "wgpu:0"
 

@@ -44,12 +44,19 @@ def _layer_norm_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list
     return [x]
 
 
-def _layer_norm_backward_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
-    g, x, w = (tuple(s) for s in shapes)
-    _trailing("layer_norm_backward", x, w)
-    if g != x:
-        raise ShapeError(f"layer_norm_backward: grad {g} and input {x} differ in shape")
-    return [x, w, w]
+def _rows_backward_shape(op: str, grads: int) -> Any:
+    """Shape rule of layer_norm_backward / rms_norm_backward: (grad, x, w) -> dx and `grads` weight-shaped
+    gradients (dw, and db for layer_norm)."""
+    def rule(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
+        g, x, w = (tuple(s) for s in shapes)
+        _trailing(op, x, w)
+        if g != x:
+            raise ShapeError(f"{op}: grad {g} and input {x} differ in shape")
+        return [x, *([w] * grads)]
+    return rule
+
+
+_layer_norm_backward_shape = _rows_backward_shape("layer_norm_backward", 2)
 
 
 def _rms_norm_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
@@ -58,12 +65,7 @@ def _rms_norm_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[S
     return [x]
 
 
-def _rms_norm_backward_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
-    g, x, w = (tuple(s) for s in shapes)
-    _trailing("rms_norm_backward", x, w)
-    if g != x:
-        raise ShapeError(f"rms_norm_backward: grad {g} and input {x} differ in shape")
-    return [x, w]
+_rms_norm_backward_shape = _rows_backward_shape("rms_norm_backward", 1)
 
 
 def _channels(op: str, x: Shape, *params: tuple[str, Shape]) -> None:
