@@ -22,7 +22,7 @@ from typing import Any
 from rumus_contracts import KernelNotFound, RumusError, TensorArg
 from rumus_contracts.ops.attention import default_scale
 
-from .layout import device_of, new_buffer
+from .layout import device_of, env_set, new_buffer
 from .nn_common import dispatch, pack, source, split_sections
 from .nn_dropout import MASK32, mix32, threshold
 from .softmax import use_subgroups
@@ -65,9 +65,15 @@ def smallest_subgroup(dev: Any) -> int:
     return max(1, int(size))
 
 
+TILED_ENV = "RUMUS_WGPU_FA_TILED"
+
+
 def plan(dev: Any, section: str, d: int) -> Plan:
+    """The whole-row kernels unless RUMUS_WGPU_FA_TILED=1 asks for the subgroup-lane tiles: on the H200 the
+    tiles measured slower (causal fwd+bwd [4,16,1024,64] 7.03 ms against 5.38 whole-row, [1,16,4096,64]
+    21.4 against 17.0; `benchmarks/attention.py`), on lavapipe about 2x faster."""
     dmax = head_bucket(d)
-    if not use_subgroups(dev):  # one whole row per invocation: no lane sums needed
+    if not use_subgroups(dev) or not env_set(TILED_ENV):  # one whole row per invocation: no lane sums
         return Plan(dmax, 1, 1, 64, False)
     lanes = max(1, min(dmax // 4 // LANE_VEC4S[section], smallest_subgroup(dev)))
     return Plan(dmax, lanes, RT, min(256, max(64, 16 * lanes)), True)

@@ -17,9 +17,10 @@ from rumus_contracts.ops.attention import flash_attention_backward_reference, fl
 
 DEVICES = devices()
 WGPU = [d for d in DEVICES if d.startswith("wgpu")]
-# wgpu runs with subgroup lanes (where the adapter has them) and, in BOTH_PATHS, also with one whole row
-# per invocation (the path of a device without subgroups): the shapes of the kernels (head dims, masks,
-# strides) on both, the sequence lengths only on the first (lavapipe is slow)
+# wgpu runs with subgroup lanes (RUMUS_WGPU_FA_TILED=1, where the adapter has subgroups) and, in
+# BOTH_PATHS, also with one whole row per invocation (the default, and the path of a device without
+# subgroups): the shapes of the kernels (head dims, masks, strides) on both, the sequence lengths only on the
+# first (lavapipe is slow)
 TARGETS = [pytest.param((d, False), id=d) for d in DEVICES]
 BOTH_PATHS = TARGETS + [pytest.param((d, True), id=f"{d}-whole_rows") for d in WGPU]
 
@@ -29,6 +30,8 @@ def device(request, monkeypatch):
     name, whole_rows = request.param
     if whole_rows:
         monkeypatch.setenv("RUMUS_WGPU_NO_SUBGROUPS", "1")
+    else:  # the subgroup-lane tiles (opt-in: the default is whole rows, faster on the H200)
+        monkeypatch.setenv("RUMUS_WGPU_FA_TILED", "1")
     return name
 
 
