@@ -72,7 +72,9 @@ _F32_TO_I32 = ("select(select(select(i32({0}), 2147483647i, {0} >= 2147483648.0)
                "{0} < -2147483648.0), 0i, " + _IS_NAN + ")")
 _CONVERT = {
     ("f", "i"): _F32_TO_I32, ("f", "l"): "select(i64_from_f32({0}), vec2<u32>(0u, 0u), " + _IS_NAN + ")",
-    ("f", "b"): "(({0} != 0.0) || " + _IS_NAN + ")",  # NaN is true, as in C
+    # truthy on the bits: NaN is true, as in C, and a subnormal is true although GPUs may flush it to zero in a
+    # float compare (the H200 did: bfloat16 0x0001 cast to bool read False)
+    ("f", "b"): "((bitcast<u32>({0}) & 0x7fffffffu) != 0u)",
     ("i", "f"): "f32({})", ("i", "l"): "i64_from_i32({})", ("i", "b"): "({} != 0)",
     ("l", "f"): "i64_to_f32({})", ("l", "i"): "bitcast<i32>(({}).x)", ("l", "b"): "any(({}) != vec2<u32>(0u))",
     ("b", "f"): "select(0.0, 1.0, {})", ("b", "i"): "select(0, 1, {})", ("b", "l"): "vec2<u32>(select(0u, 1u, {}), 0u)",

@@ -98,7 +98,12 @@ def test_bfloat16_to_float16_and_back_match_the_cpu() -> None:
     assert np.isnan(got[nan].view(np.float16)).all()
     h_cpu, h_gpu = from_storage(ALL16.view(np.float16), rm.float16, "cpu"), from_storage(
         ALL16.view(np.float16), rm.float16, GPU)
-    _same_bits(_bits(h_gpu.bfloat16()), _bits(h_cpu.bfloat16()))
+    got, want = _bits(h_gpu.bfloat16()), _bits(h_cpu.bfloat16())
+    # a float16 NaN stays NaN, its payload is the GPU's (WGSL leaves NaN bits to the implementation: the
+    # H200 gives 0x7fff where the CPU keeps the payload, 0x7fc0); every other value bit for bit
+    nan = ((want & 0x7FFF) > 0x7F80)
+    _same_bits(got[~nan], want[~nan])
+    assert ((got[nan] & 0x7FFF) > 0x7F80).all()
 
 
 @pytest.mark.parametrize("dtype", [rm.int32, rm.int64])
