@@ -92,18 +92,23 @@ def _blas_limit(threads: int | None) -> contextlib.AbstractContextManager[Any]:
 
 
 def train(out: str, epochs: int = 15, batch_size: int = 64, lr: float = 3e-3, seed: int = 0,
-          progress: bool = True, blas_threads: int | None = None) -> Result:
-    """Train, evaluate after every epoch, save model + curves + metrics.json under `out`."""
+          progress: bool = True, blas_threads: int | None = None, amp: str | None = None) -> Result:
+    """Train, evaluate after every epoch, save model + curves + metrics.json under `out`. `amp`: "float16"
+    (autocast + GradScaler) or "bfloat16" (autocast) for the forward pass and the loss."""
     device = rm.default_device()
     with _blas_limit(blas_threads if device.backend == "cpu" else None):
-        return _train(out, epochs, batch_size, lr, seed, progress, device)
+        return _train(out, epochs, batch_size, lr, seed, progress, device, amp)
 
 
-def _train(out: str, epochs: int, batch_size: int, lr: float, seed: int, progress: bool, device: Any) -> Result:
+def _train(out: str, epochs: int, batch_size: int, lr: float, seed: int, progress: bool, device: Any,
+           amp: str | None = None) -> Result:
     rm.manual_seed(seed)
     x_train, y_train, x_test, y_test = load_digits(seed)
     model = DigitsCNN().to(device)
     opt = rm.optim.Adam(model.parameters(), lr=lr)
+    low = getattr(rm, amp) if amp else None
+    autocast = rm.autocast(device.backend, dtype=low, enabled=low is not None)
+    scaler = rm.amp.GradScaler(enabled=amp == "float16")
     rng = np.random.default_rng(seed)
     steps = (len(x_train) + batch_size - 1) // batch_size
     history: dict[str, list[float]] = {"loss": [], "test_accuracy": []}
@@ -118,9 +123,11 @@ def _train(out: str, epochs: int, batch_size: int, lr: float, seed: int, progres
         for i in range(steps):
             idx = order[i * batch_size:(i + 1) * batch_size]
             xb, yb = rm.tensor(x_train[idx], device=device), rm.tensor(y_train[idx], device=device)
-            loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
+            with autocast:
+                loss = F.cross_entropy(model(xb), yb)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
             total = total + loss.detach() * float(len(idx))
             bar.update(1)
             if i == steps - 1 or i % 10 == 0:
@@ -140,8 +147,8 @@ def _train(out: str, epochs: int, batch_size: int, lr: float, seed: int, progres
     _plot(history, plot_path, str(device))
     result = Result(history["test_accuracy"][-1], seconds, history, model_path, plot_path)
     rm.io.atomic_write(os.path.join(out, "metrics.json"), json.dumps(
-        {"final_test_accuracy": result.accuracy, "seconds": seconds, "device": str(device), "epochs": epochs,
-         **history}, indent=2).encode())
+        {"final_test_accuracy": result.accuracy, "amp": amp, "seconds": seconds, "device": str(device),
+         "epochs": epochs, **history}, indent=2).encode())
     return result
 
 
@@ -171,11 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--amp", choices=["float16", "bfloat16"], default=None,
+                   help="mixed precision: autocast the forward pass (float16 adds a GradScaler)")
     args = p.parse_args(argv)
     single = "RUMUS_NUM_THREADS" not in os.environ  # see the docstring: one thread unless the user chose
     if single:
         os.environ["RUMUS_NUM_THREADS"] = "1"  # read when the CPU backend starts
-    r = train(args.out, args.epochs, args.batch_size, args.lr, args.seed, blas_threads=1 if single else None)
+    r = train(args.out, args.epochs, args.batch_size, args.lr, args.seed, blas_threads=1 if single else None,
+              amp=args.amp)
     ok = r.accuracy >= TARGET_ACCURACY
     print(f"held-out accuracy {100 * r.accuracy:.1f}% after {args.epochs} epochs in {r.seconds:.1f} s on "
           f"{rm.default_device()} ({'meets' if ok else 'misses'} the {100 * TARGET_ACCURACY:.0f}% bar)")
