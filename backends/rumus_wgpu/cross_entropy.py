@@ -78,7 +78,9 @@ def _launch(entry: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
     data = struct.pack("<12If3I", rows, classes, t_size, gx, x.offset, t.offset, w.offset, first.offset, lse.offset,
                        g.offset if g is not None else 0, ignore & 0xFFFFFFFF, ignore >> 32, smooth,
                        f32_bits(float("-inf")), OP_BITS["cross_entropy"], 0)
-    buffers = [first.buffer, (lse if entry == "fwd" else g).buffer, x.buffer, t.buffer, w.buffer, _error_flag(dev)]
+    second = lse if entry == "fwd" else g
+    assert second is not None  # the backward always has its incoming gradient
+    buffers = [first.buffer, second.buffer, x.buffer, t.buffer, w.buffer, _error_flag(dev)]
     if entry == "bwd":
         buffers.append(lse.buffer)
     dev.recorder.dispatch(prog, buffers, data, (gx, gy, 1))

@@ -351,7 +351,8 @@ def _copy_strided(dst: TensorArg, src: TensorArg) -> bool:
     if ob is src.buffer or dst.dtype.name not in _UNIT or not isinstance(ob, WgpuBuffer) or dst.numel == 0:
         return False
     dev = ob.dev
-    key = ("copy_strided", dst.shape, dst.strides, dst.offset, src.strides, src.offset, dst.dtype, env_set(NOVEC))
+    key: tuple[Any, ...] | None = ("copy_strided", dst.shape, dst.strides, dst.offset, src.strides, src.offset,
+                                   dst.dtype, env_set(NOVEC))
     try:
         hit = dev.launch_plans.get(key)
     except TypeError:  # unhashable shape or strides (lists): no caching

@@ -196,8 +196,10 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
         return
     dev = device_of(outputs, inputs)
     if dev.limits.get("max-storage-buffers-per-shader-stage", 8) < 9:
-        raise KernelNotFound("flash_attention_backward: the dK/dV pass binds 9 storage buffers and this device "
-                             "allows fewer per shader stage; run attention on the cpu backend")
+        err = KernelNotFound("flash_attention_backward", "wgpu", q.dtype, ["cpu"])
+        err.args = (f"{err.args[0]} (The dK/dV pass binds 9 storage buffers; this device allows fewer per "
+                    f"shader stage.)",)
+        raise err
     rows = B * H * L
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
