@@ -66,9 +66,12 @@ def main() -> None:
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
     import rumus as rm
     shapes = QUICK if args.quick else LM
-    extra = [(o.split(":")[0], *(int(v) for v in o.split(":")[1].split("x"))) for o in args.only]
-    shapes = [s for s in shapes if f"{s[0]}:{s[1]}x{s[2]}x{s[3]}" in args.only] + \
-        [e for e in extra if e not in shapes] if args.only else shapes  # type: ignore[misc]
+    if args.only:  # "layout:MxNxK" rows, in the order given (any shape, listed or not)
+        shapes = []
+        for row in args.only:
+            layout, dims = row.split(":")
+            m, n, k = (int(v) for v in dims.split("x"))
+            shapes.append((layout, m, n, k))
     variants = VARIANTS
     torch = None if args.no_torch else cuda_torch_fp32()
     rows = []

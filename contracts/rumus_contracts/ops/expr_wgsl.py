@@ -21,7 +21,7 @@ _F_CALLS = {
     "floor": "floor({0})", "ceil": "ceil({0})", "trunc": "trunc({0})", "rint": "round({0})",  # ties to even
     "abs": "abs({0})", "pow": "spow({0}, {1})", "fmod": "fmod_f({0}, {1})", "atan2": "atan2({0}, {1})",
     "max": "max({0}, {1})", "min": "min({0}, {1})", "isnan": "isnan_f({0})", "isinf": "isinf_f({0})",
-    "isfinite": "isfinite_f({0})", "truthy": "({0} != 0.0)", "log1p": "log1p_f({0})", "expm1": "expm1_f({0})",
+    "isfinite": "isfinite_f({0})", "truthy": "truthy_f({0})", "log1p": "log1p_f({0})", "expm1": "expm1_f({0})",
 }
 _I_CALLS = {"abs": "abs({0})", "max": "max({0}, {1})", "min": "min({0}, {1})", "truthy": "({0} != 0)",
             "isnan": "false", "fmod": "fmod_i({0}, {1})"}
@@ -56,6 +56,9 @@ fn expm1_f(x: f32) -> f32 {
     "isnan_f": "\nfn isnan_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
     "isinf_f": "\nfn isinf_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
     "isfinite_f": "\nfn isfinite_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }",
+    # on the bits, as the casts to bool (backends' layout.py): a GPU may flush a subnormal to zero in a float
+    # compare (the H200 did), which would make logical_not(1e-40) true
+    "truthy_f": "\nfn truthy_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }",
     "fmod_f": "\nfn fmod_f(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }",
     "mod_f": """
 // Python's modulo: the divisor's sign
