@@ -25,7 +25,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _install_timers(sync: Callable[[], object] | None) -> dict[tuple[str, str], list[float]]:
+def _install_timers(sync: Callable[[], object] | None, repeat: int = 1) -> dict[tuple[str, str], list[float]]:
     from rumus import _runtime
     idle = 0.0
     if sync is not None:  # the cost of a synchronize with nothing queued, subtracted from every row
@@ -43,11 +43,24 @@ def _install_timers(sync: Callable[[], object] | None) -> dict[tuple[str, str], 
 
         def timed(out_args: Any, in_args: Any, attrs: Any) -> Any:
             f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-            t0 = time.perf_counter()
-            res = inner(out_args, in_args, attrs)
-            if sync is not None:
+            if repeat > 1 and sync is not None:
+                # the step's own call, then `repeat` more launches of the same kernel between two syncs:
+                # the row is GPU time per launch with the sync cost spread over the batch (in-place kernels
+                # apply again: the profile's numbers, not the step's results, are what this mode is for)
+                res = inner(out_args, in_args, attrs)
                 sync()
-            t1 = time.perf_counter()
+                t0 = time.perf_counter()
+                for _ in range(repeat):
+                    inner(out_args, in_args, attrs)
+                sync()
+                t1 = time.perf_counter()
+                t1 = t0 + (t1 - t0 - idle) / repeat + idle
+            else:
+                t0 = time.perf_counter()
+                res = inner(out_args, in_args, attrs)
+                if sync is not None:
+                    sync()
+                t1 = time.perf_counter()
             shape = "x".join(str(d) for d in in_args[0].shape) if in_args else "-"
             entry = stats[(op, shape)]
             entry[0] += t1 - t0 - idle
@@ -59,7 +72,7 @@ def _install_timers(sync: Callable[[], object] | None) -> dict[tuple[str, str], 
     return stats
 
 
-def _lm_step(device: str) -> Callable[[], object]:
+def _lm_step(device: str, autocast: str | None = None) -> Callable[[], object]:
     import numpy as np
 
     import rumus as rm
@@ -77,19 +90,24 @@ def _lm_step(device: str) -> Callable[[], object]:
 
     def step() -> None:
         opt.zero_grad()
-        F.cross_entropy(model(idx, pos).reshape(-1, c["vocab"]), tgt).backward()
+        if autocast is None:
+            F.cross_entropy(model(idx, pos).reshape(-1, c["vocab"]), tgt).backward()
+        else:  # no GradScaler: the kernels of the autocast forward and backward are what this profiles
+            with rm.autocast(device.split(":")[0], dtype=getattr(rm, autocast)):
+                loss = F.cross_entropy(model(idx, pos).reshape(-1, c["vocab"]), tgt)
+            loss.backward()
         opt.step()
     return step
 
 
-def _rumus_steps(device: str, models: list[str]) -> dict[str, Callable[[], object]]:
+def _rumus_steps(device: str, models: list[str], autocast: str | None = None) -> dict[str, Callable[[], object]]:
     import rumus as rm
     from rumus import nn
     from rumus.nn import functional as F
     sys.path.insert(0, HERE)
     import nn_cnn
     if "lm" in models:
-        return {"lm": _lm_step(device)}
+        return {"lm": _lm_step(device, autocast)}
     rm.manual_seed(0)
     mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
     mlp = mlp.to(device)
@@ -113,11 +131,12 @@ def _torch_steps() -> dict[str, Callable[[], object]]:
     return {"mlp": mlp_step, "cnn": cnn_step}
 
 
-def profile_rumus(device: str, models: list[str], steps: int, top: int) -> None:
+def profile_rumus(device: str, models: list[str], steps: int, top: int, autocast: str | None = None,
+                  repeat: int = 1) -> None:
     import rumus as rm
     sync = None if device == "cpu" else (lambda: rm.synchronize(device))
-    stats = _install_timers(sync)
-    fns = _rumus_steps(device, models)
+    stats = _install_timers(sync, repeat)
+    fns = _rumus_steps(device, models, autocast)
     for name in models:
         fn = fns[name]
         for _ in range(2 if name == "lm" else 5):
@@ -167,6 +186,10 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--torch", action="store_true", help="profile torch CPU instead (same process count)")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="GPU: time each kernel as this many launches between two syncs (not one launch + sync); "
+                         "the step column then includes the repeats, read the per-kernel rows")
+    ap.add_argument("--autocast", default=None, choices=["float16", "bfloat16"], help="the lm step under autocast")
     args = ap.parse_args()
     if args.torch:
         import torch
@@ -174,7 +197,7 @@ def main() -> None:
         profile_torch(args.models, args.steps, args.top)
     else:
         os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
-        profile_rumus(args.device, args.models, args.steps, args.top)
+        profile_rumus(args.device, args.models, args.steps, args.top, args.autocast, args.repeat)
 
 
 if __name__ == "__main__":
