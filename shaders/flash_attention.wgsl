@@ -191,10 +191,10 @@ fn rd_{{ARR}}(base: u32, c: u32) -> vec4<f32> {
     let d = 4u * c;
     let s = cfg.{{STRIDES}}.w;
     let e = cfg.D - 1u;
-    return vec4<f32>(select(0.0, f32({{ARR}}[base + min(d, e) * s]), d < cfg.D),
-                     select(0.0, f32({{ARR}}[base + min(d + 1u, e) * s]), d + 1u < cfg.D),
-                     select(0.0, f32({{ARR}}[base + min(d + 2u, e) * s]), d + 2u < cfg.D),
-                     select(0.0, f32({{ARR}}[base + min(d + 3u, e) * s]), d + 3u < cfg.D));
+    return vec4<f32>(select(0.0, ld_{{ARR}}(base + min(d, e) * s), d < cfg.D),
+                     select(0.0, ld_{{ARR}}(base + min(d + 1u, e) * s), d + 1u < cfg.D),
+                     select(0.0, ld_{{ARR}}(base + min(d + 2u, e) * s), d + 2u < cfg.D),
+                     select(0.0, ld_{{ARR}}(base + min(d + 3u, e) * s), d + 3u < cfg.D));
 }
 
 // the lane's vec4s of the invocation's RT rows of {{ARR}} (`count` rows per head; element offset off[0].{{OFF}})
@@ -216,11 +216,9 @@ fn wr_{{ARR}}(off: u32, me: Rows, r: u32, count: u32, a: array<vec4<f32>, RL>) {
     let o = off + (me.bh * count + me.i + r) * cfg.D;
     for (var c = 0u; c < LV; c++) {
         let d = 4u * (me.lane * LV + c);
-        let x = a[r * LV + c] + poison;
-        if (d < cfg.D) { {{ARR}}[o + d] = scalar(x.x); }
-        if (d + 1u < cfg.D) { {{ARR}}[o + d + 1u] = scalar(x.y); }
-        if (d + 2u < cfg.D) { {{ARR}}[o + d + 2u] = scalar(x.z); }
-        if (d + 3u < cfg.D) { {{ARR}}[o + d + 3u] = scalar(x.w); }
+        if (d < cfg.D) {
+            put4_{{ARR}}(o + d, a[r * LV + c] + poison, cfg.D - d);
+        }
     }
 }
 
@@ -248,10 +246,10 @@ fn load_kv_tile(lid: u32, b: u32, h: u32, j0: u32) {
 fn flat_bias() -> f32 {
     var c = 0.0;
     if (!HAS_BIAS) {
-        c += f32(bias[cfg.off[1].x]);
+        c += ld_bias(cfg.off[1].x);
     }
     if (!HAS_KBIAS) {
-        c += f32(kbias[cfg.off[1].y]);
+        c += ld_kbias(cfg.off[1].y);
     }
     return c;
 }
@@ -262,12 +260,12 @@ fn query_scores(s: vec4<f32>, me: Rows, j: u32) -> vec4<f32> {
     let jj = min(j, cfg.S - 1u);
     var sc = s + me.b0;
     if (HAS_KBIAS) {
-        sc += f32(kbias[cfg.off[1].y + me.b * cfg.kbs.x + jj * cfg.kbs.y]);
+        sc += ld_kbias(cfg.off[1].y + me.b * cfg.kbs.x + jj * cfg.kbs.y);
     }
     if (HAS_BIAS) {
         let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y + jj * cfg.bs.w;
         for (var r = 0u; r < RT; r++) {
-            sc[r] += f32(bias[bb + min(me.i + r, cfg.L - 1u) * cfg.bs.z]);
+            sc[r] += ld_bias(bb + min(me.i + r, cfg.L - 1u) * cfg.bs.z);
         }
     }
     let jv = vec4<u32>(j);
@@ -332,7 +330,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         if (me.live[r]) {
             wr_out(cfg.off[1].z, me, r, cfg.L, acc);
             if (me.lane == 0u) {
-                lse[cfg.off[1].w + me.bh * cfg.L + me.i + r] = scalar(select(neg_inf(), m[r] + log(l[r]), l[r] > 0.0));
+                put_lse(cfg.off[1].w + me.bh * cfg.L + me.i + r, select(neg_inf(), m[r] + log(l[r]), l[r] > 0.0));
             }
         }
     }
@@ -353,9 +351,9 @@ fn run(r: u32) {
     let ob = cfg.off[0].w + (bh / cfg.H) * cfg.os.x + (bh % cfg.H) * cfg.os.y + i * cfg.os.z;
     var s = 0.0;
     for (var d = 0u; d < cfg.D; d++) {
-        s += f32(dout[ob + d * cfg.os.w]) * f32(out[cfg.off[1].z + r * cfg.D + d]);
+        s += ld_dout(ob + d * cfg.os.w) * ld_out(cfg.off[1].z + r * cfg.D + d);
     }
-    stats[2u * r] = f32(lse[cfg.off[1].w + r]);
+    stats[2u * r] = ld_lse(cfg.off[1].w + r);
     stats[2u * r + 1u] = s;
 }
 
@@ -385,7 +383,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     var kbv = vec4<f32>(0.0);
     if (HAS_KBIAS) {
         for (var r = 0u; r < RT; r++) {
-            kbv[r] = f32(kbias[cfg.off[1].y + me.b * cfg.kbs.x + min(me.i + r, cfg.S - 1u) * cfg.kbs.y]);
+            kbv[r] = ld_kbias(cfg.off[1].y + me.b * cfg.kbs.x + min(me.i + r, cfg.S - 1u) * cfg.kbs.y);
         }
     }
     let bb = cfg.off[1].x + me.b * cfg.bs.x + me.h * cfg.bs.y;
@@ -415,7 +413,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             if (HAS_BIAS) {
                 let bi = bb + min(i, cfg.L - 1u) * cfg.bs.z;
                 for (var r = 0u; r < RT; r++) {
-                    sc[r] += f32(bias[bi + min(me.i + r, cfg.S - 1u) * cfg.bs.w]);
+                    sc[r] += ld_bias(bi + min(me.i + r, cfg.S - 1u) * cfg.bs.w);
                 }
             }
             let li = st[t].x;
@@ -498,4 +496,52 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             wr_dq(cfg.off[1].z, me, r, cfg.L, gq);
         }
     }
+}
+
+//// ld
+// element i of the read-only float32 / float16 binding {{ARR}} as f32 (the host writes one reader per
+// binding the kernel reads: ld_q, ld_bias, ...; bfloat16 words have their own section below)
+fn ld_{{ARR}}(i: u32) -> f32 {
+    return f32({{ARR}}[i]);
+}
+
+//// put
+// element i (put) or elements i .. i + min(n, 4) - 1 (put4) of the float32 / float16 output {{ARR}}
+fn put_{{ARR}}(i: u32, x: f32) {
+    {{ARR}}[i] = scalar(x);
+}
+
+fn put4_{{ARR}}(i: u32, x: vec4<f32>, n: u32) {
+    {{ARR}}[i] = scalar(x.x);
+    if (n > 1u) { {{ARR}}[i + 1u] = scalar(x.y); }
+    if (n > 2u) { {{ARR}}[i + 2u] = scalar(x.z); }
+    if (n > 3u) { {{ARR}}[i + 3u] = scalar(x.w); }
+}
+
+//// ld_bf16
+// element i of the read-only bfloat16 binding {{ARR}} (16-bit words, two per u32: bf16.wgsl) as f32
+fn ld_{{ARR}}(i: u32) -> f32 {
+    return bf16_to_f32(({{ARR}}[i >> 1u] >> ((i & 1u) << 4u)) & 0xffffu);
+}
+
+//// put_bf16
+// The bfloat16 output {{ARR}} is bound as atomic words: a lone element clears and sets its half (the
+// other half may be another invocation's: a neighbouring row's lse, or a row of odd length), while four
+// elements starting at an even index are two whole words of this invocation's own, stored plainly.
+fn put_{{ARR}}(i: u32, x: f32) {
+    let shift = (i & 1u) << 4u;
+    atomicAnd(&{{ARR}}[i >> 1u], ~(0xffffu << shift));
+    atomicOr(&{{ARR}}[i >> 1u], f32_to_bf16(x) << shift);
+}
+
+fn put4_{{ARR}}(i: u32, x: vec4<f32>, n: u32) {
+    if ((i & 1u) == 0u && n > 3u) {
+        atomicStore(&{{ARR}}[i >> 1u], f32_to_bf16(x.x) | (f32_to_bf16(x.y) << 16u));
+        atomicStore(&{{ARR}}[(i >> 1u) + 1u], f32_to_bf16(x.z) | (f32_to_bf16(x.w) << 16u));
+        return;
+    }
+    put_{{ARR}}(i, x.x);
+    if (n > 1u) { put_{{ARR}}(i + 1u, x.y); }
+    if (n > 2u) { put_{{ARR}}(i + 2u, x.z); }
+    if (n > 3u) { put_{{ARR}}(i + 3u, x.w); }
 }

@@ -13,7 +13,8 @@ from rumus_contracts import Kernel, TensorArg
 from rumus_contracts.ops.attention import default_scale
 
 from ._lib import ffi, lib
-from .dtypes import FLOAT
+from .dtypes import FLOAT, HALF
+from .widen import widened_to_float32
 
 _SFX = {"float32": ("float *", "f32"), "float64": ("double *", "f64")}
 
@@ -65,4 +66,7 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
 KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [
     ("flash_attention", flash_attention, FLOAT),
     ("flash_attention_backward", flash_attention_backward, FLOAT),
+    # float16 / bfloat16: float32 copies in, outputs rounded once (no 16-bit C loops for attention)
+    ("flash_attention", widened_to_float32(flash_attention), HALF),
+    ("flash_attention_backward", widened_to_float32(flash_attention_backward), HALF),
 ]

@@ -19,11 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rumus_contracts import KernelNotFound, RumusError, TensorArg
+from rumus_contracts import DType, KernelNotFound, RumusError, TensorArg, bfloat16, float16, float32
 from rumus_contracts.ops.attention import default_scale
 
-from .layout import device_of, env_set, new_buffer
-from .nn_common import dispatch, pack, source, split_sections
+from . import bf16
+from .layout import WG, device_of, env_set, grid, new_buffer
+from .nn_common import pack, source, split_sections
+from .pipelines import shader_source, wgsl_scalar, with_scalar
 from .nn_dropout import MASK32, mix32, threshold
 from .softmax import use_subgroups
 
@@ -123,8 +125,8 @@ def _program(dev: Any, section: str, p: Plan, dtype: Any, has_bias: bool, has_kb
                   for a in READERS[section]]
         arrays += [parts["wr"].replace("{{ARR}}", a) for a in WRITERS[section]]
         lanes = "lanes_subgroup" if p.subgroups else "lanes_none"
-        src = source("flash_attention", f"{section}+{lanes}+masks{KV_TILE.get(section, '')}", dtype, INCLUDE)
-        src += "\n" + "\n".join(arrays)
+        src = source("flash_attention", f"{section}+{lanes}+masks{KV_TILE.get(section, '')}", float32, INCLUDE)
+        src = with_accessors(src + "\n" + "\n".join(arrays), dtype)
         if p.subgroups:  # the entry points' marked spots (valid WGSL as they stand: the whole-row variant)
             src = src.replace("/*SG_ARGS*/", SG_ARGS).replace("/*PLACE*/lid", "place_of(lid, sg_lane, sg_size)")
         for name, value in (("DMAX", f"{p.dmax}u"), ("BK", f"{TILE // p.dmax}u"), ("LV", f"{p.lv}u"),
@@ -132,9 +134,40 @@ def _program(dev: Any, section: str, p: Plan, dtype: Any, has_bias: bool, has_kb
                             ("HAS_KBIAS", str(has_kbias).lower())):
             src, count = re.subn(rf"^const {name}: (\w+) = [^;]+;", f"const {name}: \\1 = {value};", src, flags=re.M)
             assert count == 1, name
-        return unroll(src, {"RT": p.rt, "LV": p.lv, "V4": p.dmax // 4})
+        return finish(unroll(src, {"RT": p.rt, "LV": p.lv, "V4": p.dmax // 4}), dtype)
     key = ("flash_attention", section, p, dtype.name, has_bias, has_kbias)
     return dev.programs.get(key, build)
+
+
+# a storage binding of the kernel's element type: read through ld_NAME, written through put_NAME / put4_NAME
+ELEMENT_BINDING = re.compile(r"var<storage, (read|read_write)> (\w+): array<scalar>;")
+
+
+def with_accessors(src: str, dtype: DType) -> str:
+    """`src` with a loader for each read-only binding of elements and a writer for each output, from the
+    shader's ld / put sections. bfloat16 (16-bit words, two per u32: bf16.py) binds inputs as u32 words
+    and outputs as atomic words, with the ld_bf16 / put_bf16 accessors; math stays f32."""
+    parts = split_sections("flash_attention")[1]
+    words = bf16.is_bf16(dtype)
+    suffix = "_bf16" if words else ""
+    extra = [parts[("ld" if access == "read" else "put") + suffix].replace("{{ARR}}", name)
+             for access, name in ELEMENT_BINDING.findall(src)]
+    if words:
+        src = ELEMENT_BINDING.sub(lambda m: f"var<storage, {m[1]}> {m[2]}: "
+                                  f"array<{'u32' if m[1] == 'read' else 'atomic<u32>'}>;", src)
+        src = "\n".join((shader_source("bf16"), src))
+    return "\n".join((src, *extra))
+
+
+def finish(src: str, dtype: DType) -> str:
+    """The element type set (float16: `scalar` is f16; float32 and bfloat16 words: f32 math and no f16)."""
+    if bf16.is_bf16(dtype):
+        if "i64_" in src:  # bf16.wgsl's integer conversions call the int64 helpers
+            src = shader_source("int64") + "\n" + src
+        if "{{" in src:
+            raise AssertionError(f"unfilled shader slot near: {src[src.index('{{'):][:40]}")
+        return src
+    return with_scalar(src, wgsl_scalar(dtype))
 
 
 def _bstrides(arg: TensorArg, to: Sequence[int]) -> list[int]:
@@ -176,6 +209,16 @@ def _run(dev: Any, section: str, q: TensorArg, bias: TensorArg, key_bias: Tensor
     dev.recorder.dispatch(prog, buffers, pack([0, 0, *words]), _grid(dev, rows, p.rows, B * H))
 
 
+def _rowdot(dev: Any, dtype: DType, buffers: list[Any], words: list[int | float], rows: int) -> None:
+    """The backward's row pass (lse and D per query row into the stats scratch), one item per row."""
+    def build() -> str:
+        src = source("flash_attention", "rowdot+lanes_none", float32, ("grid", *INCLUDE))
+        return finish(with_accessors(src, dtype), dtype)
+    prog = dev.programs.get(("flash_attention", "rowdot", dtype.name), build)
+    x, y, _ = grid((rows + WG - 1) // WG, dev.max_groups)
+    dev.recorder.dispatch(prog, buffers, pack([rows, x, *words]), (x, y, 1))
+
+
 def flash_attention(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     (out, lse), (q, k, v, bias, key_bias) = outputs, inputs
     B, H, L, D = q.shape
@@ -203,13 +246,16 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     rows = B * H * L
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
-    dispatch(dev, "flash_attention", "rowdot+lanes_none", q.dtype, [stats, out.buffer, dout.buffer, lse.buffer],
-             words, rows, include=("grid", *INCLUDE))
+    _rowdot(dev, q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows)
     ins = [q.buffer, k.buffer, v.buffer, dout.buffer, stats, bias.buffer, key_bias.buffer]
     _run(dev, "dkdv", q, bias, key_bias, [dk.buffer, dv.buffer, *ins],
          _words(q, k, v, dout, bias, key_bias, dk.offset, lse.offset, attrs, dv.offset), S)
     _run(dev, "dq", q, bias, key_bias, [dq.buffer, *ins],
          _words(q, k, v, dout, bias, key_bias, dq.offset, lse.offset, attrs), L)
+
+
+# float16 needs shader-f16 (the backend lists float16 only on devices with it); bfloat16 is native words
+DTYPES: tuple[DType, ...] = (float32, float16, bfloat16)
 
 
 def kernels() -> dict[str, Any]:

@@ -39,7 +39,7 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     **{op: ALL for op in ("gather", "index_select", "embedding")},
     **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
     **{op: F for m in (nn_conv, nn_pool, nn_norm, nn_dropout) for op in m.kernels()},
-    **{op: (float32,) for op in flash_attention.kernels()},
+    **{op: flash_attention.DTYPES for op in flash_attention.kernels()},  # bfloat16 natively too
     **{op: F for op in cross_entropy.kernels()},
     "argsort": FI,
     **{op: (float32,) for op in amp.kernels()},

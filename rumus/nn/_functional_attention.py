@@ -4,10 +4,13 @@ Masks become one additive bias (0 where a query may attend, -inf where not) adde
 backward of masking is free (an add). Causal biases are cached per (L, S, offset, dtype, device): a
 training loop builds its mask once, not once per step.
 
-When the fused kernel applies (`flash_attend`: 3-D/4-D inputs of one head dim <= 128, float32/float64, a
-backend with a flash_attention kernel, no gradient wanted for a float mask) attention runs as one
+When the fused kernel applies (`flash_attend`: 3-D/4-D inputs of one head dim <= 128, a dtype of FLASH_DTYPES
+(float16/bfloat16 too), a backend with a flash_attention kernel, no gradient wanted for a float mask) attention
+runs as one
 flash_attention op — O(L) memory instead of the [L, S] weights — and its dropout mask is the one the
-composite path would draw from the same seed. Otherwise the composite path below runs.
+composite path would draw from the same seed. Otherwise the composite path below runs. Under autocast q, k
+and v are cast first as the flash_attention schema's class says ("lower", PyTorch's rule for this op), so
+the fused kernel runs in float16/bfloat16 and the masks are built in that dtype.
 """
 
 from __future__ import annotations
@@ -16,13 +19,15 @@ import math
 
 import numpy as np
 
-from rumus_contracts import Device, DType, RumusError, ShapeError, float32, float64
-from rumus_contracts.ops.attention import MAX_HEAD_DIM
+from rumus_contracts import Device, DType, RumusError, ShapeError
+from rumus_contracts.ops.attention import FLASH_DTYPES, MAX_HEAD_DIM
 
 from .. import _creation, _dispatch, _runtime
 from .. import _math as M
 from .. import _views
 from .._dispatch import COMPOSITES, scalar_tensor
+from .._thread_state import autocast_state
+from ..amp.policy import for_op
 from ..autograd.grad_mode import is_grad_enabled
 from ..ops import get as _op
 from ..tensor import Tensor
@@ -108,7 +113,7 @@ def flash_attend(q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None = None, ke
     broadcastable to the scores (no gradient taken); key_bias: additive [N, S] (key padding)."""
     if q.ndim not in (3, 4) or k.shape != v.shape or k.shape[:-2] != q.shape[:-2] or k.shape[-1] != q.shape[-1]:
         return None
-    if q.dtype not in (float32, float64) or not 0.0 <= dropout_p < 1.0 or not 1 <= q.shape[-1] <= MAX_HEAD_DIM:
+    if q.dtype not in FLASH_DTYPES or not 0.0 <= dropout_p < 1.0 or not 1 <= q.shape[-1] <= MAX_HEAD_DIM:
         return None
     if any(d == 0 for d in (*q.shape, k.shape[-2])) or not _has_flash(q):
         return None
@@ -171,6 +176,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
                              f"{key.shape[-3]} key/value heads")
         times = query.shape[-3] // key.shape[-3]
         key, value = _repeat_heads(key, times), _repeat_heads(value, times)
+    if autocast_state.enabled:
+        query, key, value = for_op("flash_attention", query, key, value)
     L, S = query.shape[-2], key.shape[-2]
     mask = None if attn_mask is None else mask_to_bias(attn_mask, query)
     fused = flash_attend(query, key, value, mask, None, is_causal, dropout_p, scale)

@@ -11,7 +11,10 @@ bias is additive and broadcastable to [B, H, L, S] (a mask as 0 / -inf, or an AL
 is the key-padding mask as an additive [B, S] bias (broadcastable to it). Callers with no mask pass 0-d
 zeros: a constant added to every score leaves the softmax unchanged (lse includes it). The causal mask is
 top-left aligned (PyTorch's `is_causal`). lse[b,h,i] = log sum_j exp(s[b,h,i,j]) is kept for the backward,
-in the inputs' dtype (float32 or float64: the backward's exp(s - lse) needs lse as exact as the scores).
+in the inputs' dtype (ops never mix float dtypes). float16 and bfloat16 inputs are computed in float32 and
+rounded once on store; their lse is rounded too, so the backward's exp(s - lse) scales a row's probabilities
+by exp(e) with |e| <= |lse| * 2^-11 (float16) or 2^-8 (bfloat16): a relative error of ~0.1-1% in the
+gradients, the order of the rounding of every score in the composite path under autocast.
 
 Dropout zeroes probability P[b,h,i,j] with the counter-based hash of the dropout op (ops/nn.py) at element
 index ((b * H + h) * L + i) * S + j of the [B, H, L, S] probability matrix, so flash_attention(seed=s) drops
@@ -32,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from ..dtype import DType, float32, float64
+from ..dtype import DType, bfloat16, float16, float32, float64
 from ..errors import ShapeError
 from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
 from .nn import check_dropout_attrs, dropout_keep
 
 MAX_HEAD_DIM = 128  # the GPU kernels keep a query row and its accumulator in registers
-FLASH_DTYPES: tuple[DType, ...] = (float32, float64)  # lse must match the inputs' dtype (see the docstring)
+FLASH_DTYPES: tuple[DType, ...] = (float32, float64, float16, bfloat16)  # lse in the inputs' dtype (docstring)
 
 
 # ---- shape rules ----------------------------------------------------------------------------------------
@@ -232,6 +235,7 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "flash_attention", ("q", "k", "v", "bias", "key_bias"), _forward_shape, attrs=_ATTRS, dtype=_two,
         num_outputs=2, dtypes=FLASH_DTYPES, contiguous=("bias", "key_bias"), differentiable=("q", "k", "v"),
+        autocast="lower",  # PyTorch's autocast lists scaled_dot_product_attention among the lower-precision ops
         reference=flash_attention_reference, samples=_forward_samples, error_samples=_errors(False),
         tolerance={"float32": (1e-5, 1e-5)},
         tolerance_reason="sums over the head dim and over the keys in float32 (online softmax rescales the "
