@@ -246,7 +246,9 @@ def register(registry: OpRegistry) -> None:
         "flash_attention_backward", ("q", "k", "v", "out", "dout", "lse", "bias", "key_bias"), _backward_shape,
         attrs=_ATTRS, dtype=_three, num_outputs=3, dtypes=FLASH_DTYPES, contiguous=("out", "lse", "bias", "key_bias"),
         reference=flash_attention_backward_reference, samples=_backward_samples, error_samples=_errors(True),
-        tolerance={"float32": (1e-4, 1e-5)},
+        tolerance={"float32": (1e-4, 1e-5), "float16": (1e-2, 1e-3), "bfloat16": (8e-2, 8e-3)},
         tolerance_reason="gradients sum products over every key (dk, dv: over every query) in float32 and "
-                         "subtract D = dout . out, itself a rounded float32 sum",
+                         "subtract D = dout . out, itself a rounded float32 sum; in float16 / bfloat16 out and "
+                         "lse arrive rounded (lse scales a row's probabilities by up to exp(|lse| 2^-11), "
+                         "resp. 2^-8) and dP - D cancels: PyTorch's gradient rtol, its atol / 10",
         doc="dq, dk, dv of flash_attention, recomputing the probabilities tile by tile from lse (FlashAttention-2)"))
