@@ -17,13 +17,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rumus_contracts import RumusError, TensorArg, float32
+from rumus_contracts import RumusError, TensorArg, contiguous_strides, float32
 
+from . import bf16
+from .elementwise import copy
 from .layout import coalesce, dealias, device_of, env_set, new_buffer, remember
 from .pipelines import render, wgsl_scalar
 from .pool import WgpuBuffer
 
 GEMM_ENV, CHECKED_ENV = "RUMUS_WGPU_GEMM", "RUMUS_WGPU_CHECKED"
+BF16 = "bf16"  # the generator's name for bfloat16 words (no WGSL scalar type)
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,27 @@ def _loads(total: int, threads: int) -> list[tuple[int, bool]]:
     return [(j * threads, (j + 1) * threads > total) for j in range(n)]
 
 
+# bfloat16 ("bf16") operands are 16-bit words, two per u32 (bf16.py): a scalar load takes its half of a
+# u32, a vec4 load two whole u32s; the tile holds f32 either way, so the inner loop is the float32 one
+def _scalar_load(buf: str, idx: str, dtype: str) -> str:
+    if dtype == BF16:
+        return f"bf16_to_f32(({buf}[({idx}) >> 1u] >> ((({idx}) & 1u) << 4u)) & 0xffffu)"
+    return f"f32({buf}[{idx}])"
+
+
+def _vec_load(buf: str, idx: str, dtype: str) -> str:
+    if dtype == BF16:
+        return f"bf16x4({buf}[{idx}])"
+    return f"vec4<f32>({buf}[{idx}])"
+
+
+def _storage(dtype: str, vec: bool) -> str:
+    """The element type of a binding: vec4 of the scalar, or for bfloat16 words a u32 (two per vec4: vec2)."""
+    if dtype == BF16:
+        return "vec2<u32>" if vec else "u32"
+    return f"vec4<{dtype}>" if vec else dtype
+
+
 def _operand(side: str, mode: str, tile: Tile, dtype: str) -> tuple[list[str], list[str], list[str]]:
     """(declarations, global->register loads, register->workgroup stores) for operand A or B."""
     outer, tname, bufname = (tile.bm, "a_tile", "a") if side == "a" else (tile.bn, "b_tile", "b")
@@ -74,7 +98,7 @@ def _operand(side: str, mode: str, tile: Tile, dtype: str) -> tuple[list[str], l
             if guard:
                 valid += f" && {e} < {outer * bk}u"
             idx = f"{side}_off + ({base} + {side}o{j}) * {s_outer} + (k0 + {side}k{j}) * {s_k}"
-            loads.append(f"            if ({valid}) {{ {side}r{j} = f32({bufname}[{idx}]); }} "
+            loads.append(f"            if ({valid}) {{ {side}r{j} = {_scalar_load(bufname, idx, dtype)}; }} "
                          f"else {{ {side}r{j} = 0.0; }}")
             st: str | list[str] = f"{tname}[{buf} + {side}k{j} * {q}u + {side}o{j} / 4u][{side}o{j} % 4u] = {side}r{j};"
             stores.append(f"            if ({e} < {outer * bk}u) {{ {st} }}" if guard else f"            {st}")
@@ -97,7 +121,7 @@ def _operand(side: str, mode: str, tile: Tile, dtype: str) -> tuple[list[str], l
         if guard:
             valid += f" && {e} < {total}u"
         decls.append(f"    var {side}r{j} = vec4<f32>(0.0);")
-        loads.append(f"            if ({valid}) {{ {side}r{j} = vec4<f32>({bufname}[{idx}]); }} "
+        loads.append(f"            if ({valid}) {{ {side}r{j} = {_vec_load(bufname, idx, dtype)}; }} "
                      f"else {{ {side}r{j} = vec4<f32>(0.0); }}")
         body = " ".join(st)
         stores.append(f"            if ({e} < {total}u) {{ {body} }}" if guard else f"            {body}")
@@ -132,7 +156,8 @@ def generate(tile: Tile, a_mode: str, b_mode: str, c_vec: bool, dtype: str, c_dt
             out.append(f"    let row{i} = m0 + {g * row_step}u + ty * 4u + {r}u;")
             for h in range(cg):
                 col = f"n0 + {h * col_step}u + tx * 4u"
-                val = f"acc{i}_{h}" if c_dtype == "f32" else f"vec4<{c_dtype}>(acc{i}_{h})"
+                val = f"acc{i}_{h}" if c_dtype == "f32" else f"bf16x4_words(acc{i}_{h})" if c_dtype == BF16 \
+                    else f"vec4<{c_dtype}>(acc{i}_{h})"
                 if c_vec:
                     out.append(f"    if (row{i} < cfg.m && {col} < cfg.n) {{ "
                                f"c[(c_off + row{i} * cfg.scm + {col}) / 4u] = {val}; }}")
@@ -141,10 +166,12 @@ def generate(tile: Tile, a_mode: str, b_mode: str, c_vec: bool, dtype: str, c_dt
                         v = f"acc{i}_{h}[{comp_i}]" if c_dtype == "f32" else f"{c_dtype}(acc{i}_{h}[{comp_i}])"
                         out.append(f"    if (row{i} < cfg.m && {col} + {comp_i}u < cfg.n) {{ "
                                    f"c[c_off + row{i} * cfg.scm + ({col} + {comp_i}u) * cfg.scn] = {v}; }}")
-    a_type = f"vec4<{dtype}>" if a_mode != "s" else dtype
-    b_type = f"vec4<{dtype}>" if b_mode != "s" else dtype
-    c_type = f"vec4<{c_dtype}>" if c_vec else c_dtype
-    return render("gemm", scalar=dtype, C_TYPE=c_type, A_TYPE=a_type, B_TYPE=b_type,
+    if c_dtype == BF16 and not c_vec:
+        raise AssertionError("bfloat16 C is stored four elements (two whole words) at a time: c_vec only")
+    words = BF16 in (dtype, c_dtype)
+    return render("gemm", scalar="f32" if words else dtype, include=("bf16", "gemm_bf16") if words else (),
+                  C_TYPE=_storage(c_dtype, c_vec), A_TYPE=_storage(dtype, a_mode != "s"),
+                  B_TYPE=_storage(dtype, b_mode != "s"),
                   A_TILE=str(2 * tile.bk * qa), B_TILE=str(2 * tile.bk * qb), THREADS=str(tile.threads),
                   BK=str(tile.bk), BM=str(tile.bm), BN=str(tile.bn), TX=str(tx),
                   DECLS="\n".join(decls), LOAD_TILE="\n".join(a_load + b_load),
@@ -209,6 +236,11 @@ def _plan(m: int, n: int, k: int, nbatch: int) -> tuple[str, int]:
     return "64x64w", 1
 
 
+def _element(dtype: Any) -> str:
+    """The generator's element name: the WGSL scalar, or BF16 for bfloat16 words."""
+    return BF16 if bf16.is_bf16(dtype) else wgsl_scalar(dtype)
+
+
 def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     """C = A @ B. A single-dispatch launch is cached per device by the operands' layouts (no planning
     or packing when a training loop repeats a shape); split-K launches always take the full path."""
@@ -265,7 +297,7 @@ def _matmul(c: TensorArg, a: TensorArg, b: TensorArg) -> tuple[Any, bytes | None
         "m4" if sam == 1 and _vec_ok(m, sak, a.offset, *bsa) else "s"
     b_mode = "n4" if sbn == 1 and _vec_ok(n, sbk, b.offset, *bsb) else \
         "k4" if sbk == 1 and _vec_ok(k, sbn, b.offset, *bsb) else "s"
-    dtype = wgsl_scalar(c.dtype)
+    dtype = _element(a.dtype)
     if splits > 1:
         kchunk = ((k + splits - 1) // splits + tile.bk - 1) // tile.bk * tile.bk
         splits = (k + kchunk - 1) // kchunk
@@ -280,9 +312,17 @@ def _matmul(c: TensorArg, a: TensorArg, b: TensorArg) -> tuple[Any, bytes | None
             w_bsc.insert(0, acc)
         c_vec = n % 4 == 0
     else:
-        kchunk, target, c_off, c_dtype = max(k, 1), c.buffer, c.offset, dtype
+        kchunk, target, c_off, c_dtype = max(k, 1), c.buffer, c.offset, _element(c.dtype)
         w_scm, w_scn, split_stride, w_bsc = scm, scn, 0, bsc
         c_vec = scn == 1 and _vec_ok(n, scm, c.offset, *bsc)
+    if bf16.is_bf16(c.dtype) and (splits > 1 or not c_vec):
+        # bfloat16 C is stored as whole words (4 elements of one invocation's row); a C another layout
+        # (or split-K's sum) would write half words of, goes through a float32 C rounded once by copy
+        wide = TensorArg(new_buffer(dev, max(c.numel, 1) * 4, "bfloat16 GEMM result"), tuple(c.shape),
+                         contiguous_strides(tuple(c.shape)), 0, float32)
+        _matmul(wide, a, b)
+        copy([c], [wide], {"dtype": c.dtype.name})
+        return None
     key = ("gemm", tile_name, a_mode, b_mode, c_vec, dtype, c_dtype, os.environ.get(CHECKED_ENV))
     prog = dev.programs.get(key, lambda: generate(tile, a_mode, b_mode, c_vec, dtype, c_dtype), trusted=True)
     gx, gy = (n + tile.bn - 1) // tile.bn, (m + tile.bm - 1) // tile.bm

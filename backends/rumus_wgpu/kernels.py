@@ -34,7 +34,8 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     # where dispatches on its bool condition in the current schema, and on its values once fixed
     "where": (*ALL, bfloat16),
     **{op: FI for op in ("sum", "prod", "amax", "amin", "argmax", "argmin")},
-    "softmax": F, "log_softmax": F, "softmax_backward": F, "log_softmax_backward": F, "matmul": F,
+    "softmax": F, "log_softmax": F, "softmax_backward": F, "log_softmax_backward": F,
+    "matmul": (*F, bfloat16),  # bfloat16 words unpacked in the GEMM's tile loads (gemm.py)
     "adam_step": (float32,), "sgd_step": (float32,),
     **{op: ALL for op in ("gather", "index_select", "embedding")},
     **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
