@@ -56,7 +56,7 @@ CASES = {
     "bmm": (lambda n: n.m.bmm(n.x.reshape(1, 4, 8), n.w.reshape(1, 8, 8)), "lower"),
     "conv2d": (lambda n: n.F.conv2d(n.img, n.cw, n.cb), "lower"),
     "conv_transpose2d": (lambda n: n.F.conv_transpose2d(n.img, n.cw.transpose(0, 1)), "lower"),
-    # q, k, v from lowered projections: the composite path (the fused flash_attention kernels are float32)
+    # q, k, v from lowered projections: the fused flash_attention op in the autocast dtype
     "sdpa": (lambda n: n.F.scaled_dot_product_attention(n.ql, n.ql, n.ql, is_causal=True), "lower"),
     "cross_entropy": (lambda n: n.F.cross_entropy(n.xl, n.t), "float32"),
     "nll_loss": (lambda n: n.F.nll_loss(n.xl, n.t), "float32"),
