@@ -7,7 +7,8 @@ output positions, in one of two layouts:
                  group) that reads and writes NCHW directly; used when L is large (or N = 1);
   channel-major  [groups, K, N * L]: one [O/g, K] @ [K, N * L] GEMM per group, so small images
                  still make wide GEMMs; NCHW <-> [groups, O/g, N * L] reorders are strided copies.
-conv2d_backward_weight always takes the channel-major layout: its GEMM then sums over samples and
+conv2d_backward_weight with a small gradient is a split sum of its own (nn_conv_wgrad.py); otherwise it
+always takes the channel-major layout: its GEMM then sums over samples and
 positions at once. Large batches run in chunks of samples, so scratch stays within SCRATCH_BYTES
 (chunks of the weight gradient are added up).
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from rumus_contracts import DType, TensorArg
 
-from . import elementwise
+from . import elementwise, nn_conv_wgrad
 from .gemm import matmul
 from .layout import new_buffer, readable_inputs
 from .nn_common import dispatch
@@ -153,6 +154,9 @@ def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[Tensor
     dev, (gy, x) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(x.shape, gw.shape, gy.shape[2:], attrs), x.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
+    if nn_conv_wgrad.suits(dev, cv):
+        nn_conv_wgrad.backward_weight(dev, cv, gw, gy, x)
+        return
     target = _view(gw.buffer, (g, og, k), (og * k, k, 1), gw.offset, dt)
     for n0, nb, cols in cv.column_chunks(dev, dt, cv.o * L, "conv2d_backward_weight"):
         cv.im2col(dev, cols, x, n0, nb, False)

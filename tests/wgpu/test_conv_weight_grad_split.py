@@ -1,0 +1,136 @@
+"""conv2d_backward_weight's split sum on wgpu (backends/rumus_wgpu/nn_conv_wgrad.py): small weight gradients
+sum chunks of (sample, position) in many workgroups, then add the chunks in a fixed order. Values against
+float64 over strides, padding, dilation, groups, offsets and float16; many splits; the same bits on every
+run; the same values as the im2col + GEMM path it replaces; and the split plan's arithmetic.
+
+The tests call the backend's kernel itself: with rumus-vision installed, its direct kernel takes convs of
+one or two input channels per group in front of it (the lent GPU machine runs without the plugin)."""
+
+import types
+
+import numpy as np
+import pytest
+
+import rumus as rm
+from rumus_contracts.ops.nn_conv import conv2d_backward_weight_reference
+from rumus_wgpu import nn_conv_wgrad
+from rumus_wgpu.nn_conv import conv2d_backward_weight
+from wgpu_required import wgpu_or_skip
+
+BACKEND, DEVICE = wgpu_or_skip()
+RNG = np.random.default_rng(16)
+
+# (N, C, H, W, O, (kh, kw), stride, padding, dilation, groups)
+GEOMETRIES = [
+    (8, 1, 28, 28, 16, (3, 3), (1, 1), (1, 1), (1, 1), 1),     # the CNN's first conv: many splits
+    (4, 16, 14, 14, 32, (3, 3), (1, 1), (1, 1), (1, 1), 1),    # its second: 18 tiles, 144 entries per channel
+    (3, 6, 9, 7, 4, (3, 2), (2, 1), (1, 0), (1, 2), 2),
+    (2, 4, 5, 5, 4, (3, 3), (1, 1), (1, 1), (1, 1), 4),        # depthwise
+    (1, 3, 17, 19, 5, (5, 5), (2, 2), (2, 2), (2, 1), 1),
+    (2, 20, 6, 6, 18, (1, 1), (1, 1), (0, 0), (1, 1), 1),      # tile edges in both directions
+    (2, 3, 4, 4, 2, (7, 7), (1, 1), (3, 3), (1, 1), 1),        # kernel larger than the image
+]
+
+
+def _case(geo, dtype="float32"):
+    n, c, h, w, o, (kh, kw), s, p, d, g = geo
+    ho = (h + 2 * p[0] - d[0] * (kh - 1) - 1) // s[0] + 1
+    wo = (w + 2 * p[1] - d[1] * (kw - 1) - 1) // s[1] + 1
+    x = RNG.standard_normal((n, c, h, w)).astype(dtype)
+    gy = RNG.standard_normal((n, o, ho, wo)).astype(dtype)
+    attrs = {"kernel_size": (kh, kw), "stride": s, "padding": p, "dilation": d, "groups": g}
+    return gy, x, attrs
+
+
+def _weight_grad_of(gy, x, attrs):
+    """The wgpu backend's conv2d_backward_weight of two device tensors."""
+    o, cg = gy.shape[1], x.shape[1] // attrs["groups"]
+    out = rm.empty((o, cg, *attrs["kernel_size"]), dtype=x.dtype, device=DEVICE)
+    conv2d_backward_weight([out._arg], [gy._arg, x._arg], attrs)
+    return out.numpy()
+
+
+def _weight_grad(gy, x, attrs, dtype="float32"):
+    return _weight_grad_of(rm.tensor(gy, dtype=dtype, device=DEVICE), rm.tensor(x, dtype=dtype, device=DEVICE), attrs)
+
+
+def _tolerance(gy, x, attrs, rel):
+    """Per-element bound: rel times the sum of |products| of the element (the float64 reference on |inputs|)."""
+    return rel * conv2d_backward_weight_reference(np.abs(gy).astype(np.float64), np.abs(x).astype(np.float64),
+                                                  **attrs) + 1e-6
+
+
+def test_the_split_kernel_runs():
+    gy, x, attrs = _case(GEOMETRIES[0])
+    _weight_grad(gy, x, attrs)
+    dev = rm.tensor(x, device=DEVICE)._arg.buffer.dev
+    keys = [k for k in dev.programs._cache if isinstance(k, tuple) and k[:3] == ("nn", "nn_conv_wgrad", "partials")]
+    assert keys, "conv2d_backward_weight did not take the split kernel"
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES, ids=lambda g: "x".join(map(str, g[:5])))
+def test_matches_float64(geo):
+    gy, x, attrs = _case(geo)
+    want = conv2d_backward_weight_reference(gy.astype(np.float64), x.astype(np.float64), **attrs)
+    got = _weight_grad(gy, x, attrs)
+    assert got.shape == want.shape
+    assert np.all(np.abs(got - want) <= _tolerance(gy, x, attrs, 1e-5))
+
+
+def test_float16_matches_float64():
+    gy, x, attrs = _case(GEOMETRIES[1], "float16")
+    want = conv2d_backward_weight_reference(gy.astype(np.float64), x.astype(np.float64), **attrs)
+    got = _weight_grad(gy, x, attrs, "float16").astype(np.float64)
+    # partial sums are float32; the one float16 rounding of the result dominates
+    assert np.all(np.abs(got - want) <= np.abs(want) * 2 ** -10 + _tolerance(gy, x, attrs, 1e-5))
+
+
+def test_offset_inputs():
+    gy, x, attrs = _case(GEOMETRIES[2])
+    gy2 = np.concatenate([RNG.standard_normal((1, *gy.shape[1:])).astype(np.float32), gy])
+    x2 = np.concatenate([RNG.standard_normal((1, *x.shape[1:])).astype(np.float32), x])
+    got = _weight_grad_of(rm.tensor(gy2, device=DEVICE)[1:], rm.tensor(x2, device=DEVICE)[1:], attrs)
+    want = conv2d_backward_weight_reference(gy.astype(np.float64), x.astype(np.float64), **attrs)
+    assert np.all(np.abs(got - want) <= _tolerance(gy, x, attrs, 1e-5))
+
+
+def test_same_bits_every_run():
+    gy, x, attrs = _case((16, 16, 14, 14, 32, (3, 3), (1, 1), (1, 1), (1, 1), 1))
+    first = _weight_grad(gy, x, attrs)
+    for _ in range(3):
+        assert np.array_equal(_weight_grad(gy, x, attrs), first)
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES[:3], ids=lambda g: "x".join(map(str, g[:5])))
+def test_agrees_with_the_gemm_path(geo, monkeypatch):
+    gy, x, attrs = _case(geo)
+    split = _weight_grad(gy, x, attrs)
+    monkeypatch.setenv(nn_conv_wgrad.GEMM_ENV, "1")
+    gemm = _weight_grad(gy, x, attrs)
+    assert not np.array_equal(split, 0 * split)
+    assert np.all(np.abs(split - gemm) <= 2 * _tolerance(gy, x, attrs, 1e-5))
+
+
+def _dev(max_groups=65535, max_binding=1 << 27):
+    return types.SimpleNamespace(max_groups=max_groups, max_binding=max_binding)
+
+
+@pytest.mark.parametrize("rows", [1, 15, 16, 17, 255, 4096, 50_176, 1_000_003])
+@pytest.mark.parametrize("tiles", [1, 18, 5000])
+def test_plan_covers_every_position_once(rows, tiles):
+    splits, chunk = nn_conv_wgrad.plan(rows, tiles, 144, _dev())
+    assert chunk % nn_conv_wgrad.TILE == 0
+    assert (splits - 1) * chunk < rows <= splits * chunk
+    assert splits * tiles <= max(tiles, nn_conv_wgrad.TARGET_GROUPS + tiles)
+    if splits > 1:
+        assert chunk >= nn_conv_wgrad.MIN_CHUNK
+
+
+def test_plan_fills_the_gpu_for_the_cnn_shapes():
+    assert nn_conv_wgrad.plan(64 * 784, 1, 144, _dev())[0] >= 128
+    assert nn_conv_wgrad.plan(64 * 196, 18, 4608, _dev())[0] * 18 >= 512
+
+
+def test_plan_keeps_partials_within_a_binding():
+    splits, _ = nn_conv_wgrad.plan(1_000_000, 1, 1000, _dev(max_binding=40_000))
+    assert splits * 1000 * 4 <= 40_000
