@@ -43,66 +43,87 @@ struct Config {
 @group(0) @binding(2) var<storage, read> x: array<scalar>;
 @group(0) @binding(3) var<uniform> cfg: Config;
 
-// [row][position] tiles, rows padded to 17 so the column reads of `tb` fall in different banks
+// [row][position] tiles of 16 rows x 16 positions, rows padded to 17 so column reads spread over banks
 var<workgroup> ta: array<f32, 272>;     // grad rows: output channels o0 .. o0 + 15
 var<workgroup> tb: array<f32, 272>;     // x rows: kernel entries k0 .. k0 + 15
 
-@compute @workgroup_size(16, 16)
-fn main(@builtin(local_invocation_id) lid: vec3<u32>, @builtin(workgroup_id) wid: vec3<u32>) {
-    let tx = lid.x;
-    let ty = lid.y;
+// 64 invocations, each 2 x 2 outputs of the tile: (o0 + 2 * ty + a, k0 + 2 * tx + b) for ty, tx in 0..7;
+// each loads rows lrow + 4 * q (q in 0..3) of both tiles at position r0 + lcol
+@compute @workgroup_size(64)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let tx = lid % 8u;
+    let ty = lid / 8u;
+    let lcol = lid % 16u;
+    let lrow = lid / 16u;
     let o0 = (wid.x / cfg.tiles_k) * 16u;
     let k0 = (wid.x % cfg.tiles_k) * 16u;
     let grp = cfg.g0 + wid.y;
     let split = wid.z;
     let plane = u32(cfg.ho * cfg.wo);
     let taps = u32(cfg.kh * cfg.kw);
-    // each invocation loads row ty of both tiles at position r0 + tx (consecutive tx: consecutive ow)
-    let oa = o0 + ty;
-    let a_ok = oa < cfg.og;
-    let a_chan = grp * cfg.og + oa;
-    let kb = k0 + ty;
-    let b_ok = kb < cfg.kg;
-    let cb = kb / taps;
-    let tap = i32(kb - cb * taps);
-    let ki = tap / cfg.kw;
-    let kj = tap - ki * cfg.kw;
-    let b_chan = grp * cfg.cg + cb;
-    let h_off = ki * cfg.dh - cfg.ph;
-    let w_off = kj * cfg.dw - cfg.pw;
+    // per loaded row: grad channel (or none), and x channel + window offsets of the kernel entry (or none)
+    var a_chan: array<u32, 4>;
+    var a_ok: array<bool, 4>;
+    var b_chan: array<u32, 4>;
+    var b_ok: array<bool, 4>;
+    var h_off: array<i32, 4>;
+    var w_off: array<i32, 4>;
+    for (var q = 0u; q < 4u; q++) {
+        let oa = o0 + lrow + 4u * q;
+        a_ok[q] = oa < cfg.og;
+        a_chan[q] = grp * cfg.og + oa;
+        let kb = k0 + lrow + 4u * q;
+        b_ok[q] = kb < cfg.kg;
+        let cb = kb / taps;
+        let tap = i32(kb - cb * taps);
+        let ki = tap / cfg.kw;
+        b_chan[q] = grp * cfg.cg + cb;
+        h_off[q] = ki * cfg.dh - cfg.ph;
+        w_off[q] = (tap - ki * cfg.kw) * cfg.dw - cfg.pw;
+    }
     let r_begin = split * cfg.chunk;
     let r_end = min(r_begin + cfg.chunk, cfg.rows);
-    var acc = 0.0;
+    var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
     for (var r0 = r_begin; r0 < r_end; r0 += 16u) {
-        let r = r0 + tx;
-        var av = 0.0;
-        var bv = 0.0;
-        if (r < r_end) {
-            let s = r / plane;
-            let l = r - s * plane;
-            let oh = i32(l / u32(cfg.wo));
-            let ow = i32(l) - oh * cfg.wo;
-            if (a_ok) {
-                av = f32(grad[cfg.grad_off + (s * cfg.o + a_chan) * plane + l]);
+        let r = r0 + lcol;
+        let live = r < r_end;
+        let s = r / plane;
+        let l = r - s * plane;
+        let oh = i32(l / u32(cfg.wo));
+        let ow = i32(l) - oh * cfg.wo;
+        for (var q = 0u; q < 4u; q++) {
+            var av = 0.0;
+            var bv = 0.0;
+            if (live && a_ok[q]) {
+                av = f32(grad[cfg.grad_off + (s * cfg.o + a_chan[q]) * plane + l]);
             }
-            let ih = oh * cfg.sh + h_off;
-            let iw = ow * cfg.sw + w_off;
-            if (b_ok && ih >= 0 && ih < cfg.h && iw >= 0 && iw < cfg.w) {
-                bv = f32(x[cfg.x_off + ((s * cfg.c + b_chan) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)]);
+            let ih = oh * cfg.sh + h_off[q];
+            let iw = ow * cfg.sw + w_off[q];
+            if (live && b_ok[q] && ih >= 0 && ih < cfg.h && iw >= 0 && iw < cfg.w) {
+                bv = f32(x[cfg.x_off + ((s * cfg.c + b_chan[q]) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)]);
             }
+            ta[(lrow + 4u * q) * 17u + lcol] = av;
+            tb[(lrow + 4u * q) * 17u + lcol] = bv;
         }
-        ta[ty * 17u + tx] = av;
-        tb[ty * 17u + tx] = bv;
         workgroupBarrier();
-        for (var q = 0u; q < 16u; q++) {
-            acc += ta[ty * 17u + q] * tb[tx * 17u + q];     // output (o0 + ty, k0 + tx)
+        for (var p = 0u; p < 16u; p++) {
+            let a0 = ta[(2u * ty) * 17u + p];
+            let a1 = ta[(2u * ty + 1u) * 17u + p];
+            let b0 = tb[(2u * tx) * 17u + p];
+            let b1 = tb[(2u * tx + 1u) * 17u + p];
+            acc[0] += a0 * b0;
+            acc[1] += a0 * b1;
+            acc[2] += a1 * b0;
+            acc[3] += a1 * b1;
         }
         workgroupBarrier();
     }
-    let o = o0 + ty;
-    let k = k0 + tx;
-    if (o < cfg.og && k < cfg.kg) {
-        part[split * cfg.o * cfg.kg + (grp * cfg.og + o) * cfg.kg + k] = acc;
+    for (var q = 0u; q < 4u; q++) {
+        let o = o0 + 2u * ty + q / 2u;
+        let k = k0 + 2u * tx + q % 2u;
+        if (o < cfg.og && k < cfg.kg) {
+            part[split * cfg.o * cfg.kg + (grp * cfg.og + o) * cfg.kg + k] = acc[q];
+        }
     }
 }
 
