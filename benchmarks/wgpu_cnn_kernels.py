@@ -10,7 +10,7 @@ the same shapes (CUDA when available, else CPU), through the aten ops its autogr
 Rates: conv rows in GFLOP/s (2 * MACs), the others in GB/s (bytes read + written once).
 With rumus-vision installed, convs with one or two input channels per group (conv1 here) run its direct
 kernels instead of the backend's; the lent GPU machine's source-tree setup has no plugin.
-A/B: RUMUS_WGPU_CONV_WGRAD_GEMM=1 puts conv2d_backward_weight back on im2col + GEMM.
+A/B: RUMUS_WGPU_CONV_IM2COL=1 puts every conv back on im2col + GEMM (the path before the small-weight kernels).
 """
 
 from __future__ import annotations

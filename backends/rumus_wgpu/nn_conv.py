@@ -7,10 +7,10 @@ output positions, in one of two layouts:
                  group) that reads and writes NCHW directly; used when L is large (or N = 1);
   channel-major  [groups, K, N * L]: one [O/g, K] @ [K, N * L] GEMM per group, so small images
                  still make wide GEMMs; NCHW <-> [groups, O/g, N * L] reorders are strided copies.
-conv2d_backward_weight with a small gradient is a split sum of its own (nn_conv_wgrad.py); otherwise it
-always takes the channel-major layout: its GEMM then sums over samples and
-positions at once. Large batches run in chunks of samples, so scratch stays within SCRATCH_BYTES
-(chunks of the weight gradient are added up).
+conv2d with a small weight is an implicit GEMM (nn_conv_implicit.py), conv2d_backward_weight with a
+small gradient a split sum (nn_conv_wgrad.py). Otherwise the weight gradient always takes the
+channel-major layout: its GEMM then sums over samples and positions at once. Large batches run in
+chunks of samples, so scratch stays within SCRATCH_BYTES (chunks of the weight gradient are added up).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Any
 
 from rumus_contracts import DType, TensorArg
 
-from . import elementwise, nn_conv_wgrad
+from . import elementwise, nn_conv_implicit, nn_conv_wgrad
 from .gemm import matmul
 from .layout import new_buffer, readable_inputs
 from .nn_common import dispatch
@@ -105,6 +105,9 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         return
     dev, (x, w) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(x.shape, w.shape, y.shape[2:], attrs), x.dtype
+    if nn_conv_implicit.suits(dev, cv):
+        nn_conv_implicit.forward(dev, cv, y, x, w)
+        return
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
     for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d"):

@@ -22,17 +22,21 @@ TILE = 16                 # the workgroup's tile of (output channel, kernel entr
 MIN_CHUNK = 256           # positions per workgroup: at least 16 barrier steps of work each
 TARGET_GROUPS = 1024      # workgroups to aim for: several waves on the largest GPUs
 DIRECT_MAX_OUT = 128 * 128
-GEMM_ENV = "RUMUS_WGPU_CONV_WGRAD_GEMM"   # set: always im2col + GEMM (A/B timing, tests of both paths)
+IM2COL_ENV = "RUMUS_WGPU_CONV_IM2COL"   # set: every conv on im2col + GEMM (A/B timing, tests of both paths)
+
+
+def small_weight(cv: Any) -> bool:
+    """Whether the geometry `cv` (nn_conv._Conv) has a small weight, where the im2col + GEMM path loses:
+    at most DIRECT_MAX_OUT elements or one side (O/g, C/g*kh*kw) under 48 are the shapes where the GEMM
+    runs its 32x32 tile, unsplit (gemm._plan), so few workgroups share a long K or M is mostly padding."""
+    if env_set(IM2COL_ENV):
+        return False
+    return cv.o * cv.k <= DIRECT_MAX_OUT or min(cv.og, cv.k) < 48
 
 
 def suits(dev: Any, cv: Any) -> bool:
-    """Whether this kernel beats im2col + GEMM for the geometry `cv` (nn_conv._Conv): a weight gradient
-    of at most DIRECT_MAX_OUT elements or one side under 48 are the shapes where the GEMM runs its
-    32x32 tile unsplit (gemm._plan); a group's tiles must fit one grid dimension."""
-    if env_set(GEMM_ENV):
-        return False
-    small = cv.o * cv.k <= DIRECT_MAX_OUT or min(cv.og, cv.k) < 48
-    return small and _ceil(cv.og, TILE) * _ceil(cv.k, TILE) <= int(dev.max_groups)
+    """Small weights whose tiles of one group fit one grid dimension."""
+    return small_weight(cv) and _ceil(cv.og, TILE) * _ceil(cv.k, TILE) <= int(dev.max_groups)
 
 
 def _ceil(a: int, b: int) -> int:

@@ -1,7 +1,8 @@
-"""conv2d_backward_weight's split sum on wgpu (backends/rumus_wgpu/nn_conv_wgrad.py): small weight gradients
-sum chunks of (sample, position) in many workgroups, then add the chunks in a fixed order. Values against
+"""Small-weight convolutions on wgpu. conv2d_backward_weight's split sum (backends/rumus_wgpu/nn_conv_wgrad.py):
+chunks of (sample, position) summed in many workgroups, then added in a fixed order; conv2d's implicit GEMM
+(nn_conv_implicit.py): the im2col column gathered in workgroup memory, NCHW written directly. Values against
 float64 over strides, padding, dilation, groups, offsets and float16; many splits; the same bits on every
-run; the same values as the im2col + GEMM path it replaces; and the split plan's arithmetic.
+run; the same values as the im2col + GEMM path they replace; and the split plan's arithmetic.
 
 The tests call the backend's kernel itself: with rumus-vision installed, its direct kernel takes convs of
 one or two input channels per group in front of it (the lent GPU machine runs without the plugin)."""
@@ -12,9 +13,9 @@ import numpy as np
 import pytest
 
 import rumus as rm
-from rumus_contracts.ops.nn_conv import conv2d_backward_weight_reference
+from rumus_contracts.ops.nn_conv import conv2d_backward_weight_reference, conv2d_reference
 from rumus_wgpu import nn_conv_wgrad
-from rumus_wgpu.nn_conv import conv2d_backward_weight
+from rumus_wgpu.nn_conv import conv2d, conv2d_backward_weight
 from wgpu_required import wgpu_or_skip
 
 BACKEND, DEVICE = wgpu_or_skip()
@@ -60,12 +61,73 @@ def _tolerance(gy, x, attrs, rel):
                                                   **attrs) + 1e-6
 
 
-def test_the_split_kernel_runs():
+def _conv(x, w, attrs):
+    """The wgpu backend's conv2d of two device tensors."""
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    (s0, s1), (p0, p1), (d0, d1) = attrs["stride"], attrs["padding"], attrs["dilation"]
+    shape = (n, o, (h + 2 * p0 - d0 * (kh - 1) - 1) // s0 + 1, (wd + 2 * p1 - d1 * (kw - 1) - 1) // s1 + 1)
+    out = rm.empty(shape, dtype=x.dtype, device=DEVICE)
+    conv2d([out._arg], [x._arg, w._arg], {k: attrs[k] for k in ("stride", "padding", "dilation", "groups")})
+    return out.numpy()
+
+
+def _forward_case(geo, dtype="float32"):
+    _, x, attrs = _case(geo, dtype)
+    n, c, h, w, o, (kh, kw), *_, g = geo
+    return x, RNG.standard_normal((o, c // g, kh, kw)).astype(dtype), attrs
+
+
+def _forward_tolerance(x, w, attrs, rel):
+    a = {k: attrs[k] for k in ("stride", "padding", "dilation", "groups")}
+    return rel * conv2d_reference(np.abs(x).astype(np.float64), np.abs(w).astype(np.float64), **a) + 1e-6
+
+
+def _programs():
+    return rm.tensor([0.0], device=DEVICE)._arg.buffer.dev.programs._cache
+
+
+def test_the_small_weight_kernels_run():
     gy, x, attrs = _case(GEOMETRIES[0])
     _weight_grad(gy, x, attrs)
-    dev = rm.tensor(x, device=DEVICE)._arg.buffer.dev
-    keys = [k for k in dev.programs._cache if isinstance(k, tuple) and k[:3] == ("nn", "nn_conv_wgrad", "partials")]
-    assert keys, "conv2d_backward_weight did not take the split kernel"
+    x, w, attrs = _forward_case(GEOMETRIES[0])
+    _conv(rm.tensor(x, device=DEVICE), rm.tensor(w, device=DEVICE), attrs)
+    names = {k[1] for k in _programs() if isinstance(k, tuple) and k[:1] == ("nn",)}
+    assert {"nn_conv_wgrad", "nn_conv_implicit"} <= names
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES, ids=lambda g: "x".join(map(str, g[:5])))
+def test_forward_matches_float64(geo):
+    x, w, attrs = _forward_case(geo)
+    a = {k: attrs[k] for k in ("stride", "padding", "dilation", "groups")}
+    want = conv2d_reference(x.astype(np.float64), w.astype(np.float64), **a)
+    got = _conv(rm.tensor(x, device=DEVICE), rm.tensor(w, device=DEVICE), attrs)
+    assert got.shape == want.shape
+    assert np.all(np.abs(got - want) <= _forward_tolerance(x, w, attrs, 1e-5))
+
+
+def test_forward_float16_and_offsets():
+    x, w, attrs = _forward_case(GEOMETRIES[2], "float16")
+    a = {k: attrs[k] for k in ("stride", "padding", "dilation", "groups")}
+    want = conv2d_reference(x.astype(np.float64), w.astype(np.float64), **a)
+    got = _conv(rm.tensor(x, dtype="float16", device=DEVICE), rm.tensor(w, dtype="float16", device=DEVICE), attrs)
+    bound = np.abs(want) * 2 ** -10 + _forward_tolerance(x, w, attrs, 1e-5)  # one float16 rounding
+    assert np.all(np.abs(got.astype(np.float64) - want) <= bound)
+    x2 = np.concatenate([np.ones((1, *x.shape[1:]), np.float32), x.astype(np.float32)])
+    w2 = np.concatenate([np.ones((1, *w.shape[1:]), np.float32), w.astype(np.float32)])
+    got = _conv(rm.tensor(x2, device=DEVICE)[1:], rm.tensor(w2, device=DEVICE)[1:], attrs)
+    assert np.all(np.abs(got - want) <= _forward_tolerance(x, w, attrs, 1e-5))
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES[:3], ids=lambda g: "x".join(map(str, g[:5])))
+def test_forward_agrees_with_the_im2col_path(geo, monkeypatch):
+    x, w, attrs = _forward_case(geo)
+    xt, wt = rm.tensor(x, device=DEVICE), rm.tensor(w, device=DEVICE)
+    implicit = _conv(xt, wt, attrs)
+    monkeypatch.setenv(nn_conv_wgrad.IM2COL_ENV, "1")
+    im2col = _conv(xt, wt, attrs)
+    assert np.any(implicit != 0)
+    assert np.all(np.abs(implicit - im2col) <= 2 * _forward_tolerance(x, w, attrs, 1e-5))
 
 
 @pytest.mark.parametrize("geo", GEOMETRIES, ids=lambda g: "x".join(map(str, g[:5])))
@@ -105,7 +167,7 @@ def test_same_bits_every_run():
 def test_agrees_with_the_gemm_path(geo, monkeypatch):
     gy, x, attrs = _case(geo)
     split = _weight_grad(gy, x, attrs)
-    monkeypatch.setenv(nn_conv_wgrad.GEMM_ENV, "1")
+    monkeypatch.setenv(nn_conv_wgrad.IM2COL_ENV, "1")
     gemm = _weight_grad(gy, x, attrs)
     assert not np.array_equal(split, 0 * split)
     assert np.all(np.abs(split - gemm) <= 2 * _tolerance(gy, x, attrs, 1e-5))
