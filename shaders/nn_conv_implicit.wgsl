@@ -1,10 +1,13 @@
-// conv2d forward as an implicit GEMM for small weights: y[s, grp * og + o, oh, ow] =
-//   sum_k w[grp * og + o, k] * x[s, grp * cg + c, oh * sh - ph + i * dh, ow * sw - pw + j * dw]
-// over kernel entries k = (c * kh + i) * kw + j. The im2col column is gathered tile by tile into
-// workgroup memory, never written out, and y is written in NCHW directly (no reorder copy).
-// Workgroup (tile, grp): 16 output channels x 64 positions r = (sample, oh, ow); 64 invocations of
-// 4 x 4 outputs: channels o0 + 4 * ty + a, positions p0 + tx + 16 * b (consecutive tx: consecutive
-// positions, so loads and stores coalesce). nn_conv_implicit.py packs the uniform.
+// conv2d forward and conv2d_backward_input for small weights as implicit GEMMs, one dispatch each:
+//   out[s, grp * M + m, a, b] = sum_k weight_at(grp, m, k) * image_at(grp, k, s, a, b)
+// forward: m = output channel o, k = (c, i, j), image x at the window tap (0 in the padding);
+// input gradient: m = input channel c, k = (o, i, j), image grad at the output position whose window
+// puts tap (i, j) on (a, b) (0 when none: exact_div). The column is gathered tile by tile into
+// workgroup memory, never written out, and out is written in NCHW directly (no reorder copy).
+// Workgroup (tile, grp): 16 rows m x 64 positions r = (sample, a, b); 64 invocations of 4 x 4 outputs:
+// rows m0 + 4 * ty + q, positions p0 + tx + 16 * j (consecutive tx: consecutive positions, so loads
+// and stores coalesce). Sections `forward` / `input` define weight_at and image_at; nn_conv_implicit.py
+// packs the uniform and puts exact_div.wgsl in front.
 alias scalar = f32;
 
 struct Config {
@@ -21,86 +24,79 @@ struct Config {
     dw: i32,
     ho: i32,
     wo: i32,
-    o: u32,                 // output channels, all groups
-    og: u32,                // output channels per group
-    cg: u32,                // input channels per group
-    kg: u32,                // cg * kh * kw
-    rows: u32,              // samples * ho * wo
+    o: u32,                 // conv output channels, all groups
+    og: u32,                // conv output channels per group
+    cg: u32,                // conv input channels per group
+    m: u32,                 // GEMM rows per group: og (forward) or cg (input gradient)
+    kred: u32,              // summed entries: cg * kh * kw (forward) or og * kh * kw (input gradient)
+    out_ch: u32,            // channels of out: o or c
+    out_h: i32,             // plane of out: (ho, wo) or (h, w)
+    out_w: i32,
+    rows: u32,              // samples * out_h * out_w
     tiles_p: u32,           // 64-wide tiles along rows
     g0: u32,                // first group of this launch
-    x_off: u32,
+    img_off: u32,
     w_off: u32,
-    y_off: u32,
+    out_off: u32,
     pad: u32,
 }
 
-@group(0) @binding(0) var<storage, read_write> y: array<scalar>;
-@group(0) @binding(1) var<storage, read> x: array<scalar>;
+@group(0) @binding(0) var<storage, read_write> out: array<scalar>;
+@group(0) @binding(1) var<storage, read> img: array<scalar>;
 @group(0) @binding(2) var<storage, read> wt: array<scalar>;
 @group(0) @binding(3) var<uniform> cfg: Config;
 
-var<workgroup> tw: array<f32, 272>;     // [16 channels][16 entries], rows padded to 17
-var<workgroup> tx_: array<f32, 1024>;   // [16 entries][64 positions]
+var<workgroup> tw: array<f32, 272>;     // [16 rows][16 entries], rows padded to 17
+var<workgroup> tc: array<f32, 1024>;    // [16 entries][64 positions]
 
 @compute @workgroup_size(64)
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let tx = lid % 16u;
     let ty = lid / 16u;
     let p0 = (wid.x % cfg.tiles_p) * 64u;
-    let o0 = (wid.x / cfg.tiles_p) * 16u;
+    let m0 = (wid.x / cfg.tiles_p) * 16u;
     let grp = cfg.g0 + wid.y;
-    let plane = u32(cfg.ho * cfg.wo);
-    let taps = u32(cfg.kh * cfg.kw);
+    let plane = u32(cfg.out_h * cfg.out_w);
     // the position this invocation gathers for every entry row: p0 + lid
     let r = p0 + lid;
     let live = r < cfg.rows;
     let s = r / plane;
     let l = r - s * plane;
-    let oh = i32(l / u32(cfg.wo));
-    let ow = i32(l) - oh * cfg.wo;
-    let ih0 = oh * cfg.sh - cfg.ph;
-    let iw0 = ow * cfg.sw - cfg.pw;
-    let x_base = cfg.x_off + (s * cfg.c + grp * cfg.cg) * u32(cfg.h * cfg.w);
+    let a = i32(l / u32(cfg.out_w));
+    let b = i32(l) - a * cfg.out_w;
     var acc: array<f32, 16>;
     for (var q = 0u; q < 16u; q++) {
         acc[q] = 0.0;
     }
-    for (var k0 = 0u; k0 < cfg.kg; k0 += 16u) {
+    for (var k0 = 0u; k0 < cfg.kred; k0 += 16u) {
         for (var q = 0u; q < 4u; q++) {
             let e = lid + 64u * q;
-            let o = o0 + e / 16u;
+            let m = m0 + e / 16u;
             let k = k0 + e % 16u;
             var v = 0.0;
-            if (o < cfg.og && k < cfg.kg) {
-                v = f32(wt[cfg.w_off + (grp * cfg.og + o) * cfg.kg + k]);
+            if (m < cfg.m && k < cfg.kred) {
+                v = weight_at(grp, m, k);
             }
             tw[(e / 16u) * 17u + e % 16u] = v;
         }
         for (var q = 0u; q < 16u; q++) {
             let k = k0 + q;
             var v = 0.0;
-            if (live && k < cfg.kg) {
-                let c = k / taps;
-                let tap = i32(k - c * taps);
-                let i = tap / cfg.kw;
-                let ih = ih0 + i * cfg.dh;
-                let iw = iw0 + (tap - i * cfg.kw) * cfg.dw;
-                if (ih >= 0 && ih < cfg.h && iw >= 0 && iw < cfg.w) {
-                    v = f32(x[x_base + c * u32(cfg.h * cfg.w) + u32(ih * cfg.w + iw)]);
-                }
+            if (live && k < cfg.kred) {
+                v = image_at(grp, k, s, a, b);
             }
-            tx_[q * 64u + lid] = v;
+            tc[q * 64u + lid] = v;
         }
         workgroupBarrier();
         for (var kk = 0u; kk < 16u; kk++) {
-            var b: array<f32, 4>;
+            var col: array<f32, 4>;
             for (var j = 0u; j < 4u; j++) {
-                b[j] = tx_[kk * 64u + tx + 16u * j];
+                col[j] = tc[kk * 64u + tx + 16u * j];
             }
-            for (var a = 0u; a < 4u; a++) {
-                let wa = tw[(4u * ty + a) * 17u + kk];
+            for (var q = 0u; q < 4u; q++) {
+                let wq = tw[(4u * ty + q) * 17u + kk];
                 for (var j = 0u; j < 4u; j++) {
-                    acc[a * 4u + j] += wa * b[j];
+                    acc[q * 4u + j] += wq * col[j];
                 }
             }
         }
@@ -113,11 +109,51 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         }
         let sp = rp / plane;
         let lp = rp - sp * plane;
-        for (var a = 0u; a < 4u; a++) {
-            let o = o0 + 4u * ty + a;
-            if (o < cfg.og) {
-                y[cfg.y_off + (sp * cfg.o + grp * cfg.og + o) * plane + lp] = scalar(acc[a * 4u + j]);
+        for (var q = 0u; q < 4u; q++) {
+            let m = m0 + 4u * ty + q;
+            if (m < cfg.m) {
+                out[cfg.out_off + (sp * cfg.out_ch + grp * cfg.m + m) * plane + lp] = scalar(acc[q * 4u + j]);
             }
         }
     }
+}
+
+//// forward
+// m = o, k = (c, i, j); (a, b) = (oh, ow)
+fn weight_at(grp: u32, m: u32, k: u32) -> f32 {
+    return f32(wt[cfg.w_off + (grp * cfg.og + m) * cfg.kred + k]);
+}
+
+fn image_at(grp: u32, k: u32, s: u32, a: i32, b: i32) -> f32 {
+    let taps = u32(cfg.kh * cfg.kw);
+    let c = k / taps;
+    let tap = i32(k - c * taps);
+    let i = tap / cfg.kw;
+    let ih = a * cfg.sh - cfg.ph + i * cfg.dh;
+    let iw = b * cfg.sw - cfg.pw + (tap - i * cfg.kw) * cfg.dw;
+    if (ih < 0 || ih >= cfg.h || iw < 0 || iw >= cfg.w) {
+        return 0.0;
+    }
+    return f32(img[cfg.img_off + ((s * cfg.c + grp * cfg.cg + c) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)]);
+}
+
+//// input
+// m = c, k = (o, i, j); (a, b) = (ih, iw); img is grad [N, O, Ho, Wo]
+fn weight_at(grp: u32, m: u32, k: u32) -> f32 {
+    let taps = u32(cfg.kh * cfg.kw);
+    let o = k / taps;
+    return f32(wt[cfg.w_off + ((grp * cfg.og + o) * cfg.cg + m) * taps + (k - o * taps)]);
+}
+
+fn image_at(grp: u32, k: u32, s: u32, a: i32, b: i32) -> f32 {
+    let taps = u32(cfg.kh * cfg.kw);
+    let o = k / taps;
+    let tap = i32(k - o * taps);
+    let i = tap / cfg.kw;
+    let oh = exact_div(a + cfg.ph - i * cfg.dh, cfg.sh);
+    let ow = exact_div(b + cfg.pw - (tap - i * cfg.kw) * cfg.dw, cfg.sw);
+    if (oh < 0 || oh >= cfg.ho || ow < 0 || ow >= cfg.wo) {
+        return 0.0;
+    }
+    return f32(img[cfg.img_off + ((s * cfg.o + grp * cfg.og + o) * u32(cfg.ho) + u32(oh)) * u32(cfg.wo) + u32(ow)]);
 }

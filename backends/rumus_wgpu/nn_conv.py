@@ -7,10 +7,11 @@ output positions, in one of two layouts:
                  group) that reads and writes NCHW directly; used when L is large (or N = 1);
   channel-major  [groups, K, N * L]: one [O/g, K] @ [K, N * L] GEMM per group, so small images
                  still make wide GEMMs; NCHW <-> [groups, O/g, N * L] reorders are strided copies.
-conv2d with a small weight is an implicit GEMM (nn_conv_implicit.py), conv2d_backward_weight with a
-small gradient a split sum (nn_conv_wgrad.py). Otherwise the weight gradient always takes the
-channel-major layout: its GEMM then sums over samples and positions at once. Large batches run in
-chunks of samples, so scratch stays within SCRATCH_BYTES (chunks of the weight gradient are added up).
+conv2d and conv2d_backward_input with a small weight are implicit GEMMs (nn_conv_implicit.py), and
+conv2d_backward_weight with a small gradient a split sum (nn_conv_wgrad.py). Otherwise the weight
+gradient always takes the channel-major layout: its GEMM then sums over samples and positions at once.
+Large batches run in chunks of samples, so scratch stays within SCRATCH_BYTES (chunks of the weight
+gradient are added up).
 """
 
 from __future__ import annotations
@@ -130,6 +131,9 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
         return
     dev, (gy, w) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(gx.shape, w.shape, gy.shape[2:], attrs), gy.dtype
+    if nn_conv_implicit.suits(dev, cv, input_grad=True):
+        nn_conv_implicit.backward_input(dev, cv, gx, gy, w)
+        return
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
     for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d_backward_input"):

@@ -1,6 +1,7 @@
 """Small-weight convolutions on wgpu. conv2d_backward_weight's split sum (backends/rumus_wgpu/nn_conv_wgrad.py):
-chunks of (sample, position) summed in many workgroups, then added in a fixed order; conv2d's implicit GEMM
-(nn_conv_implicit.py): the im2col column gathered in workgroup memory, NCHW written directly. Values against
+chunks of (sample, position) summed in many workgroups, then added in a fixed order; conv2d's and
+conv2d_backward_input's implicit GEMMs (nn_conv_implicit.py): the column gathered in workgroup memory, NCHW
+written directly. Values against
 float64 over strides, padding, dilation, groups, offsets and float16; many splits; the same bits on every
 run; the same values as the im2col + GEMM path they replace; and the split plan's arithmetic.
 
@@ -13,9 +14,10 @@ import numpy as np
 import pytest
 
 import rumus as rm
-from rumus_contracts.ops.nn_conv import conv2d_backward_weight_reference, conv2d_reference
+from rumus_contracts.ops.nn_conv import (conv2d_backward_input_reference, conv2d_backward_weight_reference,
+                                         conv2d_reference)
 from rumus_wgpu import nn_conv_wgrad
-from rumus_wgpu.nn_conv import conv2d, conv2d_backward_weight
+from rumus_wgpu.nn_conv import conv2d, conv2d_backward_input, conv2d_backward_weight
 from wgpu_required import wgpu_or_skip
 
 BACKEND, DEVICE = wgpu_or_skip()
@@ -92,8 +94,48 @@ def test_the_small_weight_kernels_run():
     _weight_grad(gy, x, attrs)
     x, w, attrs = _forward_case(GEOMETRIES[0])
     _conv(rm.tensor(x, device=DEVICE), rm.tensor(w, device=DEVICE), attrs)
-    names = {k[1] for k in _programs() if isinstance(k, tuple) and k[:1] == ("nn",)}
-    assert {"nn_conv_wgrad", "nn_conv_implicit"} <= names
+    gy, _, _ = _case(GEOMETRIES[0])
+    _input_grad(rm.tensor(gy, device=DEVICE), rm.tensor(w, device=DEVICE), x.shape, attrs)
+    names = {k[1:3] for k in _programs() if isinstance(k, tuple) and k[:1] == ("nn",)}
+    assert {("nn_conv_wgrad", "partials"), ("nn_conv_implicit", "forward"), ("nn_conv_implicit", "input")} <= names
+
+
+def _input_grad(gy, w, x_shape, attrs):
+    """The wgpu backend's conv2d_backward_input of two device tensors."""
+    out = rm.empty(tuple(x_shape), dtype=gy.dtype, device=DEVICE)
+    a = {k: attrs[k] for k in ("stride", "padding", "dilation", "groups")}
+    conv2d_backward_input([out._arg], [gy._arg, w._arg], {**a, "input_size": tuple(x_shape[2:])})
+    return out.numpy()
+
+
+def _input_reference(gy, w, x_shape, attrs, magnitude=False):
+    a = {k: attrs[k] for k in ("stride", "padding", "dilation", "groups")}
+    f = np.abs if magnitude else np.asarray
+    return conv2d_backward_input_reference(f(gy).astype(np.float64), f(w).astype(np.float64), x_shape[2:], **a)
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES, ids=lambda g: "x".join(map(str, g[:5])))
+def test_input_grad_matches_float64(geo):
+    gy, x, attrs = _case(geo)
+    w = _forward_case(geo)[1]
+    got = _input_grad(rm.tensor(gy, device=DEVICE), rm.tensor(w, device=DEVICE), x.shape, attrs)
+    want = _input_reference(gy, w, x.shape, attrs)
+    assert got.shape == want.shape
+    assert np.all(np.abs(got - want) <= 1e-5 * _input_reference(gy, w, x.shape, attrs, True) + 1e-6)
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES[:3], ids=lambda g: "x".join(map(str, g[:5])))
+def test_input_grad_agrees_with_the_im2col_path_and_offsets(geo, monkeypatch):
+    gy, x, attrs = _case(geo)
+    w = _forward_case(geo)[1]
+    gy2 = np.concatenate([np.ones((1, *gy.shape[1:]), np.float32), gy])
+    w2 = np.concatenate([np.ones((1, *w.shape[1:]), np.float32), w])
+    gyt, wt = rm.tensor(gy2, device=DEVICE)[1:], rm.tensor(w2, device=DEVICE)[1:]
+    implicit = _input_grad(gyt, wt, x.shape, attrs)
+    monkeypatch.setenv(nn_conv_wgrad.IM2COL_ENV, "1")
+    im2col = _input_grad(gyt, wt, x.shape, attrs)
+    assert np.any(implicit != 0)
+    assert np.all(np.abs(implicit - im2col) <= 2e-5 * _input_reference(gy, w, x.shape, attrs, True) + 1e-6)
 
 
 @pytest.mark.parametrize("geo", GEOMETRIES, ids=lambda g: "x".join(map(str, g[:5])))
