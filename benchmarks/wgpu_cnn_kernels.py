@@ -10,7 +10,8 @@ the same shapes (CUDA when available, else CPU), through the aten ops its autogr
 Rates: conv rows in GFLOP/s (2 * MACs), the others in GB/s (bytes read + written once).
 With rumus-vision installed, convs with one or two input channels per group (conv1 here) run its direct
 kernels instead of the backend's; the lent GPU machine's source-tree setup has no plugin.
-A/B: RUMUS_WGPU_CONV_IM2COL=1 puts every conv back on im2col + GEMM (the path before the small-weight kernels).
+Conv rows also time the im2col + GEMM path (RUMUS_WGPU_CONV_IM2COL=1, the path before the small-weight
+kernels) in the column "im2col ms".
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rumus import ops  # noqa: E402
 from rumus.nn import functional as F  # noqa: E402
 
 CONV = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1}
+IM2COL_ENV = "RUMUS_WGPU_CONV_IM2COL"  # backends/rumus_wgpu/nn_conv_wgrad.py: convs on im2col + GEMM
 POOL = {"kernel_size": (2, 2), "stride": (2, 2), "padding": (0, 0), "dilation": (1, 1), "ceil_mode": False}
 
 
@@ -145,21 +147,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"rumus {device} vs torch {torch.__version__} on {tdev}; batch {args.batch}; "
           f">= {args.min_ms} ms per timed batch, median of {args.reps}")
     out, sums = [], [0.0, 0.0]
+
+    def timed(fn: Callable[[], object], sync: Callable[[], object]) -> tuple[float, float, int]:
+        return per_launch(fn, sync, args.min_ms / 1e3, args.max_launches, args.reps)
     with rm.no_grad(), torch.no_grad():
         for row in _rows(args.batch, device, tdev):
             if args.only and args.only not in row.name:
                 continue
-            t_rm, host, r = per_launch(row.rumus, sync_rm, args.min_ms / 1e3, args.max_launches, args.reps)
-            t_t, _, _ = per_launch(row.torch, sync_t, args.min_ms / 1e3, args.max_launches, args.reps)
+            t_rm, host, r = timed(row.rumus, sync_rm)
+            im2col = ""
+            if row.unit == "GFLOP/s" and device.backend == "wgpu":
+                os.environ[IM2COL_ENV] = "1"
+                try:
+                    im2col = f"{timed(row.rumus, sync_rm)[0] * 1e3:.4f}"
+                finally:
+                    del os.environ[IM2COL_ENV]
+            t_t, _, _ = timed(row.torch, sync_t)
             sums[0] += t_rm
             sums[1] += t_t
-            out.append((row.name, row.shape, f"{t_rm * 1e3:.4f}", f"{host * 1e3:.4f}", str(r),
+            out.append((row.name, row.shape, f"{t_rm * 1e3:.4f}", im2col, f"{host * 1e3:.4f}", str(r),
                         f"{_rate(row.work, t_rm)} {row.unit}", f"{t_t * 1e3:.4f}", f"{_rate(row.work, t_t)}",
                         f"{t_rm / t_t:.2f}x"))
-    out.append(("all rows", "", f"{sums[0] * 1e3:.3f}", "", "", "", f"{sums[1] * 1e3:.3f}", "",
+    out.append(("all rows", "", f"{sums[0] * 1e3:.3f}", "", "", "", "", f"{sums[1] * 1e3:.3f}", "",
                 f"{sums[0] / max(sums[1], 1e-12):.2f}x"))
-    print(table(out, ("kernel", "shape", "rumus ms", "host ms", "R", "rumus rate", "torch ms", "torch rate",
-                      "rumus/torch")))
+    print(table(out, ("kernel", "shape", "rumus ms", "im2col ms", "host ms", "R", "rumus rate", "torch ms",
+                      "torch rate", "rumus/torch")))
     return 0
 
 

@@ -1,5 +1,5 @@
 // conv2d forward and conv2d_backward_input for small weights as implicit GEMMs, one dispatch each:
-//   out[s, grp * M + m, a, b] = sum_k weight_at(grp, m, k) * image_at(grp, k, s, a, b)
+//   out[s, grp * M + m, a, b] = sum_k weight_at(grp, m, k) * image_at(grp, k as (ch, i, j), s, a, b)
 // forward: m = output channel o, k = (c, i, j), image x at the window tap (0 in the padding);
 // input gradient: m = input channel c, k = (o, i, j), image grad at the output position whose window
 // puts tap (i, j) on (a, b) (0 when none: exact_div). The column is gathered tile by tile into
@@ -64,10 +64,15 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let l = r - s * plane;
     let a = i32(l / u32(cfg.out_w));
     let b = i32(l) - a * cfg.out_w;
-    var acc: array<f32, 16>;
-    for (var q = 0u; q < 16u; q++) {
-        acc[q] = 0.0;
-    }
+    // accumulators: one vec4 per row m0 + 4 * ty + q, lanes j = positions p0 + tx + 16 * j (no private
+    // arrays indexed at run time: some drivers keep those in memory)
+    var acc0 = vec4<f32>(0.0);
+    var acc1 = vec4<f32>(0.0);
+    var acc2 = vec4<f32>(0.0);
+    var acc3 = vec4<f32>(0.0);
+    var ch = 0u;        // the entry k0 + q as (channel, tap row, tap column); see the gather loop
+    var ti = 0;
+    var tj = 0;
     for (var k0 = 0u; k0 < cfg.kred; k0 += 16u) {
         for (var q = 0u; q < 4u; q++) {
             let e = lid + 64u * q;
@@ -80,57 +85,64 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             tw[(e / 16u) * 17u + e % 16u] = v;
         }
         for (var q = 0u; q < 16u; q++) {
-            let k = k0 + q;
             var v = 0.0;
-            if (live && k < cfg.kred) {
-                v = image_at(grp, k, s, a, b);
+            if (live && k0 + q < cfg.kred) {
+                v = image_at(grp, ch, ti, tj, s, a, b);
             }
             tc[q * 64u + lid] = v;
-        }
-        workgroupBarrier();
-        for (var kk = 0u; kk < 16u; kk++) {
-            var col: array<f32, 4>;
-            for (var j = 0u; j < 4u; j++) {
-                col[j] = tc[kk * 64u + tx + 16u * j];
-            }
-            for (var q = 0u; q < 4u; q++) {
-                let wq = tw[(4u * ty + q) * 17u + kk];
-                for (var j = 0u; j < 4u; j++) {
-                    acc[q * 4u + j] += wq * col[j];
+            // the next entry: (ch, ti, tj) counts k = (ch * kh + ti) * kw + tj up without dividing
+            tj += 1;
+            if (tj == cfg.kw) {
+                tj = 0;
+                ti += 1;
+                if (ti == cfg.kh) {
+                    ti = 0;
+                    ch += 1u;
                 }
             }
         }
         workgroupBarrier();
+        for (var kk = 0u; kk < 16u; kk++) {
+            let c = kk * 64u + tx;
+            let col = vec4<f32>(tc[c], tc[c + 16u], tc[c + 32u], tc[c + 48u]);
+            let wrow = 4u * ty * 17u + kk;
+            acc0 += tw[wrow] * col;
+            acc1 += tw[wrow + 17u] * col;
+            acc2 += tw[wrow + 34u] * col;
+            acc3 += tw[wrow + 51u] * col;
+        }
+        workgroupBarrier();
+    }
+    let m1 = m0 + 4u * ty;
+    store_row(grp, m1, p0 + tx, plane, acc0);
+    store_row(grp, m1 + 1u, p0 + tx, plane, acc1);
+    store_row(grp, m1 + 2u, p0 + tx, plane, acc2);
+    store_row(grp, m1 + 3u, p0 + tx, plane, acc3);
+}
+
+// row m of out at positions p, p + 16, p + 32, p + 48 (those before cfg.rows)
+fn store_row(grp: u32, m: u32, p: u32, plane: u32, v: vec4<f32>) {
+    if (m >= cfg.m) {
+        return;
     }
     for (var j = 0u; j < 4u; j++) {
-        let rp = p0 + tx + 16u * j;
-        if (rp >= cfg.rows) {
-            continue;
-        }
-        let sp = rp / plane;
-        let lp = rp - sp * plane;
-        for (var q = 0u; q < 4u; q++) {
-            let m = m0 + 4u * ty + q;
-            if (m < cfg.m) {
-                out[cfg.out_off + (sp * cfg.out_ch + grp * cfg.m + m) * plane + lp] = scalar(acc[q * 4u + j]);
-            }
+        let rp = p + 16u * j;
+        if (rp < cfg.rows) {
+            let sp = rp / plane;
+            out[cfg.out_off + (sp * cfg.out_ch + grp * cfg.m + m) * plane + rp - sp * plane] = scalar(v[j]);
         }
     }
 }
 
 //// forward
-// m = o, k = (c, i, j); (a, b) = (oh, ow)
+// m = o, k = (c, i, j) = (ch, i, j); (a, b) = (oh, ow)
 fn weight_at(grp: u32, m: u32, k: u32) -> f32 {
     return f32(wt[cfg.w_off + (grp * cfg.og + m) * cfg.kred + k]);
 }
 
-fn image_at(grp: u32, k: u32, s: u32, a: i32, b: i32) -> f32 {
-    let taps = u32(cfg.kh * cfg.kw);
-    let c = k / taps;
-    let tap = i32(k - c * taps);
-    let i = tap / cfg.kw;
+fn image_at(grp: u32, c: u32, i: i32, j: i32, s: u32, a: i32, b: i32) -> f32 {
     let ih = a * cfg.sh - cfg.ph + i * cfg.dh;
-    let iw = b * cfg.sw - cfg.pw + (tap - i * cfg.kw) * cfg.dw;
+    let iw = b * cfg.sw - cfg.pw + j * cfg.dw;
     if (ih < 0 || ih >= cfg.h || iw < 0 || iw >= cfg.w) {
         return 0.0;
     }
@@ -138,20 +150,16 @@ fn image_at(grp: u32, k: u32, s: u32, a: i32, b: i32) -> f32 {
 }
 
 //// input
-// m = c, k = (o, i, j); (a, b) = (ih, iw); img is grad [N, O, Ho, Wo]
+// m = c, k = (o, i, j) = (ch, i, j); (a, b) = (ih, iw); img is grad [N, O, Ho, Wo]
 fn weight_at(grp: u32, m: u32, k: u32) -> f32 {
     let taps = u32(cfg.kh * cfg.kw);
     let o = k / taps;
     return f32(wt[cfg.w_off + ((grp * cfg.og + o) * cfg.cg + m) * taps + (k - o * taps)]);
 }
 
-fn image_at(grp: u32, k: u32, s: u32, a: i32, b: i32) -> f32 {
-    let taps = u32(cfg.kh * cfg.kw);
-    let o = k / taps;
-    let tap = i32(k - o * taps);
-    let i = tap / cfg.kw;
+fn image_at(grp: u32, o: u32, i: i32, j: i32, s: u32, a: i32, b: i32) -> f32 {
     let oh = exact_div(a + cfg.ph - i * cfg.dh, cfg.sh);
-    let ow = exact_div(b + cfg.pw - (tap - i * cfg.kw) * cfg.dw, cfg.sw);
+    let ow = exact_div(b + cfg.pw - j * cfg.dw, cfg.sw);
     if (oh < 0 || oh >= cfg.ho || ow < 0 || ow >= cfg.wo) {
         return 0.0;
     }
