@@ -83,14 +83,16 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     }
     let r_begin = split * cfg.chunk;
     let r_end = min(r_begin + cfg.chunk, cfg.rows);
-    var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+    var acc = vec4<f32>(0.0);             // outputs (2 ty, 2 tx), (2 ty, 2 tx + 1), (2 ty + 1, 2 tx), (2 ty + 1, 2 tx + 1)
+    // this invocation's position r0 + lcol as (sample s, oh, ow): decoded once, then moved on by 16
+    // positions per step without dividing
+    var s = (r_begin + lcol) / plane;
+    let l0 = r_begin + lcol - s * plane;
+    var oh = i32(l0 / u32(cfg.wo));
+    var ow = i32(l0) - oh * cfg.wo;
     for (var r0 = r_begin; r0 < r_end; r0 += 16u) {
-        let r = r0 + lcol;
-        let live = r < r_end;
-        let s = r / plane;
-        let l = r - s * plane;
-        let oh = i32(l / u32(cfg.wo));
-        let ow = i32(l) - oh * cfg.wo;
+        let live = r0 + lcol < r_end;
+        let l = u32(oh * cfg.wo + ow);
         for (var q = 0u; q < 4u; q++) {
             var av = 0.0;
             var bv = 0.0;
@@ -105,16 +107,22 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             ta[(lrow + 4u * q) * 17u + lcol] = av;
             tb[(lrow + 4u * q) * 17u + lcol] = bv;
         }
+        ow += 16;
+        while (ow >= cfg.wo) {
+            ow -= cfg.wo;
+            oh += 1;
+            if (oh == cfg.ho) {
+                oh = 0;
+                s += 1u;
+            }
+        }
         workgroupBarrier();
         for (var p = 0u; p < 16u; p++) {
             let a0 = ta[(2u * ty) * 17u + p];
             let a1 = ta[(2u * ty + 1u) * 17u + p];
             let b0 = tb[(2u * tx) * 17u + p];
             let b1 = tb[(2u * tx + 1u) * 17u + p];
-            acc[0] += a0 * b0;
-            acc[1] += a0 * b1;
-            acc[2] += a1 * b0;
-            acc[3] += a1 * b1;
+            acc += vec4<f32>(a0, a0, a1, a1) * vec4<f32>(b0, b1, b0, b1);
         }
         workgroupBarrier();
     }
