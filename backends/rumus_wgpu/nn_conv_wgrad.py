@@ -31,7 +31,7 @@ def small_weight(cv: Any) -> bool:
     runs its 32x32 tile, unsplit (gemm._plan), so few workgroups share a long K or M is mostly padding."""
     if env_set(IM2COL_ENV):
         return False
-    return cv.o * cv.k <= DIRECT_MAX_OUT or min(cv.og, cv.k) < 48
+    return bool(cv.o * cv.k <= DIRECT_MAX_OUT or min(cv.og, cv.k) < 48)
 
 
 def suits(dev: Any, cv: Any) -> bool:
