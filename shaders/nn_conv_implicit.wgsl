@@ -7,39 +7,8 @@
 // Workgroup (tile, grp): 16 rows m x 64 positions r = (sample, a, b); 64 invocations of 4 x 4 outputs:
 // rows m0 + 4 * ty + q, positions p0 + tx + 16 * j (consecutive tx: consecutive positions, so loads
 // and stores coalesce). Sections `forward` / `input` define weight_at and image_at; nn_conv_implicit.py
-// packs the uniform and puts exact_div.wgsl in front.
+// puts exact_div.wgsl and conv_tiles.wgsl (the uniform) in front.
 alias scalar = f32;
-
-struct Config {
-    c: u32,
-    h: i32,
-    w: i32,
-    kh: i32,
-    kw: i32,
-    sh: i32,
-    sw: i32,
-    ph: i32,
-    pw: i32,
-    dh: i32,
-    dw: i32,
-    ho: i32,
-    wo: i32,
-    o: u32,                 // conv output channels, all groups
-    og: u32,                // conv output channels per group
-    cg: u32,                // conv input channels per group
-    m: u32,                 // GEMM rows per group: og (forward) or cg (input gradient)
-    kred: u32,              // summed entries: cg * kh * kw (forward) or og * kh * kw (input gradient)
-    out_ch: u32,            // channels of out: o or c
-    out_h: i32,             // plane of out: (ho, wo) or (h, w)
-    out_w: i32,
-    rows: u32,              // samples * out_h * out_w
-    tiles_p: u32,           // 64-wide tiles along rows
-    g0: u32,                // first group of this launch
-    img_off: u32,
-    w_off: u32,
-    out_off: u32,
-    pad: u32,
-}
 
 @group(0) @binding(0) var<storage, read_write> out: array<scalar>;
 @group(0) @binding(1) var<storage, read> img: array<scalar>;
@@ -53,8 +22,8 @@ var<workgroup> tc: array<f32, 1024>;    // [16 entries][64 positions]
 fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
     let tx = lid % 16u;
     let ty = lid / 16u;
-    let p0 = (wid.x % cfg.tiles_p) * 64u;
-    let m0 = (wid.x / cfg.tiles_p) * 16u;
+    let p0 = (wid.x % cfg.tiles) * 64u;
+    let m0 = (wid.x / cfg.tiles) * 16u;
     let grp = cfg.g0 + wid.y;
     let plane = u32(cfg.out_h * cfg.out_w);
     // the position this invocation gathers for every entry row: p0 + lid
@@ -137,7 +106,7 @@ fn store_row(grp: u32, m: u32, p: u32, plane: u32, v: vec4<f32>) {
 //// forward
 // m = o, k = (c, i, j) = (ch, i, j); (a, b) = (oh, ow)
 fn weight_at(grp: u32, m: u32, k: u32) -> f32 {
-    return f32(wt[cfg.w_off + (grp * cfg.og + m) * cfg.kred + k]);
+    return f32(wt[cfg.b_off + (grp * cfg.og + m) * cfg.kred + k]);
 }
 
 fn image_at(grp: u32, c: u32, i: i32, j: i32, s: u32, a: i32, b: i32) -> f32 {
@@ -146,7 +115,7 @@ fn image_at(grp: u32, c: u32, i: i32, j: i32, s: u32, a: i32, b: i32) -> f32 {
     if (ih < 0 || ih >= cfg.h || iw < 0 || iw >= cfg.w) {
         return 0.0;
     }
-    return f32(img[cfg.img_off + ((s * cfg.c + grp * cfg.cg + c) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)]);
+    return f32(img[cfg.a_off + ((s * cfg.c + grp * cfg.cg + c) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)]);
 }
 
 //// input
@@ -154,7 +123,7 @@ fn image_at(grp: u32, c: u32, i: i32, j: i32, s: u32, a: i32, b: i32) -> f32 {
 fn weight_at(grp: u32, m: u32, k: u32) -> f32 {
     let taps = u32(cfg.kh * cfg.kw);
     let o = k / taps;
-    return f32(wt[cfg.w_off + ((grp * cfg.og + o) * cfg.cg + m) * taps + (k - o * taps)]);
+    return f32(wt[cfg.b_off + ((grp * cfg.og + o) * cfg.cg + m) * taps + (k - o * taps)]);
 }
 
 fn image_at(grp: u32, o: u32, i: i32, j: i32, s: u32, a: i32, b: i32) -> f32 {
@@ -163,5 +132,5 @@ fn image_at(grp: u32, o: u32, i: i32, j: i32, s: u32, a: i32, b: i32) -> f32 {
     if (oh < 0 || oh >= cfg.ho || ow < 0 || ow >= cfg.wo) {
         return 0.0;
     }
-    return f32(img[cfg.img_off + ((s * cfg.o + grp * cfg.og + o) * u32(cfg.ho) + u32(oh)) * u32(cfg.wo) + u32(ow)]);
+    return f32(img[cfg.a_off + ((s * cfg.o + grp * cfg.og + o) * u32(cfg.ho) + u32(oh)) * u32(cfg.wo) + u32(ow)]);
 }

@@ -4,38 +4,8 @@
 // with kernel entry k = (c * kh + i) * kw + j. Pass `partials`: workgroup (tile, grp, split) owns a
 // 16 x 16 tile of (o, k) and one chunk of positions; it writes its partial sums to part[split].
 // Pass `sum` (one invocation per weight element) adds the splits in split order, so the result is
-// the same bits on every run. nn_conv_wgrad.py packs the uniform; `sum` includes grid.wgsl.
+// the same bits on every run. conv_tiles.wgsl (the uniform) is put in front; `sum` also includes grid.wgsl.
 alias scalar = f32;
-
-struct Config {
-    n: u32,                 // sum: weight elements (grid.wgsl's count)
-    gx: u32,                // sum: workgroups per grid row
-    c: u32,
-    h: i32,
-    w: i32,
-    kh: i32,
-    kw: i32,
-    sh: i32,
-    sw: i32,
-    ph: i32,
-    pw: i32,
-    dh: i32,
-    dw: i32,
-    ho: i32,
-    wo: i32,
-    o: u32,                 // output channels, all groups
-    og: u32,                // output channels per group
-    cg: u32,                // input channels per group
-    kg: u32,                // cg * kh * kw: kernel entries per output channel
-    rows: u32,              // samples * ho * wo: positions summed over
-    chunk: u32,             // positions per split, a multiple of 16
-    tiles_k: u32,           // 16-wide tiles along kg
-    g0: u32,                // first group of this launch (groups beyond the grid limit: several launches)
-    splits: u32,
-    grad_off: u32,
-    x_off: u32,
-    out_off: u32,
-}
 
 //// partials
 @group(0) @binding(0) var<storage, read_write> part: array<f32>;
@@ -55,8 +25,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
     let ty = lid / 8u;
     let lcol = lid % 16u;
     let lrow = lid / 16u;
-    let o0 = (wid.x / cfg.tiles_k) * 16u;
-    let k0 = (wid.x % cfg.tiles_k) * 16u;
+    let o0 = (wid.x / cfg.tiles) * 16u;
+    let k0 = (wid.x % cfg.tiles) * 16u;
     let grp = cfg.g0 + wid.y;
     let split = wid.z;
     let plane = u32(cfg.ho * cfg.wo);
@@ -97,12 +67,12 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             var av = 0.0;
             var bv = 0.0;
             if (live && a_ok[q]) {
-                av = f32(grad[cfg.grad_off + (s * cfg.o + a_chan[q]) * plane + l]);
+                av = f32(grad[cfg.a_off + (s * cfg.o + a_chan[q]) * plane + l]);
             }
             let ih = oh * cfg.sh + h_off[q];
             let iw = ow * cfg.sw + w_off[q];
             if (live && b_ok[q] && ih >= 0 && ih < cfg.h && iw >= 0 && iw < cfg.w) {
-                bv = f32(x[cfg.x_off + ((s * cfg.c + b_chan[q]) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)]);
+                bv = f32(x[cfg.b_off + ((s * cfg.c + b_chan[q]) * u32(cfg.h) + u32(ih)) * u32(cfg.w) + u32(iw)]);
             }
             ta[(lrow + 4u * q) * 17u + lcol] = av;
             tb[(lrow + 4u * q) * 17u + lcol] = bv;

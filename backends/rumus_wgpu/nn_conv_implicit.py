@@ -14,7 +14,7 @@ from typing import Any
 from rumus_contracts import TensorArg
 
 from .nn_common import pack, source
-from .nn_conv_wgrad import small_weight
+from .nn_conv_wgrad import config_words, small_weight
 
 POSITIONS, ROWS = 64, 16   # a workgroup's tile: output positions x output channels
 
@@ -40,12 +40,13 @@ def _run(dev: Any, cv: Any, section: str, out: TensorArg, image: TensorArg, w: T
         m, kred, out_ch, out_h, out_w = cg, cv.og * taps, cv.c, cv.h, cv.w
     rows = cv.n * out_h * out_w
     tiles_p, tiles = _tiles(rows, m)
-    prog = dev.programs.get(("nn", "nn_conv_implicit", section, image.dtype.name, ("exact_div",)),
-                            lambda: source("nn_conv_implicit", section, image.dtype, ("exact_div",)))
+    include = ("exact_div", "conv_tiles")
+    prog = dev.programs.get(("nn", "nn_conv_implicit", section, image.dtype.name, include),
+                            lambda: source("nn_conv_implicit", section, image.dtype, include))
     for g0 in range(0, cv.g, int(dev.max_groups)):
-        words = [*cv.geo, cv.o, cv.og, cg, m, kred, out_ch, out_h, out_w, rows, tiles_p, g0, image.offset,
-                 w.offset, out.offset, 0]
-        dev.recorder.dispatch(prog, [out.buffer, image.buffer, w.buffer], pack(words),
+        words = config_words(cv, m=m, kred=kred, out_ch=out_ch, out_h=out_h, out_w=out_w, rows=rows, tiles=tiles_p,
+                             g0=g0, a_off=image.offset, b_off=w.offset, out_off=out.offset)
+        dev.recorder.dispatch(prog, [out.buffer, image.buffer, w.buffer], pack([0, 0, *words]),
                               (tiles, min(int(dev.max_groups), cv.g - g0), 1))
 
 

@@ -39,6 +39,21 @@ def suits(dev: Any, cv: Any) -> bool:
     return small_weight(cv) and _ceil(cv.og, TILE) * _ceil(cv.k, TILE) <= int(dev.max_groups)
 
 
+# shaders/conv_tiles.wgsl's fields after (n, gx) and the geometry, in order
+CONFIG_FIELDS = ("o", "og", "cg", "kg", "m", "kred", "out_ch", "out_h", "out_w", "rows", "chunk", "splits", "tiles",
+                 "g0", "a_off", "b_off", "out_off")
+
+
+def config_words(cv: Any, **fields: int) -> list[int]:
+    """The uniform of shaders/conv_tiles.wgsl after (n, gx): the geometry of `cv` (nn_conv._Conv), then
+    `fields` (o, og, cg, kg from cv unless given; any other field not given is 0)."""
+    given = {"o": cv.o, "og": cv.og, "cg": cv.k // (cv.kh * cv.kw), "kg": cv.k, **fields}
+    unknown = set(given) - set(CONFIG_FIELDS)
+    if unknown:
+        raise KeyError(f"conv_tiles.wgsl has no field {sorted(unknown)[0]!r}")
+    return [*cv.geo, *(int(given.get(f, 0)) for f in CONFIG_FIELDS)]
+
+
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -59,15 +74,15 @@ def backward_weight(dev: Any, cv: Any, gw: TensorArg, gy: TensorArg, x: TensorAr
     rows = cv.n * cv.L
     splits, chunk = plan(rows, per_group * cv.g, gw.numel, dev)
     part = new_buffer(dev, splits * gw.numel * 4, "conv2d_backward_weight partial sums")
-    cg = cv.k // (cv.kh * cv.kw)
     dt = x.dtype
-    prog = dev.programs.get(("nn", "nn_conv_wgrad", "partials", dt.name, ()),
-                            lambda: source("nn_conv_wgrad", "partials", dt))
+    include = ("conv_tiles",)
+    prog = dev.programs.get(("nn", "nn_conv_wgrad", "partials", dt.name, include),
+                            lambda: source("nn_conv_wgrad", "partials", dt, include))
+    common = {"rows": rows, "chunk": chunk, "splits": splits, "tiles": tiles_k, "a_off": gy.offset,
+              "b_off": x.offset, "out_off": gw.offset}
     for g0 in range(0, cv.g, int(dev.max_groups)):
-        ng = min(int(dev.max_groups), cv.g - g0)
-        words = [gw.numel, 0, *cv.geo, cv.o, cv.og, cg, cv.k, rows, chunk, tiles_k, g0, splits,
-                 gy.offset, x.offset, gw.offset]
-        dev.recorder.dispatch(prog, [part, gy.buffer, x.buffer], pack(words), (per_group, ng, splits))
-    dispatch(dev, "nn_conv_wgrad", "sum", dt, [gw.buffer, part],
-             [*cv.geo, cv.o, cv.og, cg, cv.k, rows, chunk, tiles_k, 0, splits, gy.offset,
-              x.offset, gw.offset], gw.numel, include=("grid",))
+        words = [gw.numel, 0, *config_words(cv, g0=g0, **common)]
+        dev.recorder.dispatch(prog, [part, gy.buffer, x.buffer], pack(words),
+                              (per_group, min(int(dev.max_groups), cv.g - g0), splits))
+    dispatch(dev, "nn_conv_wgrad", "sum", dt, [gw.buffer, part], config_words(cv, **common), gw.numel,
+             include=("grid", *include))
