@@ -7,7 +7,7 @@
 // Workgroup (tile, grp): 16 rows m x 64 positions r = (sample, a, b); 64 invocations of 4 x 4 outputs:
 // rows m0 + 4 * ty + q, positions p0 + tx + 16 * j (consecutive tx: consecutive positions, so loads
 // and stores coalesce). Sections `forward` / `input` define weight_at and image_at; nn_conv_implicit.py
-// puts exact_div.wgsl and conv_tiles.wgsl (the uniform) in front.
+// puts exact_div.wgsl and conv_config.wgsl (the uniform) in front.
 alias scalar = f32;
 
 @group(0) @binding(0) var<storage, read_write> out: array<scalar>;

@@ -4,7 +4,7 @@
 // with kernel entry k = (c * kh + i) * kw + j. Pass `partials`: workgroup (tile, grp, split) owns a
 // 16 x 16 tile of (o, k) and one chunk of positions; it writes its partial sums to part[split].
 // Pass `sum` (one invocation per weight element) adds the splits in split order, so the result is
-// the same bits on every run. conv_tiles.wgsl (the uniform) is put in front; `sum` also includes grid.wgsl.
+// the same bits on every run. conv_config.wgsl (the uniform) is put in front; `sum` also includes grid.wgsl.
 alias scalar = f32;
 
 //// partials

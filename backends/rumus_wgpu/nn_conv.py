@@ -22,6 +22,7 @@ from typing import Any
 from rumus_contracts import DType, TensorArg
 
 from . import elementwise, nn_conv_implicit, nn_conv_wgrad
+from .conv_config import config_words
 from .gemm import matmul
 from .layout import new_buffer, readable_inputs
 from .nn_common import dispatch
@@ -29,7 +30,7 @@ from .nn_common import dispatch
 SCRATCH_BYTES = 64 << 20
 MAX_COLUMNS = 1 << 20     # N * L of one chunk: GEMM grids stay far below the dispatch limit
 PER_SAMPLE_MIN_L = 256    # output positions from which per-sample GEMMs are wide enough
-INCLUDE = ("grid", "exact_div")  # the launch (each kernel is a `run`) and the window inversion
+INCLUDE = ("grid", "exact_div", "conv_config")  # the launch (each kernel is a `run`), window inversion, uniform
 _ADD = elementwise.spec("add")
 
 
@@ -77,7 +78,8 @@ class _Conv:
         """One of the column kernels (shaders/nn_conv.wgsl) for samples [n0, n0 + nb) of `image`."""
         sn, sr = self.strides(nb, per_sample)
         dispatch(dev, "nn_conv", kernel, image.dtype, buffers,
-                 [*self.geo, sn, sr, image.offset + n0 * self.c * self.h * self.w], count, include=INCLUDE)
+                 config_words(self, sn=sn, sr=sr, a_off=image.offset + n0 * self.c * self.h * self.w), count,
+                 include=INCLUDE)
 
     def im2col(self, dev: Any, cols: Any, x: TensorArg, n0: int, nb: int, per_sample: bool) -> None:
         self._run(dev, "im2col", x, [cols, x.buffer], n0, nb, per_sample, nb * self.rows * self.ho)

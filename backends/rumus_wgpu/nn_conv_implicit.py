@@ -14,7 +14,8 @@ from typing import Any
 from rumus_contracts import TensorArg
 
 from .nn_common import pack, source
-from .nn_conv_wgrad import config_words, small_weight
+from .conv_config import config_words
+from .nn_conv_wgrad import small_weight
 
 POSITIONS, ROWS = 64, 16   # a workgroup's tile: output positions x output channels
 
@@ -40,7 +41,7 @@ def _run(dev: Any, cv: Any, section: str, out: TensorArg, image: TensorArg, w: T
         m, kred, out_ch, out_h, out_w = cg, cv.og * taps, cv.c, cv.h, cv.w
     rows = cv.n * out_h * out_w
     tiles_p, tiles = _tiles(rows, m)
-    include = ("exact_div", "conv_tiles")
+    include = ("exact_div", "conv_config")
     prog = dev.programs.get(("nn", "nn_conv_implicit", section, image.dtype.name, include),
                             lambda: source("nn_conv_implicit", section, image.dtype, include))
     for g0 in range(0, cv.g, int(dev.max_groups)):

@@ -16,6 +16,7 @@ from typing import Any
 from rumus_contracts import TensorArg
 
 from .layout import env_set, new_buffer
+from .conv_config import config_words
 from .nn_common import dispatch, pack, source
 
 TILE = 16                 # the workgroup's tile of (output channel, kernel entry): 16 x 16 invocations
@@ -39,21 +40,6 @@ def suits(dev: Any, cv: Any) -> bool:
     return small_weight(cv) and _ceil(cv.og, TILE) * _ceil(cv.k, TILE) <= int(dev.max_groups)
 
 
-# shaders/conv_tiles.wgsl's fields after (n, gx) and the geometry, in order
-CONFIG_FIELDS = ("o", "og", "cg", "kg", "m", "kred", "out_ch", "out_h", "out_w", "rows", "chunk", "splits", "tiles",
-                 "g0", "a_off", "b_off", "out_off")
-
-
-def config_words(cv: Any, **fields: int) -> list[int]:
-    """The uniform of shaders/conv_tiles.wgsl after (n, gx): the geometry of `cv` (nn_conv._Conv), then
-    `fields` (o, og, cg, kg from cv unless given; any other field not given is 0)."""
-    given = {"o": cv.o, "og": cv.og, "cg": cv.k // (cv.kh * cv.kw), "kg": cv.k, **fields}
-    unknown = set(given) - set(CONFIG_FIELDS)
-    if unknown:
-        raise KeyError(f"conv_tiles.wgsl has no field {sorted(unknown)[0]!r}")
-    return [*cv.geo, *(int(given.get(f, 0)) for f in CONFIG_FIELDS)]
-
-
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -75,7 +61,7 @@ def backward_weight(dev: Any, cv: Any, gw: TensorArg, gy: TensorArg, x: TensorAr
     splits, chunk = plan(rows, per_group * cv.g, gw.numel, dev)
     part = new_buffer(dev, splits * gw.numel * 4, "conv2d_backward_weight partial sums")
     dt = x.dtype
-    include = ("conv_tiles",)
+    include = ("conv_config",)
     prog = dev.programs.get(("nn", "nn_conv_wgrad", "partials", dt.name, include),
                             lambda: source("nn_conv_wgrad", "partials", dt, include))
     common = {"rows": rows, "chunk": chunk, "splits": splits, "tiles": tiles_k, "a_off": gy.offset,

@@ -1,8 +1,8 @@
-// The uniform of the small-weight conv kernels (nn_conv_wgrad.wgsl, nn_conv_implicit.wgsl), packed by
-// nn_conv_wgrad.config_words: the conv geometry, then what each kernel reads (the rest is 0).
+// The uniform of every conv kernel (nn_conv.wgsl, nn_conv_wgrad.wgsl, nn_conv_implicit.wgsl), packed by
+// conv_config.py: the conv geometry, then what each kernel reads (the rest is 0).
 struct Config {
-    n: u32,                 // wgrad `sum`: weight elements (grid.wgsl's count)
-    gx: u32,                // wgrad `sum`: workgroups per grid row
+    n: u32,                 // kernels launched by grid.wgsl: items (its count)
+    gx: u32,                // and workgroups per grid row
     c: u32,
     h: i32,
     w: i32,
@@ -30,7 +30,9 @@ struct Config {
     splits: u32,            // wgrad: chunks
     tiles: u32,             // tiles along kg (wgrad, 16 wide) or along rows (implicit, 64 wide)
     g0: u32,                // first group of this launch (more groups than the grid allows: several launches)
-    a_off: u32,             // element offsets: grad / image (the first input),
+    a_off: u32,             // element offsets: grad / image (the first input; im2col / col2im: x / gx),
     b_off: u32,             // x / weight (the second),
     out_off: u32,           // and the output
+    sn: u32,                // im2col / col2im: sample stride of the column buffer
+    sr: u32,                // and its row stride
 }
