@@ -2,11 +2,14 @@
 
     python3 benchmarks/wgpu_cnn_kernels.py --device wgpu:0 --torch-device cuda
 
-A one-sync-per-kernel profile carries the ~0.25 ms of a wgpu sync in every row; here each kernel is
-launched R times between two syncs (R grows until a batch fills --min-ms), so the sync is spread over
-R launches. "host ms" is the time to record the R launches (Python, dispatch, encode) per launch: a
-row whose ms equals its host ms is bound by the host, not by its kernel. Torch runs the same op on
-the same shapes (CUDA when available, else CPU), through the aten ops its autograd calls.
+A one-sync-per-kernel profile carries the ~0.25 ms of a wgpu sync in every row, and a batch timed while
+it is recorded adds host time (the recorder submits at the sync or its batch bound). Here R launches are
+recorded first into one pending batch (the recorder's bound lifted for it), then timed from the submit to
+the end of the sync; batches of R and R/2 launches are timed and the difference, divided by R/2, is the
+GPU time per launch with the submit + sync cost cancelled. "host ms" is the recording time per launch
+(what an eager step pays; a compiled step replays its tape for about 0.40 ms in all). Torch runs the
+same op on the same shapes (CUDA when available, else CPU) through the aten ops its autograd calls,
+timed as launches between two syncs.
 Rates: conv rows in GFLOP/s (2 * MACs), the others in GB/s (bytes read + written once).
 With rumus-vision installed, convs with one or two input channels per group (conv1 here) run its direct
 kernels instead of the backend's; the lent GPU machine's source-tree setup has no plugin.
@@ -99,8 +102,8 @@ def _rows(batch: int, device: Any, torch_device: str) -> list[Row]:
 
 def per_launch(fn: Callable[[], object], sync: Callable[[], object], min_s: float, max_r: int,
                reps: int) -> tuple[float, float, int]:
-    """(seconds per launch, host seconds per launch, R): the median of `reps` batches of R launches
-    between two syncs, R doubled until one batch takes min_s (at most max_r)."""
+    """Torch (or any device without a recorder): (seconds per launch, host seconds per launch, R), the
+    median of `reps` batches of R launches between two syncs, R doubled until a batch takes min_s."""
     fn()
     sync()
     r = 1
@@ -125,6 +128,44 @@ def per_launch(fn: Callable[[], object], sync: Callable[[], object], min_s: floa
     return statistics.median(total), statistics.median(host), r
 
 
+MAX_PENDING = 900  # dispatches one pending batch may hold: its uniforms (256 B each) fit the 256 KiB ring
+
+
+def gpu_per_launch(fn: Callable[[], object], rec: Any, max_r: int, reps: int) -> tuple[float, float, int]:
+    """wgpu: (GPU seconds per launch, host seconds per launch, R). R launches are recorded into one pending
+    batch, then the submit + sync is timed; the same for R/2, and the difference over R/2 launches is
+    the GPU time of one (the submit and sync cost cancels)."""
+    fn()
+    rec.synchronize()
+    before = rec.dispatches
+    fn()
+    per = max(1, rec.dispatches - before)
+    rec.synchronize()
+    r = max(2, min(max_r, MAX_PENDING // per) // 2 * 2)
+    saved = rec.bound, rec.max_dispatches
+    rec.bound = rec.max_dispatches = MAX_PENDING + 64
+
+    def batch(n: int) -> tuple[float, float]:
+        rec.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        t1 = time.perf_counter()
+        rec.flush()
+        rec.synchronize()
+        return time.perf_counter() - t1, t1 - t0
+    try:
+        full, half, host = [], [], []
+        for _ in range(reps):
+            t_full, h = batch(r)
+            full.append(t_full)
+            host.append(h / r)
+            half.append(batch(r // 2)[0])
+    finally:
+        rec.bound, rec.max_dispatches = saved
+    return (statistics.median(full) - statistics.median(half)) / (r // 2), statistics.median(host), r
+
+
 def _rate(work: float, seconds: float) -> str:
     return f"{work / seconds / 1e9:.1f}"
 
@@ -134,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="wgpu:0", help="rumus device (default wgpu:0)")
     p.add_argument("--torch-device", default=None, help="default: cuda when torch has it, else cpu")
     p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--min-ms", type=float, default=2.0, help="each timed batch of launches lasts at least this")
-    p.add_argument("--max-launches", type=int, default=2048)
+    p.add_argument("--min-ms", type=float, default=2.0, help="torch: each timed batch lasts at least this")
+    p.add_argument("--max-launches", type=int, default=512)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--only", default=None, help="rows whose name contains this text")
     args = p.parse_args(argv)
@@ -145,10 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     sync_rm = (lambda: rm.synchronize(device)) if device.backend != "cpu" else (lambda: None)
     sync_t = torch.cuda.synchronize if tdev.startswith("cuda") else (lambda: None)
     print(f"rumus {device} vs torch {torch.__version__} on {tdev}; batch {args.batch}; "
-          f">= {args.min_ms} ms per timed batch, median of {args.reps}")
+          f"wgpu: GPU time per launch from recorded batches of R and R/2; torch: >= {args.min_ms} ms batches; "
+          f"median of {args.reps}")
     out, sums = [], [0.0, 0.0]
+    rec = rm.zeros(1, device=device)._arg.buffer.dev.recorder if device.backend == "wgpu" else None
 
     def timed(fn: Callable[[], object], sync: Callable[[], object]) -> tuple[float, float, int]:
+        if rec is not None and sync is sync_rm:
+            return gpu_per_launch(fn, rec, args.max_launches, args.reps)
         return per_launch(fn, sync, args.min_ms / 1e3, args.max_launches, args.reps)
     with rm.no_grad(), torch.no_grad():
         for row in _rows(args.batch, device, tdev):
