@@ -2,29 +2,9 @@
 // Column row r = (c * kh + i) * kw + j (channel c of all groups, kernel offset (i, j)), so a group's
 // rows are contiguous; element l = oh * wo + ow of row r of sample s lives at s * sn + r * sr + l:
 // per sample (sn = rows * L, sr = L) or channel-major (sn = L, sr = samples * L).
-// nn_conv.py puts grid.wgsl (the launch, `main`) and exact_div.wgsl in front; each kernel is a `run`.
+// nn_conv.py puts grid.wgsl (the launch, `main`), exact_div.wgsl and conv_config.wgsl (the uniform; a_off:
+// the element offset of the chunk's first sample in x or gx) in front; each kernel is a `run`.
 alias scalar = f32;
-
-struct Config {
-    n: u32,
-    gx: u32,
-    c: u32,
-    h: i32,
-    w: i32,
-    kh: i32,
-    kw: i32,
-    sh: i32,
-    sw: i32,
-    ph: i32,
-    pw: i32,
-    dh: i32,
-    dw: i32,
-    ho: i32,
-    wo: i32,
-    sn: u32,
-    sr: u32,
-    x_off: u32,             // element offset of the chunk's first sample in x (im2col) / gx (col2im)
-}
 
 //// im2col
 // one invocation per (sample, column row, output row): x at the kernel offset, or 0 in the padding
@@ -52,7 +32,7 @@ fn run(e: u32) {
         }
         return;
     }
-    let src = cfg.x_off + ((s * cfg.c + ch) * u32(cfg.h) + u32(ih)) * u32(cfg.w);
+    let src = cfg.a_off + ((s * cfg.c + ch) * u32(cfg.h) + u32(ih)) * u32(cfg.w);
     var iw = j * cfg.dw - cfg.pw;
     for (var ow = 0u; ow < u32(cfg.wo); ow++) {
         var v = scalar(0.0);
@@ -94,5 +74,5 @@ fn run(e: u32) {
             acc += f32(cols[base + (row + u32(j)) * cfg.sr + u32(oh * cfg.wo + ow)]);
         }
     }
-    gx[cfg.x_off + e] = scalar(acc);
+    gx[cfg.a_off + e] = scalar(acc);
 }

@@ -159,6 +159,35 @@ fn run(i: u32) {
     gx[cfg.out_off + i] = scalar(acc);
 }
 
+//// max_backward_direct
+// one pass for windows that do not overlap: gx at one input element is the grad of the window that
+// covers it (at most one) if it is that window's first maximum, found again here (no argmax buffer)
+@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
+@group(0) @binding(1) var<storage, read> g: array<scalar>;
+@group(0) @binding(2) var<storage, read> x: array<scalar>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+fn run(i: u32) {
+    let p = plane_pos(i, cfg.h, cfg.w);
+    var acc = 0.0;
+    for (var a = 0; a < cfg.kh; a++) {
+        let oh = exact_div(p.row + cfg.ph - a * cfg.dh, cfg.sh);
+        if (oh < 0 || oh >= cfg.ho) {
+            continue;
+        }
+        for (var b = 0; b < cfg.kw; b++) {
+            let ow = exact_div(p.col + cfg.pw - b * cfg.dw, cfg.sw);
+            if (ow < 0 || ow >= cfg.wo) {
+                continue;
+            }
+            if (window_max(cfg.b_off + p.plane * u32(cfg.h * cfg.w), oh, ow).idx == p.row * cfg.w + p.col) {
+                acc += f32(g[cfg.a_off + p.plane * u32(cfg.ho * cfg.wo) + u32(oh * cfg.wo + ow)]);
+            }
+        }
+    }
+    gx[cfg.out_off + i] = scalar(acc);
+}
+
 //// avg
 @group(0) @binding(0) var<storage, read_write> y: array<scalar>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;

@@ -7,9 +7,11 @@ output positions, in one of two layouts:
                  group) that reads and writes NCHW directly; used when L is large (or N = 1);
   channel-major  [groups, K, N * L]: one [O/g, K] @ [K, N * L] GEMM per group, so small images
                  still make wide GEMMs; NCHW <-> [groups, O/g, N * L] reorders are strided copies.
-conv2d_backward_weight always takes the channel-major layout: its GEMM then sums over samples and
-positions at once. Large batches run in chunks of samples, so scratch stays within SCRATCH_BYTES
-(chunks of the weight gradient are added up).
+conv2d and conv2d_backward_input with a small weight are implicit GEMMs (nn_conv_implicit.py), and
+conv2d_backward_weight with a small gradient a split sum (nn_conv_wgrad.py). Otherwise the weight
+gradient always takes the channel-major layout: its GEMM then sums over samples and positions at once.
+Large batches run in chunks of samples, so scratch stays within SCRATCH_BYTES (chunks of the weight
+gradient are added up).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 from rumus_contracts import DType, TensorArg
 
-from . import elementwise
+from . import elementwise, nn_conv_implicit, nn_conv_wgrad
+from .conv_config import config_words
 from .gemm import matmul
 from .layout import new_buffer, readable_inputs
 from .nn_common import dispatch
@@ -27,7 +30,7 @@ from .nn_common import dispatch
 SCRATCH_BYTES = 64 << 20
 MAX_COLUMNS = 1 << 20     # N * L of one chunk: GEMM grids stay far below the dispatch limit
 PER_SAMPLE_MIN_L = 256    # output positions from which per-sample GEMMs are wide enough
-INCLUDE = ("grid", "exact_div")  # the launch (each kernel is a `run`) and the window inversion
+INCLUDE = ("grid", "exact_div", "conv_config")  # the launch (each kernel is a `run`), window inversion, uniform
 _ADD = elementwise.spec("add")
 
 
@@ -75,7 +78,8 @@ class _Conv:
         """One of the column kernels (shaders/nn_conv.wgsl) for samples [n0, n0 + nb) of `image`."""
         sn, sr = self.strides(nb, per_sample)
         dispatch(dev, "nn_conv", kernel, image.dtype, buffers,
-                 [*self.geo, sn, sr, image.offset + n0 * self.c * self.h * self.w], count, include=INCLUDE)
+                 config_words(self, sn=sn, sr=sr, a_off=image.offset + n0 * self.c * self.h * self.w), count,
+                 include=INCLUDE)
 
     def im2col(self, dev: Any, cols: Any, x: TensorArg, n0: int, nb: int, per_sample: bool) -> None:
         self._run(dev, "im2col", x, [cols, x.buffer], n0, nb, per_sample, nb * self.rows * self.ho)
@@ -104,6 +108,9 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         return
     dev, (x, w) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(x.shape, w.shape, y.shape[2:], attrs), x.dtype
+    if nn_conv_implicit.suits(dev, cv):
+        nn_conv_implicit.forward(dev, cv, y, x, w)
+        return
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
     for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d"):
@@ -126,6 +133,9 @@ def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorA
         return
     dev, (gy, w) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(gx.shape, w.shape, gy.shape[2:], attrs), gy.dtype
+    if nn_conv_implicit.suits(dev, cv, input_grad=True):
+        nn_conv_implicit.backward_input(dev, cv, gx, gy, w)
+        return
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
     per_sample = cv.per_sample()
     for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d_backward_input"):
@@ -153,6 +163,9 @@ def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[Tensor
     dev, (gy, x) = readable_inputs(outputs, inputs)
     cv, dt = _Conv(x.shape, gw.shape, gy.shape[2:], attrs), x.dtype
     g, og, k, L = cv.g, cv.og, cv.k, cv.L
+    if nn_conv_wgrad.suits(dev, cv):
+        nn_conv_wgrad.backward_weight(dev, cv, gw, gy, x)
+        return
     target = _view(gw.buffer, (g, og, k), (og * k, k, 1), gw.offset, dt)
     for n0, nb, cols in cv.column_chunks(dev, dt, cv.o * L, "conv2d_backward_weight"):
         cv.im2col(dev, cols, x, n0, nb, False)

@@ -4,8 +4,9 @@ a later element winning only if greater or NaN).
 
 Forward kernels run one invocation per output element. Backward kernels run one per input element
 and gather from the windows covering it in row-major window order (the CPU kernel's accumulation
-order), so there are no atomics; max_pool2d_backward first writes each window's argmax to a scratch
-buffer, then gathers.
+order), so there are no atomics. max_pool2d_backward with windows that do not overlap (the usual 2x2
+stride 2) finds the one covering window's argmax again in the same pass; otherwise it first writes
+each window's argmax to a scratch buffer, then gathers.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ def _geometry(x_shape: Sequence[int], y_shape: Sequence[int], attrs: Mapping[str
 
 
 def _run(dev: Any, sections: str, dtype: DType, buffers: list[Any], geometry: list[int], out_offset: int,
-         in_offset: int, count: int) -> None:
-    dispatch(dev, "nn_pool", sections, dtype, buffers, [*geometry, out_offset, in_offset, 0, NINF], count,
-             include=INCLUDE)
+         in_offset: int, count: int, second_offset: int = 0) -> None:
+    dispatch(dev, "nn_pool", sections, dtype, buffers, [*geometry, out_offset, in_offset, second_offset, NINF],
+             count, include=INCLUDE)
 
 
 Kernel = Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]], None]
@@ -64,6 +65,11 @@ def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
         return
     dev, (g, x) = readable_inputs(outputs, inputs)
     geo = _geometry(x.shape, g.shape, attrs)
+    (kh, kw), (sh, sw), (dh, dw) = attrs["kernel_size"], attrs["stride"], attrs.get("dilation", (1, 1))
+    if sh > dh * (kh - 1) and sw > dw * (kw - 1):  # no two windows share an element: one pass
+        _run(dev, "window_max+max_backward_direct", x.dtype, [gx.buffer, g.buffer, x.buffer], geo, gx.offset,
+             g.offset, gx.numel, x.offset)
+        return
     idx = new_buffer(dev, g.numel * 4, "max_pool2d argmax scratch")
     _run(dev, "window_max+max_index", x.dtype, [idx, x.buffer], geo, 0, x.offset, g.numel)
     _run(dev, "max_backward", x.dtype, [gx.buffer, g.buffer, idx], geo, gx.offset, g.offset, gx.numel)
