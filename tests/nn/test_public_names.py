@@ -1,6 +1,6 @@
-"""rumus.nn and rumus.nn.functional export exactly the names they exported when their families were
-gathered by re-export shims (`_layers_ext`, `_functional_ext`, removed for explicit imports): a name
-dropped or added by accident fails here. Add a new public name to the list with the layer or function."""
+"""rumus.nn and rumus.nn.functional still export every name they exported when their families were gathered by
+re-export shims (`_layers_ext`, `_functional_ext`, removed): a name dropped by accident fails here. New
+functional names need no entry: they arrive from their family's __all__ (tests/core/test_family_exports.py)."""
 
 import rumus.nn as nn
 import rumus.nn.functional as F
@@ -37,13 +37,13 @@ def test_nn_exports_the_same_names():
     assert NN_NAMES <= set(namespace)
 
 
-def test_nn_functional_exports_the_same_functions():
+def test_nn_functional_keeps_its_functions_and_lists_every_public_one():
     assert len(F.__all__) == len(set(F.__all__)), "a name is listed twice in rumus.nn.functional.__all__"
-    assert set(F.__all__) == F_NAMES
+    assert F_NAMES <= set(F.__all__), f"dropped: {sorted(F_NAMES - set(F.__all__))}"
     public = {n for n in dir(F) if not n.startswith("_") and callable(getattr(F, n)) and
               getattr(getattr(F, n), "__module__", "").startswith("rumus")}
-    assert public - {"Tensor", "ShapeError"} == F_NAMES  # nothing else public (those two are imported for use here)
-    assert all(callable(getattr(F, n)) for n in F_NAMES)
+    assert public - {"Tensor", "ShapeError"} == set(F.__all__)  # nothing else public (those two are used here)
+    assert all(callable(getattr(F, n)) for n in F.__all__)
 
 
 def test_one_hot_is_the_checked_wrapper():
