@@ -1,4 +1,4 @@
-"""rumus.* and rumus.nn.functional take their names from the op families' __all__ (star imports), so an op is
+"""rumus.*, rumus.nn and rumus.nn.functional take their names from the op families' __all__ (star imports), so an op is
 public in the file where it is written. Checked here: every family name arrives in its namespace as the same
 object, nothing private leaks through a family's __all__, every star-imported family is in the namespace's
 __all__, and an op function written in a family but left out of its __all__ is caught."""
@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 import rumus as rm
+import rumus.nn as nn
 import rumus.nn.functional as F
 from rumus import _creation, _math
 from rumus_contracts import OpRegistry
 from rumus_contracts.ops import register_core_ops
 
 FAMILIES: list[tuple[ModuleType, ModuleType]] = [
-    (rm, _creation), (rm, _math), *((F, family) for family in F._FAMILIES)]
+    (rm, _creation), (rm, _math), *((F, family) for family in F._FAMILIES), *((nn, family) for family in nn._FAMILIES)]
 # rumus.sum and rumus.where are replaced by PyTorch's dtype rules (rumus/_tensor_methods_torch.py)
 REPLACED = {(rm, "sum"), (rm, "where")}
 # rumus.* names of the old hand-written list: none may be dropped
@@ -70,7 +71,7 @@ def test_no_private_name_leaks_through_a_family(namespace: ModuleType, family: M
 
 def test_families_do_not_collide() -> None:
     # two families exporting one name: the later star import would silently win
-    for namespace in (rm, F):
+    for namespace in (rm, F, nn):
         seen: dict[str, str] = {}
         for ns, family in FAMILIES:
             if ns is namespace:
@@ -79,7 +80,7 @@ def test_families_do_not_collide() -> None:
                     seen[name] = family.__name__
 
 
-@pytest.mark.parametrize("namespace", [rm, F], ids=["rumus", "rumus.nn.functional"])
+@pytest.mark.parametrize("namespace", [rm, F, nn], ids=["rumus", "rumus.nn.functional", "rumus.nn"])
 def test_every_star_imported_family_is_listed(namespace: ModuleType) -> None:
     # a star import makes names public to mypy and IDEs; the run-time __all__ must list them too
     tree = ast.parse(Path(inspect.getfile(namespace)).read_text())
