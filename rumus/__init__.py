@@ -27,9 +27,9 @@ from rumus_contracts import (
 # First: the top of the core (it imports every op module). Importing the submodule binds rumus.tensor to
 # the module; the function rumus.tensor(...) star-imported below must come after it to win that name.
 from .tensor import Tensor as Tensor
-from . import _composites, ops  # noqa: F401  (registers composite implementations)
+from . import _composites, autograd, ops, random  # noqa: F401  (_composites registers composite implementations)
 # The op families: each module's __all__ is its public names, so a new op is public where it is written.
-from . import _creation, _math, autograd, random
+from . import _creation, _math
 from ._creation import *  # noqa: F403
 from ._math import *  # noqa: F403
 from ._runtime import default_device as default_device, set_default_device as set_default_device
