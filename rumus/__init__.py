@@ -7,41 +7,45 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+# Re-exports are written `name as name` or star-imported from a module with __all__: both are public to
+# mypy --strict (no implicit re-export) and to IDEs.
 from rumus_contracts import (
-    AutogradError, BackendUnavailable, Device, DeviceMismatch, DType, DTypeError, FormatError, KernelNotFound,
-    RumusError, ShapeError, bfloat16, float16, float32, float64, int8, int16, int32, int64, uint8,
+    AutogradError as AutogradError, BackendUnavailable as BackendUnavailable, Device as Device,
+    DeviceMismatch as DeviceMismatch, DType as DType, DTypeError as DTypeError, FormatError as FormatError,
+    KernelNotFound as KernelNotFound, RumusError as RumusError, ShapeError as ShapeError,
+    bfloat16 as bfloat16, float16 as float16, float32 as float32, float64 as float64, int8 as int8, int16 as int16,
+    int32 as int32, int64 as int64, uint8 as uint8,
 )
-from rumus_contracts import bool_ as bool  # noqa: A001  (rumus.bool mirrors torch.bool)
-from rumus_contracts import ArgumentTypeError, FileError, IndexOutOfRange, MissingFile, OutOfMemory  # noqa: F401
+from rumus_contracts import bool_
+from rumus_contracts import (
+    ArgumentTypeError as ArgumentTypeError, FileError as FileError, IndexOutOfRange as IndexOutOfRange,
+    MissingFile as MissingFile, OutOfMemory as OutOfMemory,
+)
 
 # First: the top of the core (it imports every op module). Importing the submodule binds rumus.tensor to
-# the module; the function rumus.tensor(...) imported below must come after it to win that name.
-from .tensor import Tensor
-from . import _composites, ops  # noqa: F401  (registers composite implementations)
-from ._creation import (
-    arange, empty, empty_like, eye, from_numpy, full, full_like, linspace, ones, ones_like, rand, rand_like,
-    randint, randn, randn_like, randperm, tensor, zeros, zeros_like,
+# the module; the function rumus.tensor(...) star-imported below must come after it to win that name.
+from .tensor import Tensor as Tensor
+from . import _composites, autograd, ops, random  # noqa: F401  (_composites registers composite implementations)
+# The op families: each module's __all__ is its public names, so a new op is public where it is written.
+from . import _creation, _math
+from ._creation import *  # noqa: F403
+from ._math import *  # noqa: F403
+from ._runtime import default_device as default_device, set_default_device as set_default_device
+from .autograd import (
+    enable_grad as enable_grad, inference_mode as inference_mode, is_grad_enabled as is_grad_enabled,
+    no_grad as no_grad, set_grad_enabled as set_grad_enabled,
 )
-from ._math import (
-    abs, add, all, allclose, amax, amin, any, argmax, argmin, bmm, cat, clamp, clip, concat, cos, div, dot, eq,
-    exp, ge, gt, isclose, le, log, log_softmax, logical_and, logical_not, logical_or, logsumexp, lt, matmul,
-    max, maximum, mean, min, minimum, mm, mul, ne, neg, outer, pow, prod, reciprocal, relu, rsqrt, sigmoid,
-    sign, sin, softmax, sqrt, square, stack, std, sub, sum, tanh, var, where,
-)
-from ._math import (  # the expression-table ops added for PyTorch users
-    atan2, ceil, expm1, floor, floor_divide, fmod, isfinite, isinf, isnan, log1p, logaddexp, logical_xor, remainder,
-    round, trunc,
-)
-from ._runtime import default_device, set_default_device
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import formulas as _formulas  # noqa: F401  (registers backward formulas)
 from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (conv, pooling, normalization)
 from .autograd import formulas_act_index as _formulas_act_index  # noqa: F401  (activations, dropout, indexing)
 from .autograd import formulas_attention as _formulas_attention  # noqa: F401  (flash_attention)
 from .autograd import formulas_loss as _formulas_loss  # noqa: F401  (fused cross-entropy)
-from .random import Generator, initial_seed, manual_seed
+from .random import Generator as Generator, initial_seed as initial_seed, manual_seed as manual_seed
 
 __version__ = "0.1.0"
+bool = bool_  # noqa: A001  (rumus.bool mirrors torch.bool; an assignment, since `bool_ as bool` is no re-export)
 
 
 def device(spec: str) -> Device:
@@ -104,7 +108,7 @@ from . import data, fixed, io, nn, onnx, optim  # noqa: E402
 from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
 from . import quant  # noqa: E402,F401  (issue 15: q8 / int4 weights, RTN / GPTQ / AWQ)
 from . import amp  # noqa: E402,F401  (issue 13: autocast, GradScaler, master weights)
-from .amp import autocast  # noqa: E402,F401
+from .amp import autocast as autocast  # noqa: E402
 from . import distributed  # noqa: E402,F401  (issue 17: rm.distributed as torch.distributed; mpi4py only on init_mpi)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 from .nn.functional import one_hot  # noqa: E402, F811  (the checked one: refuses out-of-range classes)
@@ -112,28 +116,21 @@ from ._tensor_methods_torch import install as _install_torch_names  # noqa: E402
 
 _install_torch_names(globals())  # rumus.float/long/..., cuda, tril, einsum, ...; Tensor.new_zeros, .norm, ...
 
-from .compile import compile  # noqa: E402  (issue 16: capture once, replay without Python, fuse)
+from .compile import compile as compile  # noqa: E402  (issue 16: capture once, replay without Python, fuse)
 
 save = io.save  # whole checkpoints; rumus.load also reads torch.save and safetensors files
 load = io.load
 
-__all__ = [
-    'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device', 'DeviceMismatch', 'FormatError',
-    'Generator', 'KernelNotFound', 'RumusError', 'ShapeError', 'Tensor', 'abs', 'add', 'all', 'allclose',
-    'amax', 'amin', 'amp', 'any', 'arange', 'argmax', 'argmin', 'autocast', 'autograd', 'bfloat16', 'bmm', 'bool',
-    'cat', 'chunk', 'clamp', 'clip', 'clone', 'compile', 'concat', 'cos', 'data', 'default_device', 'device', 'div',
-    'dot',
-    'empty', 'empty_like', 'enable_grad', 'eq', 'exp', 'eye', 'fixed', 'flatten', 'float16', 'float32',
-    'float64', 'from_numpy', 'full', 'full_like', 'ge', 'gt', 'inference_mode', 'initial_seed', 'int16',
-    'int32', 'int64', 'int8', 'io', 'is_grad_enabled', 'isclose', 'le', 'linspace', 'load', 'log',
-    'log_softmax', 'logical_and', 'logical_not', 'logical_or', 'logsumexp', 'lt', 'manual_seed', 'matmul',
-    'max', 'maximum', 'mean', 'min', 'minimum', 'mm', 'mul', 'narrow', 'ne', 'neg', 'nn', 'no_grad', 'numel',
-    'ones', 'ones_like', 'ops', 'optim', 'outer', 'permute', 'pow', 'prod', 'rand', 'rand_like', 'randint',
-    'randn', 'randn_like', 'random', 'randperm', 'reciprocal', 'relu', 'reshape', 'rsqrt', 'save',
-    'set_default_device', 'set_grad_enabled', 'sigmoid', 'sign', 'sin', 'softmax', 'split', 'sqrt', 'square',
-    'squeeze', 'stack', 'std', 'sub', 'sum', 'synchronize', 'tanh', 'tensor', 'transpose', 'uint8',
-    'unsqueeze', 'var', 'where', 'zeros', 'zeros_like',
-    'atan2', 'ceil', 'expm1', 'floor', 'floor_divide', 'fmod', 'isfinite', 'isinf', 'isnan', 'log1p', 'logaddexp',
-    'logical_xor',
-    'remainder', 'round', 'trunc',
-]
+# `from rumus import *`: the names above plus each family's (a run-time list: mypy reads the `as` and star
+# imports instead, since it takes only a literal __all__ and would hide every name missing from it).
+if not TYPE_CHECKING:
+    __all__ = [
+        'ArgumentTypeError', 'AutogradError', 'BackendUnavailable', 'DType', 'DTypeError', 'Device',
+        'DeviceMismatch', 'FileError', 'FormatError', 'Generator', 'IndexOutOfRange', 'KernelNotFound',
+        'MissingFile', 'OutOfMemory', 'RumusError', 'ShapeError', 'Tensor', 'amp', 'autocast', 'autograd',
+        'bfloat16', 'bool', 'chunk', 'clone', 'compile', 'data', 'default_device', 'device', 'enable_grad', 'fixed',
+        'flatten', 'float16', 'float32', 'float64', 'inference_mode', 'initial_seed', 'int16', 'int32', 'int64',
+        'int8', 'io', 'is_grad_enabled', 'load', 'manual_seed', 'narrow', 'nn', 'no_grad', 'numel', 'ops', 'optim',
+        'permute', 'random', 'reshape', 'save', 'set_default_device', 'set_grad_enabled', 'split', 'squeeze',
+        'synchronize', 'transpose', 'uint8', 'unsqueeze', *_creation.__all__, *_math.__all__,
+    ]

@@ -22,6 +22,12 @@ from .random import Generator, default_generator
 from ._tensor_base import Tensor, make_tensor
 from .ops import get as _op
 
+# The names rumus.* re-exports (its __init__ star-imports them).
+__all__ = [
+    "arange", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace", "ones", "ones_like", "rand",
+    "rand_like", "randint", "randn", "randn_like", "randperm", "tensor", "zeros", "zeros_like",
+]
+
 
 def _device(device: Any) -> Device:
     return _runtime.default_device() if device is None else Device.parse(device)

@@ -19,6 +19,19 @@ from .ops import get as _op
 
 ValuesIndices = namedtuple("ValuesIndices", ["values", "indices"])
 
+# The names rumus.* re-exports (its __init__ star-imports them): a new op here is public by adding its
+# name below. Every public function here taking a tensor first is also a Tensor method (METHODS, at the end).
+__all__ = [
+    "abs", "add", "all", "allclose", "amax", "amin", "any", "argmax", "argmin", "bmm", "cat", "clamp", "clip",
+    "concat", "cos", "div", "dot", "eq", "exp", "ge", "gt", "isclose", "le", "log", "log_softmax", "logical_and",
+    "logical_not", "logical_or", "logsumexp", "lt", "matmul", "max", "maximum", "mean", "min", "minimum", "mm",
+    "mul", "ne", "neg", "outer", "pow", "prod", "reciprocal", "relu", "rsqrt", "sigmoid", "sign", "sin", "softmax",
+    "sqrt", "square", "stack", "std", "sub", "sum", "tanh", "var", "where",
+    # the expression-table ops added for PyTorch users
+    "atan2", "ceil", "expm1", "floor", "floor_divide", "fmod", "isfinite", "isinf", "isnan", "log1p", "logaddexp",
+    "logical_xor", "remainder", "round", "trunc",
+]
+
 
 def _t(x: Any, like: Tensor) -> Tensor:
     if isinstance(x, Tensor):

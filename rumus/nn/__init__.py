@@ -1,41 +1,32 @@
-"""Neural-network layers with PyTorch's names, signatures, parameter names and layouts, imported by name
-from the file of each family (the names are the public API: tests/nn/test_public_names.py)."""
+"""Neural-network layers with PyTorch's names, signatures, parameter names and layouts. Each family's file lists
+its layers in __all__ and is star-imported here, so a new layer is public where it is written
+(tests/nn/test_public_names.py and tests/core/test_family_exports.py check the names)."""
 
-from . import functional, init, utils
-from .activation import (
-    CELU, ELU, GELU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, ReLU, ReLU6,
-    Sigmoid, SiLU, Softmax, Softplus, Softsign, Tanh, Tanhshrink,
-)
-from .attention import KVCache, MultiheadAttention
-from .containers import ModuleDict, ModuleList, Sequential
-from .conv import Conv1d, Conv2d, ConvTranspose2d
-from .dropout import Dropout, Dropout1d, Dropout2d, Dropout3d
-from .linear import Flatten, Identity, Linear
-from .loss import BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss
-from .module import Module
-from .normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm
-from .parameter import Buffer, Parameter
-from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .sparse import Embedding
-from .transformer import TransformerBlock, TransformerEncoder, TransformerEncoderLayer
-from .transformer_decoder import Transformer, TransformerDecoder, TransformerDecoderLayer
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "functional", "init", "utils",
-    # modules and parameters
-    "Buffer", "Module", "ModuleDict", "ModuleList", "Parameter", "Sequential",
-    # activations
-    "CELU", "ELU", "GELU", "SELU", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyReLU", "LogSigmoid", "LogSoftmax",
-    "Mish", "ReLU", "ReLU6", "SiLU", "Sigmoid", "Softmax", "Softplus", "Softsign", "Tanh", "Tanhshrink",
-    # linear, convolution, pooling, normalization, dropout, embedding
-    "Flatten", "Identity", "Linear", "Conv1d", "Conv2d", "ConvTranspose2d", "AdaptiveAvgPool2d", "AvgPool2d",
-    "MaxPool2d", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm", "RMSNorm", "Dropout", "Dropout1d",
-    "Dropout2d", "Dropout3d", "Embedding",
-    # losses
-    "BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss", "MSELoss", "NLLLoss", "SmoothL1Loss",
-    # attention, transformers, recurrent layers
-    "KVCache", "MultiheadAttention", "TransformerBlock", "TransformerEncoder", "TransformerEncoderLayer",
-    "Transformer", "TransformerDecoder", "TransformerDecoderLayer", "GRU", "LSTM", "RNN", "GRUCell", "LSTMCell",
-    "RNNBase", "RNNCell", "RNNCellBase",
-]
+from . import functional as functional, init as init, utils as utils
+from . import activation, attention, containers, conv, dropout, linear, loss, module, normalization, parameter
+from . import pooling, rnn, sparse, transformer, transformer_decoder
+from .activation import *  # noqa: F403
+from .attention import *  # noqa: F403
+from .containers import *  # noqa: F403
+from .conv import *  # noqa: F403
+from .dropout import *  # noqa: F403
+from .linear import *  # noqa: F403
+from .loss import *  # noqa: F403
+from .module import *  # noqa: F403
+from .normalization import *  # noqa: F403
+from .parameter import *  # noqa: F403
+from .pooling import *  # noqa: F403
+from .rnn import *  # noqa: F403
+from .sparse import *  # noqa: F403
+from .transformer import *  # noqa: F403
+from .transformer_decoder import *  # noqa: F403
+
+_FAMILIES = (activation, attention, containers, conv, dropout, linear, loss, module, normalization, parameter,
+             pooling, rnn, sparse, transformer, transformer_decoder)
+
+# `from rumus.nn import *`: the submodules users reach for and each family's layers. A run-time list: mypy reads
+# the star and `as` imports instead (it takes only a literal __all__, hiding every name it misses).
+if not TYPE_CHECKING:
+    __all__ = ["functional", "init", "utils", *(name for family in _FAMILIES for name in family.__all__)]

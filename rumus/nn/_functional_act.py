@@ -9,6 +9,11 @@ from ..ops import get as _op
 from ..random import default_generator
 from ..tensor import Tensor
 
+# rumus.nn.functional star-imports these: a function named here is public as F.<name>.
+__all__ = [
+    "celu", "dropout", "elu", "embedding", "erf", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
+    "logsigmoid", "mish", "relu6", "selu", "silu", "softplus", "softsign", "tanhshrink",
+]
 
 
 def erf(x: Tensor) -> Tensor:

@@ -33,6 +33,9 @@ from ..ops import get as _op
 from ..tensor import Tensor
 from ._functional_act import dropout, next_seed
 
+# rumus.nn.functional star-imports these.
+__all__ = ["causal_mask", "generate_square_subsequent_mask", "scaled_dot_product_attention"]
+
 _CAUSAL: dict[tuple[int, int, int, str, Device], Tensor] = {}
 
 

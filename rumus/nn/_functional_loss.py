@@ -24,6 +24,12 @@ from .._indexing import gather, index_select
 from ..tensor import Tensor
 from ._functional_act import softplus
 
+# rumus.nn.functional star-imports these.
+__all__ = [
+    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "nll_loss",
+    "reduce_loss", "smooth_l1_loss",
+]
+
 
 def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "mean":

@@ -7,6 +7,12 @@ from . import functional as F
 from ._configured import Configured
 from .module import Module
 
+# rumus.nn star-imports these: a layer named here is public as nn.<name>.
+__all__ = [
+    "ReLU", "Sigmoid", "Tanh", "Softmax", "LogSoftmax", "GELU", "SiLU", "LeakyReLU", "Softplus", "ELU", "ReLU6",
+    "Mish", "Softsign", "Hardswish", "Hardsigmoid", "SELU", "CELU", "Tanhshrink", "LogSigmoid", "Hardtanh",
+]
+
 
 class _Activation(Module):
     """An activation without parameters: forward applies the class's `_fn` to the input."""

@@ -26,6 +26,9 @@ from .linear import Linear
 from .module import Module
 from .parameter import Parameter
 
+# rumus.nn star-imports these.
+__all__ = ["KVCache", "MultiheadAttention"]
+
 
 class _SplitLast(Function):
     """Split the last dim into `parts` equal views; the backward concatenates the parts' gradients (zeros

@@ -8,6 +8,9 @@ from typing import Any
 
 from .module import Module
 
+# rumus.nn star-imports these.
+__all__ = ["Sequential", "ModuleList", "ModuleDict"]
+
 
 class Sequential(Module):
     def __init__(self, *modules: Any) -> None:

@@ -17,6 +17,9 @@ from . import init
 from .module import Module
 from .parameter import Parameter, weight_and_bias
 
+# rumus.nn star-imports these.
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+
 
 class _ConvNd(Module):
     """Shared construction: checks, parameters, PyTorch's default init, repr."""

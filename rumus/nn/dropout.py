@@ -6,6 +6,9 @@ from ..tensor import Tensor
 from . import functional as F
 from .module import Module
 
+# rumus.nn star-imports these.
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
+
 
 class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:

@@ -1,31 +1,33 @@
 """Stateless functions behind the nn layers (rumus.nn.functional, like torch.nn.functional): the few that
-are one core op each are defined here; each other family lives in a file of its own and is imported by name
-(the names are the public API: tests/nn/test_public_names.py)."""
+are one core op each are defined here; each other family lives in a file of its own whose __all__ lists its
+public names (tests/nn/test_public_names.py checks they all arrive here and nothing private does)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rumus_contracts import ShapeError
 
 from .. import _math as M
-from .._indexing import gather, index_add, index_select, scatter_add
+from .._indexing import gather as gather, index_add as index_add, index_select as index_select
+from .._indexing import scatter_add as scatter_add
 from ..amp.policy import follow as _follow
 from ..amp.policy import for_op as _autocast_for_op
 from ..tensor import Tensor
-from ._functional_act import (
-    celu, dropout, elu, embedding, erf, gelu, hardsigmoid, hardswish, hardtanh, leaky_relu, logsigmoid, mish, relu6,
-    selu, silu, softplus, softsign, tanhshrink,
-)
-from ._functional_attention import causal_mask, generate_square_subsequent_mask, scaled_dot_product_attention
-from ._functional_loss import (
-    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, nll_loss, reduce_loss,
-    smooth_l1_loss,
-)
-from .functional_conv import adaptive_avg_pool2d, avg_pool2d, conv1d, conv2d, conv_transpose2d, max_pool2d
-from .functional_dropout import dropout1d, dropout2d, dropout3d
-from .functional_norm import batch_norm, group_norm, layer_norm, rms_norm
-from .functional_torch import cosine_similarity, interpolate, kl_div, normalize, pad, pairwise_distance, upsample
+# The families: each module's __all__ is its public names, so a new function is public where it is written
+# (star imports are re-exports to mypy --strict and IDEs).
+from . import _functional_act, _functional_attention, _functional_loss
+from . import functional_conv, functional_dropout, functional_norm, functional_torch
+from ._functional_act import *  # noqa: F403
+from ._functional_attention import *  # noqa: F403
+from ._functional_loss import *  # noqa: F403
+from .functional_conv import *  # noqa: F403
+from .functional_dropout import *  # noqa: F403
+from .functional_norm import *  # noqa: F403
+from .functional_torch import *  # noqa: F403
+
+_FAMILIES = (_functional_act, _functional_attention, _functional_loss, functional_conv, functional_dropout,
+             functional_norm, functional_torch)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -67,12 +69,12 @@ def _check_same(op: str, input: Tensor, target: Tensor) -> None:
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_same("mse_loss", input, target)
     d = M.sub(input, target)
-    return reduce_loss(M.mul(d, d), reduction)
+    return _functional_loss.reduce_loss(M.mul(d, d), reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
     _check_same("l1_loss", input, target)
-    return reduce_loss(M.abs(M.sub(input, target)), reduction)
+    return _functional_loss.reduce_loss(M.abs(M.sub(input, target)), reduction)
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
@@ -95,21 +97,11 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
     return _one_hot(tensor, num_classes)
 
 
-__all__ = [
-    # defined here
-    "l1_loss", "linear", "log_softmax", "mse_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh",
-    # activations, dropout, embedding (_functional_act)
-    "celu", "dropout", "elu", "embedding", "erf", "gelu", "hardsigmoid", "hardswish", "hardtanh", "leaky_relu",
-    "logsigmoid", "mish", "relu6", "selu", "silu", "softplus", "softsign", "tanhshrink",
-    # attention (_functional_attention)
-    "causal_mask", "generate_square_subsequent_mask", "scaled_dot_product_attention",
-    # losses (_functional_loss)
-    "binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "nll_loss",
-    "reduce_loss", "smooth_l1_loss",
-    # integer indexing (core)
-    "gather", "index_add", "index_select", "scatter_add",
-    # conv and pooling, normalization, channel dropout, PyTorch extras (functional_*.py)
-    "adaptive_avg_pool2d", "avg_pool2d", "conv1d", "conv2d", "conv_transpose2d", "max_pool2d",
-    "batch_norm", "group_norm", "layer_norm", "rms_norm", "dropout1d", "dropout2d", "dropout3d",
-    "cosine_similarity", "interpolate", "kl_div", "normalize", "pad", "pairwise_distance", "upsample",
-]
+# `from rumus.nn.functional import *`: the names defined here, the core's indexing, and each family's. A run-time
+# list: mypy reads the star and `as` imports instead (it takes only a literal __all__, hiding what it misses).
+if not TYPE_CHECKING:
+    __all__ = [
+        "l1_loss", "linear", "log_softmax", "mse_loss", "one_hot", "relu", "sigmoid", "softmax", "tanh",
+        "gather", "index_add", "index_select", "scatter_add",
+        *(name for family in _FAMILIES for name in family.__all__),
+    ]

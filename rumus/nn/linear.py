@@ -10,6 +10,9 @@ from . import init
 from .module import Module
 from .parameter import Parameter, weight_and_bias
 
+# rumus.nn star-imports these.
+__all__ = ["Linear", "Identity", "Flatten"]
+
 
 class Linear(Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None,

@@ -9,6 +9,11 @@ from . import functional as F
 from ._functional_loss import _legacy as legacy_reduction
 from .module import Module
 
+# rumus.nn star-imports these.
+__all__ = [
+    "MSELoss", "L1Loss", "CrossEntropyLoss", "NLLLoss", "BCEWithLogitsLoss", "BCELoss", "SmoothL1Loss", "HuberLoss",
+]
+
 
 class _Loss(Module):
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:

@@ -15,6 +15,9 @@ from ..tensor import Tensor
 from ..utils.hooks import RemovableHandle
 from .parameter import Buffer, Parameter
 
+# rumus.nn star-imports these.
+__all__ = ["Module"]
+
 
 # How many times train()/eval() flipped some module's mode (rm.compile's signature includes it).
 MODE_CHANGES = [0]

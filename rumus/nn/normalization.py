@@ -16,6 +16,9 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
+# rumus.nn star-imports these.
+__all__ = ["BatchNorm1d", "BatchNorm2d", "LayerNorm", "GroupNorm", "RMSNorm"]
+
 
 def _affine(module: Module, shape: tuple[int, ...], weight: bool, bias: bool, device: Any, dtype: Any) -> None:
     """A norm layer's scale (ones) and shift (zeros) of `shape`, or None registered in their place, as

@@ -6,6 +6,9 @@ from typing import Any
 
 from ..tensor import Tensor, _init
 
+# rumus.nn star-imports these.
+__all__ = ["Parameter", "Buffer"]
+
 
 class Parameter(Tensor):
     __slots__ = ()

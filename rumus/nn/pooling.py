@@ -9,6 +9,9 @@ from . import functional_conv as F
 from ._configured import Configured
 from .module import Module
 
+# rumus.nn star-imports these.
+__all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+
 
 class MaxPool2d(Module):
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,

@@ -25,6 +25,9 @@ from .module import Module
 from .parameter import Parameter
 from .utils.rnn import PackedSequence
 
+# rumus.nn star-imports these.
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 State = Any  # a Tensor, or (h, c) for LSTM
 

@@ -15,6 +15,9 @@ from ._functional_act import normalize_padding_idx
 from .module import Module
 from .parameter import Parameter
 
+# rumus.nn star-imports these.
+__all__ = ["Embedding"]
+
 
 class Embedding(Module):
     """weight ~ N(0, 1) with the padding_idx row zeroed; repeated indices accumulate their gradients and the

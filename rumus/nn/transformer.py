@@ -19,6 +19,9 @@ from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
 
+# rumus.nn star-imports these.
+__all__ = ["TransformerEncoderLayer", "TransformerEncoder", "TransformerBlock"]
+
 
 def _activation(activation: str | Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
     if callable(activation):

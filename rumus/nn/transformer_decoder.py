@@ -19,6 +19,9 @@ from .module import Module
 from .normalization import LayerNorm
 from .transformer import TransformerEncoder, TransformerEncoderLayer, _Layer
 
+# rumus.nn star-imports these.
+__all__ = ["TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
+
 
 class TransformerDecoderLayer(_Layer):
     """Self-attention over the target, attention over the encoder's memory, feed-forward; post-norm by
