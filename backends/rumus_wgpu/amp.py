@@ -4,6 +4,7 @@ never read back."""
 from __future__ import annotations
 
 import struct
+from functools import partial
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -78,7 +79,7 @@ def amp_unscale_check_multi_(outputs: Sequence[TensorArg], inputs: Sequence[Tens
         hit = dev.launch_plans.get(key)
         if hit is None:
             k = len(group)
-            prog = dev.programs.get(("amp_multi", k), lambda: _multi_source(k), uniform_size=16 + 16 * k)
+            prog = dev.programs.get(("amp_multi", k), partial(_multi_source, k), uniform_size=16 + 16 * k)
             slots, start = [], 0
             for g in group:
                 words = g.numel if g.dtype == float32 else (g.offset + g.numel + 1) // 2 - g.offset // 2

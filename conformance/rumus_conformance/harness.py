@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -17,8 +17,6 @@ from rumus_contracts import (
 )
 
 from .tolerances import forward_tolerance, gradient_tolerance
-
-S = TypeVar("S", Sample, ErrorSample)
 
 
 def backend_name() -> str:
@@ -111,18 +109,19 @@ def as_float64(t: rumus.Tensor) -> np.ndarray:
     return arr if arr.dtype == np.bool_ or t.dtype.is_integer else arr.astype(np.float64)
 
 
-def spelled_out(schema: OpSchema, sample: S) -> tuple[OpSchema, S]:
-    """A multi-tensor op's sample (its variadic input a list, with a list of dtypes or one dtype for it)
-    as plain inputs, with the op's schema for that many (OpSchema.flat); other ops' unchanged."""
+def spelled_out(schema: OpSchema, sample: Any) -> tuple[OpSchema, Any]:
+    """A multi-tensor op's Sample or ErrorSample (its variadic input a list, with a list of dtypes or one
+    dtype for it) as plain inputs, with the op's schema for that many (OpSchema.flat); other ops' unchanged."""
     v = schema.variadic
     if v is None:
         return schema, sample
     flat, inputs = schema.flatten(sample.inputs)
     dtypes: list[Any] | None = None
-    if sample.dtypes:
-        given: Any = sample.dtypes[v]
-        many = list(given) if isinstance(given, (list, tuple)) else [given] * len(sample.inputs[v])
-        dtypes = [*sample.dtypes[:v], *many, *sample.dtypes[v + 1:]]
+    pinned: Sequence[Any] | None = sample.dtypes
+    if pinned:
+        given: Any = pinned[v]
+        many: list[Any] = list(given) if isinstance(given, (list, tuple)) else [given] * len(sample.inputs[v])
+        dtypes = [*pinned[:v], *many, *pinned[v + 1:]]
     return flat, replace(sample, inputs=inputs, dtypes=dtypes)
 
 

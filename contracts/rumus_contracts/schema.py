@@ -117,6 +117,7 @@ class OpSchema:
     doc: str = ""
     onnx: Callable[..., Any] | None = None  # ONNX lowering (rumus_contracts.onnx_lowering)
     autocast: str | None = None  # "lower" | "float32" | "promote" | None (see above)
+    variadic: int | None = field(init=False, default=None, repr=False)  # index of the '*' input (derived)
 
     def __post_init__(self) -> None:
         if self.autocast not in AUTOCAST_CLASSES:
@@ -129,7 +130,7 @@ class OpSchema:
         if len(star) > 1 or star and (self.broadcast or self.differentiable or self.composite):
             raise PluginError(f"op '{self.name}': at most one variadic ('*') input, and a variadic op is not "
                               f"broadcast, differentiable or composite")
-        self.variadic: int | None = star[0] if star else None
+        self.variadic = star[0] if star else None
         self._flat: dict[int, OpSchema] = {}
 
     def flat(self, count: int) -> OpSchema:

@@ -2,10 +2,11 @@
 
 PyTorch's scaler reads its found-inf flag on the host to decide whether to call `optimizer.step()`.
 Here the flag stays on the device: `unscale_` is one multi-tensor kernel over all gradients (multiply by
-1/scale and OR "any inf/NaN" into the flag; one GPU dispatch per group of buffers the device can bind),
+1/scale and OR "any inf/NaN" into the flag; one GPU dispatch per group of buffers the device binds),
 the optimizer applies its update and undoes it with a select by the flag (rumus/optim/_master.py; Adam's
-step count is a device tensor then, so a skipped step leaves it as PyTorch's scaler does), and `update` changes the scale with a device op. Only `get_scale()` and
-`state_dict()` read the device, when the user asks for them.
+step count is a device tensor then, so a skipped step leaves it as PyTorch's scaler does), and `update`
+changes the scale with a device op. Only `get_scale()` and `state_dict()` read the device, when the user
+asks for them.
 """
 
 from __future__ import annotations

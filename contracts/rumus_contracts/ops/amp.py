@@ -15,7 +15,7 @@ import numpy as np
 
 from ..dtype import DType, bfloat16, float16, float32, int64
 from ..errors import DTypeError, ShapeError
-from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape
+from ..schema import ErrorSample, OpRegistry, OpSchema, Sample, Shape, ShapeRule
 
 
 def _scalar_state(op: str, names: Sequence[str], first: int) -> Any:
@@ -60,8 +60,7 @@ def _multi_dtypes(dtypes: Sequence[Any], attrs: Mapping[str, Any]) -> list[DType
     return []
 
 
-def _multi_shapes(shapes: Sequence[Any], attrs: Mapping[str, Any]) -> list[Shape]:
-    return _scalar_state("amp_unscale_check_multi_", ("grads", "found_inf", "inv_scale"), 1)(shapes, attrs)
+_multi_shapes: ShapeRule = _scalar_state("amp_unscale_check_multi_", ("grads", "found_inf", "inv_scale"), 1)
 
 
 def update_scale_reference(scale: np.ndarray, tracker: np.ndarray, found_inf: np.ndarray, growth_factor: float,
@@ -93,6 +92,11 @@ def _unscale_samples(rng: np.random.Generator) -> list[Sample]:
     return out
 
 
+def _listed(grads: list[Any]) -> Any:
+    """A sample's `dtypes` when the variadic input pins one dtype per tensor (a list in its place)."""
+    return [grads, None, None]
+
+
 def _multi_samples(rng: np.random.Generator) -> list[Sample]:
     """Mixed shapes and dtypes (empty tensors included), an inf/NaN in one tensor of many, a raised flag
     kept, no tensors at all, and more tensors than one GPU dispatch binds."""
@@ -104,7 +108,7 @@ def _multi_samples(rng: np.random.Generator) -> list[Sample]:
         grads = [rng.uniform(-1e3, 1e3, s) for s in shapes]
         if bad is not None:
             grads[where].reshape(-1)[rng.integers(grads[where].size)] = bad
-        out.append(Sample([grads, np.array(flag), np.array(inv)], {}, grad=False, dtypes=[kinds, None, None],
+        out.append(Sample([grads, np.array(flag), np.array(inv)], {}, grad=False, dtypes=_listed(kinds),
                           name=f"mixed/{bad}@{where}/flag{flag}/inv{inv}"))
     out.append(Sample([[], np.array(1.0), np.array(0.5)], {}, grad=False, name="no tensors"))
     for bad in (None, np.nan):
@@ -112,14 +116,14 @@ def _multi_samples(rng: np.random.Generator) -> list[Sample]:
         if bad is not None:
             many[37][0] = bad
         out.append(Sample([many, np.array(0.0), np.array(0.125)], {}, grad=False,
-                          dtypes=[[kinds[k % 3] for k in range(40)], None, None], name=f"40 tensors/{bad}"))
+                          dtypes=_listed([kinds[k % 3] for k in range(40)]), name=f"40 tensors/{bad}"))
     return out
 
 
 def _multi_errors() -> list[ErrorSample]:
     return [ErrorSample([[np.ones(3)], np.zeros(2), np.ones(())], {}, ShapeError, "'found_inf' must hold one"),
             ErrorSample([[np.ones(3), np.ones(2)], np.zeros(()), np.ones(())], {}, DTypeError, "grads[1] is int64",
-                        dtypes=[[None, int64], None, None])]
+                        dtypes=_listed([None, int64]))]
 
 
 def _update_samples(rng: np.random.Generator) -> list[Sample]:
