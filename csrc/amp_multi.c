@@ -21,22 +21,14 @@ static int unscale_f32(float *restrict g, int64_t n, float s) {
     return bad;
 }
 
-static int unscale_f16(uint16_t *restrict g, int64_t n, float s) {
+/* float16 (bf == 0) or bfloat16 words: widened, multiplied in float32, rounded back; the compiler unswitches
+   the loop on bf */
+static int unscale_16(uint16_t *restrict g, int64_t n, float s, int bf) {
     int bad = 0;
     for (int64_t i = 0; i < n; i++) {
-        const float v = rumus_h2f(g[i]);
+        const float v = bf ? rumus_bf2f(g[i]) : rumus_h2f(g[i]);
         bad |= !(fabsf(v) <= FLT_MAX);
-        g[i] = rumus_f2h(v * s);
-    }
-    return bad;
-}
-
-static int unscale_bf16(uint16_t *restrict g, int64_t n, float s) {
-    int bad = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const float v = rumus_bf2f(g[i]);
-        bad |= !(fabsf(v) <= FLT_MAX);
-        g[i] = rumus_f2bf(v * s);
+        g[i] = bf ? rumus_f2bf(v * s) : rumus_f2h(v * s);
     }
     return bad;
 }
@@ -48,8 +40,7 @@ void rumus_amp_unscale_check_multi(int64_t count, char **grads, const int64_t *o
     int bad = 0;
     for (int64_t t = 0; t < count; t++) {
         if (kinds[t] == 0) bad |= unscale_f32((float *)grads[t] + offsets[t], numels[t], s);
-        else if (kinds[t] == 1) bad |= unscale_f16((uint16_t *)grads[t] + offsets[t], numels[t], s);
-        else bad |= unscale_bf16((uint16_t *)grads[t] + offsets[t], numels[t], s);
+        else bad |= unscale_16((uint16_t *)grads[t] + offsets[t], numels[t], s, kinds[t] == 2);
     }
     if (bad) ((float *)found_inf)[fo] = 1.0f;
 }
