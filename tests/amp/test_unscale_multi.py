@@ -15,13 +15,9 @@ import pytest
 import rumus as rm
 from rumus import DTypeError, RumusError, nn
 
-DEVICES = ["cpu"]
-try:
-    rm._runtime.backend("wgpu").devices()
-    DEVICES.append("wgpu:0")
-except RumusError:
-    pass
+from backends_under_test import devices
 
+DEVICES = devices()
 UNSCALE = rm.ops.get("amp_unscale_check_multi_")
 
 
