@@ -88,6 +88,7 @@ class Op:
         self._shape_cache: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
         self._same_dtype = schema.dtype is _same_dtype_rule
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
+        self._variadic = schema.variadic is not None
         self.__doc__ = schema.doc
 
     def __repr__(self) -> str:
@@ -114,6 +115,9 @@ class Op:
 
     def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema
+        if self._variadic:  # a multi-tensor op: its list spelled out as plain inputs from here on (OpSchema.flat)
+            schema, flat = schema.flatten(args)
+            args = tuple(flat)
         if _autocast.enabled and schema.autocast is not None:  # rumus.autocast: the schema's class decides
             from .amp.policy import cast_inputs  # late binding: autocast casts with ops that dispatch here
             args = tuple(cast_inputs(schema, args))
@@ -146,9 +150,12 @@ class Op:
         if schema.broadcast:
             inputs, out_shapes = self._broadcast(inputs)
         else:
-            out_shapes = self._shapes(inputs, attrs)
-            if len(inputs) > 1:
-                _same_float_dtype(self.name, inputs)
+            if self._variadic:  # mixed float dtypes are the op's to judge (its dtype rule)
+                out_shapes = schema.shape([t.shape for t in inputs], attrs)
+            else:
+                out_shapes = self._shapes(inputs, attrs)
+                if len(inputs) > 1:
+                    _same_float_dtype(self.name, inputs)
         if inputs:
             key_dtype = inputs[schema.dispatch_on]._storage.dtype
             out_dtypes = [key_dtype] if self._same_dtype else schema.dtype([t._storage.dtype for t in inputs], attrs)

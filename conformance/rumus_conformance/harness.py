@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import numpy as np
@@ -109,6 +109,28 @@ def as_float64(t: rumus.Tensor) -> np.ndarray:
     return arr if arr.dtype == np.bool_ or t.dtype.is_integer else arr.astype(np.float64)
 
 
+def spelled_out(schema: OpSchema, sample: Any) -> tuple[OpSchema, Any]:
+    """A multi-tensor op's Sample or ErrorSample (its variadic input a list, with a list of dtypes or one
+    dtype for it) as plain inputs, with the op's schema for that many (OpSchema.flat); other ops' unchanged."""
+    v = schema.variadic
+    if v is None:
+        return schema, sample
+    flat, inputs = schema.flatten(sample.inputs)
+    dtypes: list[Any] | None = None
+    pinned: Sequence[Any] | None = sample.dtypes
+    if pinned:
+        given: Any = pinned[v]
+        many: list[Any] = list(given) if isinstance(given, (list, tuple)) else [given] * len(sample.inputs[v])
+        dtypes = [*pinned[:v], *many, *pinned[v + 1:]]
+    return flat, replace(sample, inputs=inputs, dtypes=dtypes)
+
+
+def _as_called(flat: OpSchema, tensors: list[rumus.Tensor]) -> list[Any]:
+    """The tensors as the op is called: a multi-tensor op's spelled-out list regrouped."""
+    schema = rumus.ops.get(flat.name).schema
+    return tensors if schema.variadic is None else schema.group(tensors)
+
+
 def skip_reason(schema: OpSchema, sample: Sample, dtype: DType, caps: Sequence[DType]) -> str | None:
     """A sample this backend cannot run for a reason other than a missing kernel (e.g. no int64 at all)."""
     for i, arr in enumerate(sample.inputs):
@@ -135,6 +157,7 @@ class Outcome:
     inputs_after: list[np.ndarray]
     ref_inputs: list[np.ndarray]
     out_dtypes: list[DType]
+    in_dtypes: list[DType]
 
 
 def run(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguous: bool) -> Outcome:
@@ -147,9 +170,9 @@ def run(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguo
     attrs = prepare_attrs(schema, sample, dtype)
     if not tensors:
         attrs["device"] = device
-    outs = list(rumus.ops.call(schema.name, *tensors, **attrs))
+    outs = list(rumus.ops.call(schema.name, *_as_called(schema, tensors), **attrs))
     return Outcome([as_float64(o) for o in outs], [as_float64(t) for t in tensors], ref_inputs,
-                   [o.dtype for o in outs])
+                   [o.dtype for o in outs], [t.dtype for t in tensors])
 
 
 def reference(schema: OpSchema, sample: Sample, dtype: DType, ref_inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -196,7 +219,10 @@ def check_forward(schema: OpSchema, sample: Sample, dtype: DType, device: str, n
     rtol, atol = forward_tolerance(schema, dtype)
     if schema.inplace:
         for i in schema.mutates_idx:
-            msg = compare(f"{schema.inputs[i]} (updated in place)", res.inputs_after[i], want[i], dtype, rtol, atol)
+            # a float input of its own dtype (a multi-tensor op's float16 gradient) is judged in that dtype
+            idt = res.in_dtypes[i] if res.in_dtypes[i].is_floating else dtype
+            rtol, atol = forward_tolerance(schema, idt)
+            msg = compare(f"{schema.inputs[i]} (updated in place)", res.inputs_after[i], want[i], idt, rtol, atol)
             if msg:
                 return msg
         return None
@@ -255,11 +281,12 @@ def check_gradient(schema: OpSchema, sample: Sample, dtype: DType, device: str, 
 
 
 def check_error(schema: OpSchema, err: ErrorSample, device: str) -> str | None:
+    schema, err = spelled_out(schema, err)
     explicit = list(err.dtypes) if err.dtypes else [None] * len(err.inputs)
     default = parse_dtype("float32")
     tensors = [make_input(a, default, e, device, False) for a, e in zip(err.inputs, explicit)]
     try:
-        rumus.ops.call(schema.name, *tensors, **dict(err.attrs))
+        rumus.ops.call(schema.name, *_as_called(schema, tensors), **dict(err.attrs))
     except err.error as exc:
         if err.match and err.match not in str(exc):
             return f"raised {type(exc).__name__} but the message {str(exc)!r} lacks {err.match!r}"

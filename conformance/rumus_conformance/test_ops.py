@@ -40,7 +40,8 @@ def _run_all(claim: harness.Claim, check: Callable[..., str | None], **kw: bool)
     failures, ran = [], 0
     entries = api.plugins().kernels.candidates(claim.op, BACKEND, claim.dtype)
     conditional = {i: 0 for i, e in enumerate(entries) if e.applies is not None}  # samples each one took
-    for sample in samples(schema) + kernel_samples(schema, entries):
+    for given in samples(schema) + kernel_samples(schema, entries):
+        schema, sample = harness.spelled_out(SCHEMAS[claim.op], given)  # a multi-tensor op's list: plain inputs
         if kw.get("grad") and not sample.grad:
             continue
         if sample.dtypes and sample.dtypes[schema.dispatch_on] not in (None, claim.dtype):

@@ -8,7 +8,7 @@ suite to test it on every backend.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -68,7 +68,8 @@ class OpSchema:
     """The contract of one op.
 
     name        -- `rumus.ops.<name>`; a kernel registers under the same name.
-    inputs      -- names of tensor inputs (in call order).
+    inputs      -- names of tensor inputs (in call order). One name may end in "*": a variadic input, called
+                   with a list of tensors (multi-tensor ops, PyTorch's _foreach_*); see `flat`.
     attrs       -- attribute names with default values (attributes are Python values, not tensors).
     shape       -- output shapes from input shapes and attrs; raises ShapeError on a mismatch.
     dtype       -- output dtypes from input dtypes and attrs.
@@ -116,6 +117,7 @@ class OpSchema:
     doc: str = ""
     onnx: Callable[..., Any] | None = None  # ONNX lowering (rumus_contracts.onnx_lowering)
     autocast: str | None = None  # "lower" | "float32" | "promote" | None (see above)
+    variadic: int | None = field(init=False, default=None, repr=False)  # index of the '*' input (derived)
 
     def __post_init__(self) -> None:
         if self.autocast not in AUTOCAST_CLASSES:
@@ -124,6 +126,38 @@ class OpSchema:
         self.contiguous_idx = tuple(self.inputs.index(n) for n in self.contiguous)
         self.differentiable_idx = tuple(self.inputs.index(n) for n in self.differentiable)
         self.mutates_idx = tuple(self.inputs.index(n) for n in self.mutates)
+        star = [i for i, n in enumerate(self.inputs) if n.endswith("*")]
+        if len(star) > 1 or star and (self.broadcast or self.differentiable or self.composite):
+            raise PluginError(f"op '{self.name}': at most one variadic ('*') input, and a variadic op is not "
+                              f"broadcast, differentiable or composite")
+        self.variadic = star[0] if star else None
+        self._flat: dict[int, OpSchema] = {}
+
+    def flat(self, count: int) -> OpSchema:
+        """This op's schema for a call whose variadic input holds `count` tensors, spelled out as that many
+        plain inputs ("grads*" -> "grads[0]", "grads[1]", ...): what the dispatcher, the kernels, rm.compile
+        and the conformance suite see. Its shape/dtype rules and reference take the list back (`group`)."""
+        hit = self._flat.get(count)
+        if hit is None:
+            hit = self._flat[count] = _flat_schema(self, count)
+        return hit
+
+    def group(self, flat: Sequence[Any]) -> list[Any]:
+        """Flat per-tensor values (shapes, dtypes, arrays) regrouped: the variadic input's as one list."""
+        v = self.variadic
+        assert v is not None
+        end = len(flat) - (len(self.inputs) - 1 - v)
+        return [*flat[:v], list(flat[v:end]), *flat[end:]]
+
+    def flatten(self, args: Sequence[Any]) -> tuple[OpSchema, list[Any]]:
+        """(the flat schema, the flat argument list) for a call given its variadic input as a list."""
+        v = self.variadic
+        assert v is not None
+        if len(args) != len(self.inputs) or not isinstance(args[v], (list, tuple)):
+            raise RumusError(f"op '{self.name}' takes {len(self.inputs)} inputs ({', '.join(self.inputs)}), "
+                             f"'{self.inputs[v]}' a list of tensors; got {len(args)} arguments")
+        many = list(args[v])
+        return self.flat(len(many)), [*args[:v], *many, *args[v + 1:]]
 
     def bind_attrs(self, given: Mapping[str, Any]) -> dict[str, Any]:
         """Defaults filled in; unknown attribute names are refused."""
@@ -133,6 +167,33 @@ class OpSchema:
                 raise RumusError(f"op '{self.name}' got unknown attribute(s) {unknown}; "
                                  f"it takes {sorted(self.attrs)}")
         return {**self.attrs, **given}
+
+
+def _flat_schema(schema: OpSchema, count: int) -> OpSchema:
+    v = schema.variadic
+    assert v is not None
+    star = schema.inputs[v]
+    names = [f"{star[:-1]}[{k}]" for k in range(count)]
+
+    def spelled(group: Sequence[str]) -> tuple[str, ...]:
+        return tuple(m for n in group for m in (names if n == star else [n]))
+
+    def shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
+        return schema.shape(schema.group(shapes), attrs)
+
+    def dtype(dtypes: Sequence[DType], attrs: Mapping[str, Any]) -> list[DType]:
+        return schema.dtype(schema.group(dtypes), attrs)
+
+    def reference(*arrays: Any, **attrs: Any) -> Any:
+        assert schema.reference is not None
+        res = schema.reference(*schema.group(arrays), **attrs)
+        # results per input of an in-place op (the variadic one as a list) come back flat
+        return tuple(a for r in res for a in (r if isinstance(r, list) else [r])) if isinstance(res, tuple) else res
+
+    dispatch_on = schema.dispatch_on + (count - 1 if schema.dispatch_on > v else 0)
+    return replace(schema, inputs=(*schema.inputs[:v], *names, *schema.inputs[v + 1:]), shape=shape, dtype=dtype,
+                   contiguous=spelled(schema.contiguous), mutates=spelled(schema.mutates), dispatch_on=dispatch_on,
+                   reference=None if schema.reference is None else reference, samples=None, error_samples=None)
 
 
 class OpRegistry(_Owned):

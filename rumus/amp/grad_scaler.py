@@ -1,10 +1,12 @@
 """`rumus.amp.GradScaler`: dynamic loss scaling for float16 training, with no host sync in a step.
 
 PyTorch's scaler reads its found-inf flag on the host to decide whether to call `optimizer.step()`.
-Here the flag stays on the device: `unscale_` is one fused kernel per gradient (multiply by 1/scale and
-OR "any inf/NaN" into the flag), the optimizer applies its update and undoes it with a select by the
-flag (rumus/optim/_master.py), and `update` changes the scale with a device op. Only `get_scale()` and
-`state_dict()` read the device, when the user asks for them.
+Here the flag stays on the device: `unscale_` is one multi-tensor kernel over all gradients (multiply by
+1/scale and OR "any inf/NaN" into the flag; one GPU dispatch per group of buffers the device binds),
+the optimizer applies its update and undoes it with a select by the flag (rumus/optim/_master.py; Adam's
+step count is a device tensor then, so a skipped step leaves it as PyTorch's scaler does), and `update`
+changes the scale with a device op. Only `get_scale()` and `state_dict()` read the device, when the user
+asks for them.
 """
 
 from __future__ import annotations
@@ -72,13 +74,12 @@ class GradScaler:
         with no_grad():
             found_inf = _creation.zeros((), dtype=float32, device=self._scale.device)
             inv_scale = self._scale.reciprocal()
-            unscale = _op("amp_unscale_check_")
             for g in grads:
                 if g.dtype != float32:
                     raise RumusError(f"GradScaler: cannot unscale {g.dtype} gradients (their range is what loss "
                                      f"scaling protects); keep float32 parameters under autocast, or build the "
                                      f"optimizer with master_weights=True for a .half()/.bfloat16() model")
-                unscale(g, found_inf, inv_scale)
+            _op("amp_unscale_check_multi_")(grads, found_inf, inv_scale)  # one kernel over all of them
         st.update(stage=_UNSCALED, found_inf=found_inf)
 
     def step(self, optimizer: Any, *args: Any, **kwargs: Any) -> Any:

@@ -64,7 +64,9 @@ class Prober:
         bound = op.schema.bind_attrs(attrs) if attrs or op._has_attrs else attrs
         self.pending.append((sub.call, ins, bound))
         self.k += 1
-        for i in op.schema.mutates_idx:  # what the eager in-place op would have done to autograd's counters
+        # what the eager in-place op would have done to autograd's counters (the recorded schema: flat for
+        # a variadic op, whose args arrive spelled out)
+        for i in sub.call.schema.mutates_idx:
             args[i]._storage.version += 1
         return list(sub.outputs)
 

@@ -2,8 +2,10 @@
 
 A step the GradScaler must skip (inf/NaN gradients) is still run, then every tensor it wrote is put
 back with `where(flag, before, after)` on the device: the host never learns whether it was skipped.
-Host-side counters (Adam's `step`) do advance on a skipped step — the only difference from PyTorch,
-whose scaler reads the flag: bias corrections then count that step.
+Adam and AdamW keep their step count on the device for this (a float32 0-d tensor, PyTorch's
+capturable=True form), so it is put back too and bias corrections count only the steps taken, as with
+PyTorch's scaler. Host-side counters of the other optimizers (NAdam's, RAdam's, Adamax's `step`) do
+advance on a skipped step.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 from rumus_contracts import float32
 
+from .. import _creation
 from .._math import where
 from ..tensor import Tensor
 
@@ -35,6 +38,9 @@ def update_unless(skip: Tensor, optimizer: Any, target: Tensor, grad: Tensor, gr
                   state: dict[str, Any]) -> None:
     """optimizer._update(target, grad, group, state), then every write undone where `skip` (a bool 0-d
     device tensor) is true."""
+    if getattr(optimizer, "device_step", False) and isinstance(state.get("step"), (int, float)):
+        # a count from unscaled steps or an old checkpoint: onto the device before it is saved below
+        state["step"] = _creation.full((), float(state["step"]), dtype=float32, device=target.device)
     before = {k: v.clone() for k, v in state.items() if isinstance(v, Tensor) and k != "master_param"}
     saved_target = target.clone()
     optimizer._update(target, grad, group, state)
