@@ -4,6 +4,11 @@ so they import it without importing each other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rumus_contracts import ChooseByShape
+
 from .. import _runtime
 from ..tensor import Tensor
 
@@ -18,3 +23,11 @@ def has_kernel(op: str, like: Tensor) -> bool:
     if hit is None:
         hit = _fused_cache[key] = _runtime.plugins().kernels.find(op, backend.name, like.dtype) is not None
     return hit
+
+
+def conditional_kernel_takes(op: str, like: Tensor, shapes: Sequence[tuple[int, ...]],
+                             attrs: Mapping[str, Any]) -> bool:
+    """Whether a conditional kernel of `op` (a plugin's, registered with `applies=`) would run this call on
+    `like`'s backend: a fused op that replaces `op` must not take such calls away from it."""
+    k = _runtime.kernel(op, like._storage.backend, like.dtype)
+    return isinstance(k, ChooseByShape) and any(applies(shapes, attrs) for applies, _ in k.choices)
