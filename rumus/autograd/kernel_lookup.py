@@ -7,8 +7,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import ChooseByShape
-
 from .. import _runtime
 from ..tensor import Tensor
 
@@ -29,5 +27,5 @@ def conditional_kernel_takes(op: str, like: Tensor, shapes: Sequence[tuple[int, 
                              attrs: Mapping[str, Any]) -> bool:
     """Whether a conditional kernel of `op` (a plugin's, registered with `applies=`) would run this call on
     `like`'s backend: a fused op that replaces `op` must not take such calls away from it."""
-    k = _runtime.kernel(op, like._storage.backend, like.dtype)
-    return isinstance(k, ChooseByShape) and any(applies(shapes, attrs) for applies, _ in k.choices)
+    entries = _runtime.plugins().kernels.candidates(op, like._storage.backend.name, like.dtype)
+    return any(e.applies is not None and e.applies(shapes, attrs) for e in entries)
