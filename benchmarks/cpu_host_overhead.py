@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections.abc import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -24,13 +23,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def best(fn: Callable[[], object], per_window: int, windows: int) -> float:
     """Seconds per call in the quietest of `windows` windows of `per_window` calls."""
-    out = []
-    for _ in range(windows):
-        t0 = time.perf_counter()
-        for _ in range(per_window):
-            fn()
-        out.append((time.perf_counter() - t0) / per_window)
-    return min(out)
+    sys.path.insert(0, HERE)
+    from _timing import per_call_samples
+    return min(per_call_samples(fn, per_window, windows))
 
 
 def main() -> None:
