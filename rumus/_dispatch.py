@@ -86,6 +86,8 @@ class Op:
         self._skip = 1 if schema.name == "where" else 0  # where's condition keeps its bool dtype
         self._has_attrs = bool(schema.attrs)
         self._shape_cache: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
+        # signature -> (kernel, output shapes, output dtypes, per input: expanded strides or None); see _prepare
+        self._plans: dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], list[Any]]] = {}
         self._same_dtype = schema.dtype is _same_dtype_rule
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
         self._variadic = schema.variadic is not None
@@ -140,13 +142,52 @@ class Op:
             first = inputs[0]._storage
             device, backend = first.device, first.backend
             for t in inputs:
-                if t._storage.device != device:
+                d = t._storage.device
+                if d is not device and d != device:  # identity first: Device.__eq__ is a Python call
                     raise DeviceMismatch(f"{self.name}: inputs are on different devices: "
                                          f"{', '.join(str(x._storage.device) for x in inputs)}; move them with "
                                          f".to(device) first")
         else:
             device = _runtime.default_device() if dev_attr is None else Device.parse(dev_attr)
             backend = _runtime.backend(device.backend)
+        plan_key = _plan_key(backend.name, inputs, attrs) if inputs else None
+        plan = self._plans.get(plan_key) if plan_key is not None else None
+        if plan is not None:  # this signature ran before: its checks passed and their results are cached
+            kernel, out_shapes, out_dtypes, expanded = plan
+            in_args = [t._arg if s is None else TensorArg(t._storage.buffer, out_shapes[0], s, t._offset,
+                                                          t._storage.dtype) for t, s in zip(inputs, expanded)]
+        else:
+            given = inputs
+            kernel, inputs, out_shapes, out_dtypes, in_args = self._prepare(inputs, attrs, backend)
+            if plan_key is not None and inputs is given and len(self._plans) < 4096:
+                self._plans[plan_key] = (kernel, out_shapes, out_dtypes,
+                                         [None if a is t._arg else a.strides for t, a in zip(inputs, in_args)])
+        outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
+        out_args = [o._arg for o in outputs]
+        kernel(out_args, in_args, attrs)
+        if _capture is not None:
+            _capture.record(schema, kernel, out_args, in_args, attrs, inputs, outputs)
+        if _tracer is not None:
+            _tracer(schema, inputs, outputs, attrs)
+        if schema.inplace:
+            for i in schema.mutates_idx:
+                inputs[i]._storage.version += 1
+            if grad_state.enabled:
+                _refuse_tracked_inplace(self.name, [inputs[i] for i in schema.mutates_idx])
+            return []
+        if grad_state.enabled and schema.differentiable:
+            for t in inputs:  # the slot first; the property only for views (it may recompute their history)
+                if t._requires_grad or (t._view_version >= 0 and t.requires_grad):
+                    self._record(inputs, outputs, attrs)
+                    break
+        return outputs
+
+    def _prepare(self, inputs: Sequence[Tensor], attrs: dict[str, Any], backend: Any
+                 ) -> tuple[Any, Sequence[Tensor], list[tuple[int, ...]], list[DType], list[TensorArg]]:
+        """Everything a call decides from its signature (input shapes, strides and dtypes, attrs, backend):
+        promotion, output shapes and dtypes, the kernel, contiguous copies, the kernel's input args. Every
+        check that can refuse a call runs here, so a signature seen before (Op._plans) skips it all."""
+        schema = self.schema
         if schema.broadcast:
             inputs, out_shapes = self._broadcast(inputs)
         else:
@@ -180,25 +221,7 @@ class Op:
             in_args = [t._arg if t.shape == out_shape else t._expanded_arg(out_shape) for t in inputs]
         else:
             in_args = [t._arg for t in inputs]
-        outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
-        out_args = [o._arg for o in outputs]
-        kernel(out_args, in_args, attrs)
-        if _capture is not None:
-            _capture.record(schema, kernel, out_args, in_args, attrs, inputs, outputs)
-        if _tracer is not None:
-            _tracer(schema, inputs, outputs, attrs)
-        if schema.inplace:
-            for i in schema.mutates_idx:
-                inputs[i]._storage.version += 1
-            if grad_state.enabled:
-                _refuse_tracked_inplace(self.name, [inputs[i] for i in schema.mutates_idx])
-            return []
-        if grad_state.enabled and schema.differentiable:
-            for t in inputs:  # the slot first; the property only for views (it may recompute their history)
-                if t._requires_grad or (t._view_version >= 0 and t.requires_grad):
-                    self._record(inputs, outputs, attrs)
-                    break
-        return outputs
+        return kernel, inputs, out_shapes, out_dtypes, in_args
 
     def _shapes(self, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> list[tuple[int, ...]]:
         """The schema's shape rule, memoised: rules are pure functions of (input shapes, attrs), and a
@@ -263,6 +286,27 @@ class Op:
                 o._requires_grad = True
                 o._grad_fn = node
                 o._output_nr = i
+
+
+def _plan_key(backend_name: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What Op._prepare's decisions depend on: the backend, each input's shape, strides and dtype, the
+    attribute values (in the schema's order). None when an attribute is unhashable (no plan then)."""
+    key: tuple[Any, ...]
+    if len(inputs) == 1:
+        t = inputs[0]
+        key = (backend_name, t.shape, t._strides, t._storage.dtype)
+    elif len(inputs) == 2:
+        t, u = inputs
+        key = (backend_name, t.shape, t._strides, t._storage.dtype, u.shape, u._strides, u._storage.dtype)
+    else:
+        key = (backend_name, *[(t.shape, t._strides, t._storage.dtype) for t in inputs])
+    if attrs:
+        key = (*key, *attrs.values())
+        try:
+            hash(key)
+        except TypeError:
+            return None
+    return key
 
 
 def _refuse_tracked_inplace(name: str, written: Sequence[Tensor]) -> None:

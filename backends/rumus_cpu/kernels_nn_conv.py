@@ -44,6 +44,7 @@ _IM2COL, _COL2IM = _fns("im2col"), _fns("col2im")
 _TO_NCHW, _FROM_NCHW = _fns("conv_to_nchw"), _fns("conv_from_nchw")
 _FUSED, _FUSED_BI = _fns("conv2d_fused"), _fns("conv2d_fused_backward_input")
 _FUSED_BW = _fns("conv2d_fused_backward_weight")
+_FUSED_BIAS = _fns("conv2d_fused_bias")
 _MAX, _MAX_BACK = _fns("max_pool2d"), _fns("max_pool2d_backward")
 _AVG, _AVG_BACK = _fns("avg_pool2d"), _fns("avg_pool2d_backward")
 
@@ -147,6 +148,24 @@ def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         _TO_NCHW[dt](_from_buffer(prod), ptr(y) + n0 * o * hw * isz, nb, o, hw)
 
 
+def conv2d_bias(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    """conv2d plus a per-channel bias, added in the fused kernel's epilogue (each band of output rows right
+    after its GEMM, while it is in cache): bit-identical to conv2d followed by a broadcast add."""
+    y, (x, w, b) = outputs[0], inputs
+    if y.numel == 0:
+        return
+    n, o, ho, wo = y.shape
+    geom = _conv_geom(n, x.shape, w.shape[2:], (ho, wo), attrs, 0, o)
+    got = _FUSED_BIAS[y.dtype.name](ptr(x), ptr(w), ptr(b), ptr(y), geom)
+    if got == 0:
+        raise OutOfMemory(f"conv2d: no memory for the column buffers of a {y.shape} result; "
+                          "use a smaller batch or image")
+    if got < 0:  # numpy's BLAS not attached: the im2col path, then the bias as the same single additions
+        conv2d(outputs, inputs[:2], attrs)
+        yv = view(y)
+        yv += view(b).reshape(1, o, 1, 1)
+
+
 def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     gx, (gy, w) = outputs[0], inputs
     if gx.numel == 0:
@@ -240,6 +259,7 @@ def avg_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
 
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
     ("conv2d", conv2d, FLOAT),
+    ("conv2d_bias", conv2d_bias, FLOAT),
     ("conv2d_backward_input", conv2d_backward_input, FLOAT),
     ("conv2d_backward_weight", conv2d_backward_weight, FLOAT),
     ("max_pool2d", max_pool2d, FLOAT),

@@ -87,10 +87,12 @@ static int FN(gemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, const T *A,
     return rumus_gemm_one(sizeof(T) == sizeof(double), ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc);
 }
 
-/* y[n, group, band] = W_group @ im2col(x[n, group], band): every output element is one BLAS call's,
-   made the same way at every thread count. */
-int FN(rumus_conv2d_fused)(const void *xv, const void *wv, void *yv, const int64_t *g) {
-    const T *x = (const T *)xv, *w = (const T *)wv;
+/* y[n, group, band] = W_group @ im2col(x[n, group], band) (+ bias[o]): every output element is one BLAS
+   call's, made the same way at every thread count. The bias (NULL: none) is added to each band right after
+   its GEMM, while the band is still in cache: the same additions, in the same order, as a separate add of
+   the bias after the convolution, so the results equal the unfused ops' bit for bit. */
+int FN(rumus_conv2d_fused_bias)(const void *xv, const void *wv, const void *bv, void *yv, const int64_t *g) {
+    const T *x = (const T *)xv, *w = (const T *)wv, *bias = (const T *)bv;
     T *y = (T *)yv;
     CONV_BEGIN(p.N * p.G * p.tiles)
 RUMUS_PARALLEL_FOR_DYNAMIC
@@ -103,11 +105,21 @@ RUMUS_PARALLEL_FOR_DYNAMIC
             continue;
         }
         FN(im2col_rows)(x + (n * p.C + gi * p.Cg) * p.H * p.W, cols, tw, g, p.Cg, oh0, oh1);
-        FN(gemm)(0, 0, p.Og, tw, p.R, w + gi * p.Og * p.R, p.R, cols, tw, 0, y + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo,
-                 p.L);
+        T *band = y + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo;
+        FN(gemm)(0, 0, p.Og, tw, p.R, w + gi * p.Og * p.R, p.R, cols, tw, 0, band, p.L);
+        if (bias)
+            for (int64_t o = 0; o < p.Og; o++) {
+                const T b = bias[gi * p.Og + o];
+                T *row = band + o * p.L;
+                for (int64_t t = 0; t < tw; t++) row[t] += b;
+            }
     }
     conv_blas_restore(prev);
     return !failed;
+}
+
+int FN(rumus_conv2d_fused)(const void *xv, const void *wv, void *yv, const int64_t *g) {
+    return FN(rumus_conv2d_fused_bias)(xv, wv, NULL, yv, g);
 }
 
 /* gx[n, group, channel block] = col2im(W_group[:, block's rows]^T @ gy[n, group]), band after band in

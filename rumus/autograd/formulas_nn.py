@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import _math as M
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
@@ -31,6 +32,17 @@ def _conv2d(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
     gx = _op("conv2d_backward_input")(g, ctx.inputs[1], input_size=x_shape[2:], **a) if need_x else None
     gw = _op("conv2d_backward_weight")(g, ctx.inputs[0], kernel_size=w_shape[2:], **a) if need_w else None
     return gx, gw
+
+
+@formula("conv2d_bias", inputs=True)
+def _conv2d_bias(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    need_x, need_w, need_b = ctx.needs_input_grad
+    a = _pick(ctx.attrs, _CONV_KEYS)
+    x_shape, w_shape, _ = ctx.input_shapes
+    gx = _op("conv2d_backward_input")(g, ctx.inputs[1], input_size=x_shape[2:], **a) if need_x else None
+    gw = _op("conv2d_backward_weight")(g, ctx.inputs[0], kernel_size=w_shape[2:], **a) if need_w else None
+    gb = M.sum(g, (0, 2, 3)) if need_b else None
+    return gx, gw, gb
 
 
 @formula("conv2d_backward_input", inputs=True)

@@ -139,8 +139,9 @@ class Node:
         if len(out) != len(self.edges):
             raise AutogradError(f"backward of '{self.name}' returned {len(out)} gradients for "
                                 f"{len(self.edges)} inputs")
-        if self.unbroadcast:
-            out = [_unbroadcast(g, shape) if g is not None else None for g, shape in zip(out, self.input_shapes)]
+        if self.unbroadcast:  # most gradients already have their input's shape: no call for those
+            out = [g if g is None or g.shape == shape else _unbroadcast(g, shape)
+                   for g, shape in zip(out, self.input_shapes)]
         return out
 
     def release(self) -> None:
@@ -163,10 +164,6 @@ def _unbroadcast(g: Tensor, shape: tuple[int, ...]) -> Tensor:
     return r.reshape(shape)
 
 
-def _is_node(target: Any) -> bool:
-    return isinstance(target, Node)
-
-
 def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_graph: bool,
                  create_graph: bool, capture: Sequence[Tensor] | None = None) -> list[Tensor | None] | None:
     """Kahn's algorithm from the roots. With `capture`, return gradients for those tensors instead of
@@ -175,21 +172,20 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
 
     # 1. dependency counts over the graph reachable from the roots
     deps: dict[int, int] = {}
-    nodes: dict[int, Node] = {}
     stack = [r.grad_fn for r in roots if r.grad_fn is not None]
-    for n in stack:
-        nodes[id(n)] = n
     seen = {id(n) for n in stack}
     while stack:
         node = stack.pop()
         for edge in node.edges:
-            if edge is None or not _is_node(edge[0]):
+            if edge is None:
                 continue
             child = edge[0]
-            deps[id(child)] = deps.get(id(child), 0) + 1
-            if id(child) not in seen:
-                seen.add(id(child))
-                nodes[id(child)] = child
+            if not isinstance(child, Node):  # a leaf tensor
+                continue
+            key = id(child)
+            deps[key] = deps.get(key, 0) + 1
+            if key not in seen:
+                seen.add(key)
                 stack.append(child)
 
     captured: dict[int, Tensor | None] = {}
@@ -199,7 +195,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
     buffers: dict[int, list[Tensor | None]] = {}
 
     def accumulate(target: Any, slot: int, g: Tensor) -> None:
-        if _is_node(target):
+        if isinstance(target, Node):
             buf = buffers.setdefault(id(target), [None] * target.num_outputs)
             buf[slot] = g if buf[slot] is None else buf[slot] + g
         elif capture is not None:
@@ -256,7 +252,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                         raise AutogradError(f"backward of '{node.name}' returned {type(in_grad).__name__}, "
                                             f"not a Tensor")
                     accumulate(target, slot, in_grad)
-                if _is_node(target):
+                if isinstance(target, Node):
                     deps[id(target)] -= 1
                     if deps[id(target)] == 0:
                         ready.append(target)

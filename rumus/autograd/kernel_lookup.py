@@ -4,6 +4,9 @@ so they import it without importing each other."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from .. import _runtime
 from ..tensor import Tensor
 
@@ -18,3 +21,11 @@ def has_kernel(op: str, like: Tensor) -> bool:
     if hit is None:
         hit = _fused_cache[key] = _runtime.plugins().kernels.find(op, backend.name, like.dtype) is not None
     return hit
+
+
+def conditional_kernel_takes(op: str, like: Tensor, shapes: Sequence[tuple[int, ...]],
+                             attrs: Mapping[str, Any]) -> bool:
+    """Whether a conditional kernel of `op` (a plugin's, registered with `applies=`) would run this call on
+    `like`'s backend: a fused op that replaces `op` must not take such calls away from it."""
+    entries = _runtime.plugins().kernels.candidates(op, like._storage.backend.name, like.dtype)
+    return any(e.applies is not None and e.applies(shapes, attrs) for e in entries)

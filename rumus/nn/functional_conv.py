@@ -20,6 +20,7 @@ from rumus_contracts.ops.nn_pool import adaptive_bounds
 from .. import _math as M
 from .._dispatch import COMPOSITES
 from ..amp.policy import follow
+from ..autograd.kernel_lookup import conditional_kernel_takes, has_kernel
 from ..ops import get as _op
 from ..tensor import Tensor
 
@@ -61,6 +62,16 @@ def _same_padding(weight_hw: Sequence[int], dilation: Pair, stride: Pair) -> tup
     return ((totals[0] + 1) // 2, (totals[1] + 1) // 2), (totals[0] % 2, totals[1] % 2)
 
 
+def _fused_bias(x: Tensor, weight: Tensor, bias: Tensor, attrs: dict[str, Any]) -> bool:
+    """Whether conv2d's bias goes into the convolution's own kernel (conv2d_bias): the backend has one, the
+    bias is the plain [out_channels] vector in the operands' dtype, and no plugin's conditional conv2d kernel
+    (rumus-vision's direct convolutions) would take the call. Otherwise the bias is a separate broadcast add,
+    with that path's promotion and error messages."""
+    return (bias.ndim == 1 and weight.ndim == 4 and x.ndim == 4 and bias.shape[0] == weight.shape[0]
+            and bias.dtype == x.dtype == weight.dtype and has_kernel("conv2d_bias", x)
+            and not conditional_kernel_takes("conv2d", x, [x.shape, weight.shape], attrs))
+
+
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> Tensor:
     x, batched = _batched("conv2d", input)
@@ -75,6 +86,10 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
             raise RumusError(f"conv2d: padding must be an int, a pair, 'valid' or 'same', got {padding!r}")
     else:
         p = pair(padding, "padding")
+    attrs = {"stride": s, "padding": p, "dilation": d, "groups": int(groups)}
+    if bias is not None and crop == (0, 0) and _fused_bias(x, weight, bias, attrs):
+        y = _op("conv2d_bias")(x, weight, bias, **attrs)
+        return y if batched else y.squeeze(0)
     y = _op("conv2d")(x, weight, stride=s, padding=p, dilation=d, groups=int(groups))
     if crop != (0, 0):
         y = y[:, :, crop[0]:, crop[1]:]

@@ -15,7 +15,7 @@ def _pair(v: Any) -> list[int]:
 
 def _conv2d(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
     p = _pair(a["padding"])
-    return [OnnxNode("Conv", [ins[0], ins[1]], list(outs), {
+    return [OnnxNode("Conv", list(ins), list(outs), {  # conv2d_bias's third input is Conv's B
         "strides": _pair(a["stride"]), "pads": p + p, "dilations": _pair(a["dilation"]), "group": int(a["groups"]),
         "kernel_shape": list(ctx.input_shapes[1][2:])})]
 
@@ -50,5 +50,6 @@ def _avg_pool(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: 
 
 
 LOWERINGS: dict[str, Lowering] = {
-    "conv2d": _conv2d, "conv2d_backward_input": _conv_transpose, "max_pool2d": _max_pool, "avg_pool2d": _avg_pool,
+    "conv2d": _conv2d, "conv2d_bias": _conv2d, "conv2d_backward_input": _conv_transpose, "max_pool2d": _max_pool,
+    "avg_pool2d": _avg_pool,
 }

@@ -4,10 +4,14 @@
     conv2d_backward_input(grad [N,O,Ho,Wo], weight)       -> gx [N,C,H,W]    (attr input_size = (H, W))
     conv2d_backward_weight(grad [N,O,Ho,Wo], x)           -> gw [O,C/g,kh,kw] (attr kernel_size = (kh, kw))
 
+    conv2d_bias(x, weight, bias [O])                      -> conv2d(x, weight) + bias per output channel
+
 `conv2d_backward_input` is the adjoint of conv2d in x and `conv2d_backward_weight` its adjoint in the
 weight; each one's derivatives are again one of the three, so every backend gets first and second
 derivatives from these three kernels. `conv_transpose2d` is `conv2d_backward_input` with the output
-size worked out from output_padding (a composite: no kernel of its own). Bias is added by the core.
+size worked out from output_padding (a composite: no kernel of its own). `conv2d_bias` is an optional fused
+op: a backend may add the bias in its convolution's epilogue; where it has no kernel for it, the core adds
+the bias to conv2d's output itself (rumus.nn.functional.conv2d), so backends without it stay correct.
 
 Attributes reaching a kernel are normalized pairs of ints: stride >= 1, padding >= 0 (symmetric; the
 core builds padding="same" with an even kernel from a symmetric conv and a slice), dilation >= 1.
@@ -79,6 +83,14 @@ def conv_output_shape(op: str, x: Shape, w: Shape, attrs: Mapping[str, Any]) -> 
 
 def _conv2d_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
     return [conv_output_shape("conv2d", tuple(shapes[0]), tuple(shapes[1]), attrs)]
+
+
+def _conv2d_bias_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
+    out = conv_output_shape("conv2d_bias", tuple(shapes[0]), tuple(shapes[1]), attrs)
+    if tuple(shapes[2]) != (out[1],):
+        raise ShapeError(f"conv2d_bias: bias of shape {tuple(shapes[2])} does not fit weight {tuple(shapes[1])}: "
+                         f"expected one value per output channel, shape ({out[1]},)")
+    return [out]
 
 
 def _two_4d(op: str, shapes: Sequence[Shape], first: str, second: str) -> tuple[Shape, Shape]:
@@ -168,6 +180,12 @@ def conv2d_reference(x: np.ndarray, w: np.ndarray, stride: Any = (1, 1), padding
     return out.reshape(n, o, ho, wo)
 
 
+def conv2d_bias_reference(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: Any = (1, 1), padding: Any = (0, 0),
+                          dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
+    out: np.ndarray = conv2d_reference(x, w, stride, padding, dilation, groups) + b.reshape(1, -1, 1, 1)
+    return out
+
+
 def conv2d_backward_input_reference(grad: np.ndarray, w: np.ndarray, input_size: Any, stride: Any = (1, 1),
                                     padding: Any = (0, 0), dilation: Any = (1, 1), groups: int = 1) -> np.ndarray:
     attrs = _attrs(tuple(stride), tuple(padding), tuple(dilation), groups)
@@ -244,6 +262,11 @@ def _conv2d_samples(rng: np.random.Generator) -> list[Sample]:
             for xs, ws, a, _, name in _expanded_cases()]
 
 
+def _conv2d_bias_samples(rng: np.random.Generator) -> list[Sample]:
+    return [Sample([rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws), rng.uniform(-1, 1, ws[0])], a, name=name)
+            for xs, ws, a, _, name in _expanded_cases()]
+
+
 def _backward_input_samples(rng: np.random.Generator) -> list[Sample]:
     return [Sample([rng.uniform(-1, 1, gs), rng.uniform(-1, 1, ws)], {**a, "input_size": xs[2:]}, name=name)
             for xs, ws, a, gs, name in _expanded_cases()]
@@ -279,6 +302,12 @@ def _conv2d_errors() -> list[ErrorSample]:
     ]
 
 
+def _conv2d_bias_errors() -> list[ErrorSample]:
+    z = np.zeros
+    return [ErrorSample([z((2, 3, 5, 5)), z((4, 3, 3, 3)), z((3,))], {}, ShapeError, "one value per output channel"),
+            ErrorSample([z((2, 3, 5, 5)), z((4, 2, 3, 3)), z((4,))], {}, ShapeError, "channels")]
+
+
 def _backward_input_errors() -> list[ErrorSample]:
     return [ErrorSample([np.zeros((2, 4, 3, 3)), np.zeros((4, 3, 3, 3))], {"input_size": (6, 6)}, ShapeError,
                         "does not come from a conv2d")]
@@ -305,6 +334,12 @@ def register(registry: OpRegistry) -> None:
         error_samples=_conv2d_errors,
         doc="2-D cross-correlation of x [N,C,H,W] with weight [O,C/groups,kh,kw] (PyTorch's conv2d without bias); "
             "symmetric zero padding", **common))
+    registry.register(OpSchema(
+        "conv2d_bias", ("x", "weight", "bias"), _conv2d_bias_shape, autocast="lower", attrs=dict(CONV_ATTRS),
+        contiguous=("x", "weight", "bias"), differentiable=("x", "weight", "bias"), reference=conv2d_bias_reference,
+        samples=_conv2d_bias_samples, error_samples=_conv2d_bias_errors,
+        doc="conv2d(x, weight) + bias[O] per output channel, fused (PyTorch's conv2d with bias); optional: "
+            "the core composes conv2d and add where a backend has no kernel for it", **common))
     registry.register(OpSchema(
         "conv2d_backward_input", ("grad", "weight"), _backward_input_shape,
         attrs={**CONV_ATTRS, "input_size": (1, 1)}, contiguous=("grad", "weight"),

@@ -1,0 +1,76 @@
+"""Op._plans: a signature's checks run once, then its plan (kernel, output shapes and dtypes, expanded
+strides) is reused. A plan must never change an answer: calls that differ only in what the signature does
+not cover (values, offsets) reuse it, calls that differ in shape, strides, dtype or attributes get their own,
+and bad input keeps raising the same errors after good calls planned the op."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import rumus as rm
+from rumus.ops import get as op
+from rumus_contracts import DTypeError, ShapeError
+
+
+def test_a_repeated_signature_is_planned_once_and_gives_the_same_values() -> None:
+    add = op("add")
+    a, b = rm.randn(5, 7), rm.randn(5, 7)
+    before = len(add._plans)
+    r1 = (a + b).numpy()
+    r2 = (a + b).numpy()
+    assert len(add._plans) == before + 1
+    np.testing.assert_array_equal(r1, a.numpy() + b.numpy())
+    np.testing.assert_array_equal(r2, r1)
+
+
+def test_broadcast_plans_keep_each_operands_expansion() -> None:
+    x, row, col = rm.randn(4, 6), rm.randn(6), rm.randn(4, 1)
+    for _ in range(2):
+        np.testing.assert_array_equal((x + row).numpy(), x.numpy() + row.numpy())
+        np.testing.assert_array_equal((x + col).numpy(), x.numpy() + col.numpy())
+        np.testing.assert_array_equal((x * 2.5).numpy(), x.numpy() * np.float32(2.5))
+
+
+def test_views_with_other_strides_or_offsets_get_the_right_values() -> None:
+    base = rm.randn(8, 8)
+    other = rm.randn(8, 8)
+    for _ in range(2):
+        np.testing.assert_array_equal((base + other).numpy(), base.numpy() + other.numpy())  # plans (8, 8) + (8, 8)
+        t = base.mT  # same shape as `other`, other strides: its own plan
+        np.testing.assert_array_equal((t + other).numpy(), base.numpy().T + other.numpy())
+        for i in range(3):  # same shape and strides, another offset: the plan is reused, the offset is not
+            s = base[i:i + 4]
+            np.testing.assert_array_equal((s + other[:4]).numpy(), base.numpy()[i:i + 4] + other.numpy()[:4])
+
+
+def test_promotion_is_decided_per_call_not_taken_from_a_plan() -> None:
+    f = rm.randn(3, 3)
+    i = rm.tensor(np.arange(9).reshape(3, 3))
+    for _ in range(2):
+        np.testing.assert_array_equal((f + f).numpy(), f.numpy() * 2)
+        out = f + i
+        assert out.dtype == rm.float32
+        np.testing.assert_allclose(out.numpy(), f.numpy() + np.arange(9).reshape(3, 3), rtol=1e-6)
+
+
+def test_bad_input_still_raises_after_good_calls_planned_the_op() -> None:
+    a, b = rm.randn(2, 3), rm.randn(3, 4)
+    for _ in range(2):
+        a @ b
+    with pytest.raises(ShapeError):
+        a @ rm.randn(4, 4)
+    with pytest.raises(DTypeError):
+        a @ rm.randn(3, 4, dtype=rm.float64)
+    x, y = rm.randn(2, 3), rm.randn(2, 3)
+    for _ in range(2):
+        x + y
+    with pytest.raises(ShapeError):
+        x + rm.randn(3, 2)
+
+
+def test_attributes_are_part_of_the_signature() -> None:
+    x = rm.randn(4, 5)
+    for _ in range(2):
+        np.testing.assert_allclose(x.sum(0).numpy(), x.numpy().sum(0), rtol=1e-5)
+        np.testing.assert_allclose(x.sum(1).numpy(), x.numpy().sum(1), rtol=1e-5)
