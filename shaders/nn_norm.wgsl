@@ -332,3 +332,215 @@ fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
         gw[cfg.off[0].y + p] = scalar(sgx * invstd);
     }
 }
+
+//// fused_common
+// Register-row kernels (layer / RMS norm over contiguous rows of vec4s): a group of cfg.group
+// invocations owns a row, each holding its SLOTS vec4s (elements 4 * (lane + k * group) ..) in
+// registers, so x and g are read from memory once per row. A workgroup walks cfg.inner blocks of
+// 256 / group rows. nn_norm.py sets SLOTS (vec4s per invocation) per row length.
+const SLOTS: u32 = 8u;
+
+var<workgroup> red2: array<vec2<f32>, 256>;
+var<workgroup> red4: array<vec4<f32>, 256>;
+
+// the sum of v over the t invocations (a power of two) sharing this one's row
+fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
+    red2[lid] = v;
+    workgroupBarrier();
+    for (var s = t / 2u; s > 0u; s = s / 2u) {
+        if (lane < s) {
+            red2[lid] += red2[lid + s];
+        }
+        workgroupBarrier();
+    }
+    let r = red2[lid - lane];
+    workgroupBarrier();
+    return r;
+}
+
+// (mean, rstd) of the row held in xs (zeros past its end); mean 0 when not centred (RMS norm)
+fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SLOTS>>) -> vec2<f32> {
+    let inv_n = 1.0 / f32(cfg.len);
+    var s = 0.0;
+    for (var k = 0u; k < SLOTS; k++) {
+        s += dot((*xs)[k], vec4<f32>(1.0));
+    }
+    let mean = select(0.0, row_sum2(lid, lane, t, vec2<f32>(s, 0.0)).x * inv_n, (cfg.flags & 1u) != 0u);
+    var q = 0.0;
+    let len4 = cfg.len / 4u;
+    for (var k = 0u; k < SLOTS; k++) {
+        let d = select(vec4<f32>(0.0), (*xs)[k] - vec4<f32>(mean), lane + k * t < len4);
+        q += dot(d, d);
+    }
+    return vec2<f32>(mean, 1.0 / sqrt(row_sum2(lid, lane, t, vec2<f32>(q, 0.0)).x * inv_n + cfg.eps));
+}
+
+//// fused_rows
+// y = norm(x) * w (+ b), one read of x
+@group(0) @binding(0) var<storage, read_write> y: array<vec4<scalar>>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<scalar>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<scalar>>;
+@group(0) @binding(3) var<storage, read> b: array<vec4<scalar>>;
+@group(0) @binding(4) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t = cfg.group;
+    let lane = lid % t;
+    let len4 = cfg.len / 4u;
+    let per = 256u / t;
+    let block0 = (wid.y * cfg.gx + wid.x) * cfg.inner;
+    let bias = (cfg.flags & 2u) != 0u;
+    var ws: array<vec4<f32>, SLOTS>;
+    var bs: array<vec4<f32>, SLOTS>;
+    for (var k = 0u; k < SLOTS; k++) {
+        let j = lane + k * t;
+        if (j < len4) {
+            ws[k] = vec4<f32>(w[cfg.off[0].z / 4u + j]);
+            if (bias) {
+                bs[k] = vec4<f32>(b[cfg.off[0].w / 4u + j]);
+            }
+        }
+    }
+    for (var it = 0u; it < cfg.inner; it++) {
+        let r = (block0 + it) * per + lid / t;
+        let n4 = select(0u, len4, r < cfg.n);
+        var xs: array<vec4<f32>, SLOTS>;
+        for (var k = 0u; k < SLOTS; k++) {
+            let j = lane + k * t;
+            // explicit zeros past the row: a loop-local var is not re-zeroed per iteration on every compiler
+            xs[k] = vec4<f32>(0.0);
+            if (j < n4) {
+                xs[k] = vec4<f32>(x[cfg.off[0].y / 4u + r * len4 + j]);
+            }
+        }
+        let st = held_stats(lid, lane, t, &xs);
+        for (var k = 0u; k < SLOTS; k++) {
+            let j = lane + k * t;
+            if (j < n4) {
+                y[cfg.off[0].x / 4u + r * len4 + j] = vec4<scalar>((xs[k] - vec4<f32>(st.x)) * st.y * ws[k] + bs[k]);
+            }
+        }
+    }
+}
+
+//// fused_rows_backward
+// gx of each row from one read of x and g, and this workgroup's share of (sum g * xhat, sum g) per
+// column into parts[workgroup * len + column] (its rows folded in a fixed order; param_fold folds the
+// workgroups' shares)
+@group(0) @binding(0) var<storage, read_write> gx: array<vec4<scalar>>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<scalar>>;
+@group(0) @binding(2) var<storage, read> g: array<vec4<scalar>>;
+@group(0) @binding(3) var<storage, read> w: array<vec4<scalar>>;
+@group(0) @binding(4) var<storage, read_write> parts: array<vec2<f32>>;
+@group(0) @binding(5) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let t = cfg.group;
+    let lane = lid % t;
+    let len4 = cfg.len / 4u;
+    let per = 256u / t;
+    let wg = wid.y * cfg.gx + wid.x;
+    let inv_n = 1.0 / f32(cfg.len);
+    var ws: array<vec4<f32>, SLOTS>;
+    var dw: array<vec4<f32>, SLOTS>;
+    var db: array<vec4<f32>, SLOTS>;
+    for (var k = 0u; k < SLOTS; k++) {
+        let j = lane + k * t;
+        if (j < len4) {
+            ws[k] = vec4<f32>(w[cfg.off[0].w / 4u + j]);
+        }
+    }
+    for (var it = 0u; it < cfg.inner; it++) {
+        let r = (wg * cfg.inner + it) * per + lid / t;
+        let n4 = select(0u, len4, r < cfg.n);
+        var xs: array<vec4<f32>, SLOTS>;
+        var gs: array<vec4<f32>, SLOTS>;
+        for (var k = 0u; k < SLOTS; k++) {
+            let j = lane + k * t;
+            // explicit zeros past the row: a loop-local var is not re-zeroed per iteration on every compiler
+            xs[k] = vec4<f32>(0.0);
+            gs[k] = vec4<f32>(0.0);
+            if (j < n4) {
+                xs[k] = vec4<f32>(x[cfg.off[0].y / 4u + r * len4 + j]);
+                gs[k] = vec4<f32>(g[cfg.off[0].z / 4u + r * len4 + j]);
+            }
+        }
+        let st = held_stats(lid, lane, t, &xs);
+        var s = vec2<f32>(0.0);
+        for (var k = 0u; k < SLOTS; k++) {
+            let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
+            let gw = gs[k] * ws[k];
+            s += vec2<f32>(dot(gw, vec4<f32>(1.0)), dot(gw, xh));
+            dw[k] += select(vec4<f32>(0.0), gs[k] * xh, lane + k * t < n4);
+            db[k] += gs[k];
+        }
+        let m = row_sum2(lid, lane, t, s) * inv_n;
+        let m1 = select(0.0, m.x, (cfg.flags & 1u) != 0u);
+        for (var k = 0u; k < SLOTS; k++) {
+            let j = lane + k * t;
+            if (j < n4) {
+                let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
+                gx[cfg.off[0].x / 4u + r * len4 + j] = vec4<scalar>(st.y * (gs[k] * ws[k] - vec4<f32>(m1) - xh * m.y));
+            }
+        }
+    }
+    // the workgroup's row groups hold the same columns: fold them in group order, then one write each
+    for (var k = 0u; k < SLOTS; k++) {
+        red4[lid] = dw[k];
+        workgroupBarrier();
+        var a = dw[k];
+        for (var q = 1u; q < per; q++) {
+            a += red4[q * t + lane];
+        }
+        workgroupBarrier();
+        red4[lid] = db[k];
+        workgroupBarrier();
+        var c = db[k];
+        for (var q = 1u; q < per; q++) {
+            c += red4[q * t + lane];
+        }
+        workgroupBarrier();
+        let j = lane + k * t;
+        if (lid < t && j < len4) {
+            let base = wg * cfg.len + 4u * j;
+            parts[base] = vec2<f32>(a.x, c.x);
+            parts[base + 1u] = vec2<f32>(a.y, c.y);
+            parts[base + 2u] = vec2<f32>(a.z, c.z);
+            parts[base + 3u] = vec2<f32>(a.w, c.w);
+        }
+    }
+}
+
+//// param_fold
+// gw, gb of layer / RMS norm from cfg.groups shares per column (parts[share * len + column]): a workgroup
+// takes 16 columns, invocation (column, slice k) folds shares k, k + 16, ... in order, then slice 0 folds
+// the 16 slices in order: many invocations with few dependent loads each, the same bits on every run
+@group(0) @binding(0) var<storage, read_write> gw: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> gb: array<scalar>;
+@group(0) @binding(2) var<storage, read> parts: array<vec2<f32>>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let p = (wid.y * cfg.gx + wid.x) * 16u + lid % 16u;
+    let slice = lid / 16u;
+    var acc = vec2<f32>(0.0);
+    if (p < cfg.len) {
+        for (var s = slice; s < cfg.groups; s += 16u) {
+            acc += parts[s * cfg.len + p];
+        }
+    }
+    red2[lid] = acc;
+    workgroupBarrier();
+    if (slice == 0u && p < cfg.len) {
+        for (var k = 1u; k < 16u; k++) {
+            acc += red2[k * 16u + lid];
+        }
+        gw[cfg.off[0].x + p] = scalar(acc.x);
+        if ((cfg.flags & 2u) != 0u) {
+            gb[cfg.off[0].y + p] = scalar(acc.y);
+        }
+    }
+}

@@ -18,11 +18,14 @@ from typing import Any
 
 from rumus_contracts import TensorArg
 
-from .layout import dealias, device_of, new_buffer
-from .nn_common import dispatch
+from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
+from .nn_common import dispatch, pack, source
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
 
 CENTRED, BIAS, TRAINING = 1, 2, 4
+HELD_SLOTS = 8  # register-row kernels: at most this many vec4s of a row per invocation (rows up to 8192)
+HELD_LOADS = 4  # ... about this many per invocation: enough loads in flight, short reductions
+FUSED_SHARES = 512  # the fused backward aims for about this many workgroups (column shares to fold)
 GROUP = ("row_group",)  # the group kernels' shared entry (shaders/row_group.wgsl)
 GRID = ("grid",)  # the one-item-per-invocation launch (shaders/grid.wgsl)
 
@@ -59,10 +62,39 @@ class _Rows:
         self.rows, self.length, self.groups, self.cg, self.inner = rows, length, groups, cg, inner
         self.group = group_size(length)
 
+    def held_plan(self, *args: TensorArg | None) -> tuple[int, int] | None:
+        """(invocations per row, vec4 slots each) of the register-row kernels (x and g read once per row),
+        or None where they do not apply: group norm, rows not of 4-aligned vec4s, or rows too long to hold."""
+        len4 = self.length // 4
+        if (self.groups != 1 or self.inner != 1 or self.length % 4 or env_set(NOVEC) or len4 > 256 * HELD_SLOTS
+                or any(a is not None and (a.offset % 4 or a.dtype.name not in ("float32", "float16")) for a in args)):
+            return None
+        t = min(256, _pow2_ceil((len4 + HELD_LOADS - 1) // HELD_LOADS))
+        return t, (len4 + t - 1) // t
+
+    def _held(self, dev: Any, section: str, dtype: Any, slots: int, buffers: list[Any], words: list[int | float],
+              groups: int) -> int:
+        """Launch a register-row kernel over `groups` workgroups; returns the workgroups the grid holds."""
+        def build() -> str:
+            src = source("nn_norm", "fused_common+" + section, dtype)
+            return src.replace("const SLOTS: u32 = 8u;", f"const SLOTS: u32 = {slots}u;")
+        prog = dev.programs.get(("nn_norm_held", section, dtype.name, slots), build)
+        gx, gy, _ = grid(groups, dev.max_groups)
+        dev.recorder.dispatch(prog, buffers, pack([self.rows, gx, *words]), (gx, gy, 1))
+        return gx * gy
+
     def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg | None, flags: int,
                 eps: float) -> None:
         bias = b if b is not None else w  # RMS norm: bound twice, never read as a bias
         flags |= BIAS if b is not None else 0
+        plan = self.held_plan(y, x, w, b)
+        if plan is not None:
+            t, slots = plan
+            words = _config(t, self.length, inner=1, flags=flags, eps=eps,
+                            offsets=[y.offset, x.offset, w.offset, bias.offset])
+            self._held(dev, "fused_rows", x.dtype, slots, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
+                       (self.rows + 256 // t - 1) // (256 // t))
+            return
         words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
                         offsets=[y.offset, x.offset, w.offset, bias.offset])
         dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
@@ -70,6 +102,10 @@ class _Rows:
 
     def backward(self, dev: Any, gx: TensorArg, gw: TensorArg, gb: TensorArg | None, g: TensorArg, x: TensorArg,
                  w: TensorArg, flags: int, eps: float, outer: int, outer_stride: int, p_stride: int) -> None:
+        plan = self.held_plan(gx, g, x, w)
+        if plan is not None and outer == self.rows:
+            self._fused_backward(dev, plan, gx, gw, gb, g, x, w, flags, eps)
+            return
         stats = new_buffer(dev, max(1, self.rows) * 8, "norm statistics scratch")
         words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
                         offsets=[gx.offset, x.offset, g.offset, w.offset])
@@ -85,6 +121,28 @@ class _Rows:
                         offsets=[gw.offset, bias.offset, g.offset, x.offset])
         dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, bias.buffer, g.buffer, x.buffer, stats], words,
                  gw.numel, 256 // t, GROUP)
+
+    def _fused_backward(self, dev: Any, plan: tuple[int, int], gx: TensorArg, gw: TensorArg, gb: TensorArg | None,
+                        g: TensorArg, x: TensorArg, w: TensorArg, flags: int, eps: float) -> None:
+        """Layer / RMS norm backward in two dispatches: gx and each workgroup's column shares of gw, gb from
+        one read of x and g per row, then the shares folded per column in a fixed order (deterministic)."""
+        t, slots = plan
+        blocks = (self.rows + 256 // t - 1) // (256 // t)
+        inner = max(1, (blocks + FUSED_SHARES - 1) // FUSED_SHARES)
+        groups = (blocks + inner - 1) // inner
+        gx_, gy, _ = grid(groups, dev.max_groups)
+        parts = new_buffer(dev, gx_ * gy * self.length * 8, "norm parameter-gradient shares")
+        words = _config(t, self.length, inner=inner, flags=flags, eps=eps,
+                        offsets=[gx.offset, x.offset, g.offset, w.offset])
+        shares = self._held(dev, "fused_rows_backward", x.dtype, slots,
+                            [gx.buffer, x.buffer, g.buffer, w.buffer, parts], words, groups)
+        bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
+        fold_groups = (self.length + 15) // 16
+        fx, fy, _ = grid(fold_groups, dev.max_groups)
+        words = _config(1, self.length, shares, flags=BIAS if gb is not None else 0, offsets=[gw.offset, bias.offset])
+        prog = dev.programs.get(("nn", "nn_norm", "fused_common+param_fold", gw.dtype.name, ()),
+                                lambda: source("nn_norm", "fused_common+param_fold", gw.dtype))
+        dev.recorder.dispatch(prog, [gw.buffer, bias.buffer, parts], pack([self.length, fx, *words]), (fx, fy, 1))
 
     def _param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
                        stats: Any) -> None:
