@@ -315,6 +315,46 @@ def probes_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> 
     return table(rows, ("probe ms", *progs))
 
 
+def sdpa_table(r: Rumus, rb: LaunchBatches, small: bool, reps: int) -> str:
+    """Why gpu_scale's sdpa_causal row read ~32 ms where benchmarks/attention.py times the same shape at
+    5.4-7 ms: the same causal fwd+bwd timed as gpu_scale timed it (gradients of q, k, v accumulating over the
+    repetitions, one sync per step), with the gradients cleared first (as attention.py), and per launch
+    from a batch; kernels and new pool buffers per step, and the op that ran."""
+    from _timing import median_synced
+
+    F = r.rm.nn.functional
+    shape = (1, 2, 64, 32) if small else (4, 16, 1024, 64)
+    q, k, v = (r.tensor(shape, True) for _ in range(3))
+    g = r.tensor(shape)
+    ran: list[str] = []
+
+    def accumulate() -> None:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        ran.append(out.grad_fn.name if out.grad_fn is not None else "-")
+        out.backward(g)
+
+    def cleared() -> None:
+        q.grad = k.grad = v.grad = None
+        accumulate()
+
+    def counts(step: Callable[[], None]) -> tuple[float, int]:
+        r.sync()
+        d0, m0 = r.backend.stats(r.dev)["dispatches"], r.backend.pool_stats(r.dev)["misses"]
+        step()
+        r.sync()
+        return r.backend.stats(r.dev)["dispatches"] - d0, r.backend.pool_stats(r.dev)["misses"] - m0
+    rows = []
+    for name, step in (("grads accumulate, sync per step (gpu_scale)", accumulate),
+                       ("grads cleared, sync per step (attention.py)", cleared)):
+        t = median_synced(step, r.sync, reps)
+        kern, new = counts(step)
+        rows.append((name, str(list(shape)), f"{t * 1e3:.3f}", str(kern), str(new), ran[-1]))
+    t = rb.time(cleared, 4 * 4 * int(np.prod(shape)))
+    rows.append(("grads cleared, per launch of a batch", str(list(shape)), f"{t.seconds * 1e3:.3f}",
+                 f"{t.kernels:g}", str(t.new_buffers), ran[-1]))
+    return table(rows, ("sdpa causal fwd+bwd", "shape", "rumus ms", "kern/step", "new buf/step", "op"))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--small", action="store_true", help="small sizes: a smoke run (lavapipe)")
@@ -322,7 +362,7 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cuda")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--reps", type=int, default=5, help="timed batches per row (the median is shown)")
-    ap.add_argument("--only", nargs="*", default=["ops", "training", "kernels", "paths", "probes"])
+    ap.add_argument("--only", nargs="*", default=["ops", "training", "kernels", "sdpa", "paths", "probes"])
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
     # a batch's outputs stay alive until its commands are submitted: let the pool keep all of them
@@ -352,6 +392,9 @@ def main() -> None:
         print("\n## forward + backward\n" + training_table(r, rb, t, args.small), flush=True)
     if "kernels" in args.only:
         print("\n## column sums, strided copy, cross-entropy\n" + kernels_table(r, rb, t, args.small), flush=True)
+    if "sdpa" in args.only:
+        print("\n## sdpa_causal: gpu_scale's timing against attention.py's\n"
+              + sdpa_table(r, rb, args.small, args.reps), flush=True)
     if "paths" in args.only:
         print("\n## launch paths\n" + paths_table(r, rb, shapes), flush=True)
     if "probes" in args.only:

@@ -63,6 +63,16 @@ MIN_BYTES = {"cross_entropy": lambda s: 3 * 4 * _numel(s), "softmax": lambda s: 
              "layer_norm": lambda s: 5 * 4 * _numel(s)}
 
 
+def _clearing(step: Callable[[], None], *leaves: Any) -> Callable[[], None]:
+    """`step` with the gradients of its leaves cleared first, as a training step zeroes them: no accumulate
+    kernels join the timed work, and every repetition does the same work."""
+    def run() -> None:
+        for t in leaves:
+            t.grad = None
+        step()
+    return run
+
+
 def _cases(shapes: dict[str, Any], tensor: Callable[..., Any], classes: Callable[[int, tuple[int, ...]], Any],
            F: Any, nn: Any, device: str) -> dict[str, Callable[[], None]]:
     """The component steps (forward + backward) on one framework: `tensor(shape, grad=True)` makes float32
@@ -71,26 +81,27 @@ def _cases(shapes: dict[str, Any], tensor: Callable[..., Any], classes: Callable
     cases: dict[str, Callable[[], None]] = {}
     s = shapes["cross_entropy"][0]
     logits, target = tensor(s), classes(s[1], (s[0],))
-    cases["cross_entropy"] = lambda: F.cross_entropy(logits, target).backward()
+    cases["cross_entropy"] = _clearing(lambda: F.cross_entropy(logits, target).backward(), logits)
     s = shapes["softmax"][0]
     x_sm, g_sm = tensor(s), tensor(s, False)
-    cases["softmax"] = lambda: F.softmax(x_sm, dim=-1).backward(g_sm)
+    cases["softmax"] = _clearing(lambda: F.softmax(x_sm, dim=-1).backward(g_sm), x_sm)
     s = shapes["sdpa_causal"][0]
     q, k, v, g_at = tensor(s), tensor(s), tensor(s), tensor(s, False)
-    cases["sdpa_causal"] = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g_at)
+    cases["sdpa_causal"] = _clearing(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g_at),
+                                     q, k, v)
     vocab, d, b, t = shapes["embedding"][0]
     emb = nn.Embedding(vocab, d).to(device)
     idx, g_emb = classes(vocab, (b, t)), tensor((b, t, d), False)
-    cases["embedding"] = lambda: emb(idx).backward(g_emb)
+    cases["embedding"] = _clearing(lambda: emb(idx).backward(g_emb), *emb.parameters())
     rows, d, vocab = shapes["linear_d_to_V"][0]
     lin, x_lin, g_lin = nn.Linear(d, vocab).to(device), tensor((rows, d)), tensor((rows, vocab), False)
-    cases["linear_d_to_V"] = lambda: lin(x_lin).backward(g_lin)
+    cases["linear_d_to_V"] = _clearing(lambda: lin(x_lin).backward(g_lin), x_lin, *lin.parameters())
     s = shapes["layer_norm"][0]
     ln, x_ln, g_ln = nn.LayerNorm(s[-1]).to(device), tensor(s), tensor(s, False)
-    cases["layer_norm"] = lambda: ln(x_ln).backward(g_ln)
+    cases["layer_norm"] = _clearing(lambda: ln(x_ln).backward(g_ln), x_ln, *ln.parameters())
     s = shapes["gelu"][0]
     x_g, g_g = tensor(s), tensor(s, False)
-    cases["gelu"] = lambda: F.gelu(x_g).backward(g_g)
+    cases["gelu"] = _clearing(lambda: F.gelu(x_g).backward(g_g), x_g)
     return cases
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from rumus_contracts import TensorArg
 
+from .flash_attention import unroll
 from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
 from .nn_common import dispatch, pack, source
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
@@ -77,7 +78,9 @@ class _Rows:
         """Launch a register-row kernel over `groups` workgroups; returns the workgroups the grid holds."""
         def build() -> str:
             src = source("nn_norm", "fused_common+" + section, dtype)
-            return src.replace("const SLOTS: u32 = 8u;", f"const SLOTS: u32 = {slots}u;")
+            # loops over the slots written out: arrays indexed by constants stay in registers (a loop index
+            # the driver does not unroll would put them in local memory)
+            return unroll(src.replace("const SLOTS: u32 = 8u;", f"const SLOTS: u32 = {slots}u;"), {"SLOTS": slots})
         prog = dev.programs.get(("nn_norm_held", section, dtype.name, slots), build)
         gx, gy, _ = grid(groups, dev.max_groups)
         dev.recorder.dispatch(prog, buffers, pack([self.rows, gx, *words]), (gx, gy, 1))
