@@ -4,7 +4,8 @@ torch, every launch path, and probes that bisect one kernel's cost, in one run.
 Every figure is GPU time per launch from a batch of R launches between two syncs, on both sides
 (benchmarks/_launch_batch.py): the header prints the cost of one lone sync, which a training step pays
 once and a one-launch-per-sync timing would add to every row. `R` is the batch size, `kern` the
-rumus dispatches per launch (0 would mean skipped), `new buf` pool misses in the timed batches.
+rumus dispatches per launch (0 would mean skipped), `new buf` pool misses in the timed batches, `host ms`
+the host's time to record one launch (a row whose ms is about its host ms is bound by the host, not the GPU).
 
     python benchmarks/gpu_rows.py                       # H200: rumus wgpu vs torch CUDA (fp32)
     python benchmarks/gpu_rows.py --small --no-torch    # a smoke run on lavapipe
@@ -75,11 +76,12 @@ def _cells(t: Timing, nbytes: int, counted: bool) -> list[str]:
     """ms, GB/s, R (and for rumus: kernels per launch, new buffers) of one timing."""
     cells = [f"{t.seconds * 1e3:.4f}", _gbs(nbytes, t.seconds), str(t.launches)]
     if counted:
-        cells += [f"{t.kernels:g}" if t.kernels is not None else "-", str(t.new_buffers)]
+        cells += [f"{t.host_seconds * 1e3:.4f}", f"{t.kernels:g}" if t.kernels is not None else "-",
+                  str(t.new_buffers)]
     return cells
 
 
-RUMUS_COLS = ("rumus ms", "rumus GB/s", "R", "kern", "new buf")
+RUMUS_COLS = ("rumus ms", "rumus GB/s", "R", "host ms", "kern", "new buf")
 TORCH_COLS = ("torch ms", "torch GB/s", "R")
 
 
