@@ -275,31 +275,41 @@ def kernels_table(r: Rumus, rb: LaunchBatches, t: Torch | None, small: bool) -> 
     return table(rows, _header(("kernel", "shape"), r, t))
 
 
-def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> str:
+def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]], small: bool) -> str:
+    """softmax forward, and layer norm forward + backward (scalar loads: its general kernels), per path."""
     paths = {"default": {}, "workgroup merge": {"RUMUS_WGPU_NO_SUBGROUPS": "1"},
              "scalar loads": {"RUMUS_WGPU_NOVEC": "1"}}
+    F = r.rm.nn.functional
     rows = []
-    for shape in shapes:
-        x = r.tensor(shape)
-        cells = [f"[{shape[0]}, {shape[1]}]"]
+    cases = [("softmax", s) for s in shapes] + [("layer_norm fwd+bwd", s) for s in
+                                                ([(128, 256), (64, 1024)] if small else [(4096, 1024), (16384, 768)])]
+    for name, shape in cases:
+        x = r.tensor(shape, name != "softmax")
+        g = r.tensor(shape)
+        cells = [name, f"[{shape[0]}, {shape[1]}]"]
         for env in paths.values():
             saved = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
 
             def step() -> object:
-                with r.rm.no_grad():
-                    return r.rm.softmax(x, 1)
+                if name == "softmax":
+                    with r.rm.no_grad():
+                        return r.rm.softmax(x, 1)
+                x.grad = None
+                F.layer_norm(x, (shape[1],)).backward(g)
+                return None
             try:
-                t = rb.time(step, 4 * shape[0] * shape[1])
+                t = rb.time(step, 4 * shape[0] * shape[1] * (1 if name == "softmax" else 3))
             finally:
                 for k, v in saved.items():
                     if v is None:
                         os.environ.pop(k, None)
                     else:
                         os.environ[k] = v
-            cells.append(f"{t.seconds * 1e3:.4f} ms / {_gbs(8 * shape[0] * shape[1], t.seconds)} GB/s")
+            nbytes = (2 if name == "softmax" else 5) * 4 * shape[0] * shape[1]
+            cells.append(f"{t.seconds * 1e3:.4f} ms / {_gbs(nbytes, t.seconds)} GB/s")
         rows.append(tuple(cells))
-    return table(rows, ("softmax", *paths))
+    return table(rows, ("op", "shape", *paths))
 
 
 def probes_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> str:
@@ -398,7 +408,7 @@ def main() -> None:
         print("\n## sdpa_causal: gpu_scale's timing against attention.py's\n"
               + sdpa_table(r, rb, args.small, args.reps), flush=True)
     if "paths" in args.only:
-        print("\n## launch paths\n" + paths_table(r, rb, shapes), flush=True)
+        print("\n## launch paths\n" + paths_table(r, rb, shapes, args.small), flush=True)
     if "probes" in args.only:
         print("\n## probes (ms)\n" + probes_table(r, rb, shapes), flush=True)
 

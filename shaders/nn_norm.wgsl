@@ -343,7 +343,8 @@ const SLOTS: u32 = 8u;
 var<workgroup> red2: array<vec2<f32>, 256>;
 var<workgroup> red4: array<vec4<f32>, 256>;
 
-// the sum of v over the t invocations (a power of two) sharing this one's row
+// the sum of v over the t invocations (a power of two) sharing this one's row (the subgroup build
+// replaces this function with ROW_SUM2_SUBGROUP of nn_norm.py)
 fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
     red2[lid] = v;
     workgroupBarrier();
@@ -384,7 +385,8 @@ fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SL
 @group(0) @binding(4) var<uniform> cfg: Config;
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
+    let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
     let t = cfg.group;
     let lane = lid % t;
     let len4 = cfg.len / 4u;
@@ -436,7 +438,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(5) var<uniform> cfg: Config;
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
+    let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
     let t = cfg.group;
     let lane = lid % t;
     let len4 = cfg.len / 4u;

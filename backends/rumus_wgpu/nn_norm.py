@@ -21,6 +21,7 @@ from rumus_contracts import TensorArg
 from .flash_attention import unroll
 from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
 from .nn_common import dispatch, pack, source
+from .softmax import use_subgroups
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
 
 CENTRED, BIAS, TRAINING = 1, 2, 4
@@ -29,6 +30,52 @@ HELD_LOADS = 4  # ... about this many per invocation: enough loads in flight, sh
 FUSED_SHARES = 512  # the fused backward aims for about this many workgroups (column shares to fold)
 GROUP = ("row_group",)  # the group kernels' shared entry (shaders/row_group.wgsl)
 GRID = ("grid",)  # the one-item-per-invocation launch (shaders/grid.wgsl)
+
+
+# the register-row kernels' row sum with subgroup shuffles (where the adapter has them): within each
+# subgroup, then one value per subgroup through workgroup memory when a row spans several; two barriers
+# instead of log2(group). WGSL does not promise that local_invocation_index runs along subgroups, so the
+# kernels number invocations from a slot per subgroup (softmax.py's subgroup_vlid).
+ROW_SUM2_SUBGROUP = """
+var<private> sg_lane_p: u32;
+var<private> sg_size_p: u32;
+
+fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
+    var a = v;
+    let span = min(t, sg_size_p);
+    for (var h = 1u; h < span; h = h * 2u) {
+        a += subgroupShuffleXor(a, h);
+    }
+    if (sg_lane_p == 0u) {
+        red2[lid / sg_size_p] = a;
+    }
+    workgroupBarrier();
+    if (t > sg_size_p) {
+        let per = t / sg_size_p;
+        let first = (lid / t) * per;
+        a = red2[first];
+        for (var k = 1u; k < per; k++) {
+            a += red2[first + k];
+        }
+    }
+    workgroupBarrier();
+    return a;
+}
+"""
+SG_MAIN_ARGS = ", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32"
+SG_VLID = ("sg_lane_p = sg_lane;\n    sg_size_p = sg_size;\n"
+           "    let lid = subgroup_vlid(lidx, sg_lane, sg_size);")
+
+
+def _with_subgroups(src: str) -> str:
+    """The register-row kernel source with ROW_SUM2_SUBGROUP for its row sums."""
+    from .softmax import _REDUCE_SUBGROUP
+    begin = src.index("fn row_sum2(")
+    end = src.index("\n}\n", begin) + 3
+    vlid = _REDUCE_SUBGROUP[:_REDUCE_SUBGROUP.index("fn reduce_group(")]  # next_slot and subgroup_vlid
+    src = src[:begin] + ROW_SUM2_SUBGROUP + vlid + src[end:]
+    return src.replace("/*SG_ARGS*/", SG_MAIN_ARGS).replace(
+        "let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead", SG_VLID)
 
 
 def _pow2_ceil(n: int) -> int:
@@ -76,12 +123,15 @@ class _Rows:
     def _held(self, dev: Any, section: str, dtype: Any, slots: int, buffers: list[Any], words: list[int | float],
               groups: int) -> int:
         """Launch a register-row kernel over `groups` workgroups; returns the workgroups the grid holds."""
+        sg = use_subgroups(dev)
+
         def build() -> str:
             src = source("nn_norm", "fused_common+" + section, dtype)
+            src = _with_subgroups(src) if sg else src
             # loops over the slots written out: arrays indexed by constants stay in registers (a loop index
             # the driver does not unroll would put them in local memory)
             return unroll(src.replace("const SLOTS: u32 = 8u;", f"const SLOTS: u32 = {slots}u;"), {"SLOTS": slots})
-        prog = dev.programs.get(("nn_norm_held", section, dtype.name, slots), build)
+        prog = dev.programs.get(("nn_norm_held", section, dtype.name, slots, sg), build)
         gx, gy, _ = grid(groups, dev.max_groups)
         dev.recorder.dispatch(prog, buffers, pack([self.rows, gx, *words]), (gx, gy, 1))
         return gx * gy

@@ -117,3 +117,11 @@ def test_same_bits_on_every_run():
         F.layer_norm(x, (256,), w, b).backward(g)
         runs.append([t.grad.numpy().tobytes() for t in (x, w, b)])
     assert runs[0] == runs[1] == runs[2]
+
+
+@pytest.mark.parametrize("shape", [(9, 768), (70, 20), (3, 8192)])
+def test_workgroup_merge_build(shape, monkeypatch):
+    # the row sums through workgroup memory (RUMUS_WGPU_NO_SUBGROUPS=1, or an adapter without subgroups)
+    monkeypatch.setenv("RUMUS_WGPU_NO_SUBGROUPS", "1")
+    got, want = _run("layer_norm", RNG.standard_normal(shape) * 2, RNG.standard_normal(shape))
+    _close(got, want, shape[0])
