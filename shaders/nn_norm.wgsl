@@ -359,6 +359,19 @@ fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
     return r;
 }
 
+// where an invocation of a register-row kernel works: t invocations per row, its lane among them, per
+// rows in flight per workgroup, the row length in vec4s
+struct HeldPos {
+    t: u32,
+    lane: u32,
+    per: u32,
+    len4: u32,
+}
+
+fn held_pos(lid: u32) -> HeldPos {
+    return HeldPos(cfg.group, lid % cfg.group, 256u / cfg.group, cfg.len / 4u);
+}
+
 // (mean, rstd) of the row held in xs (zeros past its end); mean 0 when not centred (RMS norm)
 fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SLOTS>>) -> vec2<f32> {
     let inv_n = 1.0 / f32(cfg.len);
@@ -376,6 +389,31 @@ fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SL
     return vec2<f32>(mean, 1.0 / sqrt(row_sum2(lid, lane, t, vec2<f32>(q, 0.0)).x * inv_n + cfg.eps));
 }
 
+//// held_loads
+// this invocation's vec4s (lane + k * t) of the row of x starting at vec4 `start`, zeros from n4 on
+// (explicit zeros: a loop-local var is not re-zeroed per iteration on every compiler)
+fn held_x(start: u32, lane: u32, t: u32, n4: u32) -> array<vec4<f32>, SLOTS> {
+    var v: array<vec4<f32>, SLOTS>;
+    for (var k = 0u; k < SLOTS; k++) {
+        v[k] = vec4<f32>(0.0);
+        if (lane + k * t < n4) {
+            v[k] = vec4<f32>(x[start + lane + k * t]);
+        }
+    }
+    return v;
+}
+
+// the same of the weights w
+fn held_w(start: u32, lane: u32, t: u32, n4: u32) -> array<vec4<f32>, SLOTS> {
+    var v: array<vec4<f32>, SLOTS>;
+    for (var k = 0u; k < SLOTS; k++) {
+        if (lane + k * t < n4) {
+            v[k] = vec4<f32>(w[start + lane + k * t]);
+        }
+    }
+    return v;
+}
+
 //// fused_rows
 // y = norm(x) * w (+ b), one read of x
 @group(0) @binding(0) var<storage, read_write> y: array<vec4<scalar>>;
@@ -387,40 +425,25 @@ fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SL
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
     let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
-    let t = cfg.group;
-    let lane = lid % t;
-    let len4 = cfg.len / 4u;
-    let per = 256u / t;
-    let block0 = (wid.y * cfg.gx + wid.x) * cfg.inner;
     let bias = (cfg.flags & 2u) != 0u;
-    var ws: array<vec4<f32>, SLOTS>;
+    let h = held_pos(lid);
+    let block0 = (wid.y * cfg.gx + wid.x) * cfg.inner;
+    let ws = held_w(cfg.off[0].z / 4u, h.lane, h.t, h.len4);
     var bs: array<vec4<f32>, SLOTS>;
     for (var k = 0u; k < SLOTS; k++) {
-        let j = lane + k * t;
-        if (j < len4) {
-            ws[k] = vec4<f32>(w[cfg.off[0].z / 4u + j]);
-            if (bias) {
-                bs[k] = vec4<f32>(b[cfg.off[0].w / 4u + j]);
-            }
+        if (bias && h.lane + k * h.t < h.len4) {
+            bs[k] = vec4<f32>(b[cfg.off[0].w / 4u + h.lane + k * h.t]);
         }
     }
     for (var it = 0u; it < cfg.inner; it++) {
-        let r = (block0 + it) * per + lid / t;
-        let n4 = select(0u, len4, r < cfg.n);
-        var xs: array<vec4<f32>, SLOTS>;
+        let r = (block0 + it) * h.per + lid / h.t;
+        let n4 = select(0u, h.len4, r < cfg.n);
+        var xs = held_x(cfg.off[0].y / 4u + r * h.len4, h.lane, h.t, n4);
+        let st = held_stats(lid, h.lane, h.t, &xs);
         for (var k = 0u; k < SLOTS; k++) {
-            let j = lane + k * t;
-            // explicit zeros past the row: a loop-local var is not re-zeroed per iteration on every compiler
-            xs[k] = vec4<f32>(0.0);
+            let j = h.lane + k * h.t;
             if (j < n4) {
-                xs[k] = vec4<f32>(x[cfg.off[0].y / 4u + r * len4 + j]);
-            }
-        }
-        let st = held_stats(lid, lane, t, &xs);
-        for (var k = 0u; k < SLOTS; k++) {
-            let j = lane + k * t;
-            if (j < n4) {
-                y[cfg.off[0].x / 4u + r * len4 + j] = vec4<scalar>((xs[k] - vec4<f32>(st.x)) * st.y * ws[k] + bs[k]);
+                y[cfg.off[0].x / 4u + r * h.len4 + j] = vec4<scalar>((xs[k] - vec4<f32>(st.x)) * st.y * ws[k] + bs[k]);
             }
         }
     }
@@ -440,52 +463,39 @@ fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
     let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
-    let t = cfg.group;
-    let lane = lid % t;
-    let len4 = cfg.len / 4u;
-    let per = 256u / t;
     let wg = wid.y * cfg.gx + wid.x;
+    let h = held_pos(lid);
     let inv_n = 1.0 / f32(cfg.len);
-    var ws: array<vec4<f32>, SLOTS>;
+    let ws = held_w(cfg.off[0].w / 4u, h.lane, h.t, h.len4);
     var dw: array<vec4<f32>, SLOTS>;
     var db: array<vec4<f32>, SLOTS>;
-    for (var k = 0u; k < SLOTS; k++) {
-        let j = lane + k * t;
-        if (j < len4) {
-            ws[k] = vec4<f32>(w[cfg.off[0].w / 4u + j]);
-        }
-    }
     for (var it = 0u; it < cfg.inner; it++) {
-        let r = (wg * cfg.inner + it) * per + lid / t;
-        let n4 = select(0u, len4, r < cfg.n);
-        var xs: array<vec4<f32>, SLOTS>;
+        let r = (wg * cfg.inner + it) * h.per + lid / h.t;
+        let n4 = select(0u, h.len4, r < cfg.n);
+        var xs = held_x(cfg.off[0].y / 4u + r * h.len4, h.lane, h.t, n4);
         var gs: array<vec4<f32>, SLOTS>;
         for (var k = 0u; k < SLOTS; k++) {
-            let j = lane + k * t;
-            // explicit zeros past the row: a loop-local var is not re-zeroed per iteration on every compiler
-            xs[k] = vec4<f32>(0.0);
-            gs[k] = vec4<f32>(0.0);
-            if (j < n4) {
-                xs[k] = vec4<f32>(x[cfg.off[0].y / 4u + r * len4 + j]);
-                gs[k] = vec4<f32>(g[cfg.off[0].z / 4u + r * len4 + j]);
+            gs[k] = vec4<f32>(0.0);  // explicit zeros, as in held_x
+            if (h.lane + k * h.t < n4) {
+                gs[k] = vec4<f32>(g[cfg.off[0].z / 4u + r * h.len4 + h.lane + k * h.t]);
             }
         }
-        let st = held_stats(lid, lane, t, &xs);
+        let st = held_stats(lid, h.lane, h.t, &xs);
         var s = vec2<f32>(0.0);
         for (var k = 0u; k < SLOTS; k++) {
             let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
             let gw = gs[k] * ws[k];
             s += vec2<f32>(dot(gw, vec4<f32>(1.0)), dot(gw, xh));
-            dw[k] += select(vec4<f32>(0.0), gs[k] * xh, lane + k * t < n4);
+            dw[k] += select(vec4<f32>(0.0), gs[k] * xh, h.lane + k * h.t < n4);
             db[k] += gs[k];
         }
-        let m = row_sum2(lid, lane, t, s) * inv_n;
+        let m = row_sum2(lid, h.lane, h.t, s) * inv_n;
         let m1 = select(0.0, m.x, (cfg.flags & 1u) != 0u);
         for (var k = 0u; k < SLOTS; k++) {
-            let j = lane + k * t;
+            let j = h.lane + k * h.t;
             if (j < n4) {
                 let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
-                gx[cfg.off[0].x / 4u + r * len4 + j] = vec4<scalar>(st.y * (gs[k] * ws[k] - vec4<f32>(m1) - xh * m.y));
+                gx[cfg.off[0].x / 4u + r * h.len4 + j] = vec4<scalar>(st.y * (gs[k] * ws[k] - vec4<f32>(m1) - xh * m.y));
             }
         }
     }
@@ -494,19 +504,19 @@ fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: 
         red4[lid] = dw[k];
         workgroupBarrier();
         var a = dw[k];
-        for (var q = 1u; q < per; q++) {
-            a += red4[q * t + lane];
+        for (var q = 1u; q < h.per; q++) {
+            a += red4[q * h.t + h.lane];
         }
         workgroupBarrier();
         red4[lid] = db[k];
         workgroupBarrier();
         var c = db[k];
-        for (var q = 1u; q < per; q++) {
-            c += red4[q * t + lane];
+        for (var q = 1u; q < h.per; q++) {
+            c += red4[q * h.t + h.lane];
         }
         workgroupBarrier();
-        let j = lane + k * t;
-        if (lid < t && j < len4) {
+        let j = h.lane + k * h.t;
+        if (lid < h.t && j < h.len4) {
             let base = wg * cfg.len + 4u * j;
             parts[base] = vec2<f32>(a.x, c.x);
             parts[base + 1u] = vec2<f32>(a.y, c.y);

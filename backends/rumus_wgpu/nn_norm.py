@@ -126,7 +126,7 @@ class _Rows:
         sg = use_subgroups(dev)
 
         def build() -> str:
-            src = source("nn_norm", "fused_common+" + section, dtype)
+            src = source("nn_norm", "fused_common+held_loads+" + section, dtype)
             src = _with_subgroups(src) if sg else src
             # loops over the slots written out: arrays indexed by constants stay in registers (a loop index
             # the driver does not unroll would put them in local memory)
