@@ -49,3 +49,18 @@ def test_batch_size_bounds(monkeypatch):
     assert batches.time(dev.step).launches == 50
     assert batches.time(dev.step, bytes_per_launch=batches.max_batch_bytes // 12).launches == 12
     assert _launch_batch.LaunchBatches(dev.sync, target_s=1e-9, reps=1).time(dev.step).launches == 10
+
+
+def test_record_first_keeps_recording_off_the_clock(monkeypatch):
+    # a device that runs its queue only at the sync (rumus's recorder before its first batch bound): the batch
+    # figure is recording + GPU in series (0.11 ms), the record-first figure the GPU alone (0.1 ms), in chunks
+    # of first_batch // kernels launches (64 // 2 = 32)
+    dev = FakeDevice()
+    monkeypatch.setattr(_launch_batch.time, "perf_counter", dev.clock)
+    syncs = []
+    batches = _launch_batch.LaunchBatches(lambda: (syncs.append(dev.queued), dev.sync()), lambda: (dev.dispatches, 0),
+                                          target_s=5e-3, reps=3, first_batch=64)
+    t = batches.time(dev.step)
+    assert t.seconds == pytest.approx(1.1e-4, rel=1e-6)
+    assert t.gpu_seconds == pytest.approx(1e-4, rel=1e-6)
+    assert syncs[-1] == pytest.approx(32 * 1e-4)  # a chunk holds the first batch's 64 dispatches, no more
