@@ -11,8 +11,9 @@
     python benchmarks/gpu_scale.py --small --no-torch   # a smoke run on lavapipe (tiny sizes)
 
 On the lent GPU machine the project is not installed: `source .gpu/setup.sh` puts the source roots on
-PYTHONPATH (see /work/shared/gpu/README.md). Times are medians of `--reps` synchronized runs after a
-warm-up; rumus runs end with rm.synchronize, torch's with torch.cuda.synchronize.
+PYTHONPATH (see /work/shared/gpu/README.md). Components: per-step time from batches of steps between two
+syncs after a warm-up batch (median of `--reps` batches), leaf gradients cleared each step; the LM step:
+medians of synchronized steps after a warm-up.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import median_synced, table  # noqa: E402
+from _launch_batch import LaunchBatches  # noqa: E402
+from _timing import table  # noqa: E402
 
 FULL = {"d_model": 1024, "heads": 16, "d_ff": 4096, "layers": 6, "seq": 1024, "batch": 4, "vocab": 32000,
         "dropout": 0.0, "lr": 3e-4}
@@ -105,12 +107,24 @@ def _cases(shapes: dict[str, Any], tensor: Callable[..., Any], classes: Callable
     return cases
 
 
-def _time_cases(label: str, cases: dict[str, Callable[[], None]], sync: Callable[[], object],
-                reps: int) -> dict[str, float]:
+def _time_cases(label: str, cases: dict[str, Callable[[], None]], sync: Callable[[], object], reps: int,
+                counters: Callable[[], tuple[int, int]] | None = None,
+                submit: Callable[[], object] | None = None) -> dict[str, float]:
+    """Per-step seconds of each case from batches of >= 10 steps between two syncs after an untimed warm-up
+    batch (benchmarks/_launch_batch.py): one step per sync put every first-run cost (pipeline creation, pool
+    growth, a first gradient accumulation) and a sync into the few timed repetitions. `submit` (rumus) hands
+    each step's work to the GPU without waiting, as a training step's recorder does at its batch bounds."""
+    batches = LaunchBatches(sync, counters, target_s=20e-3, reps=reps)
     out = {}
     for name, step in cases.items():
-        out[name] = median_synced(step, sync, reps)
-        print(f"{label} {name}: {out[name] * 1e3:.2f} ms", flush=True)
+        def run(step: Callable[[], None] = step) -> None:
+            step()
+            if submit is not None:
+                submit()
+        t = batches.time(run)
+        out[name] = t.seconds
+        counted = f" ({t.kernels:g} kernels, {t.new_buffers} new buffers per batch)" if t.kernels is not None else ""
+        print(f"{label} {name}: {out[name] * 1e3:.2f} ms{counted}", flush=True)
     return out
 
 
@@ -129,7 +143,13 @@ def rumus_components(c: dict[str, Any], device: str, reps: int) -> dict[str, flo
         return rm.tensor(rng.integers(0, high, shape), device=device)
 
     cases = _cases(_shapes(c), tensor, classes, F, nn, device)
-    return _time_cases("rumus", cases, lambda: rm.synchronize(dev), reps)
+    backend = rm._runtime.backend(device.split(":")[0])
+
+    def counters() -> tuple[int, int]:
+        return backend.stats(dev)["dispatches"], backend.pool_stats(dev)["misses"]
+    if device == "cpu":
+        return _time_cases("rumus", cases, lambda: rm.synchronize(dev), reps)
+    return _time_cases("rumus", cases, lambda: rm.synchronize(dev), reps, counters, lambda: backend.flush(dev))
 
 
 def torch_components(c: dict[str, Any], device: str, reps: int) -> dict[str, float]:
