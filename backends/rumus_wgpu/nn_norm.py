@@ -13,6 +13,7 @@ so), with offsets.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from rumus_contracts import TensorArg
 
 from .flash_attention import unroll
 from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
-from .nn_common import dispatch, pack, source
+from .nn_common import dispatch, source
 from .softmax import use_subgroups
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
 
@@ -88,6 +89,11 @@ def group_size(count: int) -> int:
     return min(256, _pow2_ceil((count + 7) // 8))
 
 
+# nn_norm.wgsl's Config as one struct.pack (count, grid x, then _config's words: nine u32, eps, eight offsets):
+# the register-row launches pack it per call, where the generic per-word pack cost the host more
+CONFIG = struct.Struct("<11If8I")
+
+
 def _config(group: int = 1, length: int = 1, groups: int = 1, cg: int = 1, inner: int = 1, outer: int = 0,
             outer_stride: int = 0, p_stride: int = 0, flags: int = 0, eps: float = 0.0,
             offsets: Sequence[int] = ()) -> list[int | float]:
@@ -133,7 +139,7 @@ class _Rows:
             return unroll(src.replace("const SLOTS: u32 = 8u;", f"const SLOTS: u32 = {slots}u;"), {"SLOTS": slots})
         prog = dev.programs.get(("nn_norm_held", section, dtype.name, slots, sg), build)
         gx, gy, _ = grid(groups, dev.max_groups)
-        dev.recorder.dispatch(prog, buffers, pack([self.rows, gx, *words]), (gx, gy, 1))
+        dev.recorder.dispatch(prog, buffers, CONFIG.pack(self.rows, gx, *words), (gx, gy, 1))
         return gx * gy
 
     def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg | None, flags: int,
@@ -195,7 +201,7 @@ class _Rows:
         words = _config(1, self.length, shares, flags=BIAS if gb is not None else 0, offsets=[gw.offset, bias.offset])
         prog = dev.programs.get(("nn", "nn_norm", "fused_common+param_fold", gw.dtype.name, ()),
                                 lambda: source("nn_norm", "fused_common+param_fold", gw.dtype))
-        dev.recorder.dispatch(prog, [gw.buffer, bias.buffer, parts], pack([self.length, fx, *words]), (fx, fy, 1))
+        dev.recorder.dispatch(prog, [gw.buffer, bias.buffer, parts], CONFIG.pack(self.length, fx, *words), (fx, fy, 1))
 
     def _param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
                        stats: Any) -> None:
