@@ -194,26 +194,23 @@ def _header(first: tuple[str, ...], r: Rumus | None, t: Torch | None) -> tuple[s
     return first + (RUMUS_COLS if r else ()) + (TORCH_COLS if t else ()) + (("speed vs torch",) if r and t else ())
 
 
+def _forward_step(lib: Any, op: str, x: Any) -> Callable[[], object]:
+    """`op`(x, 1) under no_grad on one framework (rumus and torch share the names)."""
+    fn = getattr(lib, op)
+
+    def step() -> object:
+        with lib.no_grad():
+            return fn(x, 1)
+    return step
+
+
 def ops_table(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, shapes: list[tuple[int, int]]) -> str:
     rows = []
     for shape in shapes:
         numel = shape[0] * shape[1]
         for op in ("softmax", "log_softmax"):
-            rstep = tstep = None
-            if r is not None:
-                x = r.tensor(shape)
-                fn = getattr(r.rm, op)
-
-                def rstep() -> object:
-                    with r.rm.no_grad():
-                        return fn(x, 1)
-            if t is not None:
-                xt = t.tensor(shape)
-                tfn = getattr(t.torch, op)
-
-                def tstep() -> object:
-                    with t.torch.no_grad():
-                        return tfn(xt, 1)
+            rstep = _forward_step(r.rm, op, r.tensor(shape)) if r is not None else None
+            tstep = _forward_step(t.torch, op, t.tensor(shape)) if t is not None else None
             rows.append((op, f"[{shape[0]}, {shape[1]}]", *_compare(r, rb, t, rstep, tstep, 8 * numel, 4 * numel)))
     return table(rows, _header(("op", "shape"), r, t))
 

@@ -28,21 +28,26 @@ struct Config {
     off: array<vec4<u32>, 2>,   // element offsets of the storage bindings, in binding order
 }
 
-var<workgroup> partials: array<f32, 256>;
+var<workgroup> red2: array<vec2<f32>, 256>;
 
-// the sum of `value` over the `t` invocations (a power of two) sharing this one's row
-fn group_sum(lid: u32, lane: u32, t: u32, value: f32) -> f32 {
-    partials[lid] = value;
+// the sum of v over the t invocations (a power of two) sharing this one's row or parameter (the
+// register-row kernels' subgroup build replaces this function with nn_norm.py's ROW_SUM2_SUBGROUP)
+fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
+    red2[lid] = v;
     workgroupBarrier();
     for (var s = t / 2u; s > 0u; s = s / 2u) {
         if (lane < s) {
-            partials[lid] += partials[lid + s];
+            red2[lid] += red2[lid + s];
         }
         workgroupBarrier();
     }
-    let r = partials[lid - lane];
+    let r = red2[lid - lane];
     workgroupBarrier();
     return r;
+}
+
+fn group_sum(lid: u32, lane: u32, t: u32, value: f32) -> f32 {
+    return row_sum2(lid, lane, t, vec2<f32>(value, 0.0)).x;
 }
 
 fn row_of(lid: u32, wid: vec3<u32>) -> u32 {
@@ -340,24 +345,7 @@ fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
 // 256 / group rows. nn_norm.py sets SLOTS (vec4s per invocation) per row length.
 const SLOTS: u32 = 8u;
 
-var<workgroup> red2: array<vec2<f32>, 256>;
 var<workgroup> red4: array<vec4<f32>, 256>;
-
-// the sum of v over the t invocations (a power of two) sharing this one's row (the subgroup build
-// replaces this function with ROW_SUM2_SUBGROUP of nn_norm.py)
-fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
-    red2[lid] = v;
-    workgroupBarrier();
-    for (var s = t / 2u; s > 0u; s = s / 2u) {
-        if (lane < s) {
-            red2[lid] += red2[lid + s];
-        }
-        workgroupBarrier();
-    }
-    let r = red2[lid - lane];
-    workgroupBarrier();
-    return r;
-}
 
 // where an invocation of a register-row kernel works: t invocations per row, its lane among them, per
 // rows in flight per workgroup, the row length in vec4s
