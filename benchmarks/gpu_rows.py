@@ -1,6 +1,15 @@
 """Row kernels on the GPU: softmax / log_softmax (and the row ops built on them) in ms and GB/s against
 torch, every launch path, and probes that bisect one kernel's cost, in one run.
 
+Every figure is time per launch from a batch of R launches between two syncs, on both sides
+(benchmarks/_launch_batch.py): the header prints the cost of one lone sync, which a training step pays
+once and a one-launch-per-sync timing would add to every row. rumus's recorder submits at the sync (or
+after its first 64 dispatches), so its batch time ("batch ms") is host recording and GPU in series: the
+"rumus GPU ms" column (GB/s and the speed ratio use it) records launches first and times only the sync
+that runs them. Torch launches as it records (its host overlaps its GPU). `R` is the batch size, `kern` the
+rumus dispatches per launch (0 would mean skipped), `new buf` pool misses in the timed batches, `host ms`
+the host's time to record one launch (a row whose ms is about its host ms is bound by the host, not the GPU).
+
     python benchmarks/gpu_rows.py                       # H200: rumus wgpu vs torch CUDA (fp32)
     python benchmarks/gpu_rows.py --small --no-torch    # a smoke run on lavapipe
 
@@ -32,7 +41,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import median_synced, table  # noqa: E402
+from _launch_batch import LaunchBatches, Timing  # noqa: E402
+from _timing import table  # noqa: E402
 
 FULL_SHAPES = [(64, 2048), (64, 8192), (64, 32000), (64, 32001), (512, 32000), (4096, 8192), (4096, 32000),
                (65536, 1024), (98304, 512), (8, 262144), (1, 1 << 20), (16384, 40)]
@@ -63,6 +73,24 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 def _gbs(nbytes: int, seconds: float) -> str:
     gbs = nbytes / seconds / 1e9 if seconds > 0 else 0.0
     return f"{gbs:.2f}" if gbs < 10 else f"{gbs:.0f}"
+
+
+def _seconds(t: Timing) -> float:
+    """The figure a kernel is judged by: GPU time alone where it was measured (rumus), else the batch's."""
+    return t.gpu_seconds if t.gpu_seconds is not None else t.seconds
+
+
+def _cells(t: Timing, nbytes: int, counted: bool) -> list[str]:
+    """ms, GB/s, R (and for rumus: the batch's ms, host ms, kernels per launch, new buffers) of one timing."""
+    cells = [f"{_seconds(t) * 1e3:.4f}", _gbs(nbytes, _seconds(t)), str(t.launches)]
+    if counted:
+        cells += [f"{t.seconds * 1e3:.4f}", f"{t.host_seconds * 1e3:.4f}",
+                  f"{t.kernels:g}" if t.kernels is not None else "-", str(t.new_buffers)]
+    return cells
+
+
+RUMUS_COLS = ("rumus GPU ms", "rumus GB/s", "R", "batch ms", "host ms", "kern", "new buf")
+TORCH_COLS = ("torch ms", "torch GB/s", "R")
 
 
 class Rumus:
@@ -122,41 +150,85 @@ class Rumus:
                 "full_online": kernel("full_o", "single", True)}
 
 
-def ops_table(r: Rumus | None, torch_dev: str | None, shapes: list[tuple[int, int]], reps: int) -> str:
-    rows = []
-    if torch_dev:
+
+class Torch:
+    def __init__(self, device: str, reps: int) -> None:
         import torch
+        import torch.nn.functional as tf
+
+        self.torch, self.tf, self.device = torch, tf, device
+        self.batches = LaunchBatches(self.sync, reps=reps)
+
+    def sync(self) -> None:
+        if self.device == "cuda":
+            self.torch.cuda.synchronize()
+
+    def tensor(self, shape: tuple[int, ...], grad: bool = False) -> Any:
+        return self.torch.randn(shape, device=self.device, requires_grad=grad)
+
+
+def _rumus_batches(r: Rumus, reps: int) -> LaunchBatches:
+    def counters() -> tuple[int, int]:
+        return r.backend.stats(r.dev)["dispatches"], r.backend.pool_stats(r.dev)["misses"]
+    first = r.backend.device(r.dev).recorder.first_batch  # submitted at a sync or after this many dispatches
+    return LaunchBatches(r.sync, counters, reps=reps, first_batch=first)
+
+
+def _compare(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, rstep: Callable[[], object] | None,
+             tstep: Callable[[], object] | None, nbytes: int, out_bytes: int) -> list[str]:
+    """rumus cells, torch cells and the speed ratio (torch time / rumus time: GB/s against torch's)."""
+    cells: list[str] = []
+    rt = tt = None
+    if r is not None and rb is not None and rstep is not None:
+        rt = rb.time(rstep, out_bytes)
+        cells += _cells(rt, nbytes, True)
+    if t is not None and tstep is not None:
+        tt = t.batches.time(tstep, out_bytes)
+        cells += _cells(tt, nbytes, False)
+        if rt is not None:
+            cells.append(f"{tt.seconds / _seconds(rt):.2f}" if _seconds(rt) > 0 else "-")
+    return cells
+
+
+def _header(first: tuple[str, ...], r: Rumus | None, t: Torch | None) -> tuple[str, ...]:
+    return first + (RUMUS_COLS if r else ()) + (TORCH_COLS if t else ()) + (("speed vs torch",) if r and t else ())
+
+
+def _forward_step(lib: Any, op: str, x: Any) -> Callable[[], object]:
+    """`op`(x, 1) under no_grad on one framework (rumus and torch share the names)."""
+    fn = getattr(lib, op)
+
+    def step() -> object:
+        with lib.no_grad():
+            return fn(x, 1)
+    return step
+
+
+def ops_table(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, shapes: list[tuple[int, int]]) -> str:
+    rows = []
     for shape in shapes:
-        nbytes = 2 * 4 * shape[0] * shape[1]
+        numel = shape[0] * shape[1]
         for op in ("softmax", "log_softmax"):
-            cells: list[str] = [op, f"[{shape[0]}, {shape[1]}]"]
-            if r is not None:
-                x = r.tensor(shape)
-                fn = getattr(r.rm, op)
-                with r.rm.no_grad():
-                    t = median_synced(lambda: fn(x, 1), r.sync, reps)
-                cells += [f"{t * 1e3:.3f}", _gbs(nbytes, t)]
-                del x
-            else:
-                cells += ["-", "-"]
-            if torch_dev:
-                xt = torch.randn(shape, device=torch_dev)
-                tfn = getattr(torch, op)
-                sync = torch.cuda.synchronize if torch_dev == "cuda" else (lambda: None)
-                with torch.no_grad():
-                    tt = median_synced(lambda: tfn(xt, 1), sync, reps)
-                cells += [f"{tt * 1e3:.3f}", _gbs(nbytes, tt)]
-                if r is not None:
-                    cells.append(f"{tt / t:.2f}")
-                del xt
-            rows.append(tuple(cells))
-    header = ("op", "shape", "rumus ms", "rumus GB/s")
-    if torch_dev:
-        header += ("torch ms", "torch GB/s", "speed vs torch")
-    return table(rows, header)
+            rstep = _forward_step(r.rm, op, r.tensor(shape)) if r is not None else None
+            tstep = _forward_step(t.torch, op, t.tensor(shape)) if t is not None else None
+            rows.append((op, f"[{shape[0]}, {shape[1]}]", *_compare(r, rb, t, rstep, tstep, 8 * numel, 4 * numel)))
+    return table(rows, _header(("op", "shape"), r, t))
 
 
-def training_table(r: Rumus | None, torch_dev: str | None, small: bool, reps: int) -> str:
+def _training_step(F: Any, name: str, x: Any, g: Any, tgt: Any, shape: tuple[int, ...]) -> Callable[[], None]:
+    """One forward + backward with x's gradient cleared first (so no accumulate kernel joins the batch)."""
+    run = {"cross_entropy": lambda: F.cross_entropy(x, tgt).backward(),
+           "softmax": lambda: F.softmax(x, dim=-1).backward(g),
+           "log_softmax": lambda: F.log_softmax(x, dim=-1).backward(g),
+           "layer_norm": lambda: F.layer_norm(x, (shape[-1],)).backward(g)}[name]
+
+    def step() -> None:
+        x.grad = None
+        run()
+    return step
+
+
+def training_table(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, small: bool) -> str:
     """forward + backward at the LM's sizes; the bytes as gpu_scale.py's MIN_BYTES count them."""
     n, v = (256, 2048) if small else (4096, 32000)
     sm = (2, 4, 64, 64) if small else (4, 16, 1024, 1024)
@@ -164,42 +236,20 @@ def training_table(r: Rumus | None, torch_dev: str | None, small: bool, reps: in
     cases = [("cross_entropy", (n, v), 3), ("softmax", sm, 5), ("log_softmax", sm, 5), ("layer_norm", ln, 5)]
     rows = []
     for name, shape, passes in cases:
-        nbytes = passes * 4 * int(np.prod(shape))
-        cells = [name, str(list(shape))]
+        numel = int(np.prod(shape))
+        rstep = tstep = None
         if r is not None:
-            F = r.rm.nn.functional
-            x, g = r.tensor(shape, True), r.tensor(shape)
             tgt = r.rm.tensor(np.random.default_rng(1).integers(0, shape[-1], shape[0]), device=r.device)
-            step = {"cross_entropy": lambda: F.cross_entropy(x, tgt).backward(),
-                    "softmax": lambda: F.softmax(x, dim=-1).backward(g),
-                    "log_softmax": lambda: F.log_softmax(x, dim=-1).backward(g),
-                    "layer_norm": lambda: F.layer_norm(x, (shape[-1],)).backward(g)}[name]
-            t = median_synced(step, r.sync, reps)
-            cells += [f"{t * 1e3:.3f}", _gbs(nbytes, t)]
-        if torch_dev:
-            import torch
-            import torch.nn.functional as tf
-            xt = torch.randn(shape, device=torch_dev, requires_grad=True)
-            gt = torch.randn(shape, device=torch_dev)
-            tt_ = torch.randint(0, shape[-1], (shape[0],), device=torch_dev)
-            tstep = {"cross_entropy": lambda: tf.cross_entropy(xt, tt_).backward(),
-                     "softmax": lambda: tf.softmax(xt, dim=-1).backward(gt),
-                     "log_softmax": lambda: tf.log_softmax(xt, dim=-1).backward(gt),
-                     "layer_norm": lambda: tf.layer_norm(xt, (shape[-1],)).backward(gt)}[name]
-            sync = torch.cuda.synchronize if torch_dev == "cuda" else (lambda: None)
-            tt = median_synced(tstep, sync, reps)
-            cells += [f"{tt * 1e3:.3f}", _gbs(nbytes, tt)]
-            if r is not None:
-                cells.append(f"{tt / t:.2f}")
-        rows.append(tuple(cells))
-    header = ("fwd+bwd", "shape") + (("rumus ms", "rumus GB/s") if r else ())
-    if torch_dev:
-        header += ("torch ms", "torch GB/s") + (("speed vs torch",) if r else ())
-    return table(rows, header)
+            rstep = _training_step(r.rm.nn.functional, name, r.tensor(shape, True), r.tensor(shape), tgt, shape)
+        if t is not None:
+            tgt_t = t.torch.randint(0, shape[-1], (shape[0],), device=t.device)
+            tstep = _training_step(t.tf, name, t.tensor(shape, True), t.tensor(shape), tgt_t, shape)
+        rows.append((name, str(list(shape)), *_compare(r, rb, t, rstep, tstep, passes * 4 * numel, 3 * 4 * numel)))
+    return table(rows, _header(("fwd+bwd", "shape"), r, t))
 
 
-def kernels_table(r: Rumus, torch_dev: str | None, small: bool, reps: int) -> str:
-    """(name, shape, rumus fn, torch fn, bytes) rows: each fn is timed with a sync after it."""
+def kernels_table(r: Rumus, rb: LaunchBatches, t: Torch | None, small: bool) -> str:
+    """Column sums, the head-split strided copy and weighted, smoothed cross-entropy (GB/s: bytes moved)."""
     n = 256 if small else 4096
     head = (2, 64, 4, 64) if small else (4, 1024, 16, 64)
     vocab = 2048 if small else 32000
@@ -210,59 +260,65 @@ def kernels_table(r: Rumus, torch_dev: str | None, small: bool, reps: int) -> st
     for name, shape in cases:
         numel = int(np.prod(shape))
         nbytes = {"sum(0)": 4 * numel, "cross_entropy w+ls": 3 * 4 * numel}.get(name, 2 * 4 * numel)
-        cells = [name, str(list(shape))]
-        x = r.tensor(shape, name.startswith("cross"))
-        F = r.rm.nn.functional
-        tgt = r.rm.tensor(np.random.default_rng(1).integers(0, shape[-1], shape[0]), device=r.device)
-        w = r.rm.tensor(np.random.default_rng(2).uniform(0.5, 2, shape[-1]).astype(np.float32), device=r.device)
-        fn = {"sum(0)": lambda: x.sum(0), "transpose(1, 2).contiguous()": lambda: x.transpose(1, 2).contiguous(),
-              "cross_entropy w+ls": lambda: F.cross_entropy(x, tgt, weight=w, label_smoothing=0.1).backward()}[name]
-        t = median_synced(fn, r.sync, reps)
-        cells += [f"{t * 1e3:.3f}", _gbs(nbytes, t)]
-        if torch_dev:
-            import torch
-            import torch.nn.functional as tf
-            xt = torch.randn(shape, device=torch_dev, requires_grad=name.startswith("cross"))
-            tt_ = torch.randint(0, shape[-1], (shape[0],), device=torch_dev)
-            wt = torch.rand(shape[-1], device=torch_dev) + 0.5
-            tfn = {"sum(0)": lambda: xt.sum(0), "transpose(1, 2).contiguous()": lambda: xt.transpose(1, 2).contiguous(),
-                   "cross_entropy w+ls": lambda: tf.cross_entropy(xt, tt_, weight=wt, label_smoothing=0.1).backward()
-                   }[name]
-            sync = torch.cuda.synchronize if torch_dev == "cuda" else (lambda: None)
-            tt = median_synced(tfn, sync, reps)
-            cells += [f"{tt * 1e3:.3f}", _gbs(nbytes, tt), f"{tt / t:.2f}"]
-        rows.append(tuple(cells))
-    header = ("kernel", "shape", "rumus ms", "rumus GB/s")
-    if torch_dev:
-        header += ("torch ms", "torch GB/s", "speed vs torch")
-    return table(rows, header)
+        ce = name.startswith("cross")
+
+        def steps(lib: Any, F: Any, x: Any, tgt: Any, w: Any) -> Callable[[], object]:
+            def ce_step() -> None:
+                x.grad = None
+                F.cross_entropy(x, tgt, weight=w, label_smoothing=0.1).backward()
+            return {"sum(0)": lambda: x.sum(0), "transpose(1, 2).contiguous()":
+                    lambda: x.transpose(1, 2).contiguous(), "cross_entropy w+ls": ce_step}[name]
+        rng = np.random.default_rng(1)
+        tgt_np, w_np = rng.integers(0, shape[-1], shape[0]), rng.uniform(0.5, 2, shape[-1]).astype(np.float32)
+        rstep = steps(r.rm, r.rm.nn.functional, r.tensor(shape, ce), r.rm.tensor(tgt_np, device=r.device),
+                      r.rm.tensor(w_np, device=r.device))
+        tstep = None
+        if t is not None:
+            tstep = steps(t.torch, t.tf, t.tensor(shape, ce), t.torch.tensor(tgt_np, device=t.device),
+                          t.torch.tensor(w_np, device=t.device))
+        out = 4 * (numel if name != "sum(0)" else shape[-1])
+        rows.append((name, str(list(shape)), *_compare(r, rb, t, rstep, tstep, nbytes, out)))
+    return table(rows, _header(("kernel", "shape"), r, t))
 
 
-def paths_table(r: Rumus, shapes: list[tuple[int, int]], reps: int) -> str:
+def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]], small: bool) -> str:
+    """softmax forward, and layer norm forward + backward (scalar loads: its general kernels), per path."""
     paths = {"default": {}, "workgroup merge": {"RUMUS_WGPU_NO_SUBGROUPS": "1"},
              "scalar loads": {"RUMUS_WGPU_NOVEC": "1"}}
+    F = r.rm.nn.functional
     rows = []
-    for shape in shapes:
-        x = r.tensor(shape)
-        cells = [f"[{shape[0]}, {shape[1]}]"]
+    cases = [("softmax", s) for s in shapes] + [("layer_norm fwd+bwd", s) for s in
+                                                ([(128, 256), (64, 1024)] if small else [(4096, 1024), (16384, 768)])]
+    for name, shape in cases:
+        x = r.tensor(shape, name != "softmax")
+        g = r.tensor(shape)
+        cells = [name, f"[{shape[0]}, {shape[1]}]"]
         for env in paths.values():
             saved = {k: os.environ.get(k) for k in env}
             os.environ.update(env)
+
+            def step() -> object:
+                if name == "softmax":
+                    with r.rm.no_grad():
+                        return r.rm.softmax(x, 1)
+                x.grad = None
+                F.layer_norm(x, (shape[1],)).backward(g)
+                return None
             try:
-                with r.rm.no_grad():
-                    t = median_synced(lambda: r.rm.softmax(x, 1), r.sync, reps)
+                t = rb.time(step, 4 * shape[0] * shape[1] * (1 if name == "softmax" else 3))
             finally:
                 for k, v in saved.items():
                     if v is None:
                         os.environ.pop(k, None)
                     else:
                         os.environ[k] = v
-            cells.append(f"{t * 1e3:.3f} ms / {_gbs(8 * shape[0] * shape[1], t)} GB/s")
+            nbytes = (2 if name == "softmax" else 5) * 4 * shape[0] * shape[1]
+            cells.append(f"{_seconds(t) * 1e3:.4f} ms / {_gbs(nbytes, _seconds(t))} GB/s")
         rows.append(tuple(cells))
-    return table(rows, ("softmax", *paths))
+    return table(rows, ("op", "shape", *paths))
 
 
-def probes_table(r: Rumus, shapes: list[tuple[int, int]], reps: int) -> str:
+def probes_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> str:
     progs = r.probe_programs()
     rows = []
     for rows_, c in shapes:
@@ -271,10 +327,50 @@ def probes_table(r: Rumus, shapes: list[tuple[int, int]], reps: int) -> str:
         x, out = r.tensor((rows_, c)), r.tensor((rows_, c))
         cells = [f"[{rows_}, {c}]"]
         for launch in progs.values():
-            t = median_synced(lambda: launch(x, out, rows_, c), r.sync, reps)
-            cells.append(f"{t * 1e3:.3f}")
+            t = rb.time(lambda: launch(x, out, rows_, c))
+            cells.append(f"{_seconds(t) * 1e3:.4f}")
         rows.append(tuple(cells))
     return table(rows, ("probe ms", *progs))
+
+
+def sdpa_table(r: Rumus, rb: LaunchBatches, small: bool, reps: int) -> str:
+    """Why gpu_scale's sdpa_causal row read ~32 ms where benchmarks/attention.py times the same shape at
+    5.4-7 ms: the same causal fwd+bwd timed as gpu_scale timed it (gradients of q, k, v accumulating over the
+    repetitions, one sync per step), with the gradients cleared first (as attention.py), and per launch
+    from a batch; kernels and new pool buffers per step, and the op that ran."""
+    from _timing import median_synced
+
+    F = r.rm.nn.functional
+    shape = (1, 2, 64, 32) if small else (4, 16, 1024, 64)
+    q, k, v = (r.tensor(shape, True) for _ in range(3))
+    g = r.tensor(shape)
+    ran: list[str] = []
+
+    def accumulate() -> None:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        ran.append(out.grad_fn.name if out.grad_fn is not None else "-")
+        out.backward(g)
+
+    def cleared() -> None:
+        q.grad = k.grad = v.grad = None
+        accumulate()
+
+    def counts(step: Callable[[], None]) -> tuple[float, int]:
+        r.sync()
+        d0, m0 = r.backend.stats(r.dev)["dispatches"], r.backend.pool_stats(r.dev)["misses"]
+        step()
+        r.sync()
+        return r.backend.stats(r.dev)["dispatches"] - d0, r.backend.pool_stats(r.dev)["misses"] - m0
+    rows = []
+    for name, step in (("grads accumulate, sync per step (gpu_scale)", accumulate),
+                       ("grads cleared, sync per step (attention.py)", cleared)):
+        t = median_synced(step, r.sync, reps)
+        kern, new = counts(step)
+        rows.append((name, str(list(shape)), f"{t * 1e3:.3f}", str(kern), str(new), ran[-1]))
+    t = rb.time(cleared, 4 * 4 * int(np.prod(shape)))
+    rows.append(("grads cleared, GPU per launch", str(list(shape)), f"{_seconds(t) * 1e3:.3f}",
+                 f"{t.kernels:g}", str(t.new_buffers), ran[-1]))
+    return table(rows, ("sdpa causal fwd+bwd", "shape", "rumus ms", "kern/step", "new buf/step", "op"))
 
 
 def main() -> None:
@@ -283,11 +379,13 @@ def main() -> None:
     ap.add_argument("--device", default="wgpu:0")
     ap.add_argument("--torch-device", default="cuda")
     ap.add_argument("--no-torch", action="store_true")
-    ap.add_argument("--reps", type=int, default=7)
-    ap.add_argument("--only", nargs="*", default=["ops", "training", "kernels", "paths", "probes"])
+    ap.add_argument("--reps", type=int, default=5, help="timed batches per row (the median is shown)")
+    ap.add_argument("--only", nargs="*", default=["ops", "training", "kernels", "sdpa", "paths", "probes"])
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
-    torch_dev = None
+    # a batch's outputs stay alive until its commands are submitted: let the pool keep all of them
+    os.environ.setdefault("RUMUS_WGPU_POOL_CACHE_MB", "32768")
+    t: Torch | None = None
     if not args.no_torch:
         try:
             import torch
@@ -295,22 +393,31 @@ def main() -> None:
             torch_dev = args.torch_device if args.torch_device != "cuda" or torch.cuda.is_available() else "cpu"
             if torch_dev != args.torch_device:
                 print("# torch has no CUDA here: its figures are torch CPU", flush=True)
+            t = Torch(torch_dev, args.reps)
         except ImportError:
             print("# torch is not installed: rumus figures only", flush=True)
     shapes = SMALL_SHAPES if args.small else FULL_SHAPES
     r = Rumus(args.device)
-    print(f"# {r.backend.device(r.dev).name}; features {r.backend.device(r.dev).features}", flush=True)
+    rb = _rumus_batches(r, args.reps)
+    gdev = r.backend.device(r.dev)
+    print(f"# {gdev.name}; features {gdev.features}", flush=True)
+    print(f"# a lone sync: rumus {rb.idle * 1e3:.3f} ms" + (f", torch {t.batches.idle * 1e3:.3f} ms" if t else "")
+          + "; rows are per launch from R launches between two syncs (one sync's cost taken off); rumus GPU ms"
+          " records first and times the sync alone",
+          flush=True)
     if "ops" in args.only:
-        print("\n## forward softmax / log_softmax\n" + ops_table(r, torch_dev, shapes, args.reps), flush=True)
+        print("\n## forward softmax / log_softmax\n" + ops_table(r, rb, t, shapes), flush=True)
     if "training" in args.only:
-        print("\n## forward + backward\n" + training_table(r, torch_dev, args.small, args.reps), flush=True)
+        print("\n## forward + backward\n" + training_table(r, rb, t, args.small), flush=True)
     if "kernels" in args.only:
-        print("\n## column sums, strided copy, cross-entropy\n" + kernels_table(r, torch_dev, args.small, args.reps),
-              flush=True)
+        print("\n## column sums, strided copy, cross-entropy\n" + kernels_table(r, rb, t, args.small), flush=True)
+    if "sdpa" in args.only:
+        print("\n## sdpa_causal: gpu_scale's timing against attention.py's\n"
+              + sdpa_table(r, rb, args.small, args.reps), flush=True)
     if "paths" in args.only:
-        print("\n## launch paths\n" + paths_table(r, shapes, args.reps), flush=True)
+        print("\n## launch paths\n" + paths_table(r, rb, shapes, args.small), flush=True)
     if "probes" in args.only:
-        print("\n## probes (ms)\n" + probes_table(r, shapes, args.reps), flush=True)
+        print("\n## probes (ms)\n" + probes_table(r, rb, shapes), flush=True)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@
     python benchmarks/gpu_scale.py --small --no-torch   # a smoke run on lavapipe (tiny sizes)
 
 On the lent GPU machine the project is not installed: `source .gpu/setup.sh` puts the source roots on
-PYTHONPATH (see /work/shared/gpu/README.md). Times are medians of `--reps` synchronized runs after a
-warm-up; rumus runs end with rm.synchronize, torch's with torch.cuda.synchronize.
+PYTHONPATH (see /work/shared/gpu/README.md). Components: per-step time from batches of steps between two
+syncs after a warm-up batch (median of `--reps` batches), leaf gradients cleared each step; the LM step:
+medians of synchronized steps after a warm-up.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import median_synced, table  # noqa: E402
+from _launch_batch import LaunchBatches  # noqa: E402
+from _timing import table  # noqa: E402
 
 FULL = {"d_model": 1024, "heads": 16, "d_ff": 4096, "layers": 6, "seq": 1024, "batch": 4, "vocab": 32000,
         "dropout": 0.0, "lr": 3e-4}
@@ -63,6 +65,16 @@ MIN_BYTES = {"cross_entropy": lambda s: 3 * 4 * _numel(s), "softmax": lambda s: 
              "layer_norm": lambda s: 5 * 4 * _numel(s)}
 
 
+def _clearing(step: Callable[[], None], *leaves: Any) -> Callable[[], None]:
+    """`step` with the gradients of its leaves cleared first, as a training step zeroes them: no accumulate
+    kernels join the timed work, and every repetition does the same work."""
+    def run() -> None:
+        for t in leaves:
+            t.grad = None
+        step()
+    return run
+
+
 def _cases(shapes: dict[str, Any], tensor: Callable[..., Any], classes: Callable[[int, tuple[int, ...]], Any],
            F: Any, nn: Any, device: str) -> dict[str, Callable[[], None]]:
     """The component steps (forward + backward) on one framework: `tensor(shape, grad=True)` makes float32
@@ -71,35 +83,48 @@ def _cases(shapes: dict[str, Any], tensor: Callable[..., Any], classes: Callable
     cases: dict[str, Callable[[], None]] = {}
     s = shapes["cross_entropy"][0]
     logits, target = tensor(s), classes(s[1], (s[0],))
-    cases["cross_entropy"] = lambda: F.cross_entropy(logits, target).backward()
+    cases["cross_entropy"] = _clearing(lambda: F.cross_entropy(logits, target).backward(), logits)
     s = shapes["softmax"][0]
     x_sm, g_sm = tensor(s), tensor(s, False)
-    cases["softmax"] = lambda: F.softmax(x_sm, dim=-1).backward(g_sm)
+    cases["softmax"] = _clearing(lambda: F.softmax(x_sm, dim=-1).backward(g_sm), x_sm)
     s = shapes["sdpa_causal"][0]
     q, k, v, g_at = tensor(s), tensor(s), tensor(s), tensor(s, False)
-    cases["sdpa_causal"] = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g_at)
+    cases["sdpa_causal"] = _clearing(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g_at),
+                                     q, k, v)
     vocab, d, b, t = shapes["embedding"][0]
     emb = nn.Embedding(vocab, d).to(device)
     idx, g_emb = classes(vocab, (b, t)), tensor((b, t, d), False)
-    cases["embedding"] = lambda: emb(idx).backward(g_emb)
+    cases["embedding"] = _clearing(lambda: emb(idx).backward(g_emb), *emb.parameters())
     rows, d, vocab = shapes["linear_d_to_V"][0]
     lin, x_lin, g_lin = nn.Linear(d, vocab).to(device), tensor((rows, d)), tensor((rows, vocab), False)
-    cases["linear_d_to_V"] = lambda: lin(x_lin).backward(g_lin)
+    cases["linear_d_to_V"] = _clearing(lambda: lin(x_lin).backward(g_lin), x_lin, *lin.parameters())
     s = shapes["layer_norm"][0]
     ln, x_ln, g_ln = nn.LayerNorm(s[-1]).to(device), tensor(s), tensor(s, False)
-    cases["layer_norm"] = lambda: ln(x_ln).backward(g_ln)
+    cases["layer_norm"] = _clearing(lambda: ln(x_ln).backward(g_ln), x_ln, *ln.parameters())
     s = shapes["gelu"][0]
     x_g, g_g = tensor(s), tensor(s, False)
-    cases["gelu"] = lambda: F.gelu(x_g).backward(g_g)
+    cases["gelu"] = _clearing(lambda: F.gelu(x_g).backward(g_g), x_g)
     return cases
 
 
-def _time_cases(label: str, cases: dict[str, Callable[[], None]], sync: Callable[[], object],
-                reps: int) -> dict[str, float]:
+def _time_cases(label: str, cases: dict[str, Callable[[], None]], sync: Callable[[], object], reps: int,
+                counters: Callable[[], tuple[int, int]] | None = None,
+                submit: Callable[[], object] | None = None) -> dict[str, float]:
+    """Per-step seconds of each case from batches of >= 10 steps between two syncs after an untimed warm-up
+    batch (benchmarks/_launch_batch.py): one step per sync put every first-run cost (pipeline creation, pool
+    growth, a first gradient accumulation) and a sync into the few timed repetitions. `submit` (rumus) hands
+    each step's work to the GPU without waiting, as a training step's recorder does at its batch bounds."""
+    batches = LaunchBatches(sync, counters, target_s=20e-3, reps=reps)
     out = {}
     for name, step in cases.items():
-        out[name] = median_synced(step, sync, reps)
-        print(f"{label} {name}: {out[name] * 1e3:.2f} ms", flush=True)
+        def run(step: Callable[[], None] = step) -> None:
+            step()
+            if submit is not None:
+                submit()
+        t = batches.time(run)
+        out[name] = t.seconds
+        counted = f" ({t.kernels:g} kernels, {t.new_buffers} new buffers per batch)" if t.kernels is not None else ""
+        print(f"{label} {name}: {out[name] * 1e3:.2f} ms{counted}", flush=True)
     return out
 
 
@@ -118,7 +143,13 @@ def rumus_components(c: dict[str, Any], device: str, reps: int) -> dict[str, flo
         return rm.tensor(rng.integers(0, high, shape), device=device)
 
     cases = _cases(_shapes(c), tensor, classes, F, nn, device)
-    return _time_cases("rumus", cases, lambda: rm.synchronize(dev), reps)
+    backend = rm._runtime.backend(device.split(":")[0])
+
+    def counters() -> tuple[int, int]:
+        return backend.stats(dev)["dispatches"], backend.pool_stats(dev)["misses"]
+    if device == "cpu":
+        return _time_cases("rumus", cases, lambda: rm.synchronize(dev), reps)
+    return _time_cases("rumus", cases, lambda: rm.synchronize(dev), reps, counters, lambda: backend.flush(dev))
 
 
 def torch_components(c: dict[str, Any], device: str, reps: int) -> dict[str, float]:

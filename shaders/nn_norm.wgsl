@@ -28,21 +28,26 @@ struct Config {
     off: array<vec4<u32>, 2>,   // element offsets of the storage bindings, in binding order
 }
 
-var<workgroup> partials: array<f32, 256>;
+var<workgroup> red2: array<vec2<f32>, 256>;
 
-// the sum of `value` over the `t` invocations (a power of two) sharing this one's row
-fn group_sum(lid: u32, lane: u32, t: u32, value: f32) -> f32 {
-    partials[lid] = value;
+// the sum of v over the t invocations (a power of two) sharing this one's row or parameter (the
+// register-row kernels' subgroup build replaces this function with nn_norm.py's ROW_SUM2_SUBGROUP)
+fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
+    red2[lid] = v;
     workgroupBarrier();
     for (var s = t / 2u; s > 0u; s = s / 2u) {
         if (lane < s) {
-            partials[lid] += partials[lid + s];
+            red2[lid] += red2[lid + s];
         }
         workgroupBarrier();
     }
-    let r = partials[lid - lane];
+    let r = red2[lid - lane];
     workgroupBarrier();
     return r;
+}
+
+fn group_sum(lid: u32, lane: u32, t: u32, value: f32) -> f32 {
+    return row_sum2(lid, lane, t, vec2<f32>(value, 0.0)).x;
 }
 
 fn row_of(lid: u32, wid: vec3<u32>) -> u32 {
@@ -330,5 +335,213 @@ fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
     if (lane == 0u && valid) {
         gb[cfg.off[0].z + p] = scalar(sg);
         gw[cfg.off[0].y + p] = scalar(sgx * invstd);
+    }
+}
+
+//// fused_common
+// Register-row kernels (layer / RMS norm over contiguous rows of vec4s): a group of cfg.group
+// invocations owns a row, each holding its SLOTS vec4s (elements 4 * (lane + k * group) ..) in
+// registers, so x and g are read from memory once per row. A workgroup walks cfg.inner blocks of
+// 256 / group rows. nn_norm.py sets SLOTS (vec4s per invocation) per row length.
+const SLOTS: u32 = 8u;
+
+var<workgroup> red4: array<vec4<f32>, 256>;
+
+// where an invocation of a register-row kernel works: t invocations per row, its lane among them, per
+// rows in flight per workgroup, the row length in vec4s
+struct HeldPos {
+    t: u32,
+    lane: u32,
+    per: u32,
+    len4: u32,
+}
+
+fn held_pos(lid: u32) -> HeldPos {
+    return HeldPos(cfg.group, lid % cfg.group, 256u / cfg.group, cfg.len / 4u);
+}
+
+// (mean, rstd) of the row held in xs (zeros past its end); mean 0 when not centred (RMS norm)
+fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SLOTS>>) -> vec2<f32> {
+    let inv_n = 1.0 / f32(cfg.len);
+    var s = 0.0;
+    for (var k = 0u; k < SLOTS; k++) {
+        s += dot((*xs)[k], vec4<f32>(1.0));
+    }
+    let mean = select(0.0, row_sum2(lid, lane, t, vec2<f32>(s, 0.0)).x * inv_n, (cfg.flags & 1u) != 0u);
+    var q = 0.0;
+    let len4 = cfg.len / 4u;
+    for (var k = 0u; k < SLOTS; k++) {
+        let d = select(vec4<f32>(0.0), (*xs)[k] - vec4<f32>(mean), lane + k * t < len4);
+        q += dot(d, d);
+    }
+    return vec2<f32>(mean, 1.0 / sqrt(row_sum2(lid, lane, t, vec2<f32>(q, 0.0)).x * inv_n + cfg.eps));
+}
+
+//// held_loads
+// this invocation's vec4s (lane + k * t) of the row of x starting at vec4 `start`, zeros from n4 on
+// (explicit zeros: a loop-local var is not re-zeroed per iteration on every compiler)
+fn held_x(start: u32, lane: u32, t: u32, n4: u32) -> array<vec4<f32>, SLOTS> {
+    var v: array<vec4<f32>, SLOTS>;
+    for (var k = 0u; k < SLOTS; k++) {
+        v[k] = vec4<f32>(0.0);
+        if (lane + k * t < n4) {
+            v[k] = vec4<f32>(x[start + lane + k * t]);
+        }
+    }
+    return v;
+}
+
+// the same of the weights w
+fn held_w(start: u32, lane: u32, t: u32, n4: u32) -> array<vec4<f32>, SLOTS> {
+    var v: array<vec4<f32>, SLOTS>;
+    for (var k = 0u; k < SLOTS; k++) {
+        if (lane + k * t < n4) {
+            v[k] = vec4<f32>(w[start + lane + k * t]);
+        }
+    }
+    return v;
+}
+
+//// fused_rows
+// y = norm(x) * w (+ b), one read of x
+@group(0) @binding(0) var<storage, read_write> y: array<vec4<scalar>>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<scalar>>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<scalar>>;
+@group(0) @binding(3) var<storage, read> b: array<vec4<scalar>>;
+@group(0) @binding(4) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
+    let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
+    let bias = (cfg.flags & 2u) != 0u;
+    let h = held_pos(lid);
+    let block0 = (wid.y * cfg.gx + wid.x) * cfg.inner;
+    let ws = held_w(cfg.off[0].z / 4u, h.lane, h.t, h.len4);
+    var bs: array<vec4<f32>, SLOTS>;
+    for (var k = 0u; k < SLOTS; k++) {
+        if (bias && h.lane + k * h.t < h.len4) {
+            bs[k] = vec4<f32>(b[cfg.off[0].w / 4u + h.lane + k * h.t]);
+        }
+    }
+    for (var it = 0u; it < cfg.inner; it++) {
+        let r = (block0 + it) * h.per + lid / h.t;
+        let n4 = select(0u, h.len4, r < cfg.n);
+        var xs = held_x(cfg.off[0].y / 4u + r * h.len4, h.lane, h.t, n4);
+        let st = held_stats(lid, h.lane, h.t, &xs);
+        for (var k = 0u; k < SLOTS; k++) {
+            let j = h.lane + k * h.t;
+            if (j < n4) {
+                y[cfg.off[0].x / 4u + r * h.len4 + j] = vec4<scalar>((xs[k] - vec4<f32>(st.x)) * st.y * ws[k] + bs[k]);
+            }
+        }
+    }
+}
+
+//// fused_rows_backward
+// gx of each row from one read of x and g, and this workgroup's share of (sum g * xhat, sum g) per
+// column into parts[workgroup * len + column] (its rows folded in a fixed order; param_fold folds the
+// workgroups' shares)
+@group(0) @binding(0) var<storage, read_write> gx: array<vec4<scalar>>;
+@group(0) @binding(1) var<storage, read> x: array<vec4<scalar>>;
+@group(0) @binding(2) var<storage, read> g: array<vec4<scalar>>;
+@group(0) @binding(3) var<storage, read> w: array<vec4<scalar>>;
+@group(0) @binding(4) var<storage, read_write> parts: array<vec2<f32>>;
+@group(0) @binding(5) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
+    let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
+    let wg = wid.y * cfg.gx + wid.x;
+    let h = held_pos(lid);
+    let inv_n = 1.0 / f32(cfg.len);
+    let ws = held_w(cfg.off[0].w / 4u, h.lane, h.t, h.len4);
+    var dw: array<vec4<f32>, SLOTS>;
+    var db: array<vec4<f32>, SLOTS>;
+    for (var it = 0u; it < cfg.inner; it++) {
+        let r = (wg * cfg.inner + it) * h.per + lid / h.t;
+        let n4 = select(0u, h.len4, r < cfg.n);
+        var xs = held_x(cfg.off[0].y / 4u + r * h.len4, h.lane, h.t, n4);
+        var gs: array<vec4<f32>, SLOTS>;
+        for (var k = 0u; k < SLOTS; k++) {
+            gs[k] = vec4<f32>(0.0);  // explicit zeros, as in held_x
+            if (h.lane + k * h.t < n4) {
+                gs[k] = vec4<f32>(g[cfg.off[0].z / 4u + r * h.len4 + h.lane + k * h.t]);
+            }
+        }
+        let st = held_stats(lid, h.lane, h.t, &xs);
+        var s = vec2<f32>(0.0);
+        for (var k = 0u; k < SLOTS; k++) {
+            let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
+            let gw = gs[k] * ws[k];
+            s += vec2<f32>(dot(gw, vec4<f32>(1.0)), dot(gw, xh));
+            dw[k] += select(vec4<f32>(0.0), gs[k] * xh, h.lane + k * h.t < n4);
+            db[k] += gs[k];
+        }
+        let m = row_sum2(lid, h.lane, h.t, s) * inv_n;
+        let m1 = select(0.0, m.x, (cfg.flags & 1u) != 0u);
+        for (var k = 0u; k < SLOTS; k++) {
+            let j = h.lane + k * h.t;
+            if (j < n4) {
+                let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
+                gx[cfg.off[0].x / 4u + r * h.len4 + j] = vec4<scalar>(st.y * (gs[k] * ws[k] - vec4<f32>(m1) - xh * m.y));
+            }
+        }
+    }
+    // the workgroup's row groups hold the same columns: fold them in group order, then one write each
+    for (var k = 0u; k < SLOTS; k++) {
+        red4[lid] = dw[k];
+        workgroupBarrier();
+        var a = dw[k];
+        for (var q = 1u; q < h.per; q++) {
+            a += red4[q * h.t + h.lane];
+        }
+        workgroupBarrier();
+        red4[lid] = db[k];
+        workgroupBarrier();
+        var c = db[k];
+        for (var q = 1u; q < h.per; q++) {
+            c += red4[q * h.t + h.lane];
+        }
+        workgroupBarrier();
+        let j = h.lane + k * h.t;
+        if (lid < h.t && j < h.len4) {
+            let base = wg * cfg.len + 4u * j;
+            parts[base] = vec2<f32>(a.x, c.x);
+            parts[base + 1u] = vec2<f32>(a.y, c.y);
+            parts[base + 2u] = vec2<f32>(a.z, c.z);
+            parts[base + 3u] = vec2<f32>(a.w, c.w);
+        }
+    }
+}
+
+//// param_fold
+// gw, gb of layer / RMS norm from cfg.groups shares per column (parts[share * len + column]): a workgroup
+// takes 16 columns, invocation (column, slice k) folds shares k, k + 16, ... in order, then slice 0 folds
+// the 16 slices in order: many invocations with few dependent loads each, the same bits on every run
+@group(0) @binding(0) var<storage, read_write> gw: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> gb: array<scalar>;
+@group(0) @binding(2) var<storage, read> parts: array<vec2<f32>>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let p = (wid.y * cfg.gx + wid.x) * 16u + lid % 16u;
+    let slice = lid / 16u;
+    var acc = vec2<f32>(0.0);
+    if (p < cfg.len) {
+        for (var s = slice; s < cfg.groups; s += 16u) {
+            acc += parts[s * cfg.len + p];
+        }
+    }
+    red2[lid] = acc;
+    workgroupBarrier();
+    if (slice == 0u && p < cfg.len) {
+        for (var k = 1u; k < 16u; k++) {
+            acc += red2[k * 16u + lid];
+        }
+        gw[cfg.off[0].x + p] = scalar(acc.x);
+        if ((cfg.flags & 2u) != 0u) {
+            gb[cfg.off[0].y + p] = scalar(acc.y);
+        }
     }
 }

@@ -13,18 +13,70 @@ so), with offsets.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import TensorArg
 
-from .layout import dealias, device_of, new_buffer
-from .nn_common import dispatch
+from .flash_attention import unroll
+from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
+from .nn_common import dispatch, source
+from .softmax import use_subgroups
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
 
 CENTRED, BIAS, TRAINING = 1, 2, 4
+HELD_SLOTS = 8  # register-row kernels: at most this many vec4s of a row per invocation (rows up to 8192)
+HELD_LOADS = 4  # ... about this many per invocation: enough loads in flight, short reductions
+FUSED_SHARES = 512  # the fused backward aims for about this many workgroups (column shares to fold)
 GROUP = ("row_group",)  # the group kernels' shared entry (shaders/row_group.wgsl)
 GRID = ("grid",)  # the one-item-per-invocation launch (shaders/grid.wgsl)
+
+
+# the register-row kernels' row sum with subgroup shuffles (where the adapter has them): within each
+# subgroup, then one value per subgroup through workgroup memory when a row spans several; two barriers
+# instead of log2(group). WGSL does not promise that local_invocation_index runs along subgroups, so the
+# kernels number invocations from a slot per subgroup (softmax.py's subgroup_vlid).
+ROW_SUM2_SUBGROUP = """
+var<private> sg_lane_p: u32;
+var<private> sg_size_p: u32;
+
+fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
+    var a = v;
+    let span = min(t, sg_size_p);
+    for (var h = 1u; h < span; h = h * 2u) {
+        a += subgroupShuffleXor(a, h);
+    }
+    if (sg_lane_p == 0u) {
+        red2[lid / sg_size_p] = a;
+    }
+    workgroupBarrier();
+    if (t > sg_size_p) {
+        let per = t / sg_size_p;
+        let first = (lid / t) * per;
+        a = red2[first];
+        for (var k = 1u; k < per; k++) {
+            a += red2[first + k];
+        }
+    }
+    workgroupBarrier();
+    return a;
+}
+"""
+SG_MAIN_ARGS = ", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32"
+SG_VLID = ("sg_lane_p = sg_lane;\n    sg_size_p = sg_size;\n"
+           "    let lid = subgroup_vlid(lidx, sg_lane, sg_size);")
+
+
+def _with_subgroups(src: str) -> str:
+    """The register-row kernel source with ROW_SUM2_SUBGROUP for its row sums."""
+    from .softmax import _REDUCE_SUBGROUP
+    begin = src.index("fn row_sum2(")
+    end = src.index("\n}\n", begin) + 3
+    vlid = _REDUCE_SUBGROUP[:_REDUCE_SUBGROUP.index("fn reduce_group(")]  # next_slot and subgroup_vlid
+    src = src[:begin] + ROW_SUM2_SUBGROUP + vlid + src[end:]
+    return src.replace("/*SG_ARGS*/", SG_MAIN_ARGS).replace(
+        "let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead", SG_VLID)
 
 
 def _pow2_ceil(n: int) -> int:
@@ -35,6 +87,11 @@ def group_size(count: int) -> int:
     """Invocations reducing `count` elements: about 8 elements each, a power of two up to 256 (few
     barriers per element; short rows pack many per workgroup)."""
     return min(256, _pow2_ceil((count + 7) // 8))
+
+
+# nn_norm.wgsl's Config as one struct.pack (count, grid x, then _config's words: nine u32, eps, eight offsets):
+# the register-row launches pack it per call, where the generic per-word pack cost the host more
+CONFIG = struct.Struct("<11If8I")
 
 
 def _config(group: int = 1, length: int = 1, groups: int = 1, cg: int = 1, inner: int = 1, outer: int = 0,
@@ -59,10 +116,44 @@ class _Rows:
         self.rows, self.length, self.groups, self.cg, self.inner = rows, length, groups, cg, inner
         self.group = group_size(length)
 
+    def held_plan(self, *args: TensorArg | None) -> tuple[int, int] | None:
+        """(invocations per row, vec4 slots each) of the register-row kernels (x and g read once per row),
+        or None where they do not apply: group norm, rows not of 4-aligned vec4s, or rows too long to hold."""
+        len4 = self.length // 4
+        if (self.groups != 1 or self.inner != 1 or self.length % 4 or env_set(NOVEC) or len4 > 256 * HELD_SLOTS
+                or any(a is not None and (a.offset % 4 or a.dtype.name not in ("float32", "float16")) for a in args)):
+            return None
+        t = min(256, _pow2_ceil((len4 + HELD_LOADS - 1) // HELD_LOADS))
+        return t, (len4 + t - 1) // t
+
+    def _held(self, dev: Any, section: str, dtype: Any, slots: int, buffers: list[Any], words: list[int | float],
+              groups: int) -> int:
+        """Launch a register-row kernel over `groups` workgroups; returns the workgroups the grid holds."""
+        sg = use_subgroups(dev)
+
+        def build() -> str:
+            src = source("nn_norm", "fused_common+held_loads+" + section, dtype)
+            src = _with_subgroups(src) if sg else src
+            # loops over the slots written out: arrays indexed by constants stay in registers (a loop index
+            # the driver does not unroll would put them in local memory)
+            return unroll(src.replace("const SLOTS: u32 = 8u;", f"const SLOTS: u32 = {slots}u;"), {"SLOTS": slots})
+        prog = dev.programs.get(("nn_norm_held", section, dtype.name, slots, sg), build)
+        gx, gy, _ = grid(groups, dev.max_groups)
+        dev.recorder.dispatch(prog, buffers, CONFIG.pack(self.rows, gx, *words), (gx, gy, 1))
+        return gx * gy
+
     def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg | None, flags: int,
                 eps: float) -> None:
         bias = b if b is not None else w  # RMS norm: bound twice, never read as a bias
         flags |= BIAS if b is not None else 0
+        plan = self.held_plan(y, x, w, b)
+        if plan is not None:
+            t, slots = plan
+            words = _config(t, self.length, inner=1, flags=flags, eps=eps,
+                            offsets=[y.offset, x.offset, w.offset, bias.offset])
+            self._held(dev, "fused_rows", x.dtype, slots, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
+                       (self.rows + 256 // t - 1) // (256 // t))
+            return
         words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
                         offsets=[y.offset, x.offset, w.offset, bias.offset])
         dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
@@ -70,6 +161,10 @@ class _Rows:
 
     def backward(self, dev: Any, gx: TensorArg, gw: TensorArg, gb: TensorArg | None, g: TensorArg, x: TensorArg,
                  w: TensorArg, flags: int, eps: float, outer: int, outer_stride: int, p_stride: int) -> None:
+        plan = self.held_plan(gx, g, x, w)
+        if plan is not None and outer == self.rows:
+            self._fused_backward(dev, plan, gx, gw, gb, g, x, w, flags, eps)
+            return
         stats = new_buffer(dev, max(1, self.rows) * 8, "norm statistics scratch")
         words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
                         offsets=[gx.offset, x.offset, g.offset, w.offset])
@@ -85,6 +180,28 @@ class _Rows:
                         offsets=[gw.offset, bias.offset, g.offset, x.offset])
         dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, bias.buffer, g.buffer, x.buffer, stats], words,
                  gw.numel, 256 // t, GROUP)
+
+    def _fused_backward(self, dev: Any, plan: tuple[int, int], gx: TensorArg, gw: TensorArg, gb: TensorArg | None,
+                        g: TensorArg, x: TensorArg, w: TensorArg, flags: int, eps: float) -> None:
+        """Layer / RMS norm backward in two dispatches: gx and each workgroup's column shares of gw, gb from
+        one read of x and g per row, then the shares folded per column in a fixed order (deterministic)."""
+        t, slots = plan
+        blocks = (self.rows + 256 // t - 1) // (256 // t)
+        inner = max(1, (blocks + FUSED_SHARES - 1) // FUSED_SHARES)
+        groups = (blocks + inner - 1) // inner
+        gx_, gy, _ = grid(groups, dev.max_groups)
+        parts = new_buffer(dev, gx_ * gy * self.length * 8, "norm parameter-gradient shares")
+        words = _config(t, self.length, inner=inner, flags=flags, eps=eps,
+                        offsets=[gx.offset, x.offset, g.offset, w.offset])
+        shares = self._held(dev, "fused_rows_backward", x.dtype, slots,
+                            [gx.buffer, x.buffer, g.buffer, w.buffer, parts], words, groups)
+        bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
+        fold_groups = (self.length + 15) // 16
+        fx, fy, _ = grid(fold_groups, dev.max_groups)
+        words = _config(1, self.length, shares, flags=BIAS if gb is not None else 0, offsets=[gw.offset, bias.offset])
+        prog = dev.programs.get(("nn", "nn_norm", "fused_common+param_fold", gw.dtype.name, ()),
+                                lambda: source("nn_norm", "fused_common+param_fold", gw.dtype))
+        dev.recorder.dispatch(prog, [gw.buffer, bias.buffer, parts], CONFIG.pack(self.length, fx, *words), (fx, fy, 1))
 
     def _param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
                        stats: Any) -> None:

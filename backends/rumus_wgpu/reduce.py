@@ -183,6 +183,7 @@ def cached(name: str, launch: Callable[..., Any]) -> Any:
 
 COLUMN_THREADS = 1 << 17  # a column reduction splits its rows until about this many invocations run
 COLUMN_MIN_ROWS = 8  # ... with at least this many rows per split
+FOLD_UNITS = 16  # column units per workgroup of the split fold (shaders/reduce_columns.wgsl)
 COLUMN_MIN_ELEMENTS = 1 << 15  # below, the one-dispatch row kernel costs the host less and moves little
 
 
@@ -216,12 +217,13 @@ def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -
     chunk = (length + splits - 1) // splits
     splits = (length + chunk - 1) // chunk
     gx = (units + 255) // 256
-    if gx > dev.max_groups:
+    fold_groups = (units + FOLD_UNITS - 1) // FOLD_UNITS
+    if fold_groups > dev.max_groups:
         raise RumusError(f"wgpu {op}: {cols} columns exceed this device's dispatch limit")
     key = ("reduce_columns", op, x.dtype.name, vec)
     data = struct.pack("<8I", units, length, chunk, splits, x.offset // per, out.offset // per, stride // per, NINF)
     passes = [(dev.programs.get((*key, entry), lambda: _column_source(op, x.dtype, vec), entry_point=entry), groups)
-              for entry, groups in (("partial", (gx, splits, 1)), ("fold_splits", (gx, 1, 1)))]
+              for entry, groups in (("partial", (gx, splits, 1)), ("fold_splits", (fold_groups, 1, 1)))]
 
     def replay(out_buffer: Any, x_buffer: Any) -> None:
         buffers = [out_buffer, x_buffer, new_buffer(dev, units * splits * 4 * per, "column partials")]
@@ -234,7 +236,8 @@ def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -
 def reduce_kernel(op: str) -> Any:
     def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         rows = Rows(x, out, tuple(attrs.get("dims", ())))
-        if leading_dim(rows, x.dtype) and rows.rows > 1 and rows.rlen > 1 and x.numel >= COLUMN_MIN_ELEMENTS:
+        if (leading_dim(rows, x.dtype) and rows.rows > 1 and rows.rlen > 1 and x.numel >= COLUMN_MIN_ELEMENTS
+                and rows.rows <= FOLD_UNITS * dev.max_groups):  # wider: the row kernel (the fold's grid is 1-D)
             return column_kernel(dev, op, out, x, rows)
         vec = vec_rows(rows, x.dtype)
         t = rows.group(4 if vec else 1)
