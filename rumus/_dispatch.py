@@ -158,7 +158,7 @@ class Op:
                                                           t._storage.dtype) for t, s in zip(inputs, expanded)]
         else:
             given = inputs
-            kernel, inputs, out_shapes, out_dtypes, in_args = self._prepare(inputs, attrs, backend)
+            kernel, inputs, out_shapes, out_dtypes, in_args = self._prepare(schema, inputs, attrs, backend)
             if plan_key is not None and inputs is given and len(self._plans) < 4096:
                 self._plans[plan_key] = (kernel, out_shapes, out_dtypes,
                                          [None if a is t._arg else a.strides for t, a in zip(inputs, in_args)])
@@ -182,12 +182,12 @@ class Op:
                     break
         return outputs
 
-    def _prepare(self, inputs: Sequence[Tensor], attrs: dict[str, Any], backend: Any
+    def _prepare(self, schema: OpSchema, inputs: Sequence[Tensor], attrs: dict[str, Any], backend: Any
                  ) -> tuple[Any, Sequence[Tensor], list[tuple[int, ...]], list[DType], list[TensorArg]]:
         """Everything a call decides from its signature (input shapes, strides and dtypes, attrs, backend):
         promotion, output shapes and dtypes, the kernel, contiguous copies, the kernel's input args. Every
-        check that can refuse a call runs here, so a signature seen before (Op._plans) skips it all."""
-        schema = self.schema
+        check that can refuse a call runs here, so a signature seen before (Op._plans) skips it all. `schema`
+        is the call's: a variadic op's spelled out for this list (OpSchema.flat), not self.schema."""
         if schema.broadcast:
             inputs, out_shapes = self._broadcast(inputs)
         else:
