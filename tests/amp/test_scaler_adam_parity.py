@@ -77,7 +77,7 @@ def test_state_dict_round_trip_and_the_old_int_step() -> None:
     or steps taken without a scaler) moves to the device at the first scaled step and keeps counting."""
     ours, theirs = _pair("cpu")
     opt, topt = rm.optim.Adam(ours.parameters(), lr=0.05), torch.optim.Adam(theirs.parameters(), lr=0.05)
-    x, tx = rm.tensor(X, dtype=rm.float32), torch.from_numpy(X).float()
+    x, tx = rm.tensor(X, dtype=rm.float32, device="cpu"), torch.from_numpy(X).float()
     for _ in range(2):  # unscaled steps: the int count
         (ours(x) ** 2).mean().backward()
         opt.step()
