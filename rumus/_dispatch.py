@@ -90,6 +90,7 @@ class Op:
         self._plans: dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], list[Any]]] = {}
         self._same_dtype = schema.dtype is _same_dtype_rule
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
+        self._fused: dict[tuple[str, DType], bool] = {}  # composite ops: (backend, dtype) -> a fused kernel exists
         self._variadic = schema.variadic is not None
         self.__doc__ = schema.doc
 
@@ -123,7 +124,7 @@ class Op:
         if _autocast.enabled and schema.autocast is not None:  # rumus.autocast: the schema's class decides
             from .amp.policy import cast_inputs  # late binding: autocast casts with ops that dispatch here
             args = tuple(cast_inputs(schema, args))
-        if self._composite is not None:
+        if self._composite is not None and not self._has_fused_kernel(args):
             if _tracer is not None and schema.onnx is not None:
                 return list(_tracer.composite(self._composite, schema, args, attrs))
             res = self._composite(*args, **attrs)
@@ -181,6 +182,19 @@ class Op:
                     self._record(inputs, outputs, attrs)
                     break
         return outputs
+
+    def _has_fused_kernel(self, args: tuple[Any, ...]) -> bool:
+        """Whether a composite op runs a backend's own (fused) kernel for this call instead of its
+        composite: the backend of the dispatch input registered one for its dtype (OpSchema.composite)."""
+        i = self.schema.dispatch_on
+        t = args[i] if i < len(args) else None
+        if not isinstance(t, Tensor):
+            return False
+        key = (t._storage.backend.name, t._storage.dtype)
+        hit = self._fused.get(key)
+        if hit is None:
+            hit = self._fused[key] = _runtime.plugins().kernels.find(self.name, *key) is not None
+        return hit
 
     def _prepare(self, schema: OpSchema, inputs: Sequence[Tensor], attrs: dict[str, Any], backend: Any
                  ) -> tuple[Any, Sequence[Tensor], list[tuple[int, ...]], list[DType], list[TensorArg]]:

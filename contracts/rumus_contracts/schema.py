@@ -78,7 +78,10 @@ class OpSchema:
     contiguous  -- inputs that the kernel needs contiguous; the dispatcher copies the others.
     differentiable -- inputs gradients flow to (backward formulas live in the core, or in `backward`).
     dtypes      -- dtypes the op is defined for (the conformance suite tests each one a backend claims).
-    composite   -- implemented in the core from other ops; no backend kernel is needed.
+    composite   -- implemented in the core from other ops; no backend kernel is needed. A backend may still
+                   register a fused kernel for it (an optional optimisation): where it has one for the
+                   dtype, the dispatcher runs that kernel, elsewhere the composite; conformance checks
+                   whichever runs against the same reference.
     inplace     -- the kernel updates its inputs (optimizer steps); it has no outputs.
     dispatch_on -- the input whose dtype selects the kernel and is the "dtype under test".
     reference   -- float64 numpy implementation used by the conformance suite.

@@ -20,7 +20,7 @@ from rumus_contracts.ops.nn_pool import adaptive_bounds
 from .. import _math as M
 from .._dispatch import COMPOSITES
 from ..amp.policy import follow
-from ..autograd.kernel_lookup import conditional_kernel_takes, has_kernel
+from ..autograd.kernel_lookup import conditional_kernel_takes
 from ..ops import get as _op
 from ..tensor import Tensor
 
@@ -63,13 +63,21 @@ def _same_padding(weight_hw: Sequence[int], dilation: Pair, stride: Pair) -> tup
 
 
 def _fused_bias(x: Tensor, weight: Tensor, bias: Tensor, attrs: dict[str, Any]) -> bool:
-    """Whether conv2d's bias goes into the convolution's own kernel (conv2d_bias): the backend has one, the
-    bias is the plain [out_channels] vector in the operands' dtype, and no plugin's conditional conv2d kernel
-    (rumus-vision's direct convolutions) would take the call. Otherwise the bias is a separate broadcast add,
-    with that path's promotion and error messages."""
+    """Whether conv2d's bias goes through the conv2d_bias op (the backend's fused kernel where it has one,
+    else the composite below): the bias is the plain [out_channels] vector in the operands' dtype, and no
+    plugin's conditional conv2d kernel (rumus-vision's direct convolutions) would take the call. Otherwise the
+    bias is a separate broadcast add, with that path's promotion and error messages."""
     return (bias.ndim == 1 and weight.ndim == 4 and x.ndim == 4 and bias.shape[0] == weight.shape[0]
-            and bias.dtype == x.dtype == weight.dtype and has_kernel("conv2d_bias", x)
+            and bias.dtype == x.dtype == weight.dtype
             and not conditional_kernel_takes("conv2d", x, [x.shape, weight.shape], attrs))
+
+
+def _conv2d_bias_op(x: Tensor, weight: Tensor, bias: Tensor, **attrs: Any) -> Tensor:
+    """conv2d_bias where the backend has no fused kernel: conv2d, then the bias per output channel (the op's
+    own shape rule first, so a bias that does not fit says so as the fused kernel's path does)."""
+    schema = _op("conv2d_bias").schema
+    schema.shape([x.shape, weight.shape, bias.shape], schema.bind_attrs(attrs))
+    return M.add(_op("conv2d")(x, weight, **attrs), bias.reshape(1, -1, 1, 1))
 
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
@@ -227,4 +235,5 @@ def _adaptive_avg_pool2d_op(x: Tensor, output_size: Pair = (1, 1)) -> Tensor:
     return M.matmul(M.matmul(_averaging_matrix(h, ho, False, x), x), _averaging_matrix(w, wo, True, x))
 
 
-COMPOSITES.update({"conv_transpose2d": _conv_transpose2d_op, "adaptive_avg_pool2d": _adaptive_avg_pool2d_op})
+COMPOSITES.update({"conv_transpose2d": _conv_transpose2d_op, "adaptive_avg_pool2d": _adaptive_avg_pool2d_op,
+                   "conv2d_bias": _conv2d_bias_op})

@@ -9,9 +9,8 @@
 `conv2d_backward_input` is the adjoint of conv2d in x and `conv2d_backward_weight` its adjoint in the
 weight; each one's derivatives are again one of the three, so every backend gets first and second
 derivatives from these three kernels. `conv_transpose2d` is `conv2d_backward_input` with the output
-size worked out from output_padding (a composite: no kernel of its own). `conv2d_bias` is an optional fused
-op: a backend may add the bias in its convolution's epilogue; where it has no kernel for it, the core adds
-the bias to conv2d's output itself (rumus.nn.functional.conv2d), so backends without it stay correct.
+size worked out from output_padding (a composite: no kernel of its own). `conv2d_bias` is a composite (conv2d,
+then add) that a backend may replace with a fused kernel adding the bias in its convolution's epilogue.
 
 Attributes reaching a kernel are normalized pairs of ints: stride >= 1, padding >= 0 (symmetric; the
 core builds padding="same" with an even kernel from a symmetric conv and a slice), dilation >= 1.
@@ -337,9 +336,9 @@ def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "conv2d_bias", ("x", "weight", "bias"), _conv2d_bias_shape, autocast="lower", attrs=dict(CONV_ATTRS),
         contiguous=("x", "weight", "bias"), differentiable=("x", "weight", "bias"), reference=conv2d_bias_reference,
-        samples=_conv2d_bias_samples, error_samples=_conv2d_bias_errors,
-        doc="conv2d(x, weight) + bias[O] per output channel, fused (PyTorch's conv2d with bias); optional: "
-            "the core composes conv2d and add where a backend has no kernel for it", **common))
+        samples=_conv2d_bias_samples, error_samples=_conv2d_bias_errors, composite=True,
+        doc="conv2d(x, weight) + bias[O] per output channel (PyTorch's conv2d with bias): a composite of conv2d "
+            "and add, which a backend may replace with a fused kernel (the bias in its epilogue)", **common))
     registry.register(OpSchema(
         "conv2d_backward_input", ("grad", "weight"), _backward_input_shape,
         attrs={**CONV_ATTRS, "input_size": (1, 1)}, contiguous=("grad", "weight"),
