@@ -209,6 +209,8 @@ def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -
     """Reduce the leading dim of [rlen, rows.rows] (row stride rows.rstr[0]) in two passes: splits of the
     rows folded per column unit, then each unit's splits folded in order (deterministic). Returns the
     launch as replay(out_buffer, x_buffer), which `cached` keeps per layout."""
+    if out.dtype != x.dtype:
+        raise RumusError(f"wgpu {op}: the column kernel writes its input's type ({x.dtype}), not {out.dtype}")
     cols, length, stride = rows.rows, rows.rlen, rows.rstr[0]
     vec = (not env_set(NOVEC) and cols % 4 == 0 and stride % 4 == 0 and x.offset % 4 == 0 and out.offset % 4 == 0)
     per = 4 if vec else 1
@@ -236,8 +238,11 @@ def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -
 def reduce_kernel(op: str) -> Any:
     def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         rows = Rows(x, out, tuple(attrs.get("dims", ())))
-        if (leading_dim(rows, x.dtype) and rows.rows > 1 and rows.rlen > 1 and x.numel >= COLUMN_MIN_ELEMENTS
-                and rows.rows <= FOLD_UNITS * dev.max_groups):  # wider: the row kernel (the fold's grid is 1-D)
+        # the column kernel reads and writes one storage type: a reduction that also converts (split-K's
+        # float32 partials into a float16 C) takes the row kernel, which converts on its store; so do
+        # wider ones (the fold's grid is 1-D)
+        if (out.dtype == x.dtype and leading_dim(rows, x.dtype) and rows.rows > 1 and rows.rlen > 1
+                and x.numel >= COLUMN_MIN_ELEMENTS and rows.rows <= FOLD_UNITS * dev.max_groups):
             return column_kernel(dev, op, out, x, rows)
         vec = vec_rows(rows, x.dtype)
         t = rows.group(4 if vec else 1)
