@@ -4,6 +4,7 @@
 #   bash benchmarks/device_sweep.sh gpu     # LM step (fp32, autocast), row kernels, compiled steps vs torch CUDA
 #   bash benchmarks/device_sweep.sh gpu2    # CNN conv A/B, CNN kernels, small steps + sync, amp tests on the GPU
 #   bash benchmarks/device_sweep.sh cpu     # CPU at 1-16 threads, compiled CPU steps
+#   bash benchmarks/device_sweep.sh conf    # the conformance suite on the GPU (float16/bfloat16 columns), the demos
 set -u
 OUT=${OUT:-/tmp/sweep}; mkdir -p "$OUT"
 B=benchmarks
@@ -25,5 +26,9 @@ gpu2)
 cpu)
   t cpu_scaling 240 env RUMUS_BACKEND=cpu python3 $B/cpu_scaling.py --threads 1 2 4 8 16 --quick --no-extra
   t compile_cpu 90 env RUMUS_NUM_THREADS=16 RUMUS_BACKEND=cpu python3 $B/compile_steps.py --models MLP CNN --rounds 3
+  ;;
+conf)
+  t conformance_gpu 300 env RUMUS_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider --pyargs rumus_conformance
+  t demo_gpu_f16 120 env RUMUS_BACKEND=wgpu python3 -m rumus demo --out "$OUT/demo_f16" --epochs 8 --amp float16
   ;;
 esac
