@@ -28,7 +28,7 @@ cpu)
   t compile_cpu 90 env RUMUS_NUM_THREADS=16 RUMUS_BACKEND=cpu python3 $B/compile_steps.py --models MLP CNN --rounds 3
   ;;
 conf)
-  t conformance_gpu 300 env RUMUS_BACKEND=wgpu python3 -m pytest -q -p no:cacheprovider --pyargs rumus_conformance
+  t conformance_gpu 300 env RUMUS_BACKEND=wgpu python3 -m rumus conformance --backend wgpu -q --xfails conformance/known-gaps/wgpu.txt
   t demo_gpu_f16 120 env RUMUS_BACKEND=wgpu python3 -m rumus demo --out "$OUT/demo_f16" --epochs 8 --amp float16
   ;;
 esac
