@@ -16,6 +16,21 @@ typedef struct {
     int nesterov, first;
 } sgd_ctx;
 
+/* The contiguous loop in T; AMS (a constant) keeps amsgrad's running maximum in X_ and divides by it. */
+#define ADAM_CONTIGUOUS(T, AMS)                                                                         \
+    for (int64_t i = 0; i < n; i++) {                                                                   \
+        const T Pv = P_[i] * tdecay, Gv = tsign * G_[i] + tl2 * Pv;                                     \
+        const T Mv = tb1 * M_[i] + ob1 * Gv, Vv = tb2 * V_[i] + ob2 * Gv * Gv;                          \
+        T Wv = Vv;                                                                                      \
+        M_[i] = Mv;                                                                                     \
+        V_[i] = Vv;                                                                                     \
+        if (AMS) {                                                                                      \
+            Wv = X_[i] < Vv ? Vv : X_[i];                                                               \
+            X_[i] = Wv;                                                                                 \
+        }                                                                                               \
+        P_[i] = Pv - tss * Mv / (_Generic(Wv, float: sqrtf, default: sqrt)(Wv) * tinv + teps);          \
+    }
+
 /* operands: param, grad, exp_avg, exp_avg_sq (+ max_exp_avg_sq through the context) */
 #define DEF_ADAM(sfx, TT, ...)                                                                          \
     static void adam_##sfx(int64_t n, char **p, const int64_t *s, const void *ctx) {                    \
@@ -31,26 +46,11 @@ typedef struct {
             const T tb1 = (T)b1, tb2 = (T)b2, ob1 = (T)(1.0 - b1), ob2 = (T)(1.0 - b2);                 \
             const T tdecay = (T)decay, tl2 = (T)l2, tss = (T)c->step_size, tsign = (T)c->sign;          \
             const T tinv = (T)(1.0 / c->sqrt_bc2), teps = (T)c->eps;                                    \
-            if (VM_) {                                                                                  \
-                T *restrict X_ = VM_;                                                                   \
-                for (int64_t i = 0; i < n; i++) {                                                       \
-                    const T Pv = P_[i] * tdecay, Gv = tsign * G_[i] + tl2 * Pv;                         \
-                    const T Mv = tb1 * M_[i] + ob1 * Gv, Vv = tb2 * V_[i] + ob2 * Gv * Gv;              \
-                    const T Xv = X_[i] < Vv ? Vv : X_[i];                                               \
-                    M_[i] = Mv;                                                                         \
-                    V_[i] = Vv;                                                                         \
-                    X_[i] = Xv;                                                                         \
-                    P_[i] = Pv - tss * Mv / (_Generic(Xv, float: sqrtf, default: sqrt)(Xv) * tinv + teps); \
-                }                                                                                       \
-                return;                                                                                 \
-            }                                                                                           \
-            for (int64_t i = 0; i < n; i++) {                                                           \
-                const T Pv = P_[i] * tdecay, Gv = tsign * G_[i] + tl2 * Pv;                             \
-                const T Mv = tb1 * M_[i] + ob1 * Gv, Vv = tb2 * V_[i] + ob2 * Gv * Gv;                  \
-                M_[i] = Mv;                                                                             \
-                V_[i] = Vv;                                                                             \
-                P_[i] = Pv - tss * Mv / (_Generic(Vv, float: sqrtf, default: sqrt)(Vv) * tinv + teps);  \
-            }                                                                                           \
+            T *restrict X_ = VM_;                                                                       \
+            if (VM_)                                                                                    \
+                ADAM_CONTIGUOUS(T, 1)                                                                   \
+            else                                                                                        \
+                ADAM_CONTIGUOUS(T, 0)                                                                   \
             return;                                                                                     \
         }                                                                                               \
         for (int64_t i = 0; i < n; i++) {                                                               \

@@ -18,13 +18,17 @@ _ADAM = _lib.loops(lib.rumus_optim_find, "adam", FLOAT)
 _SGD = _lib.loops(lib.rumus_optim_find, "sgd", FLOAT)
 
 
+def _meta(*args: TensorArg) -> Any:
+    """The C loop layout of a step's operands (they share the parameter's shape), cached."""
+    key = (args[0].shape, *(a.strides for a in args))
+    meta = META.get(key)
+    return ew_meta(key) if meta is None else meta
+
+
 def adam_step(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     """param, grad, exp_avg, exp_avg_sq; updates param, exp_avg and exp_avg_sq (bias-corrected)."""
     p, g, m, v = inputs
-    key = (p.shape, p.strides, g.strides, m.strides, v.strides)
-    meta = META.get(key)
-    if meta is None:
-        meta = ew_meta(key)
+    meta = _meta(p, g, m, v)
     if meta is EMPTY:
         return
     lr, beta1, beta2, step = float(attrs["lr"]), float(attrs["beta1"]), float(attrs["beta2"]), int(attrs["step"])
@@ -39,10 +43,7 @@ def adam_step_dev_(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], at
     """param, grad, exp_avg, exp_avg_sq, [max_exp_avg_sq], step, found_inf (the op's list spelled out): the
     bias corrections from step + 1 and the skip are decided in C, from the tensors' values."""
     p, g, m, v, *vmax, step, flag = inputs
-    key = (p.shape, p.strides, g.strides, m.strides, v.strides)
-    meta = META.get(key)
-    if meta is None:
-        meta = ew_meta(key)
+    meta = _meta(p, g, m, v)
     if meta is EMPTY:
         return
     x = vmax[0] if vmax else None
@@ -65,10 +66,7 @@ def adam_step_count_(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], 
 def sgd_step(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     """param, grad, momentum_buffer; updates param and (with momentum) momentum_buffer."""
     p, g, buf = inputs
-    key = (p.shape, p.strides, g.strides, buf.strides)
-    meta = META.get(key)
-    if meta is None:
-        meta = ew_meta(key)
+    meta = _meta(p, g, buf)
     if meta is EMPTY:
         return
     lib.rumus_sgd_run(_SGD[p.dtype.name], meta, _from_buffer(p.buffer), p.offset, _from_buffer(g.buffer), g.offset,

@@ -181,7 +181,12 @@ def _count_samples(rng: np.random.Generator) -> list[Sample]:
 
 def _count_errors() -> list[ErrorSample]:
     return [ErrorSample([[np.zeros(2)], np.zeros(())], {}, ShapeError, "'steps[0]' must hold one"),
-            ErrorSample([[np.zeros(())], np.zeros(())], {}, DTypeError, "float32", dtypes=[[float64], None])]
+            ErrorSample([[np.zeros(())], np.zeros(())], {}, DTypeError, "float32", dtypes=_listed([float64]))]
+
+
+def _listed(counts: list[DType]) -> Any:
+    """A sample's `dtypes` pinning one dtype per count (a list in the variadic input's place)."""
+    return [counts, None]
 
 
 def _count_shapes(shapes: Sequence[Any], attrs: Mapping[str, Any]) -> list[Shape]:
