@@ -118,25 +118,27 @@ class Optimizer:
     def _apply(self) -> None:
         skip: Tensor | None = None  # found_inf != 0, made once per step for update_unless
         with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    state = self.state.setdefault(id(p), {})
-                    if self.master_weights:
-                        master_of(p, state)  # before the step: a skipped first step restores it too
-                    grad = self._step_grad(p)
-                    if grad is None:
-                        continue  # no gradient reached this parameter: nothing to do
-                    target = state.get("master_param", p)
-                    if self._found_inf is None or self.fused_skip:
-                        self._update(target, grad, group, state)
-                    else:
-                        if skip is None:
-                            skip = self._found_inf != 0
-                        update_unless(skip, self, target, grad, group, state)
-                    if target is not p:
-                        p.copy_(target)  # the model's parameter: the master rounded to its dtype
-                    p.grad = None  # drained
-            self._finish_step()
+            try:
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state.setdefault(id(p), {})
+                        if self.master_weights:
+                            master_of(p, state)  # before the step: a skipped first step restores it too
+                        grad = self._step_grad(p)
+                        if grad is None:
+                            continue  # no gradient reached this parameter: nothing to do
+                        target = state.get("master_param", p)
+                        if self._found_inf is None or self.fused_skip:
+                            self._update(target, grad, group, state)
+                        else:
+                            if skip is None:
+                                skip = self._found_inf != 0
+                            update_unless(skip, self, target, grad, group, state)
+                        if target is not p:
+                            p.copy_(target)  # the model's parameter: the master rounded to its dtype
+                        p.grad = None  # drained
+            finally:  # the parameters updated so far count this step, even if a later one raised
+                self._finish_step()
 
     def _finish_step(self) -> None:
         """After every parameter's update: what one step does once (Adam advances its device counts)."""
