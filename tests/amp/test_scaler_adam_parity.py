@@ -207,7 +207,7 @@ def test_master_weights_skip_leaves_the_half_model_and_its_master_alone() -> Non
     """float16 parameters with float32 master copies: the fused kernel updates the master, and a skipped step
     leaves both bit for bit."""
     rm.manual_seed(1)
-    model = nn.Linear(5, 4).half()
+    model = nn.Linear(5, 4).to("cpu").half()  # cpu named: under RUMUS_BACKEND=wgpu the default is wgpu
     opt = rm.optim.AdamW(model.parameters(), lr=0.01, master_weights=True)
     scaler = rm.amp.GradScaler(init_scale=2.0 ** 8)
     x = rm.tensor(X, dtype=rm.float16, device="cpu")
