@@ -51,7 +51,6 @@ class Adam(Optimizer):
             state["exp_avg_sq"] = _creation.zeros_like(p)
             if amsgrad:
                 state["max_exp_avg_sq"] = _creation.zeros_like(p)
-        b1, b2 = group["betas"]
         if on_device:
             self._fused_on_device(p, grad, group, state)
             return
@@ -67,6 +66,7 @@ class Adam(Optimizer):
         if not fused:
             self._from_ops(p, grad, group, state)
             return
+        b1, b2 = group["betas"]
         _op("adam_step")(p, grad, state["exp_avg"], state["exp_avg_sq"], lr=float(group["lr"]), beta1=float(b1),
                       beta2=float(b2), eps=float(group["eps"]), weight_decay=float(group["weight_decay"]),
                       decoupled=self.decoupled, step=state["step"])
