@@ -36,7 +36,7 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     **{op: FI for op in ("sum", "prod", "amax", "amin", "argmax", "argmin")},
     "softmax": F, "log_softmax": F, "softmax_backward": F, "log_softmax_backward": F,
     "matmul": (*F, bfloat16),  # bfloat16 words unpacked in the GEMM's tile loads (gemm.py)
-    "adam_step": (float32,), "sgd_step": (float32,),
+    **{op: (float32,) for op in optim.kernels()},  # adam_step(_dev_, _count_), sgd_step
     **{op: ALL for op in ("gather", "index_select", "embedding")},
     **{op: F for op in ("scatter_add", "index_add", "embedding_backward")},
     **{op: F for m in (nn_conv, nn_pool, nn_norm, nn_dropout) for op in m.kernels()},

@@ -3,8 +3,9 @@
 PyTorch's scaler reads its found-inf flag on the host to decide whether to call `optimizer.step()`.
 Here the flag stays on the device: `unscale_` is one multi-tensor kernel over all gradients (multiply by
 1/scale and OR "any inf/NaN" into the flag; one GPU dispatch per group of buffers the device binds),
-the optimizer applies its update and undoes it with a select by the flag (rumus/optim/_master.py; Adam's
-step count is a device tensor then, so a skipped step leaves it as PyTorch's scaler does), and `update`
+Adam/AdamW's fused kernel reads the flag and writes nothing on a skipped step (its step count is a device
+tensor then, left as PyTorch's scaler leaves it), other optimizers apply their update and undo it with a
+select by the flag (rumus/optim/_master.py), and `update`
 changes the scale with a device op. Only `get_scale()` and `state_dict()` read the device, when the user
 asks for them.
 """
@@ -94,12 +95,11 @@ class GradScaler:
             raise RumusError("GradScaler.step() was already called on this optimizer since the last update()")
         if st.get("stage") != _UNSCALED:
             self.unscale_(optimizer)
-        with no_grad():
-            optimizer._skip_if = st["found_inf"] != 0
+        optimizer._found_inf = st["found_inf"]
         try:
             out = optimizer.step()
         finally:
-            optimizer._skip_if = None
+            optimizer._found_inf = None
         st["stage"] = _STEPPED
         return out
 

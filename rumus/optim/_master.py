@@ -1,11 +1,10 @@
 """Mixed-precision helpers of Optimizer: float32 master copies, and an update that a device flag undoes.
 
-A step the GradScaler must skip (inf/NaN gradients) is still run, then every tensor it wrote is put
-back with `where(flag, before, after)` on the device: the host never learns whether it was skipped.
-Adam and AdamW keep their step count on the device for this (a float32 0-d tensor, PyTorch's
-capturable=True form), so it is put back too and bias corrections count only the steps taken, as with
-PyTorch's scaler. Host-side counters of the other optimizers (NAdam's, RAdam's, Adamax's `step`) do
-advance on a skipped step.
+A step the GradScaler must skip (inf/NaN gradients) is still run by an optimizer with no fused form
+that reads the flag, then every tensor it wrote is put back with `where(flag, before, after)` on the
+device: the host never learns whether it was skipped. Adam and AdamW need none of it: their fused kernel
+reads the flag (rumus/optim/adam.py). Host-side counters of the other optimizers (NAdam's, RAdam's,
+Adamax's `step`) do advance on a skipped step.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from typing import Any
 
 from rumus_contracts import float32
 
-from .. import _creation
 from .._math import where
 from ..tensor import Tensor
 
@@ -38,9 +36,6 @@ def update_unless(skip: Tensor, optimizer: Any, target: Tensor, grad: Tensor, gr
                   state: dict[str, Any]) -> None:
     """optimizer._update(target, grad, group, state), then every write undone where `skip` (a bool 0-d
     device tensor) is true."""
-    if getattr(optimizer, "device_step", False) and isinstance(state.get("step"), (int, float)):
-        # a count from unscaled steps or an old checkpoint: onto the device before it is saved below
-        state["step"] = _creation.full((), float(state["step"]), dtype=float32, device=target.device)
     before = {k: v.clone() for k, v in state.items() if isinstance(v, Tensor) and k != "master_param"}
     saved_target = target.clone()
     optimizer._update(target, grad, group, state)

@@ -6,8 +6,10 @@ never touch each other's gradients, and a parameter that got no gradient is simp
 Mixed precision (issue 13): `master_weights=True` (or `enable_master_weights()`) keeps a float32 copy of
 every float16/bfloat16 parameter in its state ("master_param"); the update runs on the copy with the
 gradient widened to float32, and the parameter gets the rounded result — the model keeps its dtype,
-checkpoints included. `rumus.amp.GradScaler.step` sets `_skip_if` (a device flag): the update is then
-applied and undone with a select on the device, so skipping a step never needs the host to read the flag.
+checkpoints included. `rumus.amp.GradScaler.step` sets `_found_inf` (a float32 device flag, 1.0 = skip):
+an optimizer with a fused form that reads the flag itself (`fused_skip`, Adam/AdamW) gets it in `_update`;
+the others' updates are applied and undone with a select on the device (update_unless), so skipping a step
+never needs the host to read the flag.
 """
 
 from __future__ import annotations
@@ -25,13 +27,14 @@ from ._master import master_of, update_unless
 
 class Optimizer:
     defaults: dict[str, Any]
+    fused_skip = False  # True: _update honours _found_inf itself (no update_unless around it)
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
         self.param_groups: list[dict[str, Any]] = []
         self.state: dict[int, dict[str, Any]] = {}
         self.master_weights = False
-        self._skip_if: Tensor | None = None  # GradScaler: a bool device flag, true when this step must be undone
+        self._found_inf: Tensor | None = None  # GradScaler: a float32 device flag, not 0 when this step is skipped
         params = list(params)
         if not params:
             raise RumusError(f"{type(self).__name__} got an empty parameter list")
@@ -113,23 +116,32 @@ class Optimizer:
         return g
 
     def _apply(self) -> None:
+        skip: Tensor | None = None  # found_inf != 0, made once per step for update_unless
         with no_grad():
-            for group in self.param_groups:
-                for p in group["params"]:
-                    state = self.state.setdefault(id(p), {})
-                    if self.master_weights:
-                        master_of(p, state)  # before the step: a skipped first step restores it too
-                    grad = self._step_grad(p)
-                    if grad is None:
-                        continue  # no gradient reached this parameter: nothing to do
-                    target = state.get("master_param", p)
-                    if self._skip_if is None:
-                        self._update(target, grad, group, state)
-                    else:
-                        update_unless(self._skip_if, self, target, grad, group, state)
-                    if target is not p:
-                        p.copy_(target)  # the model's parameter: the master rounded to its dtype
-                    p.grad = None  # drained
+            try:
+                for group in self.param_groups:
+                    for p in group["params"]:
+                        state = self.state.setdefault(id(p), {})
+                        if self.master_weights:
+                            master_of(p, state)  # before the step: a skipped first step restores it too
+                        grad = self._step_grad(p)
+                        if grad is None:
+                            continue  # no gradient reached this parameter: nothing to do
+                        target = state.get("master_param", p)
+                        if self._found_inf is None or self.fused_skip:
+                            self._update(target, grad, group, state)
+                        else:
+                            if skip is None:
+                                skip = self._found_inf != 0
+                            update_unless(skip, self, target, grad, group, state)
+                        if target is not p:
+                            p.copy_(target)  # the model's parameter: the master rounded to its dtype
+                        p.grad = None  # drained
+            finally:  # the parameters updated so far count this step, even if a later one raised
+                self._finish_step()
+
+    def _finish_step(self) -> None:
+        """After every parameter's update: what one step does once (Adam advances its device counts)."""
 
     def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
         raise NotImplementedError

@@ -5,6 +5,7 @@ torch.amp.GradScaler("cpu") with torch.optim.Adam/AdamW — on cpu and on wgpu, 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,17 @@ def _assert_same(ours: nn.Linear, theirs: torch.nn.Linear) -> None:
 
 
 KINDS = [("Adam", {"weight_decay": 0.0}), ("Adam", {"weight_decay": 0.1}), ("AdamW", {"weight_decay": 0.05}),
-         ("Adam", {"amsgrad": True}), ("AdamW", {"maximize": True})]
+         ("Adam", {"amsgrad": True}), ("AdamW", {"maximize": True}), ("AdamW", {"amsgrad": True, "weight_decay": 0.05})]
+
+
+def _assert_same_state(opt: Any, topt: Any, ours: nn.Linear, theirs: torch.nn.Linear, steps: float) -> None:
+    """exp_avg, exp_avg_sq (and AMSGrad's running maximum) and the step count of every parameter as torch's."""
+    for a, b in ((ours.weight, theirs.weight), (ours.bias, theirs.bias)):
+        mine, its = opt.state[id(a)], topt.state[b]
+        for key in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+            if key in its:
+                np.testing.assert_allclose(mine[key].numpy(), its[key].numpy(), rtol=2e-5, atol=1e-9, err_msg=key)
+        assert isinstance(mine["step"], rm.Tensor) and float(mine["step"].item()) == float(its["step"]) == steps
 
 
 @pytest.mark.parametrize("device", devices())
@@ -68,8 +79,7 @@ def test_skipped_steps_train_to_torchs_parameters(device: str, kind: str, extra:
         assert backend.stats(0)["syncs"] == syncs, "scaled Adam steps (two of them skipped) waited for the GPU"
     _assert_same(ours, theirs)
     assert scaler.get_scale() == tscaler.get_scale()
-    step = opt.state[id(ours.weight)]["step"]
-    assert isinstance(step, rm.Tensor) and float(step.item()) == 8.0  # 10 steps, 2 skipped
+    _assert_same_state(opt, topt, ours, theirs, 8.0)  # 10 steps, 2 skipped
 
 
 def test_state_dict_round_trip_and_the_old_int_step() -> None:
@@ -99,3 +109,120 @@ def test_state_dict_round_trip_and_the_old_int_step() -> None:
     _step(ours, again, scaler, x, None)
     _step(theirs, topt, tscaler, tx, None)
     _assert_same(ours, theirs)
+
+
+@pytest.mark.parametrize("device", devices())
+def test_a_skipped_first_step_leaves_fresh_state_and_counts_stay_per_parameter(device: str) -> None:
+    """The first step skipped: zero moments and a zero count, as torch (whose scaler never calls step);
+    then a step in which the bias got no gradient advances only the weight's count (torch's per-parameter
+    counts)."""
+    ours, theirs = _pair(device)
+    opt, topt = rm.optim.AdamW(ours.parameters(), lr=0.05), torch.optim.AdamW(theirs.parameters(), lr=0.05)
+    scaler, tscaler = rm.amp.GradScaler(init_scale=2.0 ** 8), torch.amp.GradScaler("cpu", init_scale=2.0 ** 8)
+    x, tx = rm.tensor(X, dtype=rm.float32, device=device), torch.from_numpy(X).float()
+    before = ours.weight.numpy().copy()
+    _step(ours, opt, scaler, x, math.inf)
+    _step(theirs, topt, tscaler, tx, math.inf)
+    np.testing.assert_array_equal(ours.weight.numpy(), before)
+    for p in (ours.weight, ours.bias):
+        st = opt.state[id(p)]
+        assert float(st["step"].item()) == 0.0
+        assert not st["exp_avg"].numpy().any() and not st["exp_avg_sq"].numpy().any()
+    for model, opt_, scaler_, x_ in ((ours, opt, scaler, x), (theirs, topt, tscaler, tx)):
+        scaler_.scale((model(x_) ** 2).mean()).backward()
+        model.bias.grad = None
+        scaler_.step(opt_)
+        scaler_.update()
+        opt_.zero_grad()
+    _step(ours, opt, scaler, x, None)
+    _step(theirs, topt, tscaler, tx, None)
+    _assert_same(ours, theirs)
+    assert float(opt.state[id(ours.weight)]["step"].item()) == float(topt.state[theirs.weight]["step"]) == 2.0
+    assert float(opt.state[id(ours.bias)]["step"].item()) == float(topt.state[theirs.bias]["step"]) == 1.0
+
+
+def _count_kernel_calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
+    """Every kernel call from here on, by op (the ops' cached kernels and dispatch plans are dropped first,
+    and again when the test ends, so the counting wrappers do not outlive it)."""
+    calls: Counter[str] = Counter()
+    find = rm._runtime.kernel
+
+    def counted(name: str, backend: object, dtype: rm.DType) -> object:
+        kernel = find(name, backend, dtype)
+
+        def run(outs: Any, ins: Any, attrs: Any) -> Any:
+            calls[name] += 1
+            return kernel(outs, ins, attrs)
+        return run
+
+    def forget() -> None:
+        for op in rm.ops._ops.values():
+            op._kernels.clear()
+            op._plans.clear()
+    forget()
+    monkeypatch.setattr(rm._runtime, "kernel", counted)
+    monkeypatch.setattr(rm.ops, "_forget_counted", forget, raising=False)
+    return calls
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_a_scaled_step_is_one_fused_kernel_per_parameter(device: str, amsgrad: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under a GradScaler, taken or skipped: one adam_step_dev_ per parameter and one adam_step_count_ per
+    step, none of the core-op update's kernels (where, copy, mul, ...); on wgpu no host sync and at most a
+    few dispatches beyond one per parameter."""
+    rm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 6), nn.Tanh(), nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 2)).to(device)
+    opt = rm.optim.AdamW(model.parameters(), lr=0.01, amsgrad=amsgrad)
+    scaler = rm.amp.GradScaler(init_scale=2.0 ** 8)
+    x = rm.tensor(X, dtype=rm.float32, device=device)
+    wgpu = device.startswith("wgpu")
+    backend = rm._runtime.backend(device.split(":")[0])
+    try:
+        for k in range(3):
+            scaler.scale((model(x) ** 2).mean()).backward()
+            if k == 1:
+                model[0].weight.grad[0, 0] = math.inf
+            calls = _count_kernel_calls(monkeypatch)
+            if wgpu:
+                backend.flush(0)
+                stats = backend.stats(0)
+            scaler.step(opt)
+            scaler.update()
+            assert calls["adam_step_dev_"] == 6 and calls["adam_step_count_"] == 1, dict(calls)
+            if k:  # the first step also fills the new state (moments, counts) with zeros
+                assert sum(calls.values()) <= 6 + 5, dict(calls)  # + the flag's fill, 1/scale, unscale, update
+            if wgpu and k:
+                after = backend.stats(0)
+                assert after["syncs"] == stats["syncs"]
+                assert after["dispatches"] - stats["dispatches"] <= 6 + 5
+    finally:
+        rm.ops._forget_counted()
+    steps = {float(opt.state[id(p)]["step"].item()) for p in model.parameters()}
+    assert steps == {2.0}  # three steps, the second skipped
+
+
+def test_master_weights_skip_leaves_the_half_model_and_its_master_alone() -> None:
+    """float16 parameters with float32 master copies: the fused kernel updates the master, and a skipped step
+    leaves both bit for bit."""
+    rm.manual_seed(1)
+    model = nn.Linear(5, 4).to("cpu").half()  # cpu named: under RUMUS_BACKEND=wgpu the default is wgpu
+    opt = rm.optim.AdamW(model.parameters(), lr=0.01, master_weights=True)
+    scaler = rm.amp.GradScaler(init_scale=2.0 ** 8)
+    x = rm.tensor(X, dtype=rm.float16, device="cpu")
+    for k in range(3):
+        scaler.scale((model(x).float() ** 2).mean()).backward()
+        if k == 1:
+            model.weight.grad[0, 0] = math.inf
+        before = [(p.float().numpy().copy(), opt.state.get(id(p), {}).get("master_param")) for p in model.parameters()]
+        before = [(a, None if m is None else m.numpy().copy()) for a, m in before]
+        scaler.step(opt)
+        scaler.update()
+        for p, (value, master) in zip(model.parameters(), before):
+            changed = not np.array_equal(p.float().numpy(), value)
+            assert changed == (k != 1), f"step {k}: parameter changed={changed}"
+            if k == 1:
+                np.testing.assert_array_equal(opt.state[id(p)]["master_param"].numpy(), master)
+            assert p.dtype == rm.float16
+    assert float(opt.state[id(model.weight)]["step"].item()) == 2.0
