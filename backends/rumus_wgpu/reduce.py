@@ -44,8 +44,9 @@ COMBINE = {
     "amax": {"f": "max(a, b)", "i": "max(a, b)", "l": "i64_max(a, b)"},
     "amin": {"f": "min(a, b)", "i": "min(a, b)", "l": "i64_min(a, b)"},
 }
-BETTER = {"argmax": {"f": "a > b", "i": "a > b", "l": "i64_lt(b, a)"},
-          "argmin": {"f": "a < b", "i": "a < b", "l": "i64_lt(a, b)"}}
+# a strictly better than b; NaN is better than any number for both ops (numpy's and the CPU kernels' rule)
+BETTER = {"argmax": {"f": "a > b || (is_nan(a) && !is_nan(b))", "i": "a > b", "l": "i64_lt(b, a)"},
+          "argmin": {"f": "a < b || (is_nan(a) && !is_nan(b))", "i": "a < b", "l": "i64_lt(a, b)"}}
 ZERO = {"f": "0.0", "i": "0", "l": "vec2<u32>(0u)"}
 
 
@@ -283,6 +284,11 @@ _ARG_HELPERS = """
 struct Best {
     v: VAL,
     i: u32,
+}
+
+// from the bits: a compiler may fold v != v to false
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
 fn better(a: VAL, b: VAL) -> bool {
