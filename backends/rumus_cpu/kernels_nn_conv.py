@@ -151,13 +151,15 @@ def _fused_or_unfolded(fused: Any, roles: str) -> Callable[[UnfoldStep], Kernel]
     not attached) the decorated im2col path. `roles` says what (the output, input 0, input 1) are: r the
     conv's [N, O, Ho, Wo] side (y or its gradient), i its [N, C, H, W] side (x or its gradient), w the weight
     (or its gradient)."""
+    ri, ii, wi = roles.index("r"), roles.index("i"), roles.index("w")
+
     def wrap(step: UnfoldStep) -> Kernel:
         def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
             out, (a, b) = outputs[0], inputs
             if out.numel == 0:
                 return
-            side = dict(zip(roles, (out, a, b)))
-            result, image, w_shape = side["r"], side["i"], side["w"].shape
+            sides = (out, a, b)
+            result, image, w_shape = sides[ri], sides[ii], sides[wi].shape
             n, o, ho, wo = result.shape
             if not _fused(fused, a, b, out, _conv_geom(n, image.shape, w_shape[2:], (ho, wo), attrs, 0, o)):
                 step(_Unfold(result, image, w_shape, attrs), out, a, b)
