@@ -1,5 +1,5 @@
-// The uniform of every conv kernel (nn_conv.wgsl, nn_conv_wgrad.wgsl, nn_conv_implicit.wgsl), packed by
-// conv_config.py: the conv geometry, then what each kernel reads (the rest is 0).
+// The uniform of every conv and pooling kernel (nn_conv.wgsl, nn_conv_wgrad.wgsl, nn_conv_implicit.wgsl,
+// nn_pool.wgsl), packed by conv_config.py: the window geometry, then what each kernel reads (the rest is 0).
 struct Config {
     n: u32,                 // kernels launched by grid.wgsl: items (its count)
     gx: u32,                // and workgroups per grid row
@@ -35,4 +35,22 @@ struct Config {
     out_off: u32,           // and the output
     sn: u32,                // im2col / col2im: sample stride of the column buffer
     sr: u32,                // and its row stride
+    include_pad: u32,       // pooling: avg_pool2d's count_include_pad
+    divisor: i32,           // pooling: avg_pool2d's divisor_override, 0 for none
+    ninf: u32,              // pooling: bits of -inf (kept out of constant expressions)
+}
+
+// (hi, mid, lo), a place in a row-major walk over [*, mid_n, lo_n], moved on by `step` without dividing
+// (the loop runs once per row of lo_n crossed: at most once for a step of 1)
+fn walk_on(hi: ptr<function, u32>, mid: ptr<function, i32>, lo: ptr<function, i32>, step: i32, mid_n: i32,
+           lo_n: i32) {
+    *lo += step;
+    while (*lo >= lo_n) {
+        *lo -= lo_n;
+        *mid += 1;
+        if (*mid == mid_n) {
+            *mid = 0;
+            *hi += 1u;
+        }
+    }
 }

@@ -7,7 +7,7 @@
 // Workgroup (tile, grp): 16 rows m x 64 positions r = (sample, a, b); 64 invocations of 4 x 4 outputs:
 // rows m0 + 4 * ty + q, positions p0 + tx + 16 * j (consecutive tx: consecutive positions, so loads
 // and stores coalesce). Sections `forward` / `input` define weight_at and image_at; nn_conv_implicit.py
-// puts exact_div.wgsl and conv_config.wgsl (the uniform) in front.
+// puts exact_div.wgsl and conv_config.wgsl (the uniform, walk_on) in front.
 alias scalar = f32;
 
 @group(0) @binding(0) var<storage, read_write> out: array<scalar>;
@@ -60,15 +60,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
             tc[q * 64u + lid] = v;
             // the next entry: (ch, ti, tj) counts k = (ch * kh + ti) * kw + tj up without dividing
-            tj += 1;
-            if (tj == cfg.kw) {
-                tj = 0;
-                ti += 1;
-                if (ti == cfg.kh) {
-                    ti = 0;
-                    ch += 1u;
-                }
-            }
+            walk_on(&ch, &ti, &tj, 1, cfg.kh, cfg.kw);
         }
         workgroupBarrier();
         for (var kk = 0u; kk < 16u; kk++) {

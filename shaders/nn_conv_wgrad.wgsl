@@ -4,7 +4,7 @@
 // with kernel entry k = (c * kh + i) * kw + j. Pass `partials`: workgroup (tile, grp, split) owns a
 // 16 x 16 tile of (o, k) and one chunk of positions; it writes its partial sums to part[split].
 // Pass `sum` (one invocation per weight element) adds the splits in split order, so the result is
-// the same bits on every run. conv_config.wgsl (the uniform) is put in front; `sum` also includes grid.wgsl.
+// the same bits on every run. conv_config.wgsl (the uniform, walk_on) is put in front; `sum` also includes grid.wgsl.
 alias scalar = f32;
 
 //// partials
@@ -77,15 +77,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             ta[(lrow + 4u * q) * 17u + lcol] = av;
             tb[(lrow + 4u * q) * 17u + lcol] = bv;
         }
-        ow += 16;
-        while (ow >= cfg.wo) {
-            ow -= cfg.wo;
-            oh += 1;
-            if (oh == cfg.ho) {
-                oh = 0;
-                s += 1u;
-            }
-        }
+        walk_on(&s, &oh, &ow, 16, cfg.ho, cfg.wo);
         workgroupBarrier();
         for (var p = 0u; p < 16u; p++) {
             let a0 = ta[(2u * ty) * 17u + p];

@@ -212,19 +212,14 @@ fn run(p: u32) {
     }
 }
 
-//// bn_stats
-@group(0) @binding(0) var<storage, read_write> mean_out: array<scalar>;
-@group(0) @binding(1) var<storage, read_write> var_out: array<scalar>;
-@group(0) @binding(2) var<storage, read> x: array<scalar>;
-@group(0) @binding(3) var<uniform> cfg: Config;
-
-fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
+//// channel_stats
+// (mean, variance) of parameter p's elements, in f32, as batch norm's training statistics (biased
+// variance); needs a binding `x`, at element offset xo. Shifted by the channel's first value: at a large
+// offset (1e6 + noise) a plain f32 sum of the values loses the noise; the sum of the differences keeps it,
+// and a constant channel gets exactly its value as mean and 0 as variance.
+fn channel_stats(lid: u32, lane: u32, t: u32, p: u32, xo: u32) -> vec2<f32> {
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
     let m = f32(max(cfg.outer * cfg.inner, 1u));
-    let xo = cfg.off[0].z;
-    // shifted by the channel's first value: at a large offset (1e6 + noise) a plain f32 sum of the
-    // values loses the noise; the sum of the differences keeps it, and a constant channel gets
-    // exactly its value as mean and 0 as variance
     let shift = select(0.0, f32(x[xo + param_addr(min(p, cfg.n - 1u), 0u)]), count > 0u);
     var s = 0.0;
     for (var e = lane; e < count; e += t) {
@@ -236,10 +231,20 @@ fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
         let d = f32(x[xo + param_addr(p, e)]) - mean;
         q += d * d;
     }
-    let v = group_sum(lid, lane, t, q) / m;
+    return vec2<f32>(mean, group_sum(lid, lane, t, q) / m);
+}
+
+//// bn_stats
+@group(0) @binding(0) var<storage, read_write> mean_out: array<scalar>;
+@group(0) @binding(1) var<storage, read_write> var_out: array<scalar>;
+@group(0) @binding(2) var<storage, read> x: array<scalar>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
+    let st = channel_stats(lid, lane, t, p, cfg.off[0].z);
     if (lane == 0u && p < cfg.n) {
-        mean_out[cfg.off[0].x + p] = scalar(mean);
-        var_out[cfg.off[0].y + p] = scalar(v);
+        mean_out[cfg.off[0].x + p] = scalar(st.x);
+        var_out[cfg.off[0].y + p] = scalar(st.y);
     }
 }
 
@@ -261,8 +266,8 @@ fn run(i: u32) {
 }
 
 //// bn_train
-// batch_norm with training=True from x's own statistics (f32, like bn_stats): one group per
-// channel. Used where the statistics inputs were rounded to a narrow storage type.
+// batch_norm with training=True from x's own statistics (f32, as bn_stats): one group per channel. Used
+// where the statistics inputs were rounded to a narrow storage type.
 @group(0) @binding(0) var<storage, read_write> y: array<scalar>;
 @group(0) @binding(1) var<storage, read> x: array<scalar>;
 @group(0) @binding(2) var<storage, read> w: array<scalar>;
@@ -272,24 +277,13 @@ fn run(i: u32) {
 fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
     let c = min(p, cfg.n - 1u);
     let count = select(0u, cfg.outer * cfg.inner, p < cfg.n);
-    let m = f32(max(cfg.outer * cfg.inner, 1u));
     let xo = cfg.off[0].y;
-    let shift = select(0.0, f32(x[xo + param_addr(c, 0u)]), count > 0u);  // as in bn_stats
-    var s = 0.0;
-    for (var e = lane; e < count; e += t) {
-        s += f32(x[xo + param_addr(p, e)]) - shift;
-    }
-    let mean = shift + group_sum(lid, lane, t, s) / m;
-    var q = 0.0;
-    for (var e = lane; e < count; e += t) {
-        let d = f32(x[xo + param_addr(p, e)]) - mean;
-        q += d * d;
-    }
-    let a = f32(w[cfg.off[0].z + c]) / sqrt(group_sum(lid, lane, t, q) / m + cfg.eps);
+    let st = channel_stats(lid, lane, t, p, xo);
+    let a = f32(w[cfg.off[0].z + c]) / sqrt(st.y + cfg.eps);
     let sh = f32(b[cfg.off[0].w + c]);
     for (var e = lane; e < count; e += t) {
         let i = param_addr(p, e);
-        y[cfg.off[0].x + i] = scalar((f32(x[xo + i]) - mean) * a + sh);
+        y[cfg.off[0].x + i] = scalar((f32(x[xo + i]) - st.x) * a + sh);
     }
 }
 
@@ -375,6 +369,18 @@ fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SL
         q += dot(d, d);
     }
     return vec2<f32>(mean, 1.0 / sqrt(row_sum2(lid, lane, t, vec2<f32>(q, 0.0)).x * inv_n + cfg.eps));
+}
+
+// the sum of v over the workgroup's row groups, in group order (they hold the same columns), for lid < t
+fn fold_groups(lid: u32, h: HeldPos, v: vec4<f32>) -> vec4<f32> {
+    red4[lid] = v;
+    workgroupBarrier();
+    var a = v;
+    for (var q = 1u; q < h.per; q++) {
+        a += red4[q * h.t + h.lane];
+    }
+    workgroupBarrier();
+    return a;
 }
 
 //// held_loads
@@ -489,20 +495,8 @@ fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: 
     }
     // the workgroup's row groups hold the same columns: fold them in group order, then one write each
     for (var k = 0u; k < SLOTS; k++) {
-        red4[lid] = dw[k];
-        workgroupBarrier();
-        var a = dw[k];
-        for (var q = 1u; q < h.per; q++) {
-            a += red4[q * h.t + h.lane];
-        }
-        workgroupBarrier();
-        red4[lid] = db[k];
-        workgroupBarrier();
-        var c = db[k];
-        for (var q = 1u; q < h.per; q++) {
-            c += red4[q * h.t + h.lane];
-        }
-        workgroupBarrier();
+        let a = fold_groups(lid, h, dw[k]);
+        let c = fold_groups(lid, h, db[k]);
         let j = h.lane + k * h.t;
         if (lid < h.t && j < h.len4) {
             let base = wg * cfg.len + 4u * j;

@@ -1,31 +1,9 @@
 // 2-D max / avg pooling over planes [H, W] (N * C planes), PyTorch's window rules as in
 // csrc/internal/nn_conv_impl.h. One invocation per output element (forward) or per input element
 // (backward: it gathers from the windows that cover it, in the CPU kernel's order, so no atomics).
-// nn_pool.py puts grid.wgsl (the launch, `main`) and exact_div.wgsl in front; each kernel is a `run`.
+// nn_pool.py puts grid.wgsl (the launch, `main`), exact_div.wgsl and conv_config.wgsl (the uniform, the
+// conv kernels' window fields plus three of pooling's own) in front; each kernel is a `run`.
 alias scalar = f32;
-
-struct Config {
-    n: u32,
-    gx: u32,
-    h: i32,
-    w: i32,
-    ho: i32,
-    wo: i32,
-    kh: i32,
-    kw: i32,
-    sh: i32,
-    sw: i32,
-    ph: i32,
-    pw: i32,
-    dh: i32,
-    dw: i32,
-    include_pad: u32,
-    divisor: i32,           // divisor_override, 0 for none
-    out_off: u32,
-    a_off: u32,             // first input's element offset
-    b_off: u32,             // second input's
-    ninf: u32,              // bits of -inf (kept out of constant expressions)
-}
 
 // Item i of a kernel that walks planes of h x w positions (forward: outputs, backward: inputs): its
 // plane and its (row, column) in that plane.
@@ -130,12 +108,32 @@ fn run(i: u32) {
 }
 
 //// max_backward
-// gx at one input element: the grads of the windows (in row-major window order) whose argmax it is
+// the backward's second pass: the argmaxes from max_index's scratch buffer
 @group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
 @group(0) @binding(1) var<storage, read> g: array<scalar>;
 @group(0) @binding(2) var<storage, read> idx: array<i32>;
 @group(0) @binding(3) var<uniform> cfg: Config;
 
+fn window_argmax(plane: u32, o: u32, oh: i32, ow: i32) -> i32 {
+    return idx[o];
+}
+
+//// max_backward_direct
+// one pass for windows that do not overlap (at most one covers each input element): its argmax found
+// again here from x (no argmax buffer)
+@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
+@group(0) @binding(1) var<storage, read> g: array<scalar>;
+@group(0) @binding(2) var<storage, read> x: array<scalar>;
+@group(0) @binding(3) var<uniform> cfg: Config;
+
+fn window_argmax(plane: u32, o: u32, oh: i32, ow: i32) -> i32 {
+    return window_max(cfg.b_off + plane * u32(cfg.h * cfg.w), oh, ow).idx;
+}
+
+//// max_gather
+// gx at one input element: the grads of the windows (in row-major window order) whose argmax it is;
+// `window_argmax(plane, o, oh, ow)` (the section before this one) gives output o's argmax, a row-major
+// index in its plane
 fn run(i: u32) {
     let p = plane_pos(i, cfg.h, cfg.w);
     let obase = p.plane * u32(cfg.ho * cfg.wo);
@@ -151,37 +149,8 @@ fn run(i: u32) {
                 continue;
             }
             let o = obase + u32(oh * cfg.wo + ow);
-            if (idx[o] == p.row * cfg.w + p.col) {
+            if (window_argmax(p.plane, o, oh, ow) == p.row * cfg.w + p.col) {
                 acc += f32(g[cfg.a_off + o]);
-            }
-        }
-    }
-    gx[cfg.out_off + i] = scalar(acc);
-}
-
-//// max_backward_direct
-// one pass for windows that do not overlap: gx at one input element is the grad of the window that
-// covers it (at most one) if it is that window's first maximum, found again here (no argmax buffer)
-@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
-@group(0) @binding(1) var<storage, read> g: array<scalar>;
-@group(0) @binding(2) var<storage, read> x: array<scalar>;
-@group(0) @binding(3) var<uniform> cfg: Config;
-
-fn run(i: u32) {
-    let p = plane_pos(i, cfg.h, cfg.w);
-    var acc = 0.0;
-    for (var a = 0; a < cfg.kh; a++) {
-        let oh = exact_div(p.row + cfg.ph - a * cfg.dh, cfg.sh);
-        if (oh < 0 || oh >= cfg.ho) {
-            continue;
-        }
-        for (var b = 0; b < cfg.kw; b++) {
-            let ow = exact_div(p.col + cfg.pw - b * cfg.dw, cfg.sw);
-            if (ow < 0 || ow >= cfg.wo) {
-                continue;
-            }
-            if (window_max(cfg.b_off + p.plane * u32(cfg.h * cfg.w), oh, ow).idx == p.row * cfg.w + p.col) {
-                acc += f32(g[cfg.a_off + p.plane * u32(cfg.ho * cfg.wo) + u32(oh * cfg.wo + ow)]);
             }
         }
     }

@@ -1,7 +1,9 @@
-// sum / prod / amax / amin over a row. reduce.py fills ACC (accumulator type), IDENTITY, COMBINE(a, b),
-// LOOP (this invocation's strided walk over its part of the row, scalar or vec4 loads, folding into
-// `acc`) and STORE (the final or partial write of `acc`).
+// sum / prod / amax / amin over a row, and argmax / argmin (their accumulator a (value, index) pair).
+// reduce.py fills HELPERS (declarations the others use, or nothing), ACC (accumulator type), IDENTITY,
+// COMBINE(a, b), LOOP (this invocation's strided walk over its part of the row, scalar or vec4 loads,
+// folding into `acc`) and STORE (the final or partial write of `acc`).
 {{BINDINGS}}
+{{HELPERS}}
 
 var<workgroup> partials: array<{{ACC}}, 256>;
 

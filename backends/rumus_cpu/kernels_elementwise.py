@@ -16,11 +16,24 @@ from rumus_contracts.ops import expr_c
 from rumus_contracts.ops.expressions import Expr, all_kernels
 
 from . import _lib
-from ._lib import EMPTY, META, ew_meta, ffi, lib
+from ._lib import CACHE_LIMIT, EMPTY, ew_meta, ffi, lib
 from .dtypes import ALL, HALF, NUMERIC
 
 _from_buffer = ffi.from_buffer
-_get = META.get
+
+
+class _Layouts(dict[tuple[Any, ...], Any]):
+    """Layout key (output shape, every operand's strides) -> its meta array or EMPTY, computed by ew_meta the
+    first time (a subscript: one dict lookup on the per-op hot path, no call)."""
+
+    def __missing__(self, key: tuple[Any, ...]) -> Any:
+        if len(self) >= CACHE_LIMIT:
+            self.clear()
+        meta = self[key] = ew_meta(key)
+        return meta
+
+
+_layouts = _Layouts()
 
 
 _NO_PARAMS = (0.0, 0.0)
@@ -46,10 +59,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
 
     def unary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o, x = outputs[0], inputs[0]
-        key = (o.shape, o.strides, x.strides)
-        meta = _get(key)
-        if meta is None:
-            meta = ew_meta(key)
+        meta = _layouts[o.shape, o.strides, x.strides]
         if meta is not EMPTY:
             p0, p1 = params(attrs) if has_params else _NO_PARAMS
             run1(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset,
@@ -58,10 +68,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
     def binary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o = outputs[0]
         a, b = inputs
-        key = (o.shape, o.strides, a.strides, b.strides)
-        meta = _get(key)
-        if meta is None:
-            meta = ew_meta(key)
+        meta = _layouts[o.shape, o.strides, a.strides, b.strides]
         if meta is not EMPTY:
             p0, p1 = params(attrs) if has_params else _NO_PARAMS
             run2(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
@@ -70,10 +77,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
     def ternary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o = outputs[0]
         a, b, c = inputs
-        key = (o.shape, o.strides, a.strides, b.strides, c.strides)
-        meta = _get(key)
-        if meta is None:
-            meta = ew_meta(key)
+        meta = _layouts[o.shape, o.strides, a.strides, b.strides, c.strides]
         if meta is not EMPTY:
             p0, p1 = params(attrs) if has_params else _NO_PARAMS
             run3(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
@@ -82,12 +86,6 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
     kernel: Kernel = (unary, binary, ternary)[n_in - 1]
     kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
     return kernel
-
-
-def _meta(key: tuple[Any, ...]) -> Any:
-    """The cached meta array of a layout key (the table kernels inline this: their calls are the hot path)."""
-    meta = _get(key)
-    return ew_meta(key) if meta is None else meta
 
 
 _WHERE = _lib.loops(lib.rumus_ew_find, "where", ALL)
@@ -99,7 +97,7 @@ def where(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
     """where(cond, a, b); the loop is chosen by a's dtype, whichever input the dispatcher keyed on."""
     o = outputs[0]
     c, a, b = inputs
-    meta = _meta((o.shape, o.strides, c.strides, a.strides, b.strides))
+    meta = _layouts[o.shape, o.strides, c.strides, a.strides, b.strides]
     if meta is not EMPTY:
         lib.rumus_ew_run3(_WHERE[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(c.buffer),
                           c.offset, _from_buffer(a.buffer), a.offset, _from_buffer(b.buffer), b.offset)
@@ -113,7 +111,7 @@ def clamp(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapp
     """Bounds are Python numbers or None; integer inputs are clamped and truncated like a C cast."""
     o, x = outputs[0], inputs[0]
     lo, hi = attrs.get("min"), attrs.get("max")
-    meta = _meta((o.shape, o.strides, x.strides))
+    meta = _layouts[o.shape, o.strides, x.strides]
     if meta is not EMPTY:
         lib.rumus_ew_run1p(_CLAMP[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer),
                            x.offset, -_INF if lo is None else float(lo), _INF if hi is None else float(hi))

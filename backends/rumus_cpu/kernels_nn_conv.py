@@ -18,7 +18,7 @@ Large batches are then processed in chunks of samples so that the scratch buffer
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -115,37 +115,71 @@ def _per_sample(og: int, k: int, hw: int) -> bool:
     return og * k * hw <= PER_SAMPLE_MAX
 
 
-def _unfold_plan(n: int, o: int, hw: int, w_shape: tuple[int, ...], attrs: Mapping[str, Any],
-                 image: TensorArg) -> tuple[int, int, bool, int, int, int]:
-    """(groups, K = the column height, per-sample products?, samples per chunk, elements and item size of
-    one sample of the image side, x or its gradient) of the im2col path."""
-    g, k = int(attrs["groups"]), w_shape[1] * w_shape[2] * w_shape[3]
-    plane = image.shape[1] * image.shape[2] * image.shape[3]
-    return g, k, _per_sample(o // g, k, hw), _chunk(n, g * k * hw), plane, image.buffer.itemsize
+class _Unfold:
+    """The im2col path of one call, where the fused kernel does not apply: groups g, K = the column height,
+    per-sample products? (small), samples per chunk (step), the elements and item size of one sample of the
+    image side (x or its gradient), and the geometry of a chunk for im2col / col2im."""
+
+    def __init__(self, result: TensorArg, image: TensorArg, w_shape: tuple[int, ...], attrs: Mapping[str, Any]) -> None:
+        self.n, self.o, ho, wo = result.shape
+        self.hw = ho * wo
+        self.g, self.k = int(attrs["groups"]), w_shape[1] * w_shape[2] * w_shape[3]
+        self.small = _per_sample(self.o // self.g, self.k, self.hw)
+        self.step = _chunk(self.n, self.g * self.k * self.hw)
+        self.plane = image.shape[1] * image.shape[2] * image.shape[3]
+        self.isz, self.dt, self.np_dt = image.buffer.itemsize, image.dtype.name, image.buffer.dtype
+        self._geom = (image.shape, w_shape[2:], (ho, wo), attrs)
+
+    def geom(self, nb: int) -> Any:
+        """The geometry of a chunk of nb samples, in this call's column layout."""
+        image_shape, k, out_hw, attrs = self._geom
+        return _conv_geom(nb, image_shape, k, out_hw, attrs, 0 if self.small else 1)
+
+    def chunks(self) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(n0, nb, the column buffer) of each chunk of samples [n0, n0 + nb)."""
+        for n0 in range(0, self.n, self.step):
+            nb = min(self.step, self.n - n0)
+            yield n0, nb, _ws.get("cols", self.np_dt, nb * self.g * self.k * self.hw)
 
 
-def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w) = outputs[0], inputs
-    if y.numel == 0:
-        return
-    n, o, ho, wo = y.shape
-    if _fused(_FUSED, x, w, y, _conv_geom(n, x.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
-        return
-    hw = ho * wo
-    g, k, small, step, plane, isz = _unfold_plan(n, o, hw, w.shape, attrs, x)
-    dt, np_dt = x.dtype.name, x.buffer.dtype
+# the im2col path of one kernel: (its plan, the output, input 0, input 1)
+UnfoldStep = Callable[[_Unfold, TensorArg, TensorArg, TensorArg], None]
+
+
+def _fused_or_unfolded(fused: Any, roles: str) -> Callable[[UnfoldStep], Kernel]:
+    """The kernel that runs csrc/nn_conv.c's fused kernel `fused`, or where it does not apply (numpy's BLAS
+    not attached) the decorated im2col path. `roles` says what (the output, input 0, input 1) are: r the
+    conv's [N, O, Ho, Wo] side (y or its gradient), i its [N, C, H, W] side (x or its gradient), w the weight
+    (or its gradient)."""
+    ri, ii, wi = roles.index("r"), roles.index("i"), roles.index("w")
+
+    def wrap(step: UnfoldStep) -> Kernel:
+        def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+            out, (a, b) = outputs[0], inputs
+            if out.numel == 0:
+                return
+            sides = (out, a, b)
+            result, image, w_shape = sides[ri], sides[ii], sides[wi].shape
+            n, o, ho, wo = result.shape
+            if not _fused(fused, a, b, out, _conv_geom(n, image.shape, w_shape[2:], (ho, wo), attrs, 0, o)):
+                step(_Unfold(result, image, w_shape, attrs), out, a, b)
+        kernel.__name__ = kernel.__qualname__ = step.__name__
+        return kernel
+    return wrap
+
+
+@_fused_or_unfolded(_FUSED, "riw")
+def conv2d(u: _Unfold, y: TensorArg, x: TensorArg, w: TensorArg) -> None:
+    g, o, k, hw = u.g, u.o, u.k, u.hw
     wv = view(w).reshape(g, o // g, k)
-    for n0 in range(0, n, step):
-        nb = min(step, n - n0)
-        cols = _ws.get("cols", np_dt, nb * g * k * hw)
-        _IM2COL[dt](ptr(x) + n0 * plane * isz, _from_buffer(cols),
-                    _conv_geom(nb, x.shape, w.shape[2:], (ho, wo), attrs, 0 if small else 1))
-        if small:  # [nb, g, K, HW] -> y[n0:n0+nb] viewed [nb, g, O/g, HW]
+    for n0, nb, cols in u.chunks():
+        _IM2COL[u.dt](ptr(x) + n0 * u.plane * u.isz, _from_buffer(cols), u.geom(nb))
+        if u.small:  # [nb, g, K, HW] -> y[n0:n0+nb] viewed [nb, g, O/g, HW]
             gemm(wv, cols.reshape(nb, g, k, hw), view(y)[n0:n0 + nb].reshape(nb, g, o // g, hw))
             continue
-        prod = _ws.get("prod", np_dt, o * nb * hw)
+        prod = _ws.get("prod", u.np_dt, o * nb * hw)
         gemm(wv, cols.reshape(g, k, nb * hw), prod.reshape(g, o // g, nb * hw))
-        _TO_NCHW[dt](_from_buffer(prod), ptr(y) + n0 * o * hw * isz, nb, o, hw)
+        _TO_NCHW[u.dt](_from_buffer(prod), ptr(y) + n0 * o * hw * u.isz, nb, o, hw)
 
 
 def conv2d_bias(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -166,55 +200,37 @@ def conv2d_bias(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs
         yv += view(b).reshape(1, o, 1, 1)
 
 
-def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    gx, (gy, w) = outputs[0], inputs
-    if gx.numel == 0:
-        return
-    n, o, ho, wo = gy.shape
-    if _fused(_FUSED_BI, gy, w, gx, _conv_geom(n, gx.shape, w.shape[2:], (ho, wo), attrs, 0, o)):
-        return
-    hw = ho * wo
-    g, k, small, step, plane, isz = _unfold_plan(n, o, hw, w.shape, attrs, gx)
-    dt, np_dt = gy.dtype.name, gy.buffer.dtype
+@_fused_or_unfolded(_FUSED_BI, "irw")
+def conv2d_backward_input(u: _Unfold, gx: TensorArg, gy: TensorArg, w: TensorArg) -> None:
+    g, o, k, hw = u.g, u.o, u.k, u.hw
     wt = view(w).reshape(g, o // g, k).transpose(0, 2, 1)
-    for n0 in range(0, n, step):
-        nb = min(step, n - n0)
-        cols = _ws.get("cols", np_dt, nb * g * k * hw)
-        if small:
+    for n0, nb, cols in u.chunks():
+        if u.small:
             gemm(wt, view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), cols.reshape(nb, g, k, hw))
         else:
-            gt = _ws.get("prod", np_dt, o * nb * hw)
-            _FROM_NCHW[dt](ptr(gy) + n0 * o * hw * isz, _from_buffer(gt), nb, o, hw)
+            gt = _ws.get("prod", u.np_dt, o * nb * hw)
+            _FROM_NCHW[u.dt](ptr(gy) + n0 * o * hw * u.isz, _from_buffer(gt), nb, o, hw)
             gemm(wt, gt.reshape(g, o // g, nb * hw), cols.reshape(g, k, nb * hw))
-        _COL2IM[dt](_from_buffer(cols), ptr(gx) + n0 * plane * isz,
-                    _conv_geom(nb, gx.shape, w.shape[2:], (ho, wo), attrs, 0 if small else 1))
+        _COL2IM[u.dt](_from_buffer(cols), ptr(gx) + n0 * u.plane * u.isz, u.geom(nb))
 
 
-def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    gw, (gy, x) = outputs[0], inputs
-    n, o, ho, wo = gy.shape
-    if _fused(_FUSED_BW, gy, x, gw, _conv_geom(n, x.shape, gw.shape[2:], (ho, wo), attrs, 0, o)):
-        return
+@_fused_or_unfolded(_FUSED_BW, "wri")
+def conv2d_backward_weight(u: _Unfold, gw: TensorArg, gy: TensorArg, x: TensorArg) -> None:
+    g, o, k, hw = u.g, u.o, u.k, u.hw
     out = view(gw).reshape(-1)
-    hw = ho * wo
-    g, k, small, step, plane, isz = _unfold_plan(n, o, hw, gw.shape, attrs, x)
     out[...] = 0
-    dt, np_dt = x.dtype.name, x.buffer.dtype
-    step = min(step, _chunk(n, o * k)) if small else step
+    u.step = min(u.step, _chunk(u.n, o * k)) if u.small else u.step
     target = out.reshape(g, o // g, k)
-    for n0 in range(0, n, step):
-        nb = min(step, n - n0)
-        cols = _ws.get("cols", np_dt, nb * g * k * hw)
-        _IM2COL[dt](ptr(x) + n0 * plane * isz, _from_buffer(cols),
-                    _conv_geom(nb, x.shape, gw.shape[2:], (ho, wo), attrs, 0 if small else 1))
-        if small:  # one [O/g, HW] @ [HW, K] product per sample and group, summed over the samples
-            per = _ws.get("prod", np_dt, nb * o * k)
+    for n0, nb, cols in u.chunks():
+        _IM2COL[u.dt](ptr(x) + n0 * u.plane * u.isz, _from_buffer(cols), u.geom(nb))
+        if u.small:  # one [O/g, HW] @ [HW, K] product per sample and group, summed over the samples
+            per = _ws.get("prod", u.np_dt, nb * o * k)
             gemm(view(gy)[n0:n0 + nb].reshape(nb, g, o // g, hw), cols.reshape(nb, g, k, hw).transpose(0, 1, 3, 2),
                  per.reshape(nb, g, o // g, k))
             out += per.reshape(nb, o * k).sum(axis=0)
             continue
-        gt = _ws.get("prod", np_dt, o * nb * hw)
-        _FROM_NCHW[dt](ptr(gy) + n0 * o * hw * isz, _from_buffer(gt), nb, o, hw)
+        gt = _ws.get("prod", u.np_dt, o * nb * hw)
+        _FROM_NCHW[u.dt](ptr(gy) + n0 * o * hw * u.isz, _from_buffer(gt), nb, o, hw)
         colsT = cols.reshape(g, k, nb * hw).transpose(0, 2, 1)
         if n0 == 0:
             gemm(gt.reshape(g, o // g, nb * hw), colsT, target)
@@ -257,13 +273,7 @@ def avg_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
         _AVG_BACK[gy.dtype.name](ptr(gy), ptr(gx), _pool_geom(gx.shape, gy.shape, attrs))
 
 
+# every kernel is named after its op
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    ("conv2d", conv2d, FLOAT),
-    ("conv2d_bias", conv2d_bias, FLOAT),
-    ("conv2d_backward_input", conv2d_backward_input, FLOAT),
-    ("conv2d_backward_weight", conv2d_backward_weight, FLOAT),
-    ("max_pool2d", max_pool2d, FLOAT),
-    ("max_pool2d_backward", max_pool2d_backward, FLOAT),
-    ("avg_pool2d", avg_pool2d, FLOAT),
-    ("avg_pool2d_backward", avg_pool2d_backward, FLOAT),
-]
+    (k.__name__, k, FLOAT) for k in (conv2d, conv2d_bias, conv2d_backward_input, conv2d_backward_weight,
+                                    max_pool2d, max_pool2d_backward, avg_pool2d, avg_pool2d_backward)]

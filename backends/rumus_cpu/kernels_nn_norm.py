@@ -88,14 +88,7 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
 
 
 _DTYPES = (*FLOAT, *HALF)
+# every kernel is named after its op
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    ("layer_norm", layer_norm, _DTYPES),
-    ("layer_norm_backward", layer_norm_backward, _DTYPES),
-    ("rms_norm", rms_norm, _DTYPES),
-    ("rms_norm_backward", rms_norm_backward, _DTYPES),
-    ("group_norm", group_norm, _DTYPES),
-    ("group_norm_backward", group_norm_backward, _DTYPES),
-    ("batch_norm_stats", batch_norm_stats, _DTYPES),
-    ("batch_norm", batch_norm, _DTYPES),
-    ("batch_norm_backward", batch_norm_backward, _DTYPES),
-]
+    (k.__name__, k, _DTYPES) for k in (layer_norm, layer_norm_backward, rms_norm, rms_norm_backward, group_norm,
+                                      group_norm_backward, batch_norm_stats, batch_norm, batch_norm_backward)]

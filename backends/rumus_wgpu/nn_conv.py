@@ -16,10 +16,10 @@ gradient are added up).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import DType, TensorArg
+from rumus_contracts import DType, Kernel, TensorArg
 
 from . import elementwise, nn_conv_implicit, nn_conv_wgrad
 from .conv_config import config_words
@@ -102,54 +102,67 @@ def _copy(dst: TensorArg, src: TensorArg) -> None:
     elementwise.copy([dst], [src], {"dtype": None})
 
 
-def conv2d(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y = outputs[0]
-    if y.numel == 0:
-        return
-    dev, (x, w) = readable_inputs(outputs, inputs)
-    cv, dt = _Conv(x.shape, w.shape, y.shape[2:], attrs), x.dtype
-    if nn_conv_implicit.suits(dev, cv):
-        nn_conv_implicit.forward(dev, cv, y, x, w)
-        return
-    g, og, k, L = cv.g, cv.og, cv.k, cv.L
-    per_sample = cv.per_sample()
-    for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d"):
-        cv.im2col(dev, cols, x, n0, nb, per_sample)
-        if per_sample:
-            a = _view(w.buffer, (1, g, og, k), (0, og * k, k, 1), w.offset, dt)
-            b = _view(cols, (nb, g, k, L), (g * k * L, k * L, L, 1), 0, dt)
-            matmul([cv.nchw(y, n0, nb)], [a, b], {})
-            continue
-        prod = new_buffer(dev, nb * cv.o * L * dt.itemsize, "conv2d product")
-        a = _view(w.buffer, (g, og, k), (og * k, k, 1), w.offset, dt)
-        b = _view(cols, (g, k, nb * L), (k * nb * L, nb * L, 1), 0, dt)
-        matmul([_view(prod, (g, og, nb * L), (og * nb * L, nb * L, 1), 0, dt)], [a, b], {})
-        _copy(cv.nchw(y, n0, nb), cv.grouped(prod, nb, dt))
+# the work of one chunk of samples [n0, n0 + nb) on the im2col path, given its column buffer:
+# (dev, cv, the output, the image-side input, the weight, n0, nb, cols, per-sample layout?)
+ChunkStep = Callable[[Any, _Conv, TensorArg, TensorArg, TensorArg, int, int, Any, bool], None]
 
 
-def conv2d_backward_input(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    gx = outputs[0]
-    if gx.numel == 0:
+def _im2col_kernel(label: str, input_grad: bool, step: ChunkStep) -> Kernel:
+    """conv2d (input_grad False) or conv2d_backward_input: the implicit GEMM where it suits, else `step` for
+    each chunk of samples with its column buffer."""
+    implicit = nn_conv_implicit.backward_input if input_grad else nn_conv_implicit.forward
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        out = outputs[0]
+        if out.numel == 0:
+            return
+        dev, (a, w) = readable_inputs(outputs, inputs)
+        image, result = (out, a) if input_grad else (a, out)
+        cv = _Conv(image.shape, w.shape, result.shape[2:], attrs)
+        if nn_conv_implicit.suits(dev, cv, input_grad=input_grad):
+            implicit(dev, cv, out, a, w)
+            return
+        per_sample = cv.per_sample()
+        for n0, nb, cols in cv.column_chunks(dev, a.dtype, 0 if per_sample else cv.o * cv.L, label):
+            step(dev, cv, out, a, w, n0, nb, cols, per_sample)
+    kernel.__name__ = kernel.__qualname__ = label
+    return kernel
+
+
+def _forward_chunk(dev: Any, cv: _Conv, y: TensorArg, x: TensorArg, w: TensorArg, n0: int, nb: int, cols: Any,
+                   per_sample: bool) -> None:
+    g, og, k, L, dt = cv.g, cv.og, cv.k, cv.L, x.dtype
+    cv.im2col(dev, cols, x, n0, nb, per_sample)
+    if per_sample:
+        a = _view(w.buffer, (1, g, og, k), (0, og * k, k, 1), w.offset, dt)
+        b = _view(cols, (nb, g, k, L), (g * k * L, k * L, L, 1), 0, dt)
+        matmul([cv.nchw(y, n0, nb)], [a, b], {})
         return
-    dev, (gy, w) = readable_inputs(outputs, inputs)
-    cv, dt = _Conv(gx.shape, w.shape, gy.shape[2:], attrs), gy.dtype
-    if nn_conv_implicit.suits(dev, cv, input_grad=True):
-        nn_conv_implicit.backward_input(dev, cv, gx, gy, w)
-        return
-    g, og, k, L = cv.g, cv.og, cv.k, cv.L
-    per_sample = cv.per_sample()
-    for n0, nb, cols in cv.column_chunks(dev, dt, 0 if per_sample else cv.o * L, "conv2d_backward_input"):
-        if per_sample:  # cols[n, g] = w[g]^T @ gy[n, g]
-            a = _view(w.buffer, (1, g, k, og), (0, og * k, 1, k), w.offset, dt)
-            c = _view(cols, (nb, g, k, L), (g * k * L, k * L, L, 1), 0, dt)
-            matmul([c], [a, cv.nchw(gy, n0, nb)], {})
-        else:
-            gt = new_buffer(dev, nb * cv.o * L * dt.itemsize, "conv2d_backward_input grad reorder")
-            _copy(cv.grouped(gt, nb, dt), cv.nchw(gy, n0, nb))
-            a = _view(w.buffer, (g, k, og), (og * k, 1, k), w.offset, dt)
-            b = _view(gt, (g, og, nb * L), (og * nb * L, nb * L, 1), 0, dt)
-            matmul([_view(cols, (g, k, nb * L), (k * nb * L, nb * L, 1), 0, dt)], [a, b], {})
-        cv.col2im(dev, gx, cols, n0, nb, per_sample)
+    prod = new_buffer(dev, nb * cv.o * L * dt.itemsize, "conv2d product")
+    a = _view(w.buffer, (g, og, k), (og * k, k, 1), w.offset, dt)
+    b = _view(cols, (g, k, nb * L), (k * nb * L, nb * L, 1), 0, dt)
+    matmul([_view(prod, (g, og, nb * L), (og * nb * L, nb * L, 1), 0, dt)], [a, b], {})
+    _copy(cv.nchw(y, n0, nb), cv.grouped(prod, nb, dt))
+
+
+def _input_grad_chunk(dev: Any, cv: _Conv, gx: TensorArg, gy: TensorArg, w: TensorArg, n0: int, nb: int, cols: Any,
+                      per_sample: bool) -> None:
+    g, og, k, L, dt = cv.g, cv.og, cv.k, cv.L, gy.dtype
+    if per_sample:  # cols[n, g] = w[g]^T @ gy[n, g]
+        a = _view(w.buffer, (1, g, k, og), (0, og * k, 1, k), w.offset, dt)
+        c = _view(cols, (nb, g, k, L), (g * k * L, k * L, L, 1), 0, dt)
+        matmul([c], [a, cv.nchw(gy, n0, nb)], {})
+    else:
+        gt = new_buffer(dev, nb * cv.o * L * dt.itemsize, "conv2d_backward_input grad reorder")
+        _copy(cv.grouped(gt, nb, dt), cv.nchw(gy, n0, nb))
+        a = _view(w.buffer, (g, k, og), (og * k, 1, k), w.offset, dt)
+        b = _view(gt, (g, og, nb * L), (og * nb * L, nb * L, 1), 0, dt)
+        matmul([_view(cols, (g, k, nb * L), (k * nb * L, nb * L, 1), 0, dt)], [a, b], {})
+    cv.col2im(dev, gx, cols, n0, nb, per_sample)
+
+
+conv2d = _im2col_kernel("conv2d", False, _forward_chunk)
+conv2d_backward_input = _im2col_kernel("conv2d_backward_input", True, _input_grad_chunk)
 
 
 def conv2d_backward_weight(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],

@@ -312,7 +312,7 @@ def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], 
         return
     dev = device_of(outputs, inputs)
     (x,), _ = dealias(dev, outputs, [x])
-    dispatch(dev, "nn_norm", "bn_stats", x.dtype, [mean.buffer, var.buffer, x.buffer],
+    dispatch(dev, "nn_norm", "channel_stats+bn_stats", x.dtype, [mean.buffer, var.buffer, x.buffer],
              _channel_config(x, offsets=[mean.offset, var.offset, x.offset]), x.shape[1], _per_channel_groups(x),
              GROUP)
 
@@ -327,8 +327,8 @@ def batch_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs:
         # mean / var are batch_norm_stats(x) rounded to the narrow dtype (three digits for float16): use
         # x's own statistics in float32 instead, as the op's definition says
         words = _channel_config(x, eps=float(attrs["eps"]), offsets=[y.offset, x.offset, w.offset, b.offset])
-        dispatch(dev, "nn_norm", "bn_train", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words, x.shape[1],
-                 _per_channel_groups(x), GROUP)
+        dispatch(dev, "nn_norm", "channel_stats+bn_train", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words,
+                 x.shape[1], _per_channel_groups(x), GROUP)
         return
     words = _channel_config(x, eps=float(attrs["eps"]),
                             offsets=[y.offset, x.offset, w.offset, b.offset, mean.offset, var.offset])

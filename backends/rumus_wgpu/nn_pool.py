@@ -16,25 +16,33 @@ from typing import Any
 
 from rumus_contracts import DType, TensorArg
 
+from .conv_config import window_words
 from .layout import new_buffer, readable_inputs
 from .nn_common import dispatch
 
 NINF = 0xFF800000
-INCLUDE = ("grid", "exact_div")  # the launch (each section is a `run`) and the window inversion
+# the launch (each section is a `run`), the window inversion and the uniform (shared with the conv kernels)
+INCLUDE = ("grid", "exact_div", "conv_config")
+Geometry = tuple[list[int], dict[str, int]]
 
 
-def _geometry(x_shape: Sequence[int], y_shape: Sequence[int], attrs: Mapping[str, Any]) -> list[int]:
+def _geometry(x_shape: Sequence[int], y_shape: Sequence[int], attrs: Mapping[str, Any]) -> Geometry:
+    """conv_config.wgsl's window geometry of the pooling (c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo) and
+    its pooling fields."""
     (kh, kw), (sh, sw), (ph, pw) = attrs["kernel_size"], attrs["stride"], attrs["padding"]
     dh, dw = attrs.get("dilation", (1, 1))
     div = attrs.get("divisor_override")
-    return [x_shape[2], x_shape[3], y_shape[2], y_shape[3], kh, kw, sh, sw, ph, pw, dh, dw,
-            int(bool(attrs.get("count_include_pad", True))), int(div) if div else 0]
+    geo = [x_shape[1], x_shape[2], x_shape[3], kh, kw, sh, sw, ph, pw, dh, dw, y_shape[2], y_shape[3]]
+    return geo, {"include_pad": int(bool(attrs.get("count_include_pad", True))), "divisor": int(div) if div else 0,
+                 "ninf": NINF}
 
 
-def _run(dev: Any, sections: str, dtype: DType, buffers: list[Any], geometry: list[int], out_offset: int,
+def _run(dev: Any, sections: str, dtype: DType, buffers: list[Any], geometry: Geometry, out_offset: int,
          in_offset: int, count: int, second_offset: int = 0) -> None:
-    dispatch(dev, "nn_pool", sections, dtype, buffers, [*geometry, out_offset, in_offset, second_offset, NINF],
-             count, include=INCLUDE)
+    geo, fields = geometry
+    dispatch(dev, "nn_pool", sections, dtype, buffers,
+             window_words(geo, out_off=out_offset, a_off=in_offset, b_off=second_offset, **fields), count,
+             include=INCLUDE)
 
 
 Kernel = Callable[[Sequence[TensorArg], Sequence[TensorArg], Mapping[str, Any]], None]
@@ -67,12 +75,12 @@ def max_pool2d_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
     geo = _geometry(x.shape, g.shape, attrs)
     (kh, kw), (sh, sw), (dh, dw) = attrs["kernel_size"], attrs["stride"], attrs.get("dilation", (1, 1))
     if sh > dh * (kh - 1) and sw > dw * (kw - 1):  # no two windows share an element: one pass
-        _run(dev, "window_max+max_backward_direct", x.dtype, [gx.buffer, g.buffer, x.buffer], geo, gx.offset,
-             g.offset, gx.numel, x.offset)
+        _run(dev, "window_max+max_backward_direct+max_gather", x.dtype, [gx.buffer, g.buffer, x.buffer], geo,
+             gx.offset, g.offset, gx.numel, x.offset)
         return
     idx = new_buffer(dev, g.numel * 4, "max_pool2d argmax scratch")
     _run(dev, "window_max+max_index", x.dtype, [idx, x.buffer], geo, 0, x.offset, g.numel)
-    _run(dev, "max_backward", x.dtype, [gx.buffer, g.buffer, idx], geo, gx.offset, g.offset, gx.numel)
+    _run(dev, "max_backward+max_gather", x.dtype, [gx.buffer, g.buffer, idx], geo, gx.offset, g.offset, gx.numel)
 
 
 def kernels() -> dict[str, Any]:

@@ -44,8 +44,9 @@ COMBINE = {
     "amax": {"f": "max(a, b)", "i": "max(a, b)", "l": "i64_max(a, b)"},
     "amin": {"f": "min(a, b)", "i": "min(a, b)", "l": "i64_min(a, b)"},
 }
-BETTER = {"argmax": {"f": "a > b", "i": "a > b", "l": "i64_lt(b, a)"},
-          "argmin": {"f": "a < b", "i": "a < b", "l": "i64_lt(a, b)"}}
+# a strictly better than b; NaN is better than any number for both ops (numpy's and the CPU kernels' rule)
+BETTER = {"argmax": {"f": "a > b || (is_nan(a) && !is_nan(b))", "i": "a > b", "l": "i64_lt(b, a)"},
+          "argmin": {"f": "a < b || (is_nan(a) && !is_nan(b))", "i": "a < b", "l": "i64_lt(a, b)"}}
 ZERO = {"f": "0.0", "i": "0", "l": "vec2<u32>(0u)"}
 
 
@@ -131,8 +132,8 @@ def _reduce_source(op: str, in_dtype: DType, out_dtype: DType | None, in_is_acc:
         write = f"out0[u32(base.y)] = {store(out_dtype, convert('acc', acc, kind(out_dtype)))};"
     in_type = STORAGE_TYPE[in_dtype.name]
     return render("reduce", include=("rows",), BINDINGS=_bindings(out_type, f"vec4<{in_type}>" if vec else in_type),
-                  ACC=acc_type, IDENTITY=IDENTITY[op][acc], COMBINE=COMBINE[op][acc], LOOP=loop, STORE=write,
-                  CONFIG="2")
+                  HELPERS="", ACC=acc_type, IDENTITY=IDENTITY[op][acc], COMBINE=COMBINE[op][acc], LOOP=loop,
+                  STORE=write, CONFIG="2")
 
 
 def _acc_dtype(op: str, in_dtype: DType) -> DType:
@@ -283,11 +284,49 @@ def reduce_kernel(op: str) -> Any:
     return cached("reduce:" + op, kernel)
 
 
+# argmax / argmin's accumulator: the best value so far and its index in the row (NONE: no element yet)
+_ARG_HELPERS = """
+struct Best {
+    v: VAL,
+    i: u32,
+}
+
+// from the bits: a compiler may fold v != v to false
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn better(a: VAL, b: VAL) -> bool {
+    return BETTER;
+}
+
+// b's element replaces a's where a has none, or b's is better, or as good and earlier (first index on ties)
+fn pick(a: Best, b: Best) -> Best {
+    if (b.i != NONE && (a.i == NONE || better(b.v, a.v) || (!better(a.v, b.v) && b.i < a.i))) {
+        return b;
+    }
+    return a;
+}
+"""
+# the walk over the row in index order: a later element only wins if strictly better
+_ARG_LOOP = """        for (var r = begin + lane; r < end; r += t) {
+            let x = LOAD;
+            if (better(x, acc.v) || acc.i == NONE) {
+                acc = Best(x, r);
+            }
+        }"""
+
+
 def _arg_source(op: str, dtype: DType) -> str:
+    """argmax / argmin over a row (reduce.wgsl with a (value, index) accumulator); the int64 result is
+    written as (index, 0)."""
     k = kind(dtype)
-    value = load(dtype, "in0[u32(pos.base.x + elem_offset(r))]")
-    return render("argreduce", include=("rows",), BINDINGS=_bindings("vec2<u32>", STORAGE_TYPE[dtype.name]),
-                  VAL=COMPUTE_TYPE[k], LOAD=value, WORST=ZERO[k], BETTER=BETTER[op][k], CONFIG="2")
+    helpers = _ARG_HELPERS.replace("VAL", COMPUTE_TYPE[k]).replace("BETTER", BETTER[op][k])
+    loop = _ARG_LOOP.replace("LOAD", load(dtype, "in0[u32(base.x + elem_offset(r))]"))
+    return render("reduce", include=("rows",), BINDINGS=_bindings("vec2<u32>", STORAGE_TYPE[dtype.name]),
+                  HELPERS=helpers.replace("NONE", "0xffffffffu"), ACC="Best", IDENTITY=f"Best({ZERO[k]}, 0xffffffffu)",
+                  COMBINE="pick(a, b)", LOOP=loop.replace("NONE", "0xffffffffu"),
+                  STORE="out0[u32(base.y)] = vec2<u32>(acc.i, 0u);", CONFIG="2")
 
 
 def arg_kernel(op: str) -> Any:

@@ -5,12 +5,16 @@ renamed, so an interrupted save never leaves a half-written checkpoint."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rumus_contracts import FormatError
 
+if TYPE_CHECKING:
+    from ..nn import Module
+
 CONFIG, WEIGHTS = "config.json", "model.safetensors"
+M = TypeVar("M", bound="Module")
 
 
 def write_model_dir(directory: str | os.PathLike[str], state: Mapping[str, Any], config_json: str) -> None:
@@ -30,6 +34,19 @@ def read_model_dir(directory: str | os.PathLike[str], what: str) -> tuple[str, d
             raise FormatError(f"{directory}: {what} directory needs {CONFIG} and {WEIGHTS}; "
                               f"{os.path.basename(p)} is missing")
     return cfg_path, dict(load_file(weights))
+
+
+def load_model_dir(directory: str | os.PathLike[str], what: str, build: Callable[[str], M],
+                   load_state: Callable[[M, Mapping[str, Any]], None], device: Any = None) -> M:
+    """The model of a directory read by read_model_dir: `build(path of config.json)`, its weights loaded by
+    `load_state`, moved to `device` (unless None), in eval mode."""
+    cfg_path, state = read_model_dir(directory, what)
+    model = build(cfg_path)
+    load_state(model, state)
+    if device is not None:
+        model.to(device)
+    model.eval()
+    return model
 
 
 def read_config_fields(path: str | os.PathLike[str], fields: Mapping[str, Any], what: str) -> dict[str, Any]:

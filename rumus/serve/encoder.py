@@ -30,7 +30,7 @@ from rumus.nn._functional_attention import attend
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
-from .checkpoint_dir import check_config, read_config_fields, read_model_dir, write_model_dir
+from .checkpoint_dir import check_config, load_model_dir, read_config_fields, write_model_dir
 
 ENCODER_DIR = "encoder"  # a checkpoint's encoder lives in this sub-directory
 
@@ -189,13 +189,8 @@ def save_encoder(model: BertEncoder, directory: str | os.PathLike[str]) -> None:
 
 
 def load_encoder(directory: str | os.PathLike[str], device: Any = None) -> BertEncoder:
-    cfg_path, state = read_model_dir(directory, "an encoder")
-    model = BertEncoder(BertConfig.from_json(cfg_path))
-    load_bert_state(model, state)
-    if device is not None:
-        model.to(device)
-    model.eval()
-    return model
+    return load_model_dir(directory, "an encoder", lambda path: BertEncoder(BertConfig.from_json(path)),
+                          load_bert_state, device)
 
 
 def _span_dropout(window: np.ndarray, rng: np.random.Generator, p: float = 0.1) -> np.ndarray:

@@ -29,7 +29,7 @@ from rumus.nn._functional_attention import attend, causal_bias
 from rumus_contracts import FormatError
 
 from ..tensor import Tensor
-from .checkpoint_dir import check_config, read_config_fields, read_model_dir, write_model_dir
+from .checkpoint_dir import check_config, load_model_dir, read_config_fields, write_model_dir
 
 
 @dataclass(frozen=True)
@@ -198,13 +198,8 @@ def save_checkpoint(model: GPT2LMHeadModel, directory: str | os.PathLike[str]) -
 
 def load_checkpoint(directory: str | os.PathLike[str], device: Any = None) -> GPT2LMHeadModel:
     """A directory holding config.json + model.safetensors (ours or a Hugging Face GPT-2 download)."""
-    cfg_path, state = read_model_dir(directory, "a checkpoint")
-    model = GPT2LMHeadModel(GPT2Config.from_json(cfg_path))
-    load_gpt2_state(model, state)
-    if device is not None:
-        model.to(device)
-    model.eval()
-    return model
+    return load_model_dir(directory, "a checkpoint", lambda path: GPT2LMHeadModel(GPT2Config.from_json(path)),
+                          load_gpt2_state, device)
 
 
 def init_scale_residuals(model: GPT2LMHeadModel) -> None:

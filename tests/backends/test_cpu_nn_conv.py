@@ -1,5 +1,6 @@
 """The CPU conv kernels' two GEMM strategies (per-sample batched products, one channel-major GEMM) and
-their chunking over samples, forced on small inputs and checked against the schemas' references."""
+their chunking over samples, forced on small inputs and checked against the schemas' references; with
+numpy's BLAS attached the fused kernels run instead, so both are checked (im2col forced by `fused`)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,14 @@ def out(shape: tuple[int, ...], dtype: Any) -> TensorArg:
     return arg(np.full(shape, np.nan, dtype))
 
 
+@pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("per_sample_max", [0, 1 << 40])
 @pytest.mark.parametrize("chunk", [1, 150, 1 << 21])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_conv_strategies_and_chunks(monkeypatch: pytest.MonkeyPatch, per_sample_max: int, chunk: int,
-                                    dtype: Any) -> None:
+                                    dtype: Any, fused: bool) -> None:
+    if not fused:  # the im2col path, as where numpy's BLAS is not attached
+        monkeypatch.setattr(K, "_fused", lambda *args: False)
     monkeypatch.setattr(K, "PER_SAMPLE_MAX", per_sample_max)
     monkeypatch.setattr(K, "CHUNK_ELEMENTS", chunk)
     rng = np.random.default_rng(0)
