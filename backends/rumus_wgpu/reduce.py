@@ -38,12 +38,22 @@ IDENTITY = {
     "amin": {"f": "bitcast<f32>(cfg.ninf ^ 0x80000000u)", "i": "bitcast<i32>(0x7fffffffu)",
              "l": "vec2<u32>(0xffffffffu, 0x7fffffffu)"},
 }
+# WGSL leaves max/min of a NaN indeterminate (NVIDIA and lavapipe return the number): a NaN operand is
+# picked from its bits, so amax/amin propagate NaN as numpy, torch and the CPU kernels do. U is the
+# accumulator's u32 type (u32, or vec4<u32> in the column kernel), for a componentwise test.
+_NAN = "((bitcast<U>({x}) & U(0x7fffffffu)) > U(0x7f800000u))"
+_PICK_NAN = f"select(select({{op}}(a, b), b, {_NAN.format(x='b')}), a, {_NAN.format(x='a')})"
 COMBINE = {
     "sum": {"f": "a + b", "l": "i64_add(a, b)"},
     "prod": {"f": "a * b", "l": "i64_mul(a, b)"},
-    "amax": {"f": "max(a, b)", "i": "max(a, b)", "l": "i64_max(a, b)"},
-    "amin": {"f": "min(a, b)", "i": "min(a, b)", "l": "i64_min(a, b)"},
+    "amax": {"f": _PICK_NAN.format(op="max"), "i": "max(a, b)", "l": "i64_max(a, b)"},
+    "amin": {"f": _PICK_NAN.format(op="min"), "i": "min(a, b)", "l": "i64_min(a, b)"},
 }
+
+
+def combine(op: str, acc_kind: str, acc_type: str) -> str:
+    """COMBINE's expression for an accumulator of `acc_type` (f32, vec4<f32>, ...)."""
+    return COMBINE[op][acc_kind].replace("U", "vec4<u32>" if acc_type.startswith("vec4") else "u32")
 # a strictly better than b; NaN is better than any number for both ops (numpy's and the CPU kernels' rule)
 BETTER = {"argmax": {"f": "a > b || (is_nan(a) && !is_nan(b))", "i": "a > b", "l": "i64_lt(b, a)"},
           "argmin": {"f": "a < b || (is_nan(a) && !is_nan(b))", "i": "a < b", "l": "i64_lt(a, b)"}}
@@ -132,7 +142,7 @@ def _reduce_source(op: str, in_dtype: DType, out_dtype: DType | None, in_is_acc:
         write = f"out0[u32(base.y)] = {store(out_dtype, convert('acc', acc, kind(out_dtype)))};"
     in_type = STORAGE_TYPE[in_dtype.name]
     return render("reduce", include=("rows",), BINDINGS=_bindings(out_type, f"vec4<{in_type}>" if vec else in_type),
-                  HELPERS="", ACC=acc_type, IDENTITY=IDENTITY[op][acc], COMBINE=COMBINE[op][acc], LOOP=loop,
+                  HELPERS="", ACC=acc_type, IDENTITY=IDENTITY[op][acc], COMBINE=combine(op, acc, acc_type), LOOP=loop,
                   STORE=write, CONFIG="2")
 
 
@@ -203,7 +213,7 @@ def _column_source(op: str, dtype: DType, vec: bool) -> str:
                 f"@group(0) @binding(1) var<storage, read> in0: array<{io}>;\n"
                 f"@group(0) @binding(2) var<storage, read_write> parts: array<{acc}>;")
     return render("reduce_columns", BINDINGS=bindings, ACC=acc, IDENTITY=f"{acc}({IDENTITY[op]['f']})",
-                  COMBINE=COMBINE[op]["f"], LOAD=f"{acc}(v)", STORE=f"{io}(acc)", CONFIG="3")
+                  COMBINE=combine(op, "f", acc), LOAD=f"{acc}(v)", STORE=f"{io}(acc)", CONFIG="3")
 
 
 def column_kernel(dev: Any, op: str, out: TensorArg, x: TensorArg, rows: Rows) -> Callable[[Any, Any], None]:
