@@ -79,7 +79,7 @@ RUMUS_CLONES static void bwd_row_f32(const float *x, const float *w, float *d, i
     void rumus_cross_entropy_fwd_##sfx(const T *x, const int64_t *t, const T *w, T *loss, T *lse,        \
                                        int64_t m, int64_t c, int64_t ignore_index, double ls) {         \
         if (m == 0) return;                                                                             \
-        const int nt = rumus_threads_for_units(m, m * c);                                               \
+        const int nt = rumus_threads_for_units_grain(m, m * c, RUMUS_GRAIN_ROWS);                                               \
         if (nt <= 1) {                                                                                  \
             fwd_rows_##sfx(x, t, w, loss, lse, c, ignore_index, ls, 0, m);                              \
             return;                                                                                     \
@@ -96,7 +96,7 @@ RUMUS_CLONES static void bwd_row_f32(const float *x, const float *w, float *d, i
             wsum = 0.0;                                                                                 \
             for (int64_t j = 0; j < c; j++) wsum += (double)w[j];                                       \
         }                                                                                               \
-        const int nt = rumus_threads_for_units(m, m * c);                                               \
+        const int nt = rumus_threads_for_units_grain(m, m * c, RUMUS_GRAIN_ROWS);                                               \
         if (nt <= 1) {                                                                                  \
             bwd_rows_##sfx(g, x, t, w, lse, dx, c, ignore_index, ls, wsum, 0, m);                       \
             return;                                                                                     \

@@ -133,7 +133,7 @@ void rumus_softmax_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, c
     if (rows == 0 || S.n == 0) return;
     char *ob = o + oo * e->sz;
     const char *xb = x + xo * e->sz;
-    const int nt = rumus_threads_for_units(rows, rows * S.n);
+    const int nt = rumus_threads_for_units_grain(rows, rows * S.n, RUMUS_GRAIN_ROWS); /* an exp per element */
     if (nt <= 1) {
         e->fn(&S, ob, xb, 0, rows);
         return;

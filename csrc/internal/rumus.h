@@ -21,10 +21,22 @@ typedef struct {
     int isz[RUMUS_MAX_OPS];
 } rumus_loop_entry;
 
-/* Threads to use for `work` elements: 1 below the parallel threshold or without OpenMP. */
+/* Threads for a kernel, from its work size: 1 below its class's grain (or without OpenMP), then one
+   thread per half grain of work, up to the budget (csrc/runtime.c says how the grains were chosen).
+   Classes, each with its unit of work:
+   - streaming elementwise loops, reductions, copies, norms: elements (rumus_threads_for; the grain is
+     rumus_get_parallel_threshold, 65536 unless set);
+   - row kernels with an exp or log per element (softmax, log_softmax, cross-entropy): elements, RUMUS_GRAIN_ROWS;
+   - products through BLAS (GEMM blocks, conv's GEMMs): multiply-adds, RUMUS_GRAIN_MACS;
+   - products in the kernels' own loops (flash attention): multiply-adds, RUMUS_GRAIN_LOOP_MACS. */
+#define RUMUS_GRAIN_ROWS ((int64_t)16384)
+#define RUMUS_GRAIN_MACS ((int64_t)1 << 22)
+#define RUMUS_GRAIN_LOOP_MACS ((int64_t)1 << 18)
 int rumus_threads_for(int64_t work);
+int rumus_threads_for_grain(int64_t work, int64_t grain);
 /* The same, never more threads than `units` independent pieces of work. */
 int rumus_threads_for_units(int64_t units, int64_t work);
+int rumus_threads_for_units_grain(int64_t units, int64_t work, int64_t grain);
 
 /* Run `fn` over an N-d strided iteration space.  meta (in elements):
    [ndim, shape[ndim], strides of operand 0 [ndim], ..., strides of operand nops-1 [ndim]].
