@@ -134,6 +134,26 @@ int64_t rumus_find_named(const void *table, int64_t count, size_t entry_size, co
 #define RUMUS_CLONES
 #endif
 
+/* The same with an AVX-512 variant as well, for row loops whose results cannot depend on the vector width
+   (explicit lanes, no FMA): softmax and cross-entropy's float32 rows, ~30% faster where the CPU has it. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define RUMUS_CLONES_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef RUMUS_CLONES_WIDE
+#define RUMUS_CLONES_WIDE
+#endif
+
+/* How many pieces a region split `nt` ways cuts `units` independent units into: a few per thread, taken as
+   threads come free (RUMUS_PARALLEL_FOR_DYNAMIC), so a thread whose core is shared with another process
+   does fewer of them instead of holding the rest up at the region's end (each unit is still computed whole
+   by one thread: results do not depend on the split). */
+static inline int64_t rumus_chunks(int64_t units, int nt) {
+    const int64_t want = (int64_t)nt * 4;
+    return units < want ? units : want;
+}
+
 /* The team a parallel region of `nt` parts runs on: 1, or the whole budget (csrc/runtime.c says why). */
 int rumus_team(int nt);
 

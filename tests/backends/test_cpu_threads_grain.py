@@ -5,14 +5,13 @@ worker's count unchanged, and a large op (the control) must change it."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("rumus_cpu._kernels")
+
+from thread_count_runs import run_openmp_script  # noqa: E402
 
 SCRIPT = r"""
 import json, os, threading, time
@@ -63,12 +62,7 @@ print(json.dumps({"threads": threads.get_num_threads(), "openmp": threads.has_op
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc/self/task")
 def test_small_kernels_of_every_class_wake_no_thread() -> None:
-    env = {**os.environ, "RUMUS_NUM_THREADS": "3", "RUMUS_BACKEND": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    if not got["openmp"]:
-        pytest.skip("built without OpenMP")
+    got = run_openmp_script(SCRIPT, 3)
     assert got["threads"] == 3 and got["workers"] >= 2, got
     assert got["woken_big"] >= 2, got  # the control: a large product does wake the kernels' threads
     assert got["woken_small"] == 0, got
