@@ -3,24 +3,16 @@ combined into a median with their spread (the numbers the 16-core table is judge
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
+import os
+import sys
 
 import pytest
 
-
-def _module() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "cpu_scaling.py"
-    spec = importlib.util.spec_from_file_location("cpu_scaling_under_test", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+import cpu_scaling as cs  # noqa: E402
 
 
 def test_worst_step_is_between_neighbouring_counts() -> None:
-    cs = _module()
     # 16-core table, GEMM 128x784x256: only 8 -> 16 got slower
     got, i = cs._worst_step([0.486, 0.289, 0.221, 0.135, 0.167])
     assert i == 3 and got == pytest.approx(0.167 / 0.135 - 1)
@@ -31,7 +23,6 @@ def test_worst_step_is_between_neighbouring_counts() -> None:
 
 
 def test_rounds_combine_into_median_and_spread() -> None:
-    cs = _module()
     got = cs._combine([{"a": (1.0, 0.05)}, {"a": (1.2, 0.02)}, {"a": (0.9, 0.01)}])
     assert got["a"][0] == 1.0
     assert got["a"][1] == pytest.approx(0.3)  # the range between rounds exceeds every round's own spread
