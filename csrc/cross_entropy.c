@@ -15,7 +15,7 @@
 #define LANES 16
 
 /* a float32 row's logsumexp: a max pass, then exp(x - max) summed in double lanes */
-RUMUS_CLONES static double lse_row_f32(const float *x, int64_t c) {
+RUMUS_CLONES_WIDE static double lse_row_f32(const float *x, int64_t c) {
     double ls[LANES];
     for (int j = 0; j < LANES; j++) ls[j] = 0.0;
     const float m = rumus_row_max_f32(x, c);
@@ -31,7 +31,7 @@ RUMUS_CLONES static double lse_row_f32(const float *x, int64_t c) {
 }
 
 /* d(logits) of one float32 row: g (a p - b w_c), the target's entry corrected after */
-RUMUS_CLONES static void bwd_row_f32(const float *x, const float *w, float *d, int64_t c, float lse, float a, float b) {
+RUMUS_CLONES_WIDE static void bwd_row_f32(const float *x, const float *w, float *d, int64_t c, float lse, float a, float b) {
     if (w) {
         for (int64_t i = 0; i < c; i++) d[i] = a * rumus_expf(x[i] - lse) - b * w[i];
     } else {
@@ -79,14 +79,15 @@ RUMUS_CLONES static void bwd_row_f32(const float *x, const float *w, float *d, i
     void rumus_cross_entropy_fwd_##sfx(const T *x, const int64_t *t, const T *w, T *loss, T *lse,        \
                                        int64_t m, int64_t c, int64_t ignore_index, double ls) {         \
         if (m == 0) return;                                                                             \
-        const int nt = rumus_threads_for_units(m, m * c);                                               \
+        const int nt = rumus_threads_for_units_grain(m, m * c, RUMUS_GRAIN_ROWS);                       \
+        const int64_t nc = rumus_chunks(m, nt);                                                         \
         if (nt <= 1) {                                                                                  \
             fwd_rows_##sfx(x, t, w, loss, lse, c, ignore_index, ls, 0, m);                              \
             return;                                                                                     \
         }                                                                                               \
-        RUMUS_PARALLEL_FOR                                                                              \
-        for (int k = 0; k < nt; k++)                                                                    \
-            fwd_rows_##sfx(x, t, w, loss, lse, c, ignore_index, ls, m * k / nt, m * (k + 1) / nt);      \
+        RUMUS_PARALLEL_FOR_DYNAMIC                                                                      \
+        for (int64_t k = 0; k < nc; k++)                                                                \
+            fwd_rows_##sfx(x, t, w, loss, lse, c, ignore_index, ls, m * k / nc, m * (k + 1) / nc);      \
     }                                                                                                   \
     void rumus_cross_entropy_bwd_##sfx(const T *g, const T *x, const int64_t *t, const T *w, const T *lse, \
                                        T *dx, int64_t m, int64_t c, int64_t ignore_index, double ls) {  \
@@ -96,14 +97,15 @@ RUMUS_CLONES static void bwd_row_f32(const float *x, const float *w, float *d, i
             wsum = 0.0;                                                                                 \
             for (int64_t j = 0; j < c; j++) wsum += (double)w[j];                                       \
         }                                                                                               \
-        const int nt = rumus_threads_for_units(m, m * c);                                               \
+        const int nt = rumus_threads_for_units_grain(m, m * c, RUMUS_GRAIN_ROWS);                       \
+        const int64_t nc = rumus_chunks(m, nt);                                                         \
         if (nt <= 1) {                                                                                  \
             bwd_rows_##sfx(g, x, t, w, lse, dx, c, ignore_index, ls, wsum, 0, m);                       \
             return;                                                                                     \
         }                                                                                               \
-        RUMUS_PARALLEL_FOR                                                                              \
-        for (int k = 0; k < nt; k++)                                                                    \
-            bwd_rows_##sfx(g, x, t, w, lse, dx, c, ignore_index, ls, wsum, m * k / nt, m * (k + 1) / nt); \
+        RUMUS_PARALLEL_FOR_DYNAMIC                                                                      \
+        for (int64_t k = 0; k < nc; k++)                                                                \
+            bwd_rows_##sfx(g, x, t, w, lse, dx, c, ignore_index, ls, wsum, m * k / nc, m * (k + 1) / nc); \
     }
 
 /* float64 rows in double */

@@ -44,7 +44,7 @@ int rumus_gemm_attached(void) { return g_sgemm != NULL && g_dgemm != NULL; }
    packing would show. Blocks are halved, the longer side first, until there are TARGET_BLOCKS of them.
    At 1 << 22 the MLP step's 128x256x784 and 128x256x256 products made 4 and 2 blocks, so past 4 threads
    its GEMMs could not use more cores. */
-#define BLOCK_MACS ((int64_t)1 << 21)
+#define BLOCK_MACS ((int64_t)1 << 21) /* half of RUMUS_GRAIN_MACS: a thread gets a block's work at least */
 #define TARGET_BLOCKS 64
 
 static int64_t half16(int64_t x) { return ((x + 1) / 2 + 15) / 16 * 16; }
@@ -136,8 +136,8 @@ int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int6
     const int64_t units = batch * g.mb * g.nb;
     const int prev = rumus_blas_get_threads();
     rumus_blas_set_threads(1); /* each block is one plain call; OpenBLAS must not split it into jobs */
-    int nt = batch * m * n * k >= 2 * BLOCK_MACS ? rumus_get_num_threads() : 1;
-    if (nt > units) nt = (int)units;
+    /* threads from the work (one per 2^21 multiply-adds at least), never more than there are blocks */
+    const int nt = rumus_threads_for_units_grain(units, batch * m * n * k, RUMUS_GRAIN_MACS);
     if (nt <= 1) {
         for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
     } else {

@@ -56,7 +56,7 @@ static void store_tile(uint16_t *dst, const float *src, int64_t rows, int64_t co
 /* c (mm x nn) = a (mm x kk) @ b (kk x nn), all row-major float; the same sums at every thread count */
 static void tile_product(const float *a, const float *b, float *c, int64_t mm, int64_t nn, int64_t kk) {
     if (rumus_gemm(0, 1, 1, mm, nn, kk, a, 0, 0, kk, 0, b, 0, 0, nn, 0, c, 0, 0, nn)) return;
-    const int nt = rumus_threads_for_units(mm, mm * nn * kk);
+    const int nt = rumus_threads_for_units_grain(mm, mm * nn * kk, RUMUS_GRAIN_LOOP_MACS);
     RUMUS_UNUSED(nt);
     RUMUS_PARALLEL_FOR
     for (int64_t i = 0; i < mm; i++) {

@@ -19,10 +19,6 @@
 #endif
 
 static int g_threads = 1;
-/* Below this many elements a kernel stays on one thread, and each thread gets at least half of it
-   (~16 us of a simple elementwise op on one core). Waking a team costs more than the few microseconds
-   a smaller split could save: at 32768 the MLP step's 128x256 ops split in two and the step got slower
-   with more threads (issue 11). */
 static int64_t g_threshold = 65536;
 static int g_forked = 0;            /* in a fork()ed child: libgomp's pool is gone */
 
@@ -46,19 +42,41 @@ int rumus_has_openmp(void) {
 #endif
 }
 
+/* Grains, one per kernel class (internal/rumus.h lists the classes). A grain is the work below which a
+   kernel stays on the calling thread, with no OpenMP call at all; above it each thread gets at least half
+   a grain, some 15-50 us of that class's work on one core, while waking a thread and the barrier after it
+   cost a few us (more with more threads and on a loaded machine). Measured on the dev Xeon, one thread,
+   under load (so ~2x the quiet figures): an add 0.55 ns per element, softmax 3.6 and cross-entropy 4.0 ns
+   per element, a BLAS multiply-add 0.046 ns, flash attention ~0.38 ns per multiply-add of its own loops.
+   So the thread count of a kernel follows its size, never just the budget: a 128x784x256 product (8 blocks)
+   takes 8 threads at most, 32 products of 64x64x64 take 4, a 32K-element add 1 (issue 11: at 32768 the MLP
+   step's 128x256 ops split in two and the step got slower with more threads).
+   rumus_set_parallel_threshold sets the elementwise grain only. */
 void rumus_set_parallel_threshold(int64_t elements) { g_threshold = elements < 2 ? 2 : elements; }
 int64_t rumus_get_parallel_threshold(void) { return g_threshold; }
 
-int rumus_threads_for(int64_t work) {
+int64_t rumus_grain(int kernel_class) {
+    switch (kernel_class) {
+    case 0: return g_threshold;
+    case 1: return RUMUS_GRAIN_ROWS;
+    case 2: return RUMUS_GRAIN_MACS;
+    default: return RUMUS_GRAIN_LOOP_MACS;
+    }
+}
+
+int rumus_threads_for_grain(int64_t work, int64_t grain) {
 #ifdef _OPENMP
-    if (g_threads <= 1 || work < g_threshold) return 1;
-    const int64_t most = work / (g_threshold / 2); /* keep >= threshold/2 elements per thread */
+    if (g_threads <= 1 || work < grain) return 1;
+    const int64_t most = work / (grain / 2); /* keep >= grain/2 of work per thread */
     return most < g_threads ? (int)(most < 1 ? 1 : most) : g_threads;
 #else
     RUMUS_UNUSED(work);
+    RUMUS_UNUSED(grain);
     return 1;
 #endif
 }
+
+int rumus_threads_for(int64_t work) { return rumus_threads_for_grain(work, g_threshold); }
 
 /* libgomp keeps one pool of threads, and a parallel region smaller than the one before it makes the
    surplus threads exit; the next larger region creates them again (pthread_create, ~20 us each, one after
@@ -69,10 +87,12 @@ int rumus_threads_for(int64_t work) {
    pool stays as it is. */
 int rumus_team(int nt) { return nt <= 1 ? 1 : (nt > g_threads ? nt : g_threads); }
 
-int rumus_threads_for_units(int64_t units, int64_t work) {
-    const int nt = rumus_threads_for(work);
+int rumus_threads_for_units_grain(int64_t units, int64_t work, int64_t grain) {
+    const int nt = rumus_threads_for_grain(work, grain);
     return units < nt ? (int)(units < 1 ? 1 : units) : nt;
 }
+
+int rumus_threads_for_units(int64_t units, int64_t work) { return rumus_threads_for_units_grain(units, work, g_threshold); }
 
 /* ---- freed memory kept for the next step ----------------------------------------------------------
 

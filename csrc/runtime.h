@@ -3,6 +3,9 @@ int rumus_get_num_threads(void);
 int rumus_has_openmp(void);
 void rumus_set_parallel_threshold(int64_t elements);
 int64_t rumus_get_parallel_threshold(void);
+/* the grain of a kernel class: 0 elementwise (elements), 1 row kernels (elements), 2 BLAS products
+   (multiply-adds), 3 the kernels' own products (multiply-adds); see internal/rumus.h */
+int64_t rumus_grain(int kernel_class);
 void rumus_after_fork_child(void);
 /* glibc: large buffers from the heap, freed memory kept for the next step (see runtime.c) */
 int rumus_malloc_keep(int64_t mmap_max, int64_t keep);

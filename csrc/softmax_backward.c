@@ -28,13 +28,14 @@
         const int64_t rows = outer * inner;                                                             \
         if (rows == 0 || n == 0) return;                                                                \
         const int nt = rumus_threads_for_units(rows, rows * n);                                         \
+        const int64_t nc = rumus_chunks(rows, nt);                                                      \
         if (nt <= 1) {                                                                                  \
             rows_##sfx(g, y, dx, n, inner, log_form, 0, rows);                                          \
             return;                                                                                     \
         }                                                                                               \
-        RUMUS_PARALLEL_FOR                                                                              \
-        for (int t = 0; t < nt; t++)                                                                    \
-            rows_##sfx(g, y, dx, n, inner, log_form, rows * t / nt, rows * (t + 1) / nt);               \
+        RUMUS_PARALLEL_FOR_DYNAMIC                                                                      \
+        for (int64_t t = 0; t < nc; t++)                                                                \
+            rows_##sfx(g, y, dx, n, inner, log_form, rows * t / nc, rows * (t + 1) / nc);               \
     }
 
 DEF_SOFTMAX_BACKWARD(f32, float)

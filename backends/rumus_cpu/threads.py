@@ -1,10 +1,12 @@
 """One thread budget for the CPU backend: the C kernels (OpenMP) and numpy's OpenBLAS share one team.
 
-- Kernel threads: RUMUS_NUM_THREADS, else every physical core this process may run on. A kernel below
-  the parallel grain (rumus_get_parallel_threshold elements) stays on the calling thread; above it, it
-  splits one way per grain/2 elements up to the budget (csrc/runtime.c, rumus_threads_for), and the
-  region runs on a team of the whole budget (rumus_team): libgomp would otherwise end the pool's surplus
-  threads after every smaller region and create them again for the next larger one.
+- Kernel threads: RUMUS_NUM_THREADS, else every physical core this process may run on. Each kernel's
+  thread count comes from its work size, with one grain per kernel class (elementwise elements, row-kernel
+  elements, BLAS multiply-adds, the kernels' own multiply-adds; csrc/runtime.c, rumus_threads_for_grain):
+  below its grain a kernel stays on the calling thread and wakes no other; above it, it splits one way per
+  half grain up to the budget. A region that splits runs on a team of the whole budget (rumus_team): libgomp
+  would otherwise end the pool's surplus threads after every smaller region and create them again for the
+  next larger one.
 - BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the kernels' OpenMP
   team, so OpenBLAS's own threads never get work. Those threads used to spin ~2^28 cycles after every
   call (measured: 126 ms of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP
@@ -34,6 +36,8 @@ from collections.abc import Iterator
 from typing import Any
 
 SPIN_COUNT = "1000"
+# the kernel classes of csrc/runtime.c's rumus_grain, in its order
+GRAIN_CLASSES = ("elementwise elements", "row elements", "BLAS multiply-adds", "loop multiply-adds")
 
 _state: dict[str, Any] = {"omp_wait": "unknown", "blas": None, "malloc": "glibc's defaults"}
 MALLOC_MMAP_MAX = 32 << 20  # the largest M_MMAP_THRESHOLD glibc accepts on 64-bit hosts
@@ -217,6 +221,7 @@ def policy() -> dict[str, Any]:
         "kernel_threads": int(lib.rumus_get_num_threads()),
         "openmp": bool(lib.rumus_has_openmp()),
         "grain": int(lib.rumus_get_parallel_threshold()),
+        "grains": {name: int(lib.rumus_grain(i)) for i, name in enumerate(GRAIN_CLASSES)},
         "omp_wait": _state["omp_wait"],
         "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
@@ -245,7 +250,10 @@ def describe() -> str:
     where = (f"jobs on the kernel threads, up to {p['blas_threads']}"
              if p["blas_on_kernel_threads"] else f"its own {p['blas_threads']} threads (not coordinated)")
     n = p["kernel_threads"]
+    g = p["grains"]
     mm = "; matmul: independent blocks, one BLAS call each" if p["matmul_blocked"] else ""
     return (f"kernel threads {n} ({'OpenMP' if p['openmp'] else 'no OpenMP'}; 1 thread below "
-            f"{p['grain']} elements; idle threads: {p['omp_wait']}); BLAS {blas}: {where}{mm}; "
+            f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
+            f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
+            f"per half of that; idle threads: {p['omp_wait']}); BLAS {blas}: {where}{mm}; "
             f"malloc: {p['malloc']}")

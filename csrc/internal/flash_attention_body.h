@@ -110,7 +110,7 @@ void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, c
     fa_config(&c, dims, strides, is_causal, scale, p, seed, offset);
     const int64_t qblocks = (c.L + FA_BQ - 1) / FA_BQ, blocks = c.B * c.H * qblocks;
     if (blocks == 0) return;
-    const int nt = rumus_threads_for(c.B * c.H * c.L * c.S * c.D);
+    const int nt = rumus_threads_for_units_grain(blocks, c.B * c.H * c.L * c.S * c.D, RUMUS_GRAIN_LOOP_MACS);
     const size_t wsize = FA_FN(fa_workspace)(c.D) * sizeof(FA_T);
     FA_PARALLEL_FOR
     for (int64_t blk = 0; blk < blocks; blk++) {
@@ -254,7 +254,7 @@ void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const F
         }
     }
     const FA_FN(fa_bwd) all = {q, k, v, dout, lse, drow, bias, kb, dq, dk, dv};
-    const int nt = rumus_threads_for(BH * L * S * D);
+    const int nt = rumus_threads_for_grain(BH * L * S * D, RUMUS_GRAIN_LOOP_MACS);
     const size_t wsize = FA_FN(fa_workspace)(D) * sizeof(FA_T);
     const int64_t kblocks = (S + FA_BQ - 1) / FA_BQ, qblocks = (L + FA_BQ - 1) / FA_BQ;
     FA_PARALLEL_FOR

@@ -21,10 +21,22 @@ typedef struct {
     int isz[RUMUS_MAX_OPS];
 } rumus_loop_entry;
 
-/* Threads to use for `work` elements: 1 below the parallel threshold or without OpenMP. */
+/* Threads for a kernel, from its work size: 1 below its class's grain (or without OpenMP), then one
+   thread per half grain of work, up to the budget (csrc/runtime.c says how the grains were chosen).
+   Classes, each with its unit of work:
+   - streaming elementwise loops, reductions, copies, norms: elements (rumus_threads_for; the grain is
+     rumus_get_parallel_threshold, 65536 unless set);
+   - row kernels with an exp or log per element (softmax, log_softmax, cross-entropy): elements, RUMUS_GRAIN_ROWS;
+   - products through BLAS (GEMM blocks, conv's GEMMs): multiply-adds, RUMUS_GRAIN_MACS;
+   - products in the kernels' own loops (flash attention): multiply-adds, RUMUS_GRAIN_LOOP_MACS. */
+#define RUMUS_GRAIN_ROWS ((int64_t)16384)
+#define RUMUS_GRAIN_MACS ((int64_t)1 << 22)
+#define RUMUS_GRAIN_LOOP_MACS ((int64_t)1 << 18)
 int rumus_threads_for(int64_t work);
+int rumus_threads_for_grain(int64_t work, int64_t grain);
 /* The same, never more threads than `units` independent pieces of work. */
 int rumus_threads_for_units(int64_t units, int64_t work);
+int rumus_threads_for_units_grain(int64_t units, int64_t work, int64_t grain);
 
 /* Run `fn` over an N-d strided iteration space.  meta (in elements):
    [ndim, shape[ndim], strides of operand 0 [ndim], ..., strides of operand nops-1 [ndim]].
@@ -121,6 +133,26 @@ int64_t rumus_find_named(const void *table, int64_t count, size_t entry_size, co
 #ifndef RUMUS_CLONES
 #define RUMUS_CLONES
 #endif
+
+/* The same with an AVX-512 variant as well, for row loops whose results cannot depend on the vector width
+   (explicit lanes, no FMA): softmax and cross-entropy's float32 rows, ~30% faster where the CPU has it. */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define RUMUS_CLONES_WIDE __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+#endif
+#ifndef RUMUS_CLONES_WIDE
+#define RUMUS_CLONES_WIDE
+#endif
+
+/* How many pieces a region split `nt` ways cuts `units` independent units into: a few per thread, taken as
+   threads come free (RUMUS_PARALLEL_FOR_DYNAMIC), so a thread whose core is shared with another process
+   does fewer of them instead of holding the rest up at the region's end (each unit is still computed whole
+   by one thread: results do not depend on the split). */
+static inline int64_t rumus_chunks(int64_t units, int nt) {
+    const int64_t want = (int64_t)nt * 4;
+    return units < want ? units : want;
+}
 
 /* The team a parallel region of `nt` parts runs on: 1, or the whole budget (csrc/runtime.c says why). */
 int rumus_team(int nt);

@@ -7,14 +7,13 @@ budget, so a run of such kernels creates no thread after the first."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 pytest.importorskip("rumus_cpu._kernels")
+
+from thread_count_runs import run_openmp_script  # noqa: E402
 
 SCRIPT = r"""
 import json, os
@@ -44,12 +43,7 @@ print(json.dumps({"before": before, "new": len(seen) - before, "threads": thread
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc/self/task")
 def test_kernels_of_different_sizes_create_no_threads() -> None:
-    env = {**os.environ, "RUMUS_NUM_THREADS": "4", "RUMUS_BACKEND": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    got = json.loads(proc.stdout.strip().splitlines()[-1])
-    if not got["openmp"]:
-        pytest.skip("built without OpenMP")
+    got = run_openmp_script(SCRIPT, 4)
     assert got["threads"] == 4
     # 40 rounds of 2-, 4- and 1-way kernels: before the fix each round re-created 2 threads (80+ new ids)
     assert got["new"] <= 2, got
