@@ -150,12 +150,19 @@ class Program:
         if len(buffers) != len(self.storage_bindings):
             raise RumusError(f"wgpu kernel '{self.label}' declares {len(self.storage_bindings)} storage "
                              f"bindings but was given {len(buffers)} buffers")
-        entries = [{"binding": i, "resource": {"buffer": b.gpu, "offset": 0, "size": b.bind_size}}
-                   for i, b in enumerate(buffers)]
-        if self.uniform_size:
-            entries.append({"binding": len(buffers),
-                            "resource": {"buffer": uniform_gpu, "offset": 0, "size": self.uniform_size}})
-        group = self.dev.device.create_bind_group(layout=self.layout, entries=entries)
+        make = self.dev.make_bind_group
+        if make is not None:  # wgpu-py's native layer, without its descriptor checks (bind_groups.py)
+            native = [(i, b.gpu, b.bind_size) for i, b in enumerate(buffers)]
+            if self.uniform_size:
+                native.append((len(buffers), uniform_gpu, self.uniform_size))
+            group = make(self.dev.device, self.layout, native)
+        else:
+            entries = [{"binding": i, "resource": {"buffer": b.gpu, "offset": 0, "size": b.bind_size}}
+                       for i, b in enumerate(buffers)]
+            if self.uniform_size:
+                entries.append({"binding": len(buffers),
+                                "resource": {"buffer": uniform_gpu, "offset": 0, "size": self.uniform_size}})
+            group = self.dev.device.create_bind_group(layout=self.layout, entries=entries)
         if len(self._bind_groups) >= BIND_GROUP_CACHE:
             self._bind_groups.pop(next(iter(self._bind_groups)))
         # the GPU buffers are kept with the group so their ids cannot be reused while it is cached
