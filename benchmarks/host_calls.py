@@ -4,13 +4,16 @@ The eager MLP, CNN and small transformer steps of benchmarks/compile_steps.py ar
 (Python dispatch + wgpu command recording). This measures that host work where it is deterministic, on any
 machine (lavapipe's GPU timing is noise, the host's Python is not), for this tree and for each --tree:
 
-* calls/step: Python function calls per step (cProfile over --profile-steps steps, after warm-up);
+* calls/step: Python function calls per step (cProfile over --profile-steps steps after warm-up and a
+  host wait, as each of compile_steps.py's timed rounds starts);
+* bind groups made per step (the programs' bind-group cache misses);
 * host ms/step: the calling thread's CPU time (time.thread_time: neither lavapipe's worker threads nor
-  time this process waits for a core on a shared machine count) in the step calls, with the GPU work left
-  out (the recorder's queue.submit is dropped while timing: everything up to and including
-  encoder.finish() still runs), best and median of --rounds rounds of --steps steps;
-* wall ms/step: time.perf_counter around the same calls with the real submit (median);
+  time this process waits for a core on a shared machine count) in the step calls, best and median of
+  --rounds rounds of --steps steps;
 * kernels/step, and the recorder's submits and syncs per step;
+* with --wall: wall ms/step, time.perf_counter around whole steps with the GPU work (median).
+Calls and host time are measured with the GPU work left out: the recorder's queue.submit is dropped
+(everything up to and including encoder.finish() still runs; nothing reads values back in these steps).
 then the functions whose calls per step grew the most from the first tree to the last.
 
 Each tree runs in its own interpreter (the base Python, not a venv with an editable install) with its
@@ -71,7 +74,24 @@ def _time_steps(step: Any, steps: int, rounds: int, clock: Any) -> list[float]:
     return out
 
 
-def worker(tree: str, models: list[str], steps: int, rounds: int, profile_steps: int) -> dict[str, Any]:
+def _count_bind_groups(wdev: Any) -> list[int]:
+    """Count the bind groups the device makes (its cache misses), by whichever path this tree makes them."""
+    made = [0]
+
+    def counting(fn: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            made[0] += 1
+            return fn(*args, **kwargs)
+        return counted
+    if getattr(wdev, "make_bind_group", None) is not None:
+        wdev.make_bind_group = counting(wdev.make_bind_group)
+    else:
+        wdev.device.create_bind_group = counting(wdev.device.create_bind_group)
+    return made
+
+
+def worker(tree: str, models: list[str], steps: int, rounds: int, profile_steps: int,
+           with_wall: bool) -> dict[str, Any]:
     sys.path.insert(0, os.path.join(tree, "benchmarks"))
     import rumus as rm
     if not os.path.abspath(rm.__file__).startswith(tree):
@@ -90,14 +110,25 @@ def worker(tree: str, models: list[str], steps: int, rounds: int, profile_steps:
             step()
         backend.synchronize(device)
         kernels = b["eager_kernels"]()
+        backend.synchronize(device)  # every round starts after a host wait, as in compile_steps.py
+        groups = _count_bind_groups(backend.device(device))
+        queue = rec.queue
+        rec.queue = _NoSubmit(queue)  # from here on the GPU gets no work: the host's share alone
+        try:
+            s0 = rec.stats()
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(profile_steps):
+                step()
+            prof.disable()
+            s1 = rec.stats()
+            made = groups[0]
+            host = _time_steps(step, steps, rounds, time.thread_time)
+            rec.flush()
+        finally:
+            rec.queue = queue
         backend.synchronize(device)
-        s0 = rec.stats()
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(profile_steps):
-            step()
-        prof.disable()
-        s1 = rec.stats()
+        wall = _time_steps(step, steps, rounds, time.perf_counter) if with_wall else [float("nan")]
         backend.synchronize(device)
         st = pstats.Stats(prof)
         funcs: dict[str, list[float]] = {}
@@ -105,21 +136,13 @@ def worker(tree: str, models: list[str], steps: int, rounds: int, profile_steps:
             f = funcs.setdefault(_func_key(tree, code), [0.0, 0.0])
             f[0] += nc / profile_steps
             f[1] += tt / profile_steps * 1e6
-        with_submit = _time_steps(step, steps, rounds, time.perf_counter)
-        backend.synchronize(device)
-        queue = rec.queue
-        rec.queue = _NoSubmit(queue)
-        try:
-            no_submit = _time_steps(step, steps, rounds, time.thread_time)
-            rec.flush()
-        finally:
-            rec.queue = queue
-        backend.synchronize(device)
         results[name] = {
             "kernels": kernels,
-            "calls": st.total_calls / profile_steps,  # type: ignore[attr-defined]
-            "host_ms": min(no_submit) * 1e3, "host_ms_median": statistics.median(no_submit) * 1e3,
-            "submit_ms": min(with_submit) * 1e3, "submit_ms_median": statistics.median(with_submit) * 1e3,
+            # less the counting wrapper's one call per bind group
+            "calls": (st.total_calls - made) / profile_steps,  # type: ignore[attr-defined]
+            "bind_groups": made / profile_steps,
+            "host_ms": min(host) * 1e3, "host_ms_median": statistics.median(host) * 1e3,
+            "wall_ms_median": statistics.median(wall) * 1e3,
             "submits": (s1["submits"] - s0["submits"]) / profile_steps,
             "syncs": (s1["syncs"] - s0["syncs"]) / profile_steps,
             "funcs": funcs,
@@ -150,7 +173,8 @@ def run_tree(tree: str, args: argparse.Namespace) -> dict[str, Any]:
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")
     python = getattr(sys, "_base_executable", sys.executable)  # not a venv: its editable install wins imports
     cmd = [python, os.path.abspath(__file__), "--worker", tree, "--steps", str(args.steps), "--rounds",
-           str(args.rounds), "--profile-steps", str(args.profile_steps), "--models", *args.models]
+           str(args.rounds), "--profile-steps", str(args.profile_steps), *(["--wall"] if args.wall else []),
+           "--models", *args.models]
     done = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{tree}: worker failed\n{done.stderr[-4000:]}")
@@ -158,13 +182,14 @@ def run_tree(tree: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(trees: list[str], res: list[dict[str, Any]], models: list[str], top: int) -> str:
-    lines = ["| step | tree | kernels | calls/step | host CPU ms (best / median) | wall ms | submits | syncs |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| step | tree | kernels | calls/step | bind groups made | host CPU ms (best / median) | wall ms "
+             "| submits | syncs |", "|---|---|---|---|---|---|---|---|---|"]
     for m in models:
         for tree, r in zip(trees, res):
             x = r[m]
-            lines.append(f"| {m} | {tree} | {x['kernels']} | {x['calls']:.0f} | {x['host_ms']:.3f} / "
-                         f"{x['host_ms_median']:.3f} | {x['submit_ms_median']:.3f} | {x['submits']:.2f} | {x['syncs']:.2f} |")
+            lines.append(f"| {m} | {tree} | {x['kernels']} | {x['calls']:.0f} | {x['bind_groups']:.1f} | "
+                         f"{x['host_ms']:.3f} / {x['host_ms_median']:.3f} | {x['wall_ms_median']:.3f} | "
+                         f"{x['submits']:.2f} | {x['syncs']:.2f} |")
     if len(res) > 1:
         old, new = res[0], res[-1]
         for m in models:
@@ -183,13 +208,16 @@ def main() -> None:
     ap.add_argument("--models", nargs="*", default=["MLP", "CNN", "transformer"])
     ap.add_argument("--steps", type=int, default=10, help="steps per timed round")
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--profile-steps", type=int, default=20, help="steps profiled (compile_steps.py times 20 per round)")
+    ap.add_argument("--profile-steps", type=int, default=20, help="steps profiled (compile_steps.py times 20 "
+                    "per round)")
     ap.add_argument("--top", type=int, default=15, help="rows of the grown-functions tables")
+    ap.add_argument("--wall", action="store_true", help="also time whole steps with the real submit (on lavapipe "
+                    "that is the software GPU's time: slow, and noise for this purpose)")
     ap.add_argument("--json", help="write the raw results here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.models, args.steps, args.rounds, args.profile_steps)))
+        print(json.dumps(worker(args.worker, args.models, args.steps, args.rounds, args.profile_steps, args.wall)))
         return
     trees = [os.path.abspath(t) for t in args.tree] + [THIS_TREE]
     res = [run_tree(t, args) for t in trees]
