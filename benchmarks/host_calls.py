@@ -169,7 +169,8 @@ def _site_for(tree: str) -> str:
 def run_tree(tree: str, args: argparse.Namespace) -> dict[str, Any]:
     tree = os.path.abspath(tree)
     roots = [_site_for(tree), tree] + [os.path.join(tree, d) for d in ("contracts", "backends", "conformance")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(roots), "RUMUS_BACKEND": "wgpu"}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(roots), "RUMUS_BACKEND": "wgpu",
+           "PYTHONDONTWRITEBYTECODE": "1"}  # another tree stays as it was
     env.setdefault("XDG_RUNTIME_DIR", "/tmp")
     python = getattr(sys, "_base_executable", sys.executable)  # not a venv: its editable install wins imports
     cmd = [python, os.path.abspath(__file__), "--worker", tree, "--steps", str(args.steps), "--rounds",
