@@ -1,7 +1,8 @@
 """Both paths of the WebGPU backend: wgpu-py's private native layer (trusted GEMM shader modules,
-direct per-dispatch pass calls, bind groups made without wgpu-py's descriptor checks) and the public-API fallback (RUMUS_WGPU_PUBLIC_API=1) give the same
-bits, and each run really takes the path it claims. wgpu-py is pinned (pyproject.toml) to the range
-where the private names exist; a wgpu upgrade that drops them shows up here as fast_path False."""
+direct per-dispatch pass calls, bind groups made without wgpu-py's descriptor checks) and the public-API
+fallback (RUMUS_WGPU_PUBLIC_API=1) give the same bits, and each run really takes the path it claims.
+wgpu-py is pinned (pyproject.toml) to the range where the private names exist; a wgpu upgrade that drops
+them shows up here as fast_path False."""
 
 import json
 import os
