@@ -116,11 +116,9 @@ def worker(tree: str, models: list[str], steps: int, rounds: int, profile_steps:
         rec.queue = _NoSubmit(queue)  # from here on the GPU gets no work: the host's share alone
         try:
             s0 = rec.stats()
-            prof = cProfile.Profile()
-            prof.enable()
-            for _ in range(profile_steps):
-                step()
-            prof.disable()
+            with cProfile.Profile() as prof:
+                for _ in range(profile_steps):
+                    step()
             s1 = rec.stats()
             made = groups[0]
             host = _time_steps(step, steps, rounds, time.thread_time)
