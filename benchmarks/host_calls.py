@@ -19,7 +19,7 @@ then the functions whose calls per step grew the most from the first tree to the
 Each tree runs in its own interpreter (the base Python, not a venv with an editable install) with its
 source roots on PYTHONPATH and entry-point metadata as benchmarks/source_tree_env.sh writes it:
 
-    XDG_RUNTIME_DIR=/tmp python benchmarks/host_calls.py --tree /work/wt-s3          # old tree vs this one
+    XDG_RUNTIME_DIR=/tmp python benchmarks/host_calls.py --tree /work/wt-s3 --passes 3   # old tree vs this one
     XDG_RUNTIME_DIR=/tmp python benchmarks/host_calls.py --models MLP --json out.json  # this tree alone
 """
 
@@ -180,6 +180,16 @@ def run_tree(tree: str, args: argparse.Namespace) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def _merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One tree's passes as one result: counts from the first (they repeat), host CPU best / median of all."""
+    out = {m: dict(r) for m, r in runs[0].items()}
+    for m, r in out.items():
+        r["host_ms"] = min(x[m]["host_ms"] for x in runs)
+        r["host_ms_median"] = statistics.median(x[m]["host_ms_median"] for x in runs)
+        r["wall_ms_median"] = statistics.median(x[m]["wall_ms_median"] for x in runs)
+    return out
+
+
 def report(trees: list[str], res: list[dict[str, Any]], models: list[str], top: int) -> str:
     lines = ["| step | tree | kernels | calls/step | bind groups made | host CPU ms (best / median) | wall ms "
              "| submits | syncs |", "|---|---|---|---|---|---|---|---|---|"]
@@ -212,6 +222,8 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=15, help="rows of the grown-functions tables")
     ap.add_argument("--wall", action="store_true", help="also time whole steps with the real submit (on lavapipe "
                     "that is the software GPU's time: slow, and noise for this purpose)")
+    ap.add_argument("--passes", type=int, default=1, help="run every tree this many times, in turn; host CPU: "
+                    "best and median over all passes (on a shared machine the load drifts between runs)")
     ap.add_argument("--json", help="write the raw results here")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -219,7 +231,8 @@ def main() -> None:
         print(json.dumps(worker(args.worker, args.models, args.steps, args.rounds, args.profile_steps, args.wall)))
         return
     trees = [os.path.abspath(t) for t in args.tree] + [THIS_TREE]
-    res = [run_tree(t, args) for t in trees]
+    passes = [[run_tree(t, args) for t in trees] for _ in range(args.passes)]  # trees alternate: load drifts
+    res = [_merge([p[i] for p in passes]) for i in range(len(trees))]
     print(report(trees, res, args.models, args.top))
     if args.json:
         with open(args.json, "w") as f:
