@@ -86,8 +86,9 @@ class Op:
         self._skip = 1 if schema.name == "where" else 0  # where's condition keeps its bool dtype
         self._has_attrs = bool(schema.attrs)
         self._shape_cache: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
-        # signature -> (kernel, output shapes, output dtypes, per input: expanded strides or None); see _prepare
-        self._plans: dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], list[Any]]] = {}
+        # signature -> (kernel, output shapes, output dtypes, per input: expanded strides or None — None for
+        # all when no input is expanded); see _prepare
+        self._plans: dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], list[Any] | None]] = {}
         self._same_dtype = schema.dtype is _same_dtype_rule
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
         self._fused: dict[tuple[str, DType], bool] = {}  # composite ops: (backend, dtype) -> a fused kernel exists
@@ -155,16 +156,24 @@ class Op:
         plan = self._plans.get(plan_key) if plan_key is not None else None
         if plan is not None:  # this signature ran before: its checks passed and their results are cached
             kernel, out_shapes, out_dtypes, expanded = plan
-            in_args = [t._arg if s is None else TensorArg(t._storage.buffer, out_shapes[0], s, t._offset,
-                                                          t._storage.dtype) for t, s in zip(inputs, expanded)]
+            if expanded is None:  # every input as it is (the usual case: no call to the _arg property once cached)
+                in_args = [a if (a := t._arg_cache) is not None else t._arg for t in inputs]
+            else:
+                in_args = [t._arg if s is None else TensorArg(t._storage.buffer, out_shapes[0], s, t._offset,
+                                                              t._storage.dtype) for t, s in zip(inputs, expanded)]
         else:
             given = inputs
             kernel, inputs, out_shapes, out_dtypes, in_args = self._prepare(schema, inputs, attrs, backend)
             if plan_key is not None and inputs is given and len(self._plans) < 4096:
+                strides = [None if a is t._arg else a.strides for t, a in zip(inputs, in_args)]
                 self._plans[plan_key] = (kernel, out_shapes, out_dtypes,
-                                         [None if a is t._arg else a.strides for t, a in zip(inputs, in_args)])
-        outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
-        out_args = [o._arg for o in outputs]
+                                         None if all(s is None for s in strides) else strides)
+        if len(out_shapes) == 1:  # one output: no comprehensions (each is a Python call in 3.11)
+            outputs = [empty(out_shapes[0], out_dtypes[0], device, backend)]
+            out_args = [outputs[0]._arg]
+        else:
+            outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
+            out_args = [o._arg for o in outputs]
         kernel(out_args, in_args, attrs)
         if _capture is not None:
             _capture.record(schema, kernel, out_args, in_args, attrs, inputs, outputs)

@@ -11,6 +11,7 @@ from typing import Any
 
 from rumus_contracts import BackendUnavailable
 
+from .bind_groups import native_bind_group_maker
 from .pipelines import Programs
 from .pool import BufferPool
 from .recorder import Recorder
@@ -67,6 +68,7 @@ class WgpuDevice:
         self.max_groups = self.limits.get("max-compute-workgroups-per-dimension", 65535)
         self.shared_bytes = self.limits.get("max-compute-workgroup-storage-size", 16384)
         self.pool = BufferPool(self.device, self.max_binding, self.limits.get("max-buffer-size", 1 << 28))
+        self.make_bind_group = native_bind_group_maker()  # None: wgpu-py's public create_bind_group
         self.recorder = Recorder(self)
         self.programs = Programs(self)
         # per-op launch plans keyed by operand layouts: (program, uniform bytes, grid), see elementwise

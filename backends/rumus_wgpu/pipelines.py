@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Hashable
 from functools import cache
 from importlib import resources
+from operator import attrgetter
 from typing import Any
 
 from rumus_contracts import DType, DTypeError, RumusError
@@ -22,6 +23,7 @@ _BINDING = re.compile(
     r"@(?:group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)|binding\(\s*(\d+)\s*\)\s*@group\(\s*(\d+)\s*\))"
     r"\s*var\s*<\s*(storage|uniform)\s*(?:,\s*(read_write|read))?\s*>")
 BIND_GROUP_CACHE = 2048
+_BIND_KEY = attrgetter("bind_key")  # WgpuBuffer.bind_key: what a cached bind group is keyed by
 # wgpu-py's private native layer (wgpu.backends.wgpu_native._api) gives two fast paths: trusted shader
 # modules (here) and direct per-dispatch pass calls (recorder.py). Both fall back to wgpu-py's public
 # API when the private names are missing; RUMUS_WGPU_PUBLIC_API=1 forces the fallback, so CI tests
@@ -143,19 +145,26 @@ class Program:
         self._bind_groups: dict[Hashable, Any] = {}
 
     def bind_group(self, buffers: list[Any], uniform_gpu: Any) -> Any:
-        key = tuple([b.bind_key for b in buffers])
+        key = tuple(map(_BIND_KEY, buffers))  # C-level: no comprehension frame per dispatch
         hit = self._bind_groups.get(key)
         if hit is not None:
             return hit[0]
         if len(buffers) != len(self.storage_bindings):
             raise RumusError(f"wgpu kernel '{self.label}' declares {len(self.storage_bindings)} storage "
                              f"bindings but was given {len(buffers)} buffers")
-        entries = [{"binding": i, "resource": {"buffer": b.gpu, "offset": 0, "size": b.bind_size}}
-                   for i, b in enumerate(buffers)]
-        if self.uniform_size:
-            entries.append({"binding": len(buffers),
-                            "resource": {"buffer": uniform_gpu, "offset": 0, "size": self.uniform_size}})
-        group = self.dev.device.create_bind_group(layout=self.layout, entries=entries)
+        make = self.dev.make_bind_group
+        if make is not None:  # wgpu-py's native layer, without its descriptor checks (bind_groups.py)
+            native = [(i, b.gpu, b.bind_size) for i, b in enumerate(buffers)]
+            if self.uniform_size:
+                native.append((len(buffers), uniform_gpu, self.uniform_size))
+            group = make(self.dev.device, self.layout, native)
+        else:
+            entries = [{"binding": i, "resource": {"buffer": b.gpu, "offset": 0, "size": b.bind_size}}
+                       for i, b in enumerate(buffers)]
+            if self.uniform_size:
+                entries.append({"binding": len(buffers),
+                                "resource": {"buffer": uniform_gpu, "offset": 0, "size": self.uniform_size}})
+            group = self.dev.device.create_bind_group(layout=self.layout, entries=entries)
         if len(self._bind_groups) >= BIND_GROUP_CACHE:
             self._bind_groups.pop(next(iter(self._bind_groups)))
         # the GPU buffers are kept with the group so their ids cannot be reused while it is cached

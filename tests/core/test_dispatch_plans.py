@@ -75,3 +75,29 @@ def test_attributes_are_part_of_the_signature() -> None:
     for _ in range(2):
         np.testing.assert_allclose(x.sum(0).numpy(), x.numpy().sum(0), rtol=1e-5)
         np.testing.assert_allclose(x.sum(1).numpy(), x.numpy().sum(1), rtol=1e-5)
+
+
+def test_a_plan_without_expanded_inputs_reads_fresh_inputs_each_call() -> None:
+    """The plan of a signature whose inputs all bind as they are stores no per-input strides; a planned call
+    still binds this call's tensors (new buffers, views at other offsets), never the planning call's."""
+    mul = op("mul")
+    mul._plans.clear()
+    base = rm.randn(6, 4)
+    first = rm.randn(6, 4)
+    np.testing.assert_array_equal((base * first).numpy(), base.numpy() * first.numpy())
+    assert all(plan[3] is None for plan in mul._plans.values())
+    for i in range(3):
+        other = rm.randn(6, 4)
+        np.testing.assert_array_equal((base * other).numpy(), base.numpy() * other.numpy())
+        rows = rm.randn(9, 4)[i:i + 6]  # same shape and strides, another offset
+        np.testing.assert_array_equal((rows * other).numpy(), rows.numpy() * other.numpy())
+
+
+def test_a_planned_op_with_two_outputs_gives_both_each_call() -> None:
+    stats = op("batch_norm_stats")
+    for _ in range(3):
+        x = rm.randn(5, 3, 2)
+        mean, var = stats.multi(x)
+        ref = x.numpy().astype(np.float64)
+        np.testing.assert_allclose(mean.numpy(), ref.mean(axis=(0, 2)), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(var.numpy(), ref.var(axis=(0, 2)), rtol=1e-5, atol=1e-6)

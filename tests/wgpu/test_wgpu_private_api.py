@@ -1,7 +1,8 @@
 """Both paths of the WebGPU backend: wgpu-py's private native layer (trusted GEMM shader modules,
-direct per-dispatch pass calls) and the public-API fallback (RUMUS_WGPU_PUBLIC_API=1) give the same
-bits, and each run really takes the path it claims. wgpu-py is pinned (pyproject.toml) to the range
-where the private names exist; a wgpu upgrade that drops them shows up here as fast_path False."""
+direct per-dispatch pass calls, bind groups made without wgpu-py's descriptor checks) and the public-API
+fallback (RUMUS_WGPU_PUBLIC_API=1) give the same bits, and each run really takes the path it claims.
+wgpu-py is pinned (pyproject.toml) to the range where the private names exist; a wgpu upgrade that drops
+them shows up here as fast_path False."""
 
 import json
 import os
@@ -44,6 +45,7 @@ backend = backend_api.backend("wgpu")
 recorder = backend.device(0).recorder
 print(json.dumps({"y": y.tolist(), "gx": x.grad.tolist(), "gw": w.grad.tolist(),
                   "fast_path": recorder._native is not None, "trusted": any(trusted),
+                  "native_groups": backend.device(0).make_bind_group is not None,
                   "dispatches": recorder.dispatches}))
 """
 
@@ -59,8 +61,10 @@ def _run(**env: str) -> dict:
 def test_private_fast_path_and_public_fallback_agree_bit_for_bit():
     fast = _run()
     public = _run(RUMUS_WGPU_PUBLIC_API="1")
-    assert fast["fast_path"] and fast["trusted"], "the pinned wgpu should offer the private fast path"
-    assert not public["fast_path"] and not public["trusted"], "RUMUS_WGPU_PUBLIC_API=1 must avoid private names"
+    assert fast["fast_path"] and fast["trusted"] and fast["native_groups"], \
+        "the pinned wgpu should offer the private fast path"
+    assert not public["fast_path"] and not public["trusted"] and not public["native_groups"], \
+        "RUMUS_WGPU_PUBLIC_API=1 must avoid private names"
     assert fast["dispatches"] > 0 and public["dispatches"] == fast["dispatches"]
     for key in ("y", "gx", "gw"):
         assert fast[key] == public[key], key
@@ -74,3 +78,19 @@ def test_private_fast_path_and_public_fallback_agree_bit_for_bit():
     np.testing.assert_allclose(fast["y"], y, rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(fast["gx"], gh @ b.T, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(fast["gw"], a.T @ gh, rtol=1e-4, atol=1e-3)
+
+
+def test_native_bind_group_errors_still_raise():
+    """The native bind-group path keeps wgpu's validation: a group that does not match its layout raises."""
+    if not backend_api.backend("wgpu").device(0).make_bind_group:
+        pytest.skip("no private wgpu-py layer")
+    import rumus as rm
+    dev = backend_api.backend("wgpu").device(0)
+    x = rm.ones(8, device="wgpu") + 1  # compiles at least one program with a uniform binding
+    program = next(p for p in dev.programs._cache.values() if p.uniform_size)
+    buf = x._storage.buffer
+    n = len(program.storage_bindings)
+    with pytest.raises(Exception, match="(?i)bind"):  # one binding short of the layout
+        dev.make_bind_group(dev.device, program.layout, [(i, buf.gpu, buf.bind_size) for i in range(n)])
+    entries = [(i, buf.gpu, buf.bind_size) for i in range(n)] + [(n, dev.recorder.uniform_gpu, program.uniform_size)]
+    assert dev.make_bind_group(dev.device, program.layout, entries)._internal is not None
