@@ -18,10 +18,8 @@ from rumus_contracts import RumusError, TensorArg
 
 from .layout import dealias, device_of, env_set, grid, new_buffer
 from .pipelines import render
-from .reduce import NO_SUBGROUPS, SPLIT_CHUNK, Rows, cached, pow2_ceil, pow2_floor, vec_rows
-
-LOADS_PER_INVOCATION = 4  # enough loads in flight per invocation, few invocations idle in the merge
-SPLIT_WORKGROUPS = 1024  # a split launch aims for about this many workgroups
+from .reduce import NO_SUBGROUPS, Rows, cached, vec_rows
+from .row_plan import RowPlan, plan_key, plan_rows
 
 # the merge of the pairs of a row's group: through workgroup memory (a tree, log2(group) barriers) ...
 _REDUCE_WORKGROUP = """
@@ -97,21 +95,51 @@ _OUT = {"softmax": "exp(x - m) * inv", "log_softmax": "x - m - ls", "softmax_bac
         "log_softmax_backward": "x - exp(w) * sum"}
 
 
-def _walk(vec: bool, two: bool, body: str, store: str = "") -> str:
-    """A loop over this invocation's elements of [begin, end): x (and w, the second input) loaded."""
+def _named(code: str, k: int) -> str:
+    """code over one load's values (x or v, and w) renamed to the k-th load's (x0 / v0 / w0, ...)."""
+    return re.sub(r"\b([xvw])\b", lambda m: f"{m.group(1)}{k}", code)
+
+
+def _loads(vec: bool, two: bool, k: int) -> str:
+    """Load k of a step: the k-th of the invocation's strided units from r (vec4 or scalar; w from in1)."""
     if vec:
-        loads = "        let v = vec4<f32>(in0[(ib + r) / 4u]);\n"
+        at = f"r + {4 * k}u * t" if k else "r"
+        code = f"        let v{k} = vec4<f32>(in0[(ib + {at}) / 4u]);\n"
         if two:
-            loads += "        let w = vec4<f32>(in1[(ib + delta + r) / 4u]);\n"
-        out = f"        out0[(ob + r) / 4u] = vec4<scalar>({store});\n" if store else ""
-        return ("    for (var r = begin + lane * 4u; r < end; r += t * 4u) {\n" + loads
-                + (f"        {body}\n" if body else "") + out + "    }")
-    loads = "        let x = f32(in0[u32(base.x + i32(r) * s_in)]);\n"
+            code += f"        let w{k} = vec4<f32>(in1[(ib + delta + {at}) / 4u]);\n"
+        return code
+    at = f"r + {k}u * t" if k else "r"
+    code = f"        let x{k} = f32(in0[u32(base.x + i32({at}) * s_in)]);\n"
     if two:
-        loads += "        let w = f32(in1[u32(base.x + i32(delta) + i32(r) * s_in)]);\n"
-    out = f"        out0[u32(base.y + i32(r) * sout)] = scalar({store});\n" if store else ""
-    return ("    for (var r = begin + lane; r < end; r += t) {\n" + loads + (f"        {body}\n" if body else "")
-            + out + "    }")
+        code += f"        let w{k} = f32(in1[u32(base.x + i32(delta) + i32({at}) * s_in)]);\n"
+    return code
+
+
+def _store(vec: bool, k: int, expr: str) -> str:
+    if vec:
+        at = f"r + {4 * k}u * t" if k else "r"
+        return f"        out0[(ob + {at}) / 4u] = vec4<scalar>({_named(expr, k)});\n"
+    at = f"r + {k}u * t" if k else "r"
+    return f"        out0[u32(base.y + i32({at}) * sout)] = scalar({_named(expr, k)});\n"
+
+
+def _walk(vec: bool, two: bool, unroll: int, fold: tuple[str, str] | None, store: str = "") -> str:
+    """This invocation's walk over [begin, end): steps of `unroll` loads issued before any of them is
+    used (the loads of a step in flight together), then single loads for the rest. fold: (the step's
+    fold of loads 0..unroll-1, the fold of one load 0), or None in the store pass, which writes `store`
+    (an expression of x, or v, and w) for every load."""
+    width = "4u * t" if vec else "t"
+    parts = ["    var r = begin + lane * 4u;" if vec else "    var r = begin + lane;"]
+
+    def loop(n: int, cond: str, step: str, body: str) -> None:
+        code = "".join(_loads(vec, two, k) for k in range(n))
+        code += (f"        {body}\n" if body else "") + "".join(_store(vec, k, store) for k in range(n) if store)
+        parts.append(f"    for (; {cond}; r += {step}) {{\n{code}    }}")
+    if unroll > 1:
+        # the last load of a step, (unroll - 1) widths on, still inside the chunk
+        loop(unroll, f"r + {unroll - 1}u * {width} < end", f"{unroll}u * {width}", fold[0] if fold else "")
+    loop(1, "r < end", width, fold[1] if fold else "")
+    return "    {\n" + "\n".join(parts) + "\n    }"
 
 
 def _vec_expr(expr: str) -> str:
@@ -119,18 +147,33 @@ def _vec_expr(expr: str) -> str:
     return re.sub(r"\bx\b", "v", expr)
 
 
-def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool) -> str:
+def _folds(op: str, vec: bool, unroll: int) -> tuple[str, str]:
+    """(the fold of a step's `unroll` loads, the fold of one load) into acc, over loads named 0.."""
+    if op.endswith("_backward"):
+        one = _FOLD[op][1 if vec else 0]
+        return " ".join(_named(one, k) for k in range(unroll)), _named(one, 0)
+    if vec:
+        many = "acc = fold16(acc, v0, v1, v2, v3, ninf);" if unroll == 4 else ""
+        return many, "acc = fold4(acc, v0, ninf);"
+    many = "acc = fold4(acc, vec4<f32>(x0, x1, x2, x3), ninf);" if unroll == 4 else ""
+    return many, "acc = fold1(acc, x0, ninf);"
+
+
+def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool, unroll: int = 1) -> str:
     """op: softmax, log_softmax or their _backward (inputs grad, y). mode: "single" (one pass writes the
-    rows), "partial" (each chunk's pair into `parts`) or "final" (merge a row's partials, write the chunk)."""
+    rows), "partial" (each chunk's pair into `parts`) or "final" (merge a row's partials, write the chunk).
+    unroll: loads an invocation issues before using them (1 or 4; row_plan.py)."""
+    if unroll not in (1, 4):
+        raise RumusError(f"wgpu {op}: a row walk unrolls 1 or 4 loads, got {unroll}")
     two = op.endswith("_backward")
     reduce = ("    acc = reduce_group(vlid, lane, t, acc, ninf, sg_lane, sg_size);" if subgroups
               else "    acc = reduce_group(lid, lane, t, acc, ninf);")
-    fold = _FOLD[op if two else "fwd"][1 if vec else 0]
+    fold = _folds(op, vec, unroll)
     out = _vec_expr(_OUT[op]) if vec else _OUT[op]
-    store = _walk(vec, two, "", out)
+    store = _walk(vec, two, unroll, None, out)
     finish = "    " + _FINISH[op]
     if mode == "partial":
-        body = "\n".join([_walk(vec, two, fold), reduce, "    if (valid && lane == 0u) {",
+        body = "\n".join([_walk(vec, two, unroll, fold), reduce, "    if (valid && lane == 0u) {",
                           "        parts[o * cfg.splits + wid.z] = acc;", "    }"])
     elif mode == "final":
         gather = ("    for (var j = select(cfg.splits, lane, valid); j < cfg.splits; j += t) {\n"
@@ -138,7 +181,7 @@ def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool) 
                   "    }")
         body = "\n".join([gather, reduce, finish, store])
     else:
-        body = "\n".join([_walk(vec, two, fold), reduce, finish, store])
+        body = "\n".join([_walk(vec, two, unroll, fold), reduce, finish, store])
     io_type = "vec4<scalar>" if vec else "scalar"
     extra = [f"var<storage, read> in1: array<{io_type}>;"] if two else []
     if mode != "single":
@@ -157,14 +200,10 @@ def use_subgroups(dev: Any) -> bool:
     return "subgroup" in dev.features and not env_set(NO_SUBGROUPS)
 
 
-def group_for(rows: Rows, per: int) -> int:
-    """Invocations per row: about LOADS_PER_INVOCATION loads each, a power of two up to 256; over an
-    outer dim with many rows, small groups, so neighbouring invocations read neighbouring rows."""
-    loads = (rows.rlen + per - 1) // per
-    t = min(256, pow2_ceil((loads + LOADS_PER_INVOCATION - 1) // LOADS_PER_INVOCATION))
-    if rows.rstr and rows.rstr[-1] != 1 and rows.rows >= 2048:
-        t = max(1, min(t, pow2_floor(65536 // rows.rows)))
-    return t
+def plan_for(dev: Any, rows: Rows, per: int) -> RowPlan:
+    """row_plan.py's plan for these rows (`per` elements a load) on this device."""
+    outer = bool(rows.rstr) and rows.rstr[-1] != 1
+    return plan_rows(rows.rows, rows.rlen, per, outer, dev.max_groups)
 
 
 def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None, dim: int) -> Any:
@@ -188,22 +227,16 @@ def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None,
     vec = (vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
            and all(s % 4 == 0 for s in rows.kout) and rows.in1_delta % 4 == 0)
     per = 4 if vec else 1
-    t = group_for(rows, per)
-    groups = (rows.rows + 256 // t - 1) // (256 // t)
-    splits = 1
-    if t == 256 and groups * 8 < SPLIT_WORKGROUPS and rows.rlen > 2 * SPLIT_CHUNK:
-        splits = min((rows.rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, SPLIT_WORKGROUPS // groups),
-                     dev.max_groups)
-    chunk = (rows.rlen + splits - 1) // splits
-    chunk = (chunk + per - 1) // per * per
+    plan = plan_for(dev, rows, per)
+    t, groups, splits, chunk = plan.group, plan.workgroups, plan.splits, plan.chunk
     gx, gy, _ = grid(groups, dev.max_groups)
     scalar = "f16" if x.dtype.name == "float16" else "f32"
     sg = use_subgroups(dev)
     buffers = [out.buffer, x.buffer] + ([y.buffer] if y is not None else [])
 
     def program(mode: str) -> Any:
-        return dev.programs.get(("softmax", op, x.dtype.name, vec, mode, sg),
-                                lambda: softmax_source(op, scalar, vec, mode, sg))
+        return dev.programs.get(("softmax", op, x.dtype.name, vec, mode, plan.unroll, sg),
+                                lambda: softmax_source(op, scalar, vec, mode, sg, plan.unroll))
     if splits == 1:
         prog, data = program("single"), rows.pack(t, gx, rows.rlen, 0)
         dev.recorder.dispatch(prog, buffers, data, (gx, gy, 1))
@@ -218,7 +251,7 @@ def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None,
 def softmax_kernel(op: str) -> Any:
     def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         return launch(dev, op, out, x, None, int(attrs.get("dim", 0)))
-    return cached(op, kernel)
+    return cached(op, kernel, plan_key)
 
 
 def backward_kernel(op: str) -> Any:
