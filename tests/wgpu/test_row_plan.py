@@ -89,6 +89,13 @@ def test_every_branch_matches_float64(plan, log):
     for shape in GRID:
         _check(shape, 1, log)
     _check((6, 9001), 0, log)  # strided rows (scalar loads)
+    # an offset view: contiguous rows starting at every alignment (the aligned body's head differs per row)
+    base = RNG.standard_normal((9, 700)) * 6
+    xd = rm.tensor(base.astype(np.float32), device=DEVICE)[1:, 3:]
+    got = (rm.log_softmax if log else rm.softmax)(xd, 1).numpy()
+    t = torch.from_numpy(base.astype(np.float32).astype(np.float64)[1:, 3:])
+    want = (torch.log_softmax(t, 1) if log else torch.softmax(t, 1)).numpy()
+    np.testing.assert_allclose(got, want, rtol=2e-5 if log else 1e-5, atol=2e-5 if log else 1e-7)
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
@@ -139,3 +146,10 @@ def test_the_plans_run_what_they_say(monkeypatch):
     keys = {(k[4], k[5]) for k in BACKEND.device(0).programs._cache
             if isinstance(k, tuple) and k[:4] == ("softmax", "softmax", "float32", True)}
     assert {("partial", UNROLL), ("final", UNROLL), ("single", 1), ("single", UNROLL)} <= keys
+    # an odd length: the new plan's fold pass reads the aligned body as vec4, the old one scalars only
+    for k in ("RUMUS_WGPU_ROW_PLAN", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"):
+        monkeypatch.delenv(k, raising=False)
+    rm.softmax(rm.tensor(RNG.standard_normal((3, 1001)).astype(np.float32), device=DEVICE), 1).numpy()
+    aligned = {k[6] for k in BACKEND.device(0).programs._cache
+               if isinstance(k, tuple) and k[:5] == ("softmax", "softmax", "float32", False, "single")}
+    assert True in aligned
