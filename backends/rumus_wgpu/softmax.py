@@ -1,8 +1,9 @@
 """softmax / log_softmax along one dim (shaders/softmax.wgsl over the row machinery of reduce.py).
 
-The launch plan spreads every row length over the whole GPU: a group of invocations per row sized for
-about four loads each (short rows pack many per workgroup, long rows get a whole one), vec4 loads and
-stores on contiguous 4-aligned rows, and a long row among few rows split into chunks over grid z (a
+The launch plan (row_plan.py) spreads every row length over the whole GPU: a group of invocations per
+row sized for about four loads each (short rows pack many per workgroup, long rows get a whole one),
+the loads of a step issued together, vec4 loads and stores on contiguous 4-aligned rows (other contiguous
+rows fold their aligned body as vec4), and a long row among few rows split into chunks over grid z (a
 partial (max, sum) per chunk, then a pass that merges them and writes each chunk). The group's merge
 uses subgroup operations where the device has the `subgroup` feature, workgroup memory otherwise
 (RUMUS_WGPU_NO_SUBGROUPS=1 forces the latter).
