@@ -28,6 +28,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from rumus_contracts import RumusError
+
 from .reduce import SPLIT_CHUNK, pow2_ceil, pow2_floor
 
 ROW_PLAN = "RUMUS_WGPU_ROW_PLAN"  # "old": last session's plan; unset or "new": the plan above
@@ -48,12 +50,20 @@ class RowPlan:
 
 
 def env_plan() -> str:
-    return "old" if os.environ.get(ROW_PLAN, "").strip().lower() == "old" else "new"
+    plan = os.environ.get(ROW_PLAN, "").strip().lower() or "new"
+    if plan not in ("old", "new"):
+        raise RumusError(f"{ROW_PLAN}={plan!r}: the wgpu row plan is 'old' or 'new' (unset: new)")
+    return plan
 
 
 def split_target() -> int:
     raw = os.environ.get(SPLIT_TARGET, "").strip()
-    return max(0, int(raw)) if raw.isdigit() else SPLIT_WORKGROUPS
+    if not raw:
+        return SPLIT_WORKGROUPS
+    if not raw.isdigit():
+        raise RumusError(f"{SPLIT_TARGET}={raw!r}: give a workgroup count (0 never splits a row; unset: "
+                         f"{SPLIT_WORKGROUPS})")
+    return int(raw)
 
 
 def plan_key() -> tuple[str, int]:

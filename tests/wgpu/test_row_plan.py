@@ -73,6 +73,14 @@ def test_few_long_rows_split_into_the_target_many_rows_do_not():
     assert plan_rows(4096, 1000, 1, True, 65535, "new").group == 16
 
 
+@pytest.mark.parametrize(("name", "value"), [("RUMUS_WGPU_ROW_PLAN", "newest"),
+                                             ("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", "lots")])
+def test_a_misspelt_switch_raises_naming_it(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(rm.RumusError, match=name):
+        rm.softmax(rm.tensor(np.ones((2, 3), np.float32), device=DEVICE), 1)
+
+
 def _check(shape, dim, log, dtype="float32", rtol=None, atol=None) -> None:
     x = RNG.standard_normal(shape) * 6
     xd = rm.tensor(x.astype(np.float32), device=DEVICE).to(getattr(rm, dtype))
