@@ -12,17 +12,21 @@ the host's time to record one launch (a row whose ms is about its host ms is bou
 
     python benchmarks/gpu_rows.py                       # H200: rumus wgpu vs torch CUDA (fp32)
     python benchmarks/gpu_rows.py --small --no-torch    # a smoke run on lavapipe
+    python benchmarks/gpu_rows.py --only ops plans --shapes 64x32000 64x32001    # some shapes, A/B plans
 
 Tables:
 1. ops: forward (no_grad) softmax / log_softmax over [rows, C] for C from 1k to 1M, ms and GB/s (the
    bytes an op must move: read x, write y), torch's figure beside, and forward+backward of
    cross-entropy, softmax and layer norm at the LM's sizes.
-2. paths: the same kernel with subgroup merges (default where the adapter has them), with the
+2. plans: softmax / log_softmax under each row plan of backends/rumus_wgpu/row_plan.py in one run
+   (RUMUS_WGPU_ROW_PLAN=old, the new default, the new one without splits and with twice the split
+   target), each cell ms / GB/s (splits, unroll), the old / new time ratio last (> 1: the new is faster).
+3. paths: the same kernel with subgroup merges (default where the adapter has them), with the
    workgroup-memory merge (RUMUS_WGPU_NO_SUBGROUPS=1) and with scalar loads (RUMUS_WGPU_NOVEC=1).
-3. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
+4. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
    dim 0 of [4096, N]), the head-split strided copy (.contiguous() of [4, 1024, 16, 64] transposed),
    and cross-entropy forward+backward with class weights and label smoothing (GB/s: the bytes moved).
-4. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
+5. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
    `stats` (read the rows once, merge, one pair per row), `full` (the softmax kernel), and the same two
    with last session's per-element online fold (`*_online`: the select/exp chain of each element
    feeding the next). Their ms per size shows which part grows faster than the bytes.
@@ -33,9 +37,10 @@ On the lent GPU machine put the source roots on PYTHONPATH first (`source .gpu/s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -44,8 +49,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from _launch_batch import LaunchBatches, Timing  # noqa: E402
 from _timing import table  # noqa: E402
 
-FULL_SHAPES = [(64, 2048), (64, 8192), (64, 32000), (64, 32001), (512, 32000), (4096, 8192), (4096, 32000),
-               (65536, 1024), (98304, 512), (8, 262144), (1, 1 << 20), (16384, 40)]
+FULL_SHAPES = [(64, 2048), (64, 8192), (64, 32000), (64, 32001), (128, 32000), (512, 32000), (4096, 8192),
+               (4096, 32000), (65536, 1024), (98304, 512), (8, 262144), (1, 1 << 20), (16384, 40)]
 SMALL_SHAPES = [(64, 512), (64, 2048), (16, 8192), (4, 32000), (4, 32001), (4096, 40), (1, 100_000)]
 OLD_FOLD = """
 fn online(acc: vec2<f32>, x: f32, ninf: f32) -> vec2<f32> {
@@ -55,8 +60,8 @@ fn online(acc: vec2<f32>, x: f32, ninf: f32) -> vec2<f32> {
     return vec2<f32>(select(acc.x, x, grow), acc.y * select(1.0, e, grow) + add);
 }
 """
-NEW_FOLD_CALL = "acc = fold4(acc, v, ninf);"
-OLD_FOLD_CALL = "acc = online(online(online(online(acc, v.x, ninf), v.y, ninf), v.z, ninf), v.w, ninf);"
+NEW_FOLD_CALL = "acc = fold4(acc, v0, ninf);"
+OLD_FOLD_CALL = "acc = online(online(online(online(acc, v0.x, ninf), v0.y, ninf), v0.z, ninf), v0.w, ninf);"
 COPY = """
 @group(0) @binding(0) var<storage, read_write> out0: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> in0: array<vec4<f32>>;
@@ -115,22 +120,23 @@ class Rumus:
         from rumus_wgpu import softmax as S
         from rumus_wgpu.layout import grid, new_buffer
         from rumus_wgpu.reduce import Rows
+        from rumus_wgpu.row_plan import env_plan, group_for
 
         gdev = self.backend.device(self.dev)
         sg = S.use_subgroups(gdev)
 
         def kernel(name: str, mode: str, old: bool) -> Callable[[Any, Any, int, int], None]:
             def build() -> str:
-                src = S.softmax_source("softmax", "f32", True, mode, sg)
+                src = S.softmax_source("softmax", "f32", True, mode, sg, 1 if old or env_plan() == "old" else 4)
                 return src.replace(NEW_FOLD_CALL, OLD_FOLD_CALL) + OLD_FOLD if old else src
-            prog = gdev.programs.get(("probe", name, sg), build)
+            prog = gdev.programs.get(("probe", name, sg, env_plan()), build)
 
             def launch(x: Any, out: Any, rows: int, c: int) -> None:
                 xa = TensorArg(x._storage.buffer, (rows, c), (c, 1), 0, x.dtype)
                 oa = TensorArg(out._storage.buffer, (rows, c), (c, 1), 0, out.dtype)
                 r = Rows(xa, oa, (1,))
                 r.rsizes, r.rstr, r.out_rstride = [c], [1], 1
-                t = S.group_for(r, 4)
+                t = group_for(rows, c, 4, False)
                 gx, gy, _ = grid((rows + 256 // t - 1) // (256 // t), gdev.max_groups)
                 bufs = [oa.buffer, xa.buffer]
                 if mode == "partial":
@@ -281,6 +287,51 @@ def kernels_table(r: Rumus, rb: LaunchBatches, t: Torch | None, small: bool) -> 
     return table(rows, _header(("kernel", "shape"), r, t))
 
 
+@contextlib.contextmanager
+def _env(env: dict[str, str]) -> Iterator[None]:
+    """The process environment with `env` set, restored afterwards (the backend reads its switches per launch)."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+# the row plans of backends/rumus_wgpu/row_plan.py, A/B in one run: last session's, the new one, and the
+# new one never splitting a row / aiming its splits at twice the workgroups
+PLANS = {"old": {"RUMUS_WGPU_ROW_PLAN": "old"}, "new": {"RUMUS_WGPU_ROW_PLAN": "new"},
+         "new, no split": {"RUMUS_WGPU_ROW_PLAN": "new", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"},
+         "new, split 2048": {"RUMUS_WGPU_ROW_PLAN": "new", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "2048"}}
+
+
+def plans_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> str:
+    """forward softmax / log_softmax under each row plan (GPU ms per launch and GB/s), old / new ratio last."""
+    from rumus_wgpu.row_plan import plan_rows
+
+    rows = []
+    for shape in shapes:
+        x = r.tensor(shape)
+        vec = shape[1] % 4 == 0
+        for op in ("softmax", "log_softmax"):
+            cells = [op, f"[{shape[0]}, {shape[1]}]"]
+            ms = []
+            for env in PLANS.values():
+                with _env(env):
+                    t = rb.time(_forward_step(r.rm, op, x), 4 * shape[0] * shape[1])
+                    p = plan_rows(shape[0], shape[1], 4 if vec else 1, False, r.backend.device(r.dev).max_groups)
+                ms.append(_seconds(t))
+                cells.append(f"{ms[-1] * 1e3:.4f} / {_gbs(8 * shape[0] * shape[1], ms[-1])} "
+                             f"(z{p.splits} u{p.unroll})")
+            cells.append(f"{ms[0] / ms[1]:.2f}" if ms[1] > 0 else "-")
+            rows.append(tuple(cells))
+    return table(rows, ("op", "shape", *(f"{k}: ms / GB/s (splits, unroll)" for k in PLANS), "old / new"))
+
+
 def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]], small: bool) -> str:
     """softmax forward, and layer norm forward + backward (scalar loads: its general kernels), per path."""
     paths = {"default": {}, "workgroup merge": {"RUMUS_WGPU_NO_SUBGROUPS": "1"},
@@ -294,9 +345,6 @@ def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]], smal
         g = r.tensor(shape)
         cells = [name, f"[{shape[0]}, {shape[1]}]"]
         for env in paths.values():
-            saved = {k: os.environ.get(k) for k in env}
-            os.environ.update(env)
-
             def step() -> object:
                 if name == "softmax":
                     with r.rm.no_grad():
@@ -304,14 +352,8 @@ def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]], smal
                 x.grad = None
                 F.layer_norm(x, (shape[1],)).backward(g)
                 return None
-            try:
+            with _env(env):
                 t = rb.time(step, 4 * shape[0] * shape[1] * (1 if name == "softmax" else 3))
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
             nbytes = (2 if name == "softmax" else 5) * 4 * shape[0] * shape[1]
             cells.append(f"{_seconds(t) * 1e3:.4f} ms / {_gbs(nbytes, _seconds(t))} GB/s")
         rows.append(tuple(cells))
@@ -380,7 +422,9 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cuda")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--reps", type=int, default=5, help="timed batches per row (the median is shown)")
-    ap.add_argument("--only", nargs="*", default=["ops", "training", "kernels", "sdpa", "paths", "probes"])
+    ap.add_argument("--only", nargs="*", default=["ops", "plans", "training", "kernels", "sdpa", "paths", "probes"])
+    ap.add_argument("--shapes", nargs="*", default=None, metavar="ROWSxC",
+                    help="only these [rows, C] shapes in the ops / plans / paths / probes tables, e.g. 64x32000")
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", args.device.split(":")[0])
     # a batch's outputs stay alive until its commands are submitted: let the pool keep all of them
@@ -397,6 +441,8 @@ def main() -> None:
         except ImportError:
             print("# torch is not installed: rumus figures only", flush=True)
     shapes = SMALL_SHAPES if args.small else FULL_SHAPES
+    if args.shapes:
+        shapes = [(int(a), int(b)) for a, b in (s.lower().split("x") for s in args.shapes)]
     r = Rumus(args.device)
     rb = _rumus_batches(r, args.reps)
     gdev = r.backend.device(r.dev)
@@ -407,6 +453,8 @@ def main() -> None:
           flush=True)
     if "ops" in args.only:
         print("\n## forward softmax / log_softmax\n" + ops_table(r, rb, t, shapes), flush=True)
+    if "plans" in args.only:
+        print("\n## row plans, A/B (forward, GPU ms per launch)\n" + plans_table(r, rb, shapes), flush=True)
     if "training" in args.only:
         print("\n## forward + backward\n" + training_table(r, rb, t, args.small), flush=True)
     if "kernels" in args.only:

@@ -1,10 +1,11 @@
 // softmax / log_softmax along one dim; math in f32. A group of `cfg.group` invocations owns a row (a
 // whole workgroup for long rows, 256 / group rows per workgroup for short ones), each invocation about
-// four loads of it. Two passes over the row: each invocation folds its elements into a running
-// (max, sum of exp(x - max)) pair, the group merges the pairs, the second pass writes the output.
+// four loads of it, issued together (row_plan.py's unroll). Two passes over the row: each invocation
+// folds its elements into a running (max, sum of exp(x - max)) pair, the group merges the pairs, the
+// second pass writes the output.
 // A long row among few rows is split into `cfg.splits` chunks (grid z): PARTIAL writes each chunk's
 // pair, FINAL merges a row's pairs and writes its chunk.
-// reduce.py fills BODY (the pass: single, partial or final), FOLD (this invocation's walk over its
+// softmax.py fills BODY (the pass: single, partial or final), FOLD (this invocation's walk over its
 // elements, scalar or vec4), STORE_LOOP, FINISH, REDUCE (subgroup or workgroup-memory merge), the
 // binding types and PARTS (the partials binding of the split passes).
 alias scalar = f32;
@@ -30,6 +31,17 @@ fn fold4(acc: vec2<f32>, v: vec4<f32>, ninf: f32) -> vec2<f32> {
     let m = max(acc.x, max(max(v.x, v.y), max(v.z, v.w)));
     let shift = select(m, 0.0, m == ninf);
     let e = exp(v - vec4<f32>(shift));
+    return vec2<f32>(m, acc.y * exp(acc.x - shift) + ((e.x + e.y) + (e.z + e.w)));
+}
+
+// fold sixteen elements (a step of four vec4 loads, row_plan.py's unroll): one max over all of them, one
+// rescale of the running sum, sixteen independent exps
+fn fold16(acc: vec2<f32>, a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>, ninf: f32) -> vec2<f32> {
+    let mv = max(max(a, b), max(c, d));
+    let m = max(acc.x, max(max(mv.x, mv.y), max(mv.z, mv.w)));
+    let shift = select(m, 0.0, m == ninf);
+    let s = vec4<f32>(shift);
+    let e = (exp(a - s) + exp(b - s)) + (exp(c - s) + exp(d - s));
     return vec2<f32>(m, acc.y * exp(acc.x - shift) + ((e.x + e.y) + (e.z + e.w)));
 }
 

@@ -19,9 +19,7 @@ from rumus_contracts import TensorArg
 from .indexing import OP_BITS, _error_flag
 from .layout import dealias, device_of, f32_bits, grid
 from .pipelines import render, wgsl_scalar
-from .reduce import pow2_ceil
-
-LOADS_PER_INVOCATION = 4
+from .row_plan import group_for
 
 _TARGET = {"int64": ("vec2<u32>", "return tgt[cfg.t_off + r];"),
            "int32": ("i32", "let v = tgt[cfg.t_off + r];\n"
@@ -50,11 +48,6 @@ def _source(entry: str, scalar: str, vec: bool, smooth: bool, weighted: bool, ta
                   ACCESS=_ACCESS_VEC if vec else _ACCESS_SCALAR, STORE_ACCESS=_STORE_VEC if vec else _STORE_SCALAR)
 
 
-def group_size(classes: int, per: int) -> int:
-    loads = (classes + per - 1) // per
-    return min(256, pow2_ceil((loads + LOADS_PER_INVOCATION - 1) // LOADS_PER_INVOCATION))
-
-
 def _launch(entry: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     dev = device_of(outputs, inputs)
     ins, _ = dealias(dev, outputs, list(inputs))
@@ -71,7 +64,7 @@ def _launch(entry: str, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
     vec = classes % 4 == 0 and x.offset % 4 == 0 and (entry == "fwd" or first.offset % 4 == 0)
     ignore = int(attrs["ignore_index"]) & 0xFFFFFFFFFFFFFFFF
     key = ("cross_entropy", entry, x.dtype.name, vec, smooth > 0.0, weighted, t.dtype.name)
-    t_size = group_size(classes, 4 if vec else 1)
+    t_size = group_for(rows, classes, 4 if vec else 1, False)  # softmax's group (row_plan.py)
     gx, gy, _ = grid((rows + 256 // t_size - 1) // (256 // t_size), dev.max_groups)
     prog = dev.programs.get(key, lambda: _source(entry, wgsl_scalar(x.dtype), vec, smooth > 0.0, weighted,
                                                            t.dtype.name))

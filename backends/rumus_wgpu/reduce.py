@@ -156,11 +156,12 @@ def vec_rows(rows: Rows, dtype: DType) -> bool:
             and rows.rstr == [1] and rows.in_offset % 4 == 0 and all(s % 4 == 0 for s in rows.kin))
 
 
-def cached(name: str, launch: Callable[..., Any]) -> Any:
+def cached(name: str, launch: Callable[..., Any], key_extra: Callable[[], Any] | None = None) -> Any:
     """A row kernel over [out, x] whose single-dispatch launches are cached per device by the operands'
     layouts and attrs: `launch(dev, out, x, attrs)` (x no longer aliasing out, out not empty) records
     the op and returns (program, uniform, grid) when it was one dispatch over [out, x], a replay(out
-    buffer, x buffer) callable for a launch of several dispatches, or None (not cached)."""
+    buffer, x buffer) callable for a launch of several dispatches, or None (not cached). key_extra():
+    whatever else the launch depends on (softmax: its row plan's switches)."""
     def run(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> Any:
         dev = device_of(outputs, inputs)
         (x,), _ = dealias(dev, outputs, [inputs[0]])
@@ -176,7 +177,8 @@ def cached(name: str, launch: Callable[..., Any]) -> Any:
             return
         try:
             key: Any = (name, out.shape, out.strides, out.offset, out.dtype, x.shape, x.strides, x.offset, x.dtype,
-                        tuple(attrs.get("dims", ())), attrs.get("dim"), env_set(NOVEC), env_set(NO_SUBGROUPS))
+                        tuple(attrs.get("dims", ())), attrs.get("dim"), env_set(NOVEC), env_set(NO_SUBGROUPS),
+                        key_extra() if key_extra is not None else None)
             hit = ob.dev.launch_plans.get(key)
         except TypeError:  # unhashable shape, strides or attrs: no caching
             hit, key = None, None

@@ -1,8 +1,9 @@
 """softmax / log_softmax along one dim (shaders/softmax.wgsl over the row machinery of reduce.py).
 
-The launch plan spreads every row length over the whole GPU: a group of invocations per row sized for
-about four loads each (short rows pack many per workgroup, long rows get a whole one), vec4 loads and
-stores on contiguous 4-aligned rows, and a long row among few rows split into chunks over grid z (a
+The launch plan (row_plan.py) spreads every row length over the whole GPU: a group of invocations per
+row sized for about four loads each (short rows pack many per workgroup, long rows get a whole one),
+the loads of a step issued together, vec4 loads and stores on contiguous 4-aligned rows (other contiguous
+rows fold their aligned body as vec4), and a long row among few rows split into chunks over grid z (a
 partial (max, sum) per chunk, then a pass that merges them and writes each chunk). The group's merge
 uses subgroup operations where the device has the `subgroup` feature, workgroup memory otherwise
 (RUMUS_WGPU_NO_SUBGROUPS=1 forces the latter).
@@ -16,12 +17,12 @@ from typing import Any
 
 from rumus_contracts import RumusError, TensorArg
 
-from .layout import dealias, device_of, env_set, grid, new_buffer
+from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
 from .pipelines import render
-from .reduce import NO_SUBGROUPS, SPLIT_CHUNK, Rows, cached, pow2_ceil, pow2_floor, vec_rows
+from .reduce import NO_SUBGROUPS, Rows, cached, vec_rows
+from .row_plan import RowPlan, plan_key, plan_rows
 
-LOADS_PER_INVOCATION = 4  # enough loads in flight per invocation, few invocations idle in the merge
-SPLIT_WORKGROUPS = 1024  # a split launch aims for about this many workgroups
+ALIGNED_MIN = 64  # contiguous rows this long read their 4-aligned body as vec4 (a vec4 view needs 16 bytes)
 
 # the merge of the pairs of a row's group: through workgroup memory (a tree, log2(group) barriers) ...
 _REDUCE_WORKGROUP = """
@@ -97,21 +98,78 @@ _OUT = {"softmax": "exp(x - m) * inv", "log_softmax": "x - m - ls", "softmax_bac
         "log_softmax_backward": "x - exp(w) * sum"}
 
 
-def _walk(vec: bool, two: bool, body: str, store: str = "") -> str:
-    """A loop over this invocation's elements of [begin, end): x (and w, the second input) loaded."""
+def _named(code: str, k: int) -> str:
+    """code over one load's values (x or v, and w) renamed to the k-th load's (x0 / v0 / w0, ...)."""
+    return re.sub(r"\b([xvw])\b", lambda m: f"{m.group(1)}{k}", code)
+
+
+def _loads(vec: bool, two: bool, k: int, arrays: tuple[str, str] = ("in0", "in1")) -> str:
+    """Load k of a step: the k-th of the invocation's strided units from r (vec4 or scalar; w from the
+    second input). arrays: the vec4 bindings (in0 / in1, or the aligned views of scalar rows)."""
     if vec:
-        loads = "        let v = vec4<f32>(in0[(ib + r) / 4u]);\n"
+        at = f"r + {4 * k}u * t" if k else "r"
+        code = f"        let v{k} = vec4<f32>({arrays[0]}[(ib + {at}) / 4u]);\n"
         if two:
-            loads += "        let w = vec4<f32>(in1[(ib + delta + r) / 4u]);\n"
-        out = f"        out0[(ob + r) / 4u] = vec4<scalar>({store});\n" if store else ""
-        return ("    for (var r = begin + lane * 4u; r < end; r += t * 4u) {\n" + loads
-                + (f"        {body}\n" if body else "") + out + "    }")
-    loads = "        let x = f32(in0[u32(base.x + i32(r) * s_in)]);\n"
+            code += f"        let w{k} = vec4<f32>({arrays[1]}[(ib + delta + {at}) / 4u]);\n"
+        return code
+    at = f"r + {k}u * t" if k else "r"
+    code = f"        let x{k} = f32(in0[u32(base.x + i32({at}) * s_in)]);\n"
     if two:
-        loads += "        let w = f32(in1[u32(base.x + i32(delta) + i32(r) * s_in)]);\n"
-    out = f"        out0[u32(base.y + i32(r) * sout)] = scalar({store});\n" if store else ""
-    return ("    for (var r = begin + lane; r < end; r += t) {\n" + loads + (f"        {body}\n" if body else "")
-            + out + "    }")
+        code += f"        let w{k} = f32(in1[u32(base.x + i32(delta) + i32({at}) * s_in)]);\n"
+    return code
+
+
+def _load_element(two: bool, e: str) -> str:
+    """Load 0 as a scalar: element `e` of a contiguous row (x0; w0 from the second input)."""
+    return (f"        let x0 = f32(in0[ib + {e}]);\n"
+            + (f"        let w0 = f32(in1[ib + delta + {e}]);\n" if two else ""))
+
+
+def _store(vec: bool, k: int, expr: str) -> str:
+    if vec:
+        at = f"r + {4 * k}u * t" if k else "r"
+        return f"        out0[(ob + {at}) / 4u] = vec4<scalar>({_named(expr, k)});\n"
+    at = f"r + {k}u * t" if k else "r"
+    return f"        out0[u32(base.y + i32({at}) * sout)] = scalar({_named(expr, k)});\n"
+
+
+def _walk(vec: bool, two: bool, unroll: int, fold: tuple[str, str] | None, store: str = "",
+          arrays: tuple[str, str] = ("in0", "in1"), span: tuple[str, str] = ("begin", "end"), head: str = "") -> str:
+    """This invocation's walk over [span) (the chunk [begin, end) unless given): steps of `unroll` loads
+    issued before any of them is used (the loads of a step in flight together), then single loads for
+    the rest. fold: (the step's fold of loads 0..unroll-1, the fold of one load 0), or None in the store
+    pass, which writes `store` (an expression of x, or v, and w) for every load. head: code run first."""
+    width = "4u * t" if vec else "t"
+    first, end = span
+    parts = [head] if head else []
+    parts.append(f"    var r = {first} + lane * 4u;" if vec else f"    var r = {first} + lane;")
+
+    def loop(n: int, cond: str, step: str, body: str) -> None:
+        code = "".join(_loads(vec, two, k, arrays) for k in range(n))
+        code += (f"        {body}\n" if body else "") + "".join(_store(vec, k, store) for k in range(n) if store)
+        parts.append(f"    for (; {cond}; r += {step}) {{\n{code}    }}")
+    if unroll > 1:
+        # the last load of a step, (unroll - 1) widths on, still inside the chunk
+        loop(unroll, f"r + {unroll - 1}u * {width} < {end}", f"{unroll}u * {width}", fold[0] if fold else "")
+    loop(1, f"r < {end}", width, fold[1] if fold else "")
+    return "    {\n" + "\n".join(parts) + "\n    }"
+
+
+def _aligned_walk(two: bool, unroll: int, fold_vec: tuple[str, str], fold_one: str) -> str:
+    """The fold walk of a contiguous row that is not 4-aligned (an odd length, an offset view): its head
+    (up to 3 elements before the first 4-aligned one) and tail (up to 3 after the last whole vec4) as
+    scalars, the aligned body in between through the vec4 views in0v / in1v (the second input sits a
+    multiple of 4 elements from the first, launch() checks)."""
+    # b0: begin, or end (0) past the last row, so every length below is >= 0
+    head = ("    let b0 = min(begin, end);\n"
+            "    let a0 = min(b0 + (4u - (ib + b0) % 4u) % 4u, end);  // the first 4-aligned element\n"
+            "    let a1 = a0 + (end - a0) / 4u * 4u;  // past the last whole vec4\n"
+            "    let nh = a0 - b0;\n"
+            "    for (var j = lane; j < nh + end - a1; j += t) {\n"
+            "        let e = select(a1 + j - nh, b0 + j, j < nh);\n"
+            f"{_load_element(two, 'e')}        {fold_one}\n"
+            "    }")
+    return _walk(True, two, unroll, fold_vec, arrays=("in0v", "in1v"), span=("a0", "a1"), head=head)
 
 
 def _vec_expr(expr: str) -> str:
@@ -119,18 +177,38 @@ def _vec_expr(expr: str) -> str:
     return re.sub(r"\bx\b", "v", expr)
 
 
-def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool) -> str:
+def _folds(op: str, vec: bool, unroll: int) -> tuple[str, str]:
+    """(the fold of a step's `unroll` loads, the fold of one load) into acc, over loads named 0.."""
+    if op.endswith("_backward"):
+        one = _FOLD[op][1 if vec else 0]
+        return " ".join(_named(one, k) for k in range(unroll)), _named(one, 0)
+    if vec:
+        many = "acc = fold16(acc, v0, v1, v2, v3, ninf);" if unroll == 4 else ""
+        return many, "acc = fold4(acc, v0, ninf);"
+    many = "acc = fold4(acc, vec4<f32>(x0, x1, x2, x3), ninf);" if unroll == 4 else ""
+    return many, "acc = fold1(acc, x0, ninf);"
+
+
+def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool, unroll: int = 1,
+                   aligned: bool = False) -> str:
     """op: softmax, log_softmax or their _backward (inputs grad, y). mode: "single" (one pass writes the
-    rows), "partial" (each chunk's pair into `parts`) or "final" (merge a row's partials, write the chunk)."""
+    rows), "partial" (each chunk's pair into `parts`) or "final" (merge a row's partials, write the chunk).
+    unroll: loads an invocation issues before using them (1 or 4; row_plan.py). aligned (scalar rows,
+    not vec): contiguous rows whose fold pass reads the 4-aligned body as vec4 (_aligned_walk)."""
+    if unroll not in (1, 4):
+        raise RumusError(f"wgpu {op}: a row walk unrolls 1 or 4 loads, got {unroll}")
     two = op.endswith("_backward")
+    aligned = aligned and not vec
     reduce = ("    acc = reduce_group(vlid, lane, t, acc, ninf, sg_lane, sg_size);" if subgroups
               else "    acc = reduce_group(lid, lane, t, acc, ninf);")
-    fold = _FOLD[op if two else "fwd"][1 if vec else 0]
+    fold = _folds(op, vec, unroll)
     out = _vec_expr(_OUT[op]) if vec else _OUT[op]
-    store = _walk(vec, two, "", out)
+    store = _walk(vec, two, unroll, None, out)
+    walk = (_aligned_walk(two, unroll, _folds(op, True, unroll), fold[1]) if aligned
+            else _walk(vec, two, unroll, fold))
     finish = "    " + _FINISH[op]
     if mode == "partial":
-        body = "\n".join([_walk(vec, two, fold), reduce, "    if (valid && lane == 0u) {",
+        body = "\n".join([walk, reduce, "    if (valid && lane == 0u) {",
                           "        parts[o * cfg.splits + wid.z] = acc;", "    }"])
     elif mode == "final":
         gather = ("    for (var j = select(cfg.splits, lane, valid); j < cfg.splits; j += t) {\n"
@@ -138,11 +216,13 @@ def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool) 
                   "    }")
         body = "\n".join([gather, reduce, finish, store])
     else:
-        body = "\n".join([_walk(vec, two, fold), reduce, finish, store])
+        body = "\n".join([walk, reduce, finish, store])
     io_type = "vec4<scalar>" if vec else "scalar"
     extra = [f"var<storage, read> in1: array<{io_type}>;"] if two else []
     if mode != "single":
         extra.append(f"var<storage, {'read_write' if mode == 'partial' else 'read'}> parts: array<vec2<f32>>;")
+    if aligned and mode != "final":  # the vec4 views of the inputs (the same buffers, read-only twice)
+        extra += [f"var<storage, read> {name}: array<vec4<scalar>>;" for name in ("in0v", "in1v")[:1 + two]]
     bindings = "\n".join(f"@group(0) @binding({2 + i}) {decl}" for i, decl in enumerate(extra))
     # a sum (backward ops) is a pair with max 0: merge adds the sums unscaled
     init = "vec2<f32>(0.0, 0.0)" if two else "vec2<f32>(ninf, 0.0)"
@@ -157,19 +237,16 @@ def use_subgroups(dev: Any) -> bool:
     return "subgroup" in dev.features and not env_set(NO_SUBGROUPS)
 
 
-def group_for(rows: Rows, per: int) -> int:
-    """Invocations per row: about LOADS_PER_INVOCATION loads each, a power of two up to 256; over an
-    outer dim with many rows, small groups, so neighbouring invocations read neighbouring rows."""
-    loads = (rows.rlen + per - 1) // per
-    t = min(256, pow2_ceil((loads + LOADS_PER_INVOCATION - 1) // LOADS_PER_INVOCATION))
-    if rows.rstr and rows.rstr[-1] != 1 and rows.rows >= 2048:
-        t = max(1, min(t, pow2_floor(65536 // rows.rows)))
-    return t
+def plan_for(dev: Any, rows: Rows, per: int) -> RowPlan:
+    """row_plan.py's plan for these rows (`per` elements a load) on this device."""
+    outer = bool(rows.rstr) and rows.rstr[-1] != 1
+    return plan_rows(rows.rows, rows.rlen, per, outer, dev.max_groups)
 
 
 def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None, dim: int) -> Any:
-    """Record `op` over rows along `dim` of x (and y, laid out as x: the backward ops' second input);
-    returns (program, uniform, grid) when it was one dispatch over [out, x] (a cacheable launch)."""
+    """Record `op` over rows along `dim` of x (and y, laid out as x: the backward ops' second input).
+    Forward ops return what `cached` keeps: (program, uniform, grid) when it was one dispatch over
+    [out, x], else a replay(out buffer, x buffer) of the launch; the backward ops None."""
     if not x.shape:  # a 0-d tensor is a row of one element
         x = TensorArg(x.buffer, (1,), (1,), x.offset, x.dtype)
         out = TensorArg(out.buffer, (1,), (1,), out.offset, out.dtype)
@@ -187,38 +264,46 @@ def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None,
     # vec4 loads and stores: rows contiguous, every row start 4-aligned
     vec = (vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
            and all(s % 4 == 0 for s in rows.kout) and rows.in1_delta % 4 == 0)
-    per = 4 if vec else 1
-    t = group_for(rows, per)
-    groups = (rows.rows + 256 // t - 1) // (256 // t)
-    splits = 1
-    if t == 256 and groups * 8 < SPLIT_WORKGROUPS and rows.rlen > 2 * SPLIT_CHUNK:
-        splits = min((rows.rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, SPLIT_WORKGROUPS // groups),
-                     dev.max_groups)
-    chunk = (rows.rlen + splits - 1) // splits
-    chunk = (chunk + per - 1) // per * per
+    plan = plan_for(dev, rows, 4 if vec else 1)
+    # contiguous rows that vec4 does not fit (an odd length, an offset view): the fold pass reads their
+    # aligned body as vec4 (the new plan), so the plan is sized for vec4 loads
+    aligned = (not vec and plan.unroll > 1 and not env_set(NOVEC) and rows.rstr == [1]
+               and rows.rlen >= ALIGNED_MIN and x.dtype.name in ("float32", "float16") and rows.in1_delta % 4 == 0)
+    if aligned:
+        plan = plan_for(dev, rows, 4)
+    t, groups, splits, chunk = plan.group, plan.workgroups, plan.splits, plan.chunk
     gx, gy, _ = grid(groups, dev.max_groups)
     scalar = "f16" if x.dtype.name == "float16" else "f32"
     sg = use_subgroups(dev)
-    buffers = [out.buffer, x.buffer] + ([y.buffer] if y is not None else [])
 
     def program(mode: str) -> Any:
-        return dev.programs.get(("softmax", op, x.dtype.name, vec, mode, sg),
-                                lambda: softmax_source(op, scalar, vec, mode, sg))
-    if splits == 1:
-        prog, data = program("single"), rows.pack(t, gx, rows.rlen, 0)
-        dev.recorder.dispatch(prog, buffers, data, (gx, gy, 1))
-        return (prog, data, (gx, gy, 1)) if y is None else None
-    parts = new_buffer(dev, rows.rows * splits * 8, "softmax partials")
-    data = rows.pack(t, gx, chunk, splits)
-    dev.recorder.dispatch(program("partial"), [*buffers, parts], data, (gx, gy, splits))
-    dev.recorder.dispatch(program("final"), [*buffers, parts], data, (gx, gy, splits))
-    return None
+        return dev.programs.get(("softmax", op, x.dtype.name, vec, mode, plan.unroll, aligned, sg),
+                                lambda: softmax_source(op, scalar, vec, mode, sg, plan.unroll, aligned))
+    data = rows.pack(t, gx, chunk if splits > 1 else rows.rlen, splits if splits > 1 else 0)
+    passes = [program("single")] if splits == 1 else [program("partial"), program("final")]
+
+    def replay(ob: Any, xb: Any, yb: Any = None) -> None:
+        """Record the launch on these buffers (`cached` replays it for the same layouts)."""
+        ins = [xb] + ([yb] if yb is not None else [])
+        views = ins if aligned else []  # an aligned fold pass binds the inputs again as vec4
+        if splits == 1:
+            dev.recorder.dispatch(passes[0], [ob, *ins, *views], data, (gx, gy, 1))
+            return
+        parts = new_buffer(dev, rows.rows * splits * 8, "softmax partials")
+        dev.recorder.dispatch(passes[0], [ob, *ins, parts, *views], data, (gx, gy, splits))
+        dev.recorder.dispatch(passes[1], [ob, *ins, parts], data, (gx, gy, splits))
+    replay(out.buffer, x.buffer, y.buffer if y is not None else None)
+    if y is not None:
+        return None
+    if splits == 1 and not aligned:
+        return passes[0], data, (gx, gy, 1)
+    return replay
 
 
 def softmax_kernel(op: str) -> Any:
     def kernel(dev: Any, out: TensorArg, x: TensorArg, attrs: Mapping[str, Any]) -> Any:
         return launch(dev, op, out, x, None, int(attrs.get("dim", 0)))
-    return cached(op, kernel)
+    return cached(op, kernel, plan_key)
 
 
 def backward_kernel(op: str) -> Any:
