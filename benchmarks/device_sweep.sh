@@ -26,6 +26,7 @@ gpu2)
 cpu)
   t cpu_scaling 240 env RUMUS_BACKEND=cpu python3 $B/cpu_scaling.py --threads 1 2 4 8 16 --quick --no-extra
   t compile_cpu 90 env RUMUS_NUM_THREADS=16 RUMUS_BACKEND=cpu python3 $B/compile_steps.py --models MLP CNN --rounds 3
+  t busy_neighbour 150 env RUMUS_BACKEND=cpu python3 $B/cpu_busy_neighbour.py --threads 16 --rounds 3 --torch
   ;;
 conf)
   t conformance_gpu 300 env RUMUS_BACKEND=wgpu python3 -m rumus conformance --backend wgpu -q --xfails conformance/known-gaps/wgpu.txt
