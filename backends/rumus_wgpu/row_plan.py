@@ -11,8 +11,12 @@ Thresholds (the "new" plan, the default):
   sizes of the groups make a typical invocation's share of a row exactly one step.
 - split: a row is split when it fills a whole workgroup, the one-pass launch would run fewer than
   SPLIT_WORKGROUPS / 4 workgroups (few long rows leave most of a big GPU idle: 64 rows on a 132-SM GPU
-  is one workgroup on half of its multiprocessors) and the row holds at least two chunks of
-  SPLIT_CHUNK elements. Splits: enough to reach about SPLIT_WORKGROUPS workgroups, at most one per
+  is one workgroup on half of its multiprocessors), the row holds at least two chunks of SPLIT_CHUNK
+  elements and at least SPLIT_MIN_ROW elements. The last bound is measured: on the H200 (session 6,
+  `gpu_rows.py` plans table) 64 rows of 32000 ran 1.8x (softmax) to 3.4x (log_softmax) faster in one
+  unrolled pass than split 8 ways (the second pass and the partials cost more than the idle
+  multiprocessors), while rows of 262144 and more gain 3-7x from splitting.
+  Splits: enough to reach about SPLIT_WORKGROUPS workgroups, at most one per
   SPLIT_CHUNK elements (a chunk is then about one unrolled step of each invocation, or more), within the
   adapter's grid limit. SPLIT_WORKGROUPS is 1024: 4 to 8 workgroups of 256 per multiprocessor on a
   128- to 132-SM GPU, more than smaller GPUs need (a split launch costs one more dispatch and a pair per
@@ -37,6 +41,7 @@ SPLIT_TARGET = "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"  # the split launch's target wo
 LOADS_PER_INVOCATION = 4  # enough loads in flight per invocation, few invocations idle in the merge
 UNROLL = 4  # loads an invocation issues before folding them (the new plan)
 SPLIT_WORKGROUPS = 1024  # a split launch aims for about this many workgroups
+SPLIT_MIN_ROW = 1 << 16  # the new plan keeps shorter rows whole (measured: see the module doc)
 WORKGROUP = 256  # invocations per workgroup of the row kernels (shaders/softmax.wgsl)
 
 
@@ -94,7 +99,8 @@ def plan_rows(rows: int, rlen: int, per: int, outer_strided: bool, max_groups: i
     # old: split below target / 8 workgroups; new: below target / 4
     below = target // 8 if plan == "old" else target // 4
     splits = 1
-    if t == WORKGROUP and workgroups < below and rlen > 2 * SPLIT_CHUNK:
+    long_enough = rlen > 2 * SPLIT_CHUNK and (plan == "old" or rlen >= SPLIT_MIN_ROW)
+    if t == WORKGROUP and workgroups < below and long_enough:
         splits = min((rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, target // workgroups), max_groups)
     chunk = (rlen + splits - 1) // splits
     chunk = (chunk + per - 1) // per * per

@@ -11,7 +11,7 @@ import torch
 import rumus as rm
 from rumus.ops import get as op
 from rumus_wgpu.reduce import SPLIT_CHUNK
-from rumus_wgpu.row_plan import SPLIT_WORKGROUPS, UNROLL, WORKGROUP, plan_rows
+from rumus_wgpu.row_plan import SPLIT_MIN_ROW, SPLIT_WORKGROUPS, UNROLL, WORKGROUP, plan_rows
 from wgpu_required import wgpu_or_skip
 
 BACKEND, DEVICE = wgpu_or_skip()
@@ -55,13 +55,19 @@ def test_plans_cover_every_row_and_respect_the_grid(rows, rlen, per):
 
 
 def test_few_long_rows_split_into_the_target_many_rows_do_not():
-    # 64 rows of 32000: one workgroup a row would leave most of a 132-SM GPU idle
-    p = plan_rows(64, 32000, 4, False, 65535, "new")
+    # 64 rows of 2**18: one workgroup a row would leave most of a 132-SM GPU idle
+    p = plan_rows(64, 1 << 18, 4, False, 65535, "new")
     assert p.splits >= 4 and p.workgroups * p.splits <= SPLIT_WORKGROUPS
-    assert plan_rows(64, 32001, 1, False, 65535, "new").splits == p.splits  # odd lengths plan alike
+    assert plan_rows(64, (1 << 18) + 1, 1, False, 65535, "new").splits == p.splits  # odd lengths plan alike
     # the new plan splits up to SPLIT_WORKGROUPS / 4 workgroups, the old one below / 8
-    assert plan_rows(128, 32000, 4, False, 65535, "new").splits > 1
-    assert plan_rows(128, 32000, 4, False, 65535, "old").splits == 1
+    assert plan_rows(128, 1 << 17, 4, False, 65535, "new").splits > 1
+    assert plan_rows(128, 1 << 17, 4, False, 65535, "old").splits == 1
+    # rows under SPLIT_MIN_ROW stay whole in the new plan (64 x 32000 ran faster unsplit on the H200),
+    # where the old plan split them
+    assert plan_rows(64, 32000, 4, False, 65535, "new").splits == 1
+    assert plan_rows(64, 32001, 1, False, 65535, "new").splits == 1
+    assert plan_rows(64, 32000, 4, False, 65535, "old").splits > 1
+    assert plan_rows(64, SPLIT_MIN_ROW, 4, False, 65535, "new").splits > 1
     # enough rows to fill the GPU, or rows too short for two chunks: one pass
     assert plan_rows(512, 32000, 4, False, 65535, "new").splits == 1
     assert plan_rows(64, 8192, 4, False, 65535, "new").splits == 1
@@ -134,23 +140,26 @@ def test_half_precision_rows(plan, dtype):
 
 
 def test_the_plans_run_what_they_say(monkeypatch):
-    # [128, 9000]: the new plan splits (partial + final: two dispatches) with unrolled walks, the old one
-    # runs one pass a row with one load in flight, the split target 0 one unrolled pass
-    x = rm.tensor(RNG.standard_normal((128, 9000)).astype(np.float32), device=DEVICE)
+    # [128, 9000]: the new plan and the split target 0 run one unrolled pass, the old one one pass a row
+    # with one load in flight; [16, 70000] (rows past SPLIT_MIN_ROW): the new plan splits (partial +
+    # final: two dispatches) with unrolled walks
     seen = {}
-    for name, env in (("new", {}), ("old", {"RUMUS_WGPU_ROW_PLAN": "old"}),
-                      ("no split", {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"})):
-        for k in ("RUMUS_WGPU_ROW_PLAN", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"):
-            monkeypatch.delenv(k, raising=False)
-        for k, v in env.items():
-            monkeypatch.setenv(k, v)
-        BACKEND.flush(0)
-        before = BACKEND.stats(0)["dispatches"]
-        y = rm.softmax(x, 1)
-        BACKEND.flush(0)
-        seen[name] = BACKEND.stats(0)["dispatches"] - before
-        np.testing.assert_allclose(y.numpy().sum(axis=1), 1.0, rtol=1e-5)
-    assert seen == {"new": 2, "old": 1, "no split": 1}
+    for shape in ((128, 9000), (16, 70000)):
+        x = rm.tensor(RNG.standard_normal(shape).astype(np.float32), device=DEVICE)
+        for name, env in (("new", {}), ("old", {"RUMUS_WGPU_ROW_PLAN": "old"}),
+                          ("no split", {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"})):
+            for k in ("RUMUS_WGPU_ROW_PLAN", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"):
+                monkeypatch.delenv(k, raising=False)
+            for k, v in env.items():
+                monkeypatch.setenv(k, v)
+            BACKEND.flush(0)
+            before = BACKEND.stats(0)["dispatches"]
+            y = rm.softmax(x, 1)
+            BACKEND.flush(0)
+            seen[name, shape[1]] = BACKEND.stats(0)["dispatches"] - before
+            np.testing.assert_allclose(y.numpy().sum(axis=1), 1.0, rtol=1e-5)
+    assert seen == {("new", 9000): 1, ("old", 9000): 1, ("no split", 9000): 1,
+                    ("new", 70000): 2, ("old", 70000): 2, ("no split", 70000): 1}
     keys = {(k[4], k[5]) for k in BACKEND.device(0).programs._cache
             if isinstance(k, tuple) and k[:4] == ("softmax", "softmax", "float32", True)}
     assert {("partial", UNROLL), ("final", UNROLL), ("single", 1), ("single", UNROLL)} <= keys
