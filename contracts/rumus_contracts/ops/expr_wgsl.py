@@ -81,7 +81,25 @@ fn floordiv_f(a: f32, b: f32) -> f32 {
     let f = floor(d);
     return select(f, f + 1.0, d - f > 0.5);
 }""",
-    "fmod_i": "\nfn fmod_i(a: i32, b: i32) -> i32 { if (b == 0 || b == -1) { return 0; } return a % b; }",
+    # Signed % with a negative operand is undefined in Vulkan's SPIR-V (OpSRem/OpSMod): NVIDIA's driver
+    # returned the floored remainder (conformance on the H200, session 6). Quotient and remainder are taken
+    # on the magnitudes as u32 (OpUDiv/OpUMod, defined for all operands), then signed as C truncates.
+    "fmod_i": """
+fn fmod_i(a: i32, b: i32) -> i32 {
+    if (b == 0 || b == -1) { return 0; }
+    let ua = bitcast<u32>(a);
+    let ub = bitcast<u32>(b);
+    let r = select(ua, 0u - ua, a < 0) % select(ub, 0u - ub, b < 0);
+    return bitcast<i32>(select(r, 0u - r, a < 0));
+}""",
+    "tdiv_i": """
+// C's truncating quotient (see fmod_i: on the magnitudes, then signed)
+fn tdiv_i(a: i32, b: i32) -> i32 {
+    let ua = bitcast<u32>(a);
+    let ub = bitcast<u32>(b);
+    let q = select(ua, 0u - ua, a < 0) / select(ub, 0u - ub, b < 0);
+    return bitcast<i32>(select(q, 0u - q, (a < 0) != (b < 0)));
+}""",
     "mod_i": """
 fn mod_i(a: i32, b: i32) -> i32 {
     let m = fmod_i(a, b);
@@ -92,8 +110,8 @@ fn mod_i(a: i32, b: i32) -> i32 {
 fn floordiv_i(a: i32, b: i32) -> i32 {
     if (b == 0) { return 0; }
     if (b == -1) { return -a; }
-    let q = a / b;
-    return select(q, q - 1, (a % b != 0) && ((a < 0) != (b < 0)));
+    let q = tdiv_i(a, b);
+    return select(q, q - 1, (fmod_i(a, b) != 0) && ((a < 0) != (b < 0)));
 }""",
     "u64_divmod": """
 // unsigned 64-bit long division, one quotient bit per step: (quotient, remainder)
@@ -131,8 +149,8 @@ fn floordiv_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return select(q, i64_sub(q, vec2<u32>(1u, 0u)), neg && any(qr[1] != vec2<u32>(0u)));
 }""",
 }
-_DEPENDS = {"mod_f": ("fmod_f",), "floordiv_f": ("fmod_f",), "mod_i": ("fmod_i",), "fmod_l": ("u64_divmod",),
-            "mod_l": ("u64_divmod", "fmod_l"), "floordiv_l": ("u64_divmod",)}
+_DEPENDS = {"mod_f": ("fmod_f",), "floordiv_f": ("fmod_f",), "mod_i": ("fmod_i",), "floordiv_i": ("tdiv_i", "fmod_i"),
+            "fmod_l": ("u64_divmod",), "mod_l": ("u64_divmod", "fmod_l"), "floordiv_l": ("u64_divmod",)}
 
 
 class WgslRenderer(Renderer):
