@@ -5,7 +5,7 @@
 #include "internal/rumus.h"
 #include "nn_dropout.h"
 
-/* One thread's share [0, len) of the tensor, whose first element has counter value `base`; branch-free,
+/* One piece [0, len) of the tensor, whose first element has counter value `base`; branch-free,
    so gcc vectorises the hash (and compiles an AVX2 clone). T is stored, C computed in (float16/bfloat16:
    float, the kept value x * scale rounded once). */
 #define DEF_DROPOUT(sfx, T, C, LD, ST)                                                           \
@@ -21,9 +21,10 @@
         const uint32_t key = rumus_drop_key(seed), thr = rumus_drop_threshold(p);                \
         const C scale = (C)(1.0 / (1.0 - p));                                                    \
         const int nt = rumus_threads_for(n);                                                     \
-        RUMUS_PARALLEL_FOR                                                                       \
-        for (int t = 0; t < nt; t++) {                                                           \
-            const int64_t s = n * t / nt, e = n * (t + 1) / nt;                                  \
+        const int64_t nc = rumus_chunks(n, nt); /* pieces taken as threads come free */          \
+        RUMUS_PARALLEL_FOR_DYNAMIC                                                               \
+        for (int64_t t = 0; t < nc; t++) {                                                       \
+            const int64_t s = n * t / nc, e = n * (t + 1) / nc;                                  \
             dropout_range_##sfx(o + s, x + s, e - s, offset + (uint32_t)s, key, thr, scale);     \
         }                                                                                        \
     }

@@ -24,9 +24,10 @@ void rumus_index_select(char *out, const char *x, const void *idx, int idx64, in
                         int64_t inner_bytes) {
     const int64_t rows = outer * k;
     const int nt = rumus_threads_for(rows * inner_bytes / 4);
-    RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        const int64_t s = rows * t / nt, e = rows * (t + 1) / nt;
+    const int64_t nc = rumus_chunks(rows, nt); /* a few pieces per thread, taken as threads come free */
+    RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        const int64_t s = rows * t / nc, e = rows * (t + 1) / nc;
         for (int64_t r = s; r < e; r++) {
             const int64_t o = r / k, j = r % k;
             memcpy(out + r * inner_bytes, x + (o * n + index_at(idx, idx64, j)) * inner_bytes, (size_t)inner_bytes);
@@ -45,9 +46,10 @@ void rumus_index_select(char *out, const char *x, const void *idx, int idx64, in
         const T a = (T)alpha;                                                                    \
         const int nt = rumus_threads_for(outer * k * inner) < tasks ? rumus_threads_for(outer * k * inner) \
                                                                     : (int)(tasks > 0 ? tasks : 1); \
-        RUMUS_PARALLEL_FOR                                                                       \
-        for (int t = 0; t < nt; t++) {                                                           \
-            const int64_t ts = tasks * t / nt, te = tasks * (t + 1) / nt;                        \
+        const int64_t nc = rumus_chunks(tasks, nt); /* each task owns its columns: any split */  \
+        RUMUS_PARALLEL_FOR_DYNAMIC                                                               \
+        for (int64_t t = 0; t < nc; t++) {                                                       \
+            const int64_t ts = tasks * t / nc, te = tasks * (t + 1) / nc;                        \
             for (int64_t task = ts; task < te; task++) {                                         \
                 const int64_t o = task / blocks, c0 = (task % blocks) * COLUMN_BLOCK;            \
                 const int64_t c1 = c0 + COLUMN_BLOCK < inner ? c0 + COLUMN_BLOCK : inner;        \

@@ -27,15 +27,17 @@ typedef struct {
 
 typedef void (*outputs_fn)(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e);
 
-/* outputs [0, outer) split over nt threads, never more threads than outputs */
+/* outputs [0, outer) split over nt threads, never more threads than outputs; each output is computed
+   whole by one thread, so the split never changes a result */
 static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, outputs_fn fn) {
     if (nt > L->outer) nt = (int)L->outer;
     if (nt <= 1) {
         fn(L, o, x, 0, L->outer);
         return;
     }
-    RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) fn(L, o, x, L->outer * t / nt, L->outer * (t + 1) / nt);
+    const int64_t nc = rumus_chunks(L->outer, nt); /* a few pieces per thread, taken as threads come free */
+    RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) fn(L, o, x, L->outer * t / nc, L->outer * (t + 1) / nc);
 }
 
 #define ACC_SUM(a, v) ((a) += (v))
@@ -164,9 +166,10 @@ static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, 
                 NAME##_columns(L, o, x, bs, 0, units);                                                  \
                 return;                                                                                 \
             }                                                                                           \
-            RUMUS_PARALLEL_FOR                                                                          \
-            for (int t = 0; t < nt; t++)                                                                \
-                NAME##_columns(L, o, x, bs, units * t / nt, units * (t + 1) / nt);                      \
+            const int64_t nc = rumus_chunks(units, nt);                                                 \
+            RUMUS_PARALLEL_FOR_DYNAMIC                                                                  \
+            for (int64_t t = 0; t < nc; t++)                                                            \
+                NAME##_columns(L, o, x, bs, units * t / nc, units * (t + 1) / nc);                      \
             return;                                                                                     \
         }                                                                                               \
         if (L->outer < 16 && L->inner >= 65536) {                                                       \
@@ -179,7 +182,8 @@ static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, 
                     for (int c = 0; c < SPLIT_CHUNKS; c++)                                              \
                         parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
                 } else {                                                                                \
-                    RUMUS_PARALLEL_FOR                                                                  \
+                    /* parts[c] fixed by the shape, combined in c order below: any schedule */           \
+                    RUMUS_PARALLEL_FOR_DYNAMIC                                                          \
                     for (int c = 0; c < SPLIT_CHUNKS; c++)                                              \
                         parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
                 }                                                                                       \

@@ -61,8 +61,11 @@ void FN(rumus_im2col)(const void *xv, void *colsv, const int64_t *g) {
     const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L; /* layout: per sample, or channel-major */
     if (R == 0 || N == 0 || L == 0) return;
     const int nt = rumus_threads_for_units(N, N * R * L);
-RUMUS_PARALLEL_FOR
-    for (int64_t n = 0; n < N; n++) FN(im2col_rows)((const T *)xv + n * C * H * W, (T *)colsv + n * sn, sr, g, C, 0, Ho);
+    const int64_t nc = rumus_chunks(N, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++)
+        for (int64_t n = N * t / nc; n < N * (t + 1) / nc; n++)
+            FN(im2col_rows)((const T *)xv + n * C * H * W, (T *)colsv + n * sn, sr, g, C, 0, Ho);
 }
 
 void FN(rumus_col2im)(const void *colsv, void *xv, const int64_t *g) {
@@ -71,11 +74,14 @@ void FN(rumus_col2im)(const void *colsv, void *xv, const int64_t *g) {
     const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L;
     if (C == 0 || N == 0) return;
     const int nt = rumus_threads_for_units(N, N * R * L);
-RUMUS_PARALLEL_FOR
-    for (int64_t n = 0; n < N; n++) {
-        T *xn = (T *)xv + n * C * H * W;
-        memset(xn, 0, (size_t)(C * H * W) * sizeof(T));
-        FN(col2im_rows)((const T *)colsv + n * sn, sr, xn, g, C, 0, Ho);
+    const int64_t nc = rumus_chunks(N, nt);
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t n = N * t / nc; n < N * (t + 1) / nc; n++) {
+            T *xn = (T *)xv + n * C * H * W;
+            memset(xn, 0, (size_t)(C * H * W) * sizeof(T));
+            FN(col2im_rows)((const T *)colsv + n * sn, sr, xn, g, C, 0, Ho);
+        }
     }
 }
 
@@ -196,11 +202,12 @@ RUMUS_PARALLEL_FOR_DYNAMIC
     conv_blas_restore(prev);
     if (part) {
         const int nr = rumus_threads_for(size * (p.slots - 1));
+        const int64_t ncs = rumus_chunks(size, nr);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(rumus_team(nr)) schedule(static)
+#pragma omp parallel for num_threads(rumus_team(nr)) schedule(dynamic, 1)
 #endif
-        for (int t = 0; t < nr; t++) { /* every element gets its partials added in slice order */
-            const int64_t e0 = size * t / nr, e1 = size * (t + 1) / nr;
+        for (int64_t t = 0; t < ncs; t++) { /* every element gets its partials added in slice order */
+            const int64_t e0 = size * t / ncs, e1 = size * (t + 1) / ncs;
             for (int64_t j = 1; j < p.slots; j++) {
                 const T *src = part + (j - 1) * size;
                 for (int64_t e = e0; e < e1; e++) gw[e] += src[e];
@@ -340,9 +347,10 @@ void FN(rumus_max_pool2d)(const void *xv, void *yv, const int64_t *g) {
     T *y = (T *)yv;
     POOL_GEOMETRY
     const int fast2 = kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && FN(windows_inside)(g);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t p = P * t / nt; p < P * (t + 1) / nt; p++) {
+    const int64_t nc = rumus_chunks(P, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t p = P * t / nc; p < P * (t + 1) / nc; p++) {
             const T *xp = x + p * H * W;
             T *yp = y + p * Ho * Wo;
             for (int64_t oh = 0; oh < Ho; oh++) {
@@ -367,9 +375,10 @@ void FN(rumus_max_pool2d_backward)(const void *gv, const void *xv, void *gxv, co
     POOL_GEOMETRY
     const int fast2 = kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && FN(windows_inside)(g);
     const int tiled = fast2 && H == 2 * Ho && W == 2 * Wo; /* the windows cover every element */
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t p = P * t / nt; p < P * (t + 1) / nt; p++) {
+    const int64_t nc = rumus_chunks(P, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t p = P * t / nc; p < P * (t + 1) / nc; p++) {
             const T *xp = x + p * H * W;
             const T *gp = gr + p * Ho * Wo;
             T *gxp = gx + p * H * W;
@@ -416,9 +425,10 @@ static inline double FN(avg_window)(const int64_t *g, int64_t oh, int64_t ow, in
 static void FN(avg_pool_planes)(const T *in, T *out, const int64_t *g, int backward) {
     POOL_GEOMETRY
     const int64_t in_plane = backward ? Ho * Wo : H * W, out_plane = backward ? H * W : Ho * Wo;
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t p = P * t / nt; p < P * (t + 1) / nt; p++) {
+    const int64_t nc = rumus_chunks(P, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t p = P * t / nc; p < P * (t + 1) / nc; p++) {
             const T *ip = in + p * in_plane;
             T *op = out + p * out_plane;
             if (backward) memset(op, 0, (size_t)(H * W) * sizeof(T));

@@ -35,9 +35,10 @@ static void FN(norm_rows)(const T *x, const T *w, const T *b, T *y, int64_t rows
     const int64_t len = cg * s;
     if (rows == 0 || len == 0) return;
     const int nt = norm_threads(rows, rows * len);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; r++) {
+    const int64_t nc = rumus_chunks(rows, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t r = rows * t / nc; r < rows * (t + 1) / nc; r++) {
             const T *xr = x + r * len;
             T *yr = y + r * len;
             double mean, rstd;
@@ -219,9 +220,10 @@ void FN(rumus_batch_norm_stats)(const void *xv, void *meanv, void *varv, int64_t
     T *mean = (T *)meanv, *var = (T *)varv;
     if (c == 0) return;
     const int nt = norm_threads(c, n * c * s);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
+    const int64_t nc = rumus_chunks(c, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t k = c * t / nc; k < c * (t + 1) / nc; k++) {
             double mu, v;
             FN(channel_moments)(x, n, c, s, k, &mu, &v);
             mean[k] = ST(mu);
@@ -250,9 +252,10 @@ void FN(rumus_batch_norm)(const void *xv, const void *wv, const void *bv, const 
     T *y = (T *)yv;
     if (c == 0 || n == 0 || s == 0) return;
     const int nt = norm_threads(c, n * c * s);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
+    const int64_t nc = rumus_chunks(c, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t k = c * t / nc; k < c * (t + 1) / nc; k++) {
             /* (x - mean) * a + b, never x * a + (b - mean * a): at a large offset (x = mean = 1e6) the
              * folded form subtracts two huge rounded products and leaves garbage (-32 instead of 0),
              * while x - mean is exact there (Sterbenz) and the result is b. */
@@ -286,9 +289,10 @@ void FN(rumus_batch_norm_backward)(const void *gv, const void *xv, const void *w
     if (c == 0) return;
     const int nt = norm_threads(c, n * c * s);
     const double m = (double)(n * s);
-RUMUS_PARALLEL_FOR
-    for (int t = 0; t < nt; t++) {
-        for (int64_t k = c * t / nt; k < c * (t + 1) / nt; k++) {
+    const int64_t nc = rumus_chunks(c, nt); /* a few pieces per thread, taken as threads come free */
+RUMUS_PARALLEL_FOR_DYNAMIC
+    for (int64_t t = 0; t < nc; t++) {
+        for (int64_t k = c * t / nc; k < c * (t + 1) / nc; k++) {
             const double mu = LD(mean[k]), invstd = 1.0 / sqrt(LD(var[k]) + eps), wk = LD(w[k]);
             double sg = 0.0, sgx = 0.0;
             for (int64_t b = 0; b < n; b++) {
