@@ -13,9 +13,6 @@
 #include "gemm_blocked.h"
 #include "runtime.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
 
@@ -116,6 +113,10 @@ static void gemm_block(const gemm_job *g, int64_t u) {
     rumus_gemm_one(g->f64, g->ta == TRANS, g->tb == TRANS, mm, nn, g->k, a, g->lda, b, g->ldb, 0, c, g->ldc);
 }
 
+static void gemm_blocks_range(void *p, int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; u++) gemm_block((const gemm_job *)p, u);
+}
+
 /* C[i][j] = op(A[i][j]) @ op(B[i][j]) for i < outer, j < inner (two batch dims with strides *_bo, *_bi). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
    as [n][k]). Strides in elements; C's rows are contiguous.
    The caller (Python) has OpenBLAS on one thread for the duration: each block is one plain call. */
@@ -138,14 +139,7 @@ int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int6
     rumus_blas_set_threads(1); /* each block is one plain call; OpenBLAS must not split it into jobs */
     /* threads from the work (one per 2^21 multiply-adds at least), never more than there are blocks */
     const int nt = rumus_threads_for_units_grain(units, batch * m * n * k, RUMUS_GRAIN_MACS);
-    if (nt <= 1) {
-        for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
-    } else {
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)
-#endif
-        for (int64_t u = 0; u < units; u++) gemm_block(&g, u);
-    }
+    rumus_parallel_for(nt, units, gemm_blocks_range, &g);
     if (prev > 0) rumus_blas_set_threads(prev); /* numpy's other GEMMs (conv) split through the callback */
     return 1;
 }

@@ -1,10 +1,10 @@
 /* Threading policy, OpenBLAS's jobs on the kernels' thread pool, and the generic strided N-d iterator
    every elementwise kernel runs on.
 
-   One thread budget: the C kernels' OpenMP regions and numpy's OpenBLAS share one team of threads.
+   One thread budget: the C kernels' loops and numpy's OpenBLAS share one pool of threads (csrc/pool.c).
    OpenBLAS hands its jobs to rumus_blas_callback (openblas_set_threads_callback_function), which runs
-   them as an OpenMP region, so OpenBLAS's own worker threads never get work and never spin against
-   the kernels' threads (they spun ~2^28 cycles after every call: 15 cores busy on a 16-core host). */
+   them on the pool, so OpenBLAS's own worker threads never get work and never spin against the
+   kernels' threads (they spun ~2^28 cycles after every call: 15 cores busy on a 16-core host). */
 #include <pthread.h>
 #include <stdlib.h>
 #if defined(__GLIBC__)
@@ -14,33 +14,13 @@
 #include "internal/rumus.h"
 #include "runtime.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 static int g_threads = 1;
 static int64_t g_threshold = 65536;
-static int g_forked = 0;            /* in a fork()ed child: libgomp's pool is gone */
 
-void rumus_set_num_threads(int n) {
-#ifdef _OPENMP
-    /* every parallel region names its team size (num_threads(...)); the process-wide OpenMP setting is
-       left alone, since other libraries in the process (torch) share libgomp's ICVs */
-    g_threads = n < 1 ? 1 : n;
-#else
-    RUMUS_UNUSED(n); /* built without OpenMP: always one thread */
-#endif
-}
+/* the budget: every loop names how many threads its work needs, up to this (csrc/pool.c) */
+void rumus_set_num_threads(int n) { g_threads = n < 1 ? 1 : n; }
 
 int rumus_get_num_threads(void) { return g_threads; }
-
-int rumus_has_openmp(void) {
-#ifdef _OPENMP
-    return 1;
-#else
-    return 0;
-#endif
-}
 
 /* Grains, one per kernel class (internal/rumus.h lists the classes). A grain is the work below which a
    kernel stays on the calling thread, with no OpenMP call at all; above it each thread gets at least half
@@ -65,27 +45,13 @@ int64_t rumus_grain(int kernel_class) {
 }
 
 int rumus_threads_for_grain(int64_t work, int64_t grain) {
-#ifdef _OPENMP
     if (g_threads <= 1 || work < grain) return 1;
     const int64_t most = work / (grain / 2); /* keep >= grain/2 of work per thread */
     return most < g_threads ? (int)(most < 1 ? 1 : most) : g_threads;
-#else
-    RUMUS_UNUSED(work);
-    RUMUS_UNUSED(grain);
-    return 1;
-#endif
 }
 
 int rumus_threads_for(int64_t work) { return rumus_threads_for_grain(work, g_threshold); }
 
-/* libgomp keeps one pool of threads, and a parallel region smaller than the one before it makes the
-   surplus threads exit; the next larger region creates them again (pthread_create, ~20 us each, one after
-   another on the calling thread). Kernels that split 2, 3, 6 or 16 ways by their size, one after the other,
-   therefore paid thread creation on almost every op, more with more threads (measured: alternating teams
-   of 8 and 2 cost 6 clone() calls per pair and 4x the time of constant teams). So every parallel region
-   runs on the whole budget: a kernel split `nt` ways leaves the other threads idle for that region, and the
-   pool stays as it is. */
-int rumus_team(int nt) { return nt <= 1 ? 1 : (nt > g_threads ? nt : g_threads); }
 
 int rumus_threads_for_units_grain(int64_t units, int64_t work, int64_t grain) {
     const int nt = rumus_threads_for_grain(work, grain);
@@ -142,6 +108,11 @@ static void *blas_job_main(void *p) {
     return NULL;
 }
 
+static void blas_jobs_range(void *ctx, int64_t begin, int64_t end) {
+    blas_job *jobs = (blas_job *)ctx;
+    for (int64_t i = begin; i < end; i++) blas_job_main(&jobs[i]);
+}
+
 /* Jobs [from, to) on threads of their own; returns how many were started (the rest run here). */
 static int blas_spawn(blas_job *jobs, pthread_t *tids, int from, int to) {
     int started = 0;
@@ -153,8 +124,9 @@ static int blas_spawn(blas_job *jobs, pthread_t *tids, int from, int to) {
 }
 
 /* OpenBLAS's level-3 jobs wait on each other (one packs a panel the others read), so all `numjobs`
-   must run at once: on an OpenMP team of that size, or, where that cannot be had (a fork()ed child,
-   a call from inside a parallel region, no OpenMP), on threads started for the call. */
+   must run at once: on the kernels' pool (csrc/pool.c, rumus_parallel_together), or, where it cannot
+   promise that many threads (a fork()ed child, a call from inside a kernel's loop, another caller using
+   the pool), on threads started for the call. */
 void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void *jobdata, int dojob_data) {
     RUMUS_UNUSED(sync); /* OpenBLAS passes 1; every job has finished when this returns either way */
     blas_dojob_fn fn = (blas_dojob_fn)dojob;
@@ -180,24 +152,7 @@ void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void
         if (!jobs || !tids) abort(); /* dropping a job would leave part of the product unwritten */
     }
     for (int i = 0; i < numjobs; i++) jobs[i] = (blas_job){fn, data, elsize, dojob_data, i};
-    int done = 0;
-#ifdef _OPENMP
-    if (!g_forked && !nested && !omp_in_parallel() && !omp_get_dynamic()) {
-#pragma omp parallel num_threads(rumus_team(numjobs))
-        {
-            const int t = omp_get_thread_num(), got = omp_get_num_threads();
-            int extra = 0;
-            if (t == 0 && got < numjobs) extra = blas_spawn(jobs, tids, got, numjobs);
-            if (t < numjobs) blas_job_main(&jobs[t]);
-            if (t == 0) {
-                for (int i = got + extra; i < numjobs; i++) blas_job_main(&jobs[i]); /* could not start */
-                for (int i = got; i < got + extra; i++) pthread_join(tids[i], NULL);
-            }
-        }
-        done = 1;
-    }
-#endif
-    if (!done) {
+    if (nested || !rumus_parallel_together(numjobs, blas_jobs_range, jobs)) {
         const int extra = blas_spawn(jobs, tids, 1, numjobs);
         blas_job_main(&jobs[0]);
         for (int i = 1 + extra; i < numjobs; i++) blas_job_main(&jobs[i]);
@@ -236,26 +191,16 @@ int rumus_blas_get_threads(void) { return g_blas_threads; }
 int64_t rumus_blas_calls(void) { return g_blas_calls; }
 int64_t rumus_blas_jobs(void) { return g_blas_jobs; }
 
-/* libgomp's thread pool does not survive fork(): a forked child that entered a parallel region would
-   wait forever for threads it does not have. Children therefore run every kernel on their one thread
-   (what PyTorch does too), and OpenBLAS's jobs on threads started per call; no OpenMP call happens here.
-   A lock some other thread of the parent held is re-made free (only this thread was copied). */
+/* The pool's workers do not survive fork(): children run every kernel on their one thread (what PyTorch
+   does too), and OpenBLAS's jobs on threads started per call. A lock some other thread of the parent held
+   is re-made free (only this thread was copied). */
 void rumus_after_fork_child(void) {
     g_threads = 1;
-    g_forked = 1;
+    rumus_pool_after_fork_child();
     pthread_mutex_init(&g_blas_lock, NULL);
     t_in_blas = 0;
 }
 
-/* Elementwise work is cut into a few chunks per thread, handed out as threads come free: a thread whose
-   core is shared with another process then does less of the work instead of holding the others up at
-   the end of the region. Each element's result does not depend on the chunk it falls in. */
-#define CHUNKS_PER_THREAD 4
-#ifdef _OPENMP
-#define PARALLEL_FOR_CHUNKS _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)")
-#else
-#define PARALLEL_FOR_CHUNKS
-#endif
 
 int64_t rumus_find_named(const void *table, int64_t count, size_t entry_size, const char *name) {
     const char *entries = (const char *)table;
@@ -347,6 +292,35 @@ static int crossed(int nops, int ndim, const int64_t *shape, const int64_t *bst)
     return 0;
 }
 
+/* One elementwise loop on the pool: its operands, and how [begin, end) of the pool's range maps to them. */
+typedef struct {
+    int nops, ndim;
+    const int64_t *shape, *bst;
+    char **base;
+    rumus_loop_fn fn;
+    const void *ctx;
+    int64_t total;
+} iterate_job;
+
+/* A 1-d run, in units of 64 elements (chunk borders on multiples of 64 keep vector loops aligned). */
+static void iterate_flat(void *p, int64_t u0, int64_t u1) {
+    const iterate_job *j = (const iterate_job *)p;
+    const int64_t s = u0 * 64, e = u1 * 64 < j->total ? u1 * 64 : j->total;
+    char *q[RUMUS_MAX_OPS];
+    for (int k = 0; k < j->nops; k++) q[k] = j->base[k] + s * j->bst[k];
+    j->fn(e - s, q, j->bst, j->ctx);
+}
+
+static void iterate_tiles(void *p, int64_t u0, int64_t u1) {
+    const iterate_job *j = (const iterate_job *)p;
+    run_tiles(j->nops, j->ndim, j->shape, j->bst, j->base, j->fn, j->ctx, u0, u1);
+}
+
+static void iterate_range(void *p, int64_t s, int64_t e) {
+    const iterate_job *j = (const iterate_job *)p;
+    run_range(j->nops, j->ndim, j->shape, j->bst, j->base, j->fn, j->ctx, s, e);
+}
+
 void rumus_iterate(int nops, const int64_t *meta, char **base, const int *isz, rumus_loop_fn fn,
                    const void *ctx) {
     const int ndim = (int)meta[0];
@@ -357,49 +331,21 @@ void rumus_iterate(int nops, const int64_t *meta, char **base, const int *isz, r
     int64_t bst[RUMUS_MAX_OPS * RUMUS_MAX_DIMS];
     for (int k = 0; k < nops; k++)
         for (int d = 0; d < ndim; d++) bst[k * ndim + d] = meta[1 + ndim + k * ndim + d] * isz[k];
+    const int nt = rumus_threads_for(total);
+    iterate_job j = {nops, ndim, shape, bst, base, fn, ctx, total};
     if (ndim == 1) { /* the common case after collapsing: one run, no index bookkeeping */
-        int nt = rumus_threads_for(total);
-        if (nt <= 1) {
+        if (nt <= 1)
             fn(total, base, bst, ctx);
-            return;
-        }
-        const int nc = nt * CHUNKS_PER_THREAD;
-        PARALLEL_FOR_CHUNKS
-        for (int t = 0; t < nc; t++) {
-            /* chunk borders on multiples of 64 elements keep vector loops aligned */
-            const int64_t s = (total * t / nc) & ~(int64_t)63;
-            const int64_t e = t == nc - 1 ? total : (total * (t + 1) / nc) & ~(int64_t)63;
-            if (e <= s) continue;
-            char *p[RUMUS_MAX_OPS];
-            for (int k = 0; k < nops; k++) p[k] = base[k] + s * bst[k];
-            fn(e - s, p, bst, ctx);
-        }
+        else
+            rumus_parallel_for(nt, (total + 63) / 64, iterate_flat, &j);
         return;
     }
-    int nt = rumus_threads_for(total);
     if (crossed(nops, ndim, shape, bst)) {
         const int64_t units = total / (shape[ndim - 1] * shape[ndim - 2]) * ((shape[ndim - 2] + TILE - 1) / TILE);
-        if (nt > units) nt = (int)units;
-        if (nt <= 1) {
-            run_tiles(nops, ndim, shape, bst, base, fn, ctx, 0, units);
-            return;
-        }
-        const int64_t nc = units < (int64_t)nt * CHUNKS_PER_THREAD ? units : (int64_t)nt * CHUNKS_PER_THREAD;
-        PARALLEL_FOR_CHUNKS
-        for (int64_t t = 0; t < nc; t++)
-            run_tiles(nops, ndim, shape, bst, base, fn, ctx, units * t / nc, units * (t + 1) / nc);
+        rumus_parallel_for(nt, units, iterate_tiles, &j);
         return;
     }
-    if (nt <= 1) {
-        run_range(nops, ndim, shape, bst, base, fn, ctx, 0, total);
-        return;
-    }
-    const int nc = nt * CHUNKS_PER_THREAD;
-    PARALLEL_FOR_CHUNKS
-    for (int t = 0; t < nc; t++) {
-        int64_t s = total * t / nc, e = total * (t + 1) / nc;
-        if (e > s) run_range(nops, ndim, shape, bst, base, fn, ctx, s, e);
-    }
+    rumus_parallel_for(nt, total, iterate_range, &j);
 }
 
 void rumus_rlayout_parse(const int64_t *meta, int64_t osz, int64_t xsz, rumus_rlayout *L) {
@@ -423,4 +369,14 @@ void rumus_rlayout_parse(const int64_t *meta, int64_t osz, int64_t xsz, rumus_rl
         L->rin[d] = m[nr + d] * xsz;
         L->inner *= m[d];
     }
+}
+
+/* TRANSITION (removed once every kernel runs on csrc/pool.c): OpenMP regions still in some files. */
+int rumus_team(int nt) { return nt <= 1 ? 1 : (nt > g_threads ? nt : g_threads); }
+int rumus_has_openmp(void) {
+#ifdef _OPENMP
+    return 1;
+#else
+    return 0;
+#endif
 }

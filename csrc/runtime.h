@@ -7,6 +7,13 @@ int64_t rumus_get_parallel_threshold(void);
    (multiply-adds), 3 the kernels' own products (multiply-adds); see internal/rumus.h */
 int64_t rumus_grain(int kernel_class);
 void rumus_after_fork_child(void);
+/* the kernels' thread pool (csrc/pool.c): how long idle workers poll before sleeping, and counters */
+void rumus_pool_set_spin_us(int64_t us);
+int64_t rumus_pool_get_spin_us(void);
+int rumus_pool_workers(void);
+int64_t rumus_pool_loops(void);
+int64_t rumus_pool_wakes(void);
+void rumus_pool_after_fork_child(void);
 /* glibc: large buffers from the heap, freed memory kept for the next step (see runtime.c) */
 int rumus_malloc_keep(int64_t mmap_max, int64_t keep);
 /* one thread budget: OpenBLAS's jobs run on the kernels' threads (see runtime.c) */

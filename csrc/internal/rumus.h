@@ -154,6 +154,16 @@ static inline int64_t rumus_chunks(int64_t units, int nt) {
     return units < want ? units : want;
 }
 
+/* The kernels' thread pool (csrc/pool.c). fn(ctx, begin, end) runs over [0, n) cut into contiguous chunks
+   (a few per thread, by n and nt alone), taken as threads come free; at most `nt` threads, the caller one of
+   them. nt <= 1, a call from inside a loop, a second caller at the same moment or a fork()ed child: one call
+   fn(ctx, 0, n) on the calling thread. Each chunk's results must not depend on which thread runs it. */
+typedef void (*rumus_range_fn)(void *ctx, int64_t begin, int64_t end);
+void rumus_parallel_for(int nt, int64_t n, rumus_range_fn fn, void *ctx);
+/* fn(ctx, i, i + 1) for i < n, all n at once on n threads (parts that wait on each other: OpenBLAS's jobs);
+   0 (nothing run) where the pool cannot promise n threads. */
+int rumus_parallel_together(int n, rumus_range_fn fn, void *ctx);
+
 /* The team a parallel region of `nt` parts runs on: 1, or the whole budget (csrc/runtime.c says why). */
 int rumus_team(int nt);
 
