@@ -17,8 +17,7 @@ from rumus_contracts.ops import expr_c
 
 from . import threads
 
-with threads.openmp_env_for_loading():  # libgomp reads its wait policy once, when it loads with the kernels
-    from ._kernels import ffi as ffi, lib as lib  # ImportError here means: not compiled
+from ._kernels import ffi as ffi, lib as lib  # ImportError here means: not compiled
 
 # csrc/ next to the package in a source checkout (editable install); absent in an installed wheel
 CSRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "csrc")

@@ -67,8 +67,7 @@ class CpuBackend:
         blas = p["blas_threads"]
         return Capabilities(
             dtypes=DTYPES,
-            features=(("openmp",) if p["openmp"] else ()) + (("blas_on_kernel_threads",)
-                                                             if p["blas_on_kernel_threads"] else ())
+            features=("thread_pool",) + (("blas_on_kernel_threads",) if p["blas_on_kernel_threads"] else ())
             + (isa_feature(),),
             limits={"max_dims": 64, "num_threads": threads, "parallel_grain": p["grain"],
                     **({"blas_threads": blas} if isinstance(blas, int) else {})},

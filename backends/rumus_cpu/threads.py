@@ -1,25 +1,24 @@
-"""One thread budget for the CPU backend: the C kernels (OpenMP) and numpy's OpenBLAS share one team.
+"""One thread budget for the CPU backend: the C kernels and numpy's OpenBLAS share one pool of threads.
 
 - Kernel threads: RUMUS_NUM_THREADS, else every physical core this process may run on. Each kernel's
   thread count comes from its work size, with one grain per kernel class (elementwise elements, row-kernel
   elements, BLAS multiply-adds, the kernels' own multiply-adds; csrc/runtime.c, rumus_threads_for_grain):
   below its grain a kernel stays on the calling thread and wakes no other; above it, it splits one way per
-  half grain up to the budget. A region that splits runs on a team of the whole budget (rumus_team): libgomp
-  would otherwise end the pool's surplus threads after every smaller region and create them again for the
-  next larger one.
-- BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the kernels' OpenMP
-  team, so OpenBLAS's own threads never get work. Those threads used to spin ~2^28 cycles after every
-  call (measured: 126 ms of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP
-  step took 40 ms at 16 threads and 2.2 ms at 1. The backend's own GEMMs do not use OpenBLAS's threading
-  at all (csrc/gemm_blocked.c: independent blocks, one single-threaded call each, the same blocks at
-  every thread count); the callback serves numpy code elsewhere in the process.
-- Waiting: libgomp's idle threads spin GOMP_SPINCOUNT polls before sleeping. Its default (300000 polls
-  of a `pause` that takes 54 ns on the dev machine's Xeon) is 16 ms of spinning after every parallel
-  region, which starves BLAS, PyTorch and other processes. Unless the user set OMP_WAIT_POLICY or
-  GOMP_SPINCOUNT, the kernels load with GOMP_SPINCOUNT=SPIN_COUNT (~50 us there: enough to bridge the
-  gap between two kernels of one step). libgomp reads it once, when it is loaded; if another library
-  (torch) loaded libgomp first, its setting stays and `rumus info` says so. PyTorch's CPU wheels link the
-  same libgomp.so.1, so torch's and RUMUS's regions run on one pool and do not oversubscribe each other.
+  half grain up to the budget.
+- The pool (csrc/pool.c, not OpenMP): a loop split `nt` ways wakes at most nt - 1 workers, the caller
+  works too, and the loop's chunks are taken as threads come free. The loop ends when its chunks are done:
+  a worker that did not get a core in time (another process holds it) is never waited for, and no
+  barrier makes every thread of a team check in. Idle workers poll for RUMUS_SPIN_US microseconds (default
+  SPIN_US: enough to bridge the gap between two kernels of one step) and then sleep on a futex; they never
+  exit, so kernels of different sizes one after another create no threads.
+- BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the pool, so OpenBLAS's
+  own threads never get work. Those threads used to spin ~2^28 cycles after every call (measured: 126 ms
+  of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP step took 40 ms at 16
+  threads and 2.2 ms at 1. The backend's own GEMMs do not use OpenBLAS's threading at all
+  (csrc/gemm_blocked.c: independent blocks, one single-threaded call each, the same blocks at every thread
+  count); the callback serves numpy code elsewhere in the process.
+- PyTorch in the same process keeps its own OpenMP threads; RUMUS's workers sleep after SPIN_US, so they
+  do not hold cores while torch runs.
 - Freed memory (glibc): buffers up to 32 MiB come from the heap and up to RUMUS_MALLOC_KEEP_MB (default
   256; 0 leaves glibc's defaults) of freed memory stays there, so a step's fresh outputs do not page-fault
   on every page again each step (csrc/runtime.c, rumus_malloc_keep). The user's own MALLOC_MMAP_THRESHOLD_
@@ -28,18 +27,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
-SPIN_COUNT = "1000"
+SPIN_US = 50
 # the kernel classes of csrc/runtime.c's rumus_grain, in its order
 GRAIN_CLASSES = ("elementwise elements", "row elements", "BLAS multiply-adds", "loop multiply-adds")
 
-_state: dict[str, Any] = {"omp_wait": "unknown", "blas": None, "malloc": "glibc's defaults"}
+_state: dict[str, Any] = {"spin": "unknown", "blas": None, "malloc": "glibc's defaults"}
 MALLOC_MMAP_MAX = 32 << 20  # the largest M_MMAP_THRESHOLD glibc accepts on 64-bit hosts
 MALLOC_KEEP_MB = 256
 
@@ -72,36 +69,6 @@ def default_num_threads() -> int:
         warnings.warn(f"RUMUS_NUM_THREADS={env!r} is not a positive integer; using every physical core",
                       RuntimeWarning, stacklevel=2)
     return physical_cores()
-
-
-def _libgomp_loaded() -> bool:
-    try:
-        with open("/proc/self/maps") as f:
-            return any("libgomp" in line for line in f)
-    except OSError:
-        return False
-
-
-@contextlib.contextmanager
-def openmp_env_for_loading() -> Iterator[None]:
-    """Around the import of the compiled kernels: libgomp reads its wait policy when it is loaded.
-    The environment is restored afterwards, so child processes and later libraries see the user's."""
-    user_set = any(k in os.environ for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
-    if user_set:
-        _state["omp_wait"] = "as set by the user: " + ", ".join(
-            f"{k}={os.environ[k]}" for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT") if k in os.environ)
-        yield
-        return
-    if _libgomp_loaded():
-        _state["omp_wait"] = "libgomp's default (spin ~300000 polls): it was loaded before rumus (torch?)"
-        yield
-        return
-    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
-    try:
-        yield
-    finally:
-        del os.environ["GOMP_SPINCOUNT"]
-    _state["omp_wait"] = f"spin {SPIN_COUNT} polls, then sleep"
 
 
 def _openblas_libraries() -> list[str]:
@@ -179,10 +146,28 @@ def keep_freed_memory(lib: Any) -> None:
         _state["malloc"] = f"heap up to {MALLOC_MMAP_MAX >> 20} MiB buffers, {min(keep_mb, 2047)} MiB kept free"
 
 
+def spin_us() -> int:
+    """How long idle workers poll for the next loop before sleeping: RUMUS_SPIN_US, else SPIN_US."""
+    env = os.environ.get("RUMUS_SPIN_US", "").strip()
+    if env:
+        try:
+            us = int(env)
+            if us >= 0:
+                return us
+        except ValueError:
+            pass
+        warnings.warn(f"RUMUS_SPIN_US={env!r} is not a non-negative integer; polling {SPIN_US} us",
+                      RuntimeWarning, stacklevel=2)
+    return SPIN_US
+
+
 def configure(lib: Any) -> None:
-    """At load: the default budget, BLAS on the kernels' threads, one thread in fork()ed children, freed
-    memory kept."""
+    """At load: the default budget, the pool's polling time, BLAS on the kernels' threads, one thread in
+    fork()ed children, freed memory kept."""
     keep_freed_memory(lib)
+    us = spin_us()
+    lib.rumus_pool_set_spin_us(us)
+    _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
     attach_blas(lib)
     set_num_threads(default_num_threads())
     if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
@@ -209,20 +194,15 @@ def get_num_threads() -> int:
     return int(lib.rumus_get_num_threads())
 
 
-def has_openmp() -> bool:
-    from ._lib import lib
-    return bool(lib.rumus_has_openmp())
-
-
 def policy() -> dict[str, Any]:
     """The policy in force, for `rumus info` and the benchmarks."""
     from ._lib import lib
     out: dict[str, Any] = {
         "kernel_threads": int(lib.rumus_get_num_threads()),
-        "openmp": bool(lib.rumus_has_openmp()),
+        "pool_workers": int(lib.rumus_pool_workers()),
         "grain": int(lib.rumus_get_parallel_threshold()),
         "grains": {name: int(lib.rumus_grain(i)) for i, name in enumerate(GRAIN_CLASSES)},
-        "omp_wait": _state["omp_wait"],
+        "idle": _state["spin"],
         "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
         "matmul_blocked": bool(lib.rumus_gemm_attached()),
@@ -252,8 +232,8 @@ def describe() -> str:
     n = p["kernel_threads"]
     g = p["grains"]
     mm = "; matmul: independent blocks, one BLAS call each" if p["matmul_blocked"] else ""
-    return (f"kernel threads {n} ({'OpenMP' if p['openmp'] else 'no OpenMP'}; 1 thread below "
+    return (f"kernel threads {n} (own pool; 1 thread below "
             f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
             f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
-            f"per half of that; idle threads: {p['omp_wait']}); BLAS {blas}: {where}{mm}; "
+            f"per half of that; idle threads: {p['idle']}); BLAS {blas}: {where}{mm}; "
             f"malloc: {p['malloc']}")

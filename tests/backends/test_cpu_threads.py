@@ -95,8 +95,7 @@ def runs(tmp_path_factory: Any) -> list[tuple[dict[str, Any], Any]]:
 
 def test_every_result_is_bit_identical_at_1_2_3_4_threads(runs: list[tuple[dict[str, Any], Any]]) -> None:
     infos = [info for info, _ in runs]
-    if infos[0]["policy"]["openmp"]:
-        assert [i["threads"] for i in infos] == [1, 2, 3, 4]
+    assert [i["threads"] for i in infos] == [1, 2, 3, 4]
     base = runs[0][1]
     assert len(base.files) >= 20
     for _, res in runs[1:]:
@@ -199,13 +198,12 @@ def test_forked_children_run_gemms_without_hanging() -> None:
 POLICY_SCRIPT = r"""
 import json, os
 from rumus_cpu import threads
-print(json.dumps({"policy": threads.policy(), "left": "GOMP_SPINCOUNT" in os.environ,
-                  "phys": threads.physical_cores()}))
+print(json.dumps({"policy": threads.policy(), "phys": threads.physical_cores()}))
 """
 
 
 def _policy(env: dict[str, str]) -> dict[str, Any]:
-    base = {k: v for k, v in os.environ.items() if k not in ("RUMUS_NUM_THREADS", "OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    base = {k: v for k, v in os.environ.items() if k not in ("RUMUS_NUM_THREADS", "RUMUS_SPIN_US")}
     proc = subprocess.run([sys.executable, "-c", POLICY_SCRIPT], capture_output=True, text=True, timeout=300,
                           env={**base, **env})
     assert proc.returncode == 0, proc.stderr
@@ -214,13 +212,10 @@ def _policy(env: dict[str, str]) -> dict[str, Any]:
 
 def test_default_budget_is_every_physical_core_and_the_env_overrides_it() -> None:
     got = _policy({})
-    if not got["policy"]["openmp"]:
-        pytest.skip("built without OpenMP")
     assert got["policy"]["kernel_threads"] == got["phys"] >= 1
-    assert got["policy"]["omp_wait"].startswith("spin ") and not got["left"]  # set for libgomp's load only
+    assert got["policy"]["idle"] == f"poll {threads.SPIN_US} us, then sleep"
     assert _policy({"RUMUS_NUM_THREADS": "5"})["policy"]["kernel_threads"] == 5
-    user = _policy({"OMP_WAIT_POLICY": "passive"})["policy"]["omp_wait"]
-    assert "OMP_WAIT_POLICY=passive" in user
+    assert _policy({"RUMUS_SPIN_US": "7"})["policy"]["idle"] == "poll 7 us, then sleep (RUMUS_SPIN_US)"
 
 
 def test_a_bad_rumus_num_threads_warns_and_uses_every_core(monkeypatch: pytest.MonkeyPatch) -> None:

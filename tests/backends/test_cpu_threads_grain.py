@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("rumus_cpu._kernels")
 
-from thread_count_runs import run_openmp_script  # noqa: E402
+from thread_count_runs import run_threads_script  # noqa: E402
 
 SCRIPT = r"""
 import json, os, threading, time
@@ -55,14 +55,14 @@ time.sleep(0.1)
 after_big = switches()
 woken_small = sum(after_small.get(k, v) != v for k, v in before.items())
 woken_big = sum(after_big.get(k, v) != after_small.get(k, v) for k, v in before.items())
-print(json.dumps({"threads": threads.get_num_threads(), "openmp": threads.has_openmp(), "workers": len(before),
+print(json.dumps({"threads": threads.get_num_threads(), "workers": len(before),
                   "woken_small": woken_small, "woken_big": woken_big}))
 """
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc/self/task")
 def test_small_kernels_of_every_class_wake_no_thread() -> None:
-    got = run_openmp_script(SCRIPT, 3)
+    got = run_threads_script(SCRIPT, 3)
     assert got["threads"] == 3 and got["workers"] >= 2, got
     assert got["woken_big"] >= 2, got  # the control: a large product does wake the kernels' threads
     assert got["woken_small"] == 0, got

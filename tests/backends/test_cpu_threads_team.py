@@ -1,9 +1,9 @@
-"""The kernels' thread pool stays put between kernels of different sizes (csrc/runtime.c, rumus_team).
+"""The kernels' thread pool stays put between kernels of different sizes (csrc/pool.c).
 
-libgomp makes the surplus threads of its pool exit when a parallel region is smaller than the one before,
-and creates them again for the next larger one. Kernels split 2, 3 or 4 ways by their size, one after the
-other, used to pay thread creation on almost every op; every parallel region now runs on the whole
-budget, so a run of such kernels creates no thread after the first."""
+libgomp made the surplus threads of its pool exit when a parallel region was smaller than the one before,
+and created them again for the next larger one, so kernels split 2, 3 or 4 ways by their size, one after
+the other, paid thread creation on almost every op. The backend's own pool never ends a worker: a run of
+such kernels creates no thread after the first."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("rumus_cpu._kernels")
 
-from thread_count_runs import run_openmp_script  # noqa: E402
+from thread_count_runs import run_threads_script  # noqa: E402
 
 SCRIPT = r"""
 import json, os
@@ -36,14 +36,13 @@ before = len(seen)
 for _ in range(40):
     ops()
     seen |= tids()
-print(json.dumps({"before": before, "new": len(seen) - before, "threads": threads.get_num_threads(),
-                  "openmp": threads.has_openmp()}))
+print(json.dumps({"before": before, "new": len(seen) - before, "threads": threads.get_num_threads()}))
 """
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc/self/task")
 def test_kernels_of_different_sizes_create_no_threads() -> None:
-    got = run_openmp_script(SCRIPT, 4)
+    got = run_threads_script(SCRIPT, 4)
     assert got["threads"] == 4
     # 40 rounds of 2-, 4- and 1-way kernels: before the fix each round re-created 2 threads (80+ new ids)
     assert got["new"] <= 2, got

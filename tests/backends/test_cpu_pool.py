@@ -1,0 +1,108 @@
+"""The CPU kernels' own thread pool (csrc/pool.c): a loop wakes only the workers its work needs, correct
+results with more threads than cores, from two Python threads at once, and for numpy's own BLAS calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rumus_cpu._kernels")
+
+linux_only = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+
+
+def _run(script: str, threads: int, **env: str) -> dict[str, Any]:
+    full = {**os.environ, "RUMUS_NUM_THREADS": str(threads), "RUMUS_BACKEND": "cpu", **env}
+    proc = subprocess.run([sys.executable, "-c", script], env=full, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+WAKES = r"""
+import json, time
+import numpy as np
+import rumus as rm
+from rumus_cpu._lib import lib
+rng = np.random.default_rng(0)
+two_way = rm.tensor(rng.standard_normal(70_000).astype(np.float32))    # 2 threads by its size
+whole = rm.tensor(rng.standard_normal(1 << 22).astype(np.float32))     # the whole budget
+whole + 1.0                                                             # workers started
+got = {}
+for name, t in (("two_way", two_way), ("whole", whole)):
+    wakes = []
+    for _ in range(5):
+        time.sleep(0.02)  # longer than the workers poll: they are asleep
+        w0 = lib.rumus_pool_wakes()
+        t * 2.0
+        wakes.append(lib.rumus_pool_wakes() - w0)
+    got[name] = max(wakes)
+print(json.dumps({**got, "workers": lib.rumus_pool_workers()}))
+"""
+
+
+def test_a_loop_wakes_only_the_workers_its_size_needs() -> None:
+    got = _run(WAKES, 8, RUMUS_SPIN_US="50")
+    assert got["workers"] == 7, got
+    assert got["two_way"] == 1, got  # OpenMP's team woke all 7
+    assert got["whole"] == 7, got  # the control: a loop of the whole budget wakes every sleeping worker
+
+
+OVERSUBSCRIBED = r"""
+import json, os
+os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})   # one CPU for 8 threads
+import numpy as np
+import rumus as rm
+from rumus.nn import functional as F
+rng = np.random.default_rng(1)
+a = rng.standard_normal((700, 900)).astype(np.float32)
+b = rng.standard_normal((900, 500)).astype(np.float32)
+x = rng.standard_normal(3_000_001).astype(np.float32)
+s = rng.standard_normal((512, 1000)).astype(np.float32)
+err = {}
+for _ in range(20):
+    err["gemm"] = float(np.abs((rm.tensor(a) @ rm.tensor(b)).numpy() - a.astype(np.float64) @ b).max())
+    err["add"] = float(np.abs((rm.tensor(x) + 1.5).numpy() - (x + np.float32(1.5))).max())
+    ref = np.exp(s - s.max(-1, keepdims=True)); ref /= ref.sum(-1, keepdims=True)
+    err["softmax"] = float(np.abs(F.softmax(rm.tensor(s), dim=-1).numpy() - ref).max())
+    err["np_blas"] = float(np.abs(a @ b - a.astype(np.float64) @ b).max())   # OpenBLAS's jobs on the pool
+print(json.dumps(err))
+"""
+
+
+@linux_only
+def test_more_threads_than_cores_gives_right_answers_and_ends() -> None:
+    err = _run(OVERSUBSCRIBED, 8)
+    assert err["add"] == 0.0, err
+    assert err["gemm"] < 2e-3 and err["np_blas"] < 2e-3 and err["softmax"] < 1e-6, err
+
+
+TWO_CALLERS = r"""
+import json, threading
+import numpy as np
+import rumus as rm
+rng = np.random.default_rng(2)
+a = rng.standard_normal((600, 800)).astype(np.float32)
+b = rng.standard_normal((800, 700)).astype(np.float32)
+x = rng.standard_normal(2_000_003).astype(np.float32)
+alone = ((rm.tensor(a) @ rm.tensor(b)).numpy(), (rm.tensor(x) * 3.0).exp().numpy(), a @ b)
+bad = []
+def work():
+    for _ in range(15):
+        got = ((rm.tensor(a) @ rm.tensor(b)).numpy(), (rm.tensor(x) * 3.0).exp().numpy(), a @ b)
+        bad.extend(i for i in range(3) if not np.array_equal(got[i], alone[i]))
+ts = [threading.Thread(target=work) for _ in range(3)]
+for t in ts: t.start()
+for t in ts: t.join()
+print(json.dumps({"bad": bad}))
+"""
+
+
+def test_python_threads_calling_at_once_get_the_same_bits() -> None:
+    # a second caller while the pool is busy runs its loop on its own thread; numpy's BLAS calls from
+    # several threads take turns (OpenBLAS's job buffers are shared)
+    assert _run(TWO_CALLERS, 4)["bad"] == []
