@@ -59,6 +59,8 @@ static pool_loop g_loop;
    with one compare-and-swap that fails if the loop changed in between */
 static _Atomic uint64_t g_claim = 0;
 static _Atomic int64_t g_done = 0;       /* chunks of the current loop finished */
+static _Atomic int g_joined = 0;         /* threads that took part in the current loop, the caller first */
+static _Atomic int g_want = 0;           /* how many the current loop may have (its nt) */
 static _Atomic uint32_t g_wake = 0;      /* bumped per loop; sleeping workers wait on it */
 static _Atomic int g_spinning = 0;       /* workers awake and polling (not asleep) */
 static int g_workers = 0;                /* started (they never exit) */
@@ -109,12 +111,12 @@ static void wake_sleepers(int count) {
 #endif
 }
 
-/* Take and run chunks of the current loop until none is left. */
-static void run_chunks(void) {
+/* Take and run chunks of loop `gen` until none is left (or another loop began). */
+static void run_chunks(uint64_t gen) {
     uint64_t s = atomic_load_explicit(&g_claim, memory_order_acquire);
     for (;;) {
         const uint64_t chunks = (s >> 16) & 0xFFFF, next = s & 0xFFFF;
-        if (next >= chunks) return;
+        if ((s >> 32) != gen || next >= chunks) return;
         if (!atomic_compare_exchange_weak_explicit(&g_claim, &s, s + 1, memory_order_acq_rel, memory_order_acquire))
             continue; /* s now holds the current word */
         const pool_loop L = g_loop;
@@ -129,7 +131,12 @@ static void *worker_main(void *arg) {
     t_in_loop = 1; /* a loop inside a chunk runs on this thread */
     uint32_t seen = atomic_load_explicit(&g_wake, memory_order_acquire);
     for (;;) {
-        run_chunks();
+        /* a loop takes its nt threads, no more: a loop split two ways right after one of the whole budget
+           finds many workers still polling, and only one of them joins it */
+        const uint64_t gen = atomic_load_explicit(&g_claim, memory_order_acquire) >> 32;
+        if (atomic_fetch_add_explicit(&g_joined, 1, memory_order_acq_rel) <
+            atomic_load_explicit(&g_want, memory_order_acquire))
+            run_chunks(gen);
         /* poll for the next loop for a while: kernels of one step follow each other within microseconds */
         const int64_t until = now_ns() + g_spin_ns;
         int found = 0;
@@ -175,11 +182,13 @@ static int ensure_workers(int want) {
     return g_workers;
 }
 
-/* Publish a loop of `chunks` chunks and wake enough workers for `nt` threads in all; the caller holds
-   g_caller. */
-static void publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks, int nt) {
+/* Publish a loop of `chunks` chunks and wake enough workers for `nt` threads in all, of which at most
+   `joiners` (the caller included) take part; the caller holds g_caller. */
+static void publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks, int nt, int joiners) {
     g_loop = (pool_loop){fn, ctx, n};
     atomic_store_explicit(&g_done, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_joined, 1, memory_order_relaxed);
+    atomic_store_explicit(&g_want, joiners, memory_order_relaxed);
     const uint64_t gen = (atomic_load_explicit(&g_claim, memory_order_relaxed) >> 32) + 1;
     atomic_store_explicit(&g_claim, (gen << 32) | ((uint64_t)chunks << 16), memory_order_release);
     atomic_fetch_add_explicit(&g_wake, 1, memory_order_acq_rel);
@@ -191,7 +200,7 @@ static void publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks, int
 /* The caller's part: chunks, then wait for the chunks others took. */
 static void finish(int64_t chunks) {
     t_in_loop = 1;
-    run_chunks();
+    run_chunks(atomic_load_explicit(&g_claim, memory_order_relaxed) >> 32);
     t_in_loop = 0;
     for (int i = 1; atomic_load_explicit(&g_done, memory_order_acquire) < chunks; i++) {
         if (i < 4096)
@@ -220,7 +229,7 @@ void rumus_parallel_for(int nt, int64_t n, rumus_range_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    publish(fn, ctx, n, chunks, nt);
+    publish(fn, ctx, n, chunks, nt, nt);
     finish(chunks);
     pthread_mutex_unlock(&g_caller);
 }
@@ -237,7 +246,8 @@ int rumus_parallel_together(int n, rumus_range_fn fn, void *ctx) {
     }
     /* one chunk per part; a thread takes a second part only after its first is done, and parts that wait
        on each other cannot be done before all have started, so n threads run them at once */
-    publish(fn, ctx, n, n, n);
+    publish(fn, ctx, n, n, n, MAX_WORKERS + 1); /* every thread that comes: a ticket wasted by a late
+                                                    worker must not leave a part without its own thread */
     finish(n);
     pthread_mutex_unlock(&g_caller);
     return 1;
