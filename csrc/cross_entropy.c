@@ -76,18 +76,37 @@ RUMUS_CLONES_WIDE static void bwd_row_f32(const float *x, const float *w, float 
             drow[t[r]] = (T)((double)drow[t[r]] - gr * (1.0 - ls) * wt);                                \
         }                                                                                               \
     }                                                                                                   \
+    /* one call's rows on the pool (csrc/pool.c) */                                                     \
+    typedef struct {                                                                                    \
+        const T *x;                                                                                     \
+        const int64_t *t;                                                                               \
+        const T *w;                                                                                     \
+        T *loss, *lse;                                                                                  \
+        int64_t c, ignore;                                                                              \
+        double ls;                                                                                      \
+    } fwd_job_##sfx;                                                                                    \
+    static void fwd_range_##sfx(void *p, int64_t s, int64_t e) {                                        \
+        const fwd_job_##sfx *j = (const fwd_job_##sfx *)p;                                              \
+        fwd_rows_##sfx(j->x, j->t, j->w, j->loss, j->lse, j->c, j->ignore, j->ls, s, e);                \
+    }                                                                                                   \
+    typedef struct {                                                                                    \
+        const T *g, *x;                                                                                 \
+        const int64_t *t;                                                                               \
+        const T *w, *lse;                                                                               \
+        T *dx;                                                                                          \
+        int64_t c, ignore;                                                                              \
+        double ls, wsum;                                                                                \
+    } bwd_job_##sfx;                                                                                    \
+    static void bwd_range_##sfx(void *p, int64_t s, int64_t e) {                                        \
+        const bwd_job_##sfx *j = (const bwd_job_##sfx *)p;                                              \
+        bwd_rows_##sfx(j->g, j->x, j->t, j->w, j->lse, j->dx, j->c, j->ignore, j->ls, j->wsum, s, e);   \
+    }                                                                                                   \
     void rumus_cross_entropy_fwd_##sfx(const T *x, const int64_t *t, const T *w, T *loss, T *lse,        \
                                        int64_t m, int64_t c, int64_t ignore_index, double ls) {         \
         if (m == 0) return;                                                                             \
         const int nt = rumus_threads_for_units_grain(m, m * c, RUMUS_GRAIN_ROWS);                       \
-        const int64_t nc = rumus_chunks(m, nt);                                                         \
-        if (nt <= 1) {                                                                                  \
-            fwd_rows_##sfx(x, t, w, loss, lse, c, ignore_index, ls, 0, m);                              \
-            return;                                                                                     \
-        }                                                                                               \
-        RUMUS_PARALLEL_FOR_DYNAMIC                                                                      \
-        for (int64_t k = 0; k < nc; k++)                                                                \
-            fwd_rows_##sfx(x, t, w, loss, lse, c, ignore_index, ls, m * k / nc, m * (k + 1) / nc);      \
+        fwd_job_##sfx job = {x, t, w, loss, lse, c, ignore_index, ls};                                  \
+        rumus_parallel_for(nt, m, fwd_range_##sfx, &job);                                               \
     }                                                                                                   \
     void rumus_cross_entropy_bwd_##sfx(const T *g, const T *x, const int64_t *t, const T *w, const T *lse, \
                                        T *dx, int64_t m, int64_t c, int64_t ignore_index, double ls) {  \
@@ -98,14 +117,8 @@ RUMUS_CLONES_WIDE static void bwd_row_f32(const float *x, const float *w, float 
             for (int64_t j = 0; j < c; j++) wsum += (double)w[j];                                       \
         }                                                                                               \
         const int nt = rumus_threads_for_units_grain(m, m * c, RUMUS_GRAIN_ROWS);                       \
-        const int64_t nc = rumus_chunks(m, nt);                                                         \
-        if (nt <= 1) {                                                                                  \
-            bwd_rows_##sfx(g, x, t, w, lse, dx, c, ignore_index, ls, wsum, 0, m);                       \
-            return;                                                                                     \
-        }                                                                                               \
-        RUMUS_PARALLEL_FOR_DYNAMIC                                                                      \
-        for (int64_t k = 0; k < nc; k++)                                                                \
-            bwd_rows_##sfx(g, x, t, w, lse, dx, c, ignore_index, ls, wsum, m * k / nc, m * (k + 1) / nc); \
+        bwd_job_##sfx job = {g, x, t, w, lse, dx, c, ignore_index, ls, wsum};                           \
+        rumus_parallel_for(nt, m, bwd_range_##sfx, &job);                                               \
     }
 
 /* float64 rows in double */

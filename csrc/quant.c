@@ -168,16 +168,23 @@ void rumus_quant_set_panel_rows(int64_t min_m) { g_panel_min_m = min_m; }
 typedef void (*panel_fill)(float *p, const void *w, int64_t k, int64_t n, int64_t size, int64_t j0, int64_t nn,
                            const float *scales, const float *zeros);
 
+/* A panel fill on the pool (csrc/pool.c): the fill's arguments. */
+typedef struct {
+    float *p;
+    const void *w;
+    int64_t k, n, size, j0, nn;
+    const float *scales, *zeros;
+} fill_job;
+
 /* q8 columns are contiguous, so their panel is stored transposed ([nn, K], one column per row: every
    write is sequential) and the GEMM reads it as B^T */
-static void q8_fill(float *p, const void *w, int64_t k, int64_t n, int64_t bs, int64_t j0, int64_t nn,
-                    const float *scales, const float *zeros) {
-    RUMUS_UNUSED(n); RUMUS_UNUSED(scales); RUMUS_UNUSED(zeros);
+static void q8_fill_range(void *job, int64_t begin, int64_t end) {
+    const fill_job *f = (const fill_job *)job;
+    float *p = f->p;
+    const void *w = f->w;
+    const int64_t k = f->k, bs = f->size, j0 = f->j0;
     const int64_t nb = (k + bs - 1) / bs, bw = 1 + bs / 4;
-    const int nt = rumus_threads_for_units(nn, nn * k);
-    RUMUS_UNUSED(nt);
-    RUMUS_PARALLEL_FOR
-    for (int64_t cc = 0; cc < nn; cc++) {
+    for (int64_t cc = begin; cc < end; cc++) {
         const uint32_t *col = (const uint32_t *)w + (j0 + cc) * nb * bw;
         float *dst = p + cc * k;
         for (int64_t b = 0; b < nb; b++) {
@@ -189,17 +196,29 @@ static void q8_fill(float *p, const void *w, int64_t k, int64_t n, int64_t bs, i
     }
 }
 
-static void int4_fill(float *p, const void *w, int64_t k, int64_t n, int64_t g, int64_t j0, int64_t nn,
-                      const float *scales, const float *zeros) {
-    const int nt = rumus_threads_for_units(k, nn * k);
-    RUMUS_UNUSED(nt);
-    RUMUS_PARALLEL_FOR
-    for (int64_t r = 0; r < k; r++) {
+static void q8_fill(float *p, const void *w, int64_t k, int64_t n, int64_t bs, int64_t j0, int64_t nn,
+                    const float *scales, const float *zeros) {
+    fill_job f = {p, w, k, n, bs, j0, nn, scales, zeros};
+    rumus_parallel_for(rumus_threads_for_units(nn, nn * k), nn, q8_fill_range, &f);
+}
+
+static void int4_fill_range(void *job, int64_t begin, int64_t end) {
+    const fill_job *f = (const fill_job *)job;
+    float *p = f->p;
+    const float *scales = f->scales, *zeros = f->zeros;
+    const int64_t n = f->n, g = f->size, j0 = f->j0, nn = f->nn;
+    for (int64_t r = begin; r < end; r++) {
         const float *s = scales + (r / g) * n + j0, *z = zeros + (r / g) * n + j0;
-        const uint32_t *row = (const uint32_t *)w + (r / 8) * n + j0;
+        const uint32_t *row = (const uint32_t *)f->w + (r / 8) * n + j0;
         const int shift = (int)(4 * (r % 8));
         for (int64_t c = 0; c < nn; c++) p[r * nn + c] = ((float)((row[c] >> shift) & 0xFu) - z[c]) * s[c];
     }
+}
+
+static void int4_fill(float *p, const void *w, int64_t k, int64_t n, int64_t g, int64_t j0, int64_t nn,
+                      const float *scales, const float *zeros) {
+    fill_job f = {p, w, k, n, g, j0, nn, scales, zeros};
+    rumus_parallel_for(rumus_threads_for_units(k, nn * k), k, int4_fill_range, &f);
 }
 
 /* 1 when out was computed here, 0 when the caller's register loops must run */
@@ -219,6 +238,33 @@ static int linear_panels(float *out, const float *x, const void *w, const float 
     return ok;
 }
 
+/* the register loops of one q8 matmul on the pool (csrc/pool.c): columns [begin, end) of every row */
+typedef struct {
+    float *out;
+    const float *x;
+    const uint32_t *words;
+    int64_t m, k, n, bs, col_words;
+    int isa;
+} q8_linear_job;
+
+static void q8_linear_range(void *job, int64_t begin, int64_t end) {
+    const q8_linear_job *j = (const q8_linear_job *)job;
+    float *out = j->out;
+    const float *x = j->x;
+    const int64_t m = j->m, k = j->k, n = j->n, bs = j->bs;
+    const int isa = j->isa;
+    RUMUS_UNUSED(isa);
+    for (int64_t c = begin; c < end; c++) {
+        const uint32_t *col = j->words + c * j->col_words;  /* a column's blocks are contiguous: it stays in L1 */
+        for (int64_t r = 0; r < m; r++) {
+#ifdef RUMUS_X86
+            if (isa >= ISA_AVX2) { out[r * n + c] = q8_column_avx2(x + r * k, col, k, bs); continue; }
+#endif
+            out[r * n + c] = q8_column_portable(x + r * k, col, k, bs);
+        }
+    }
+}
+
 void rumus_q8_linear(float *out, const float *x, const uint32_t *words, int64_t m, int64_t k, int64_t n,
                      int64_t bs) {
     const int64_t col_words = ((k + bs - 1) / bs) * (1 + bs / 4);
@@ -228,17 +274,8 @@ void rumus_q8_linear(float *out, const float *x, const uint32_t *words, int64_t 
        allocation, and then the float AVX2 loop below computes the IEEE result */
     if (isa == ISA_AVX512_VNNI && rumus_q8_linear_vnni(out, x, words, m, k, n, bs) == 0) return;
     const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * (m > 0 ? m : 1));
-    RUMUS_UNUSED(isa);
-#pragma omp parallel for num_threads(rumus_team(threads)) schedule(static) if (threads > 1)
-    for (int64_t c = 0; c < n; c++) {
-        const uint32_t *col = words + c * col_words;  /* a column's blocks are contiguous: it stays in L1 */
-        for (int64_t r = 0; r < m; r++) {
-#ifdef RUMUS_X86
-            if (isa >= ISA_AVX2) { out[r * n + c] = q8_column_avx2(x + r * k, col, k, bs); continue; }
-#endif
-            out[r * n + c] = q8_column_portable(x + r * k, col, k, bs);
-        }
-    }
+    q8_linear_job job = {out, x, words, m, k, n, bs, col_words, isa};
+    rumus_parallel_for(threads, n, q8_linear_range, &job);
 }
 
 #define INT4_CHUNK 512
@@ -352,6 +389,41 @@ static void int4_row_avx2(float *out, const float *xp, const float *xsum, const 
 }
 #endif
 
+/* the register loops of one int4 matmul on the pool (csrc/pool.c): column slabs [begin, end) of every row */
+typedef struct {
+    float *out;
+    const float *xp, *xs;
+    const uint32_t *words;
+    const float *scales, *zeros;
+    int64_t m, n, g, groups, padded;
+    int isa;
+} int4_linear_job;
+
+static void int4_linear_range(void *job, int64_t begin, int64_t end) {
+    const int4_linear_job *j = (const int4_linear_job *)job;
+    float *out = j->out;
+    const float *xp = j->xp, *xs = j->xs, *scales = j->scales, *zeros = j->zeros;
+    const uint32_t *words = j->words;
+    const int64_t m = j->m, n = j->n, g = j->g, groups = j->groups, padded = j->padded;
+    const int64_t chunk = INT4_CHUNK;
+    const int isa = j->isa;
+    RUMUS_UNUSED(isa);
+    for (int64_t ci = begin; ci < end; ci++) {
+        const int64_t c0 = ci * chunk, c1 = (c0 + chunk < n) ? c0 + chunk : n;
+        for (int64_t r = 0; r < m; r++) {
+#ifdef RUMUS_X86
+            if (isa >= ISA_AVX2) {
+                int4_row_avx2(out + r * n, xp + r * padded, xs + r * groups, words, scales, zeros, groups, n, g,
+                              c0, c1);
+                continue;
+            }
+#endif
+            int4_row_portable(out + r * n, xp + r * padded, xs + r * groups, words, scales, zeros, groups, n, g,
+                              c0, c1);
+        }
+    }
+}
+
 void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const float *scales, const float *zeros,
                        int64_t m, int64_t k, int64_t n, int64_t g) {
     if (m <= 0 || n <= 0) return;
@@ -375,20 +447,7 @@ void rumus_int4_linear(float *out, const float *x, const uint32_t *words, const 
     const int64_t chunk = INT4_CHUNK;  /* a slab of columns: one thread's share, reused by every row */
     const int64_t nchunks = (n + chunk - 1) / chunk;
     const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * m);
-#pragma omp parallel for num_threads(rumus_team(threads)) schedule(static) if (threads > 1)
-    for (int64_t ci = 0; ci < nchunks; ci++) {
-        const int64_t c0 = ci * chunk, c1 = (c0 + chunk < n) ? c0 + chunk : n;
-        for (int64_t r = 0; r < m; r++) {
-#ifdef RUMUS_X86
-            if (isa >= ISA_AVX2) {
-                int4_row_avx2(out + r * n, xp + r * padded, xs + r * groups, words, scales, zeros, groups, n, g,
-                              c0, c1);
-                continue;
-            }
-#endif
-            int4_row_portable(out + r * n, xp + r * padded, xs + r * groups, words, scales, zeros, groups, n, g,
-                              c0, c1);
-        }
-    }
+    int4_linear_job job = {out, xp, xs, words, scales, zeros, m, n, g, groups, padded, isa};
+    rumus_parallel_for(threads, nchunks, int4_linear_range, &job);
     free(xp);
 }

@@ -104,6 +104,25 @@ VNNI_TARGET static float q8_column_vnni(const uint8_t *xu, int64_t kp, const flo
     return _mm512_reduce_add_ps(acc);
 }
 
+/* one q8 matmul's columns on the pool (csrc/pool.c): columns [begin, end) of every row */
+typedef struct {
+    float *out;
+    const uint8_t *xu;
+    const float *sx;
+    const uint32_t *words;
+    int64_t m, n, bs, nb, kp, col_words;
+} q8_vnni_job;
+
+static void q8_vnni_range(void *job, int64_t begin, int64_t end) {
+    const q8_vnni_job *j = (const q8_vnni_job *)job;
+    const int64_t m = j->m, n = j->n, bs = j->bs, nb = j->nb, kp = j->kp;
+    for (int64_t c = begin; c < end; c++) {
+        const uint32_t *col = j->words + c * j->col_words;  /* a column's blocks are contiguous: it stays in L1 */
+        for (int64_t r = 0; r < m; r++)
+            j->out[r * n + c] = q8_column_vnni(j->xu + r * 3 * kp, kp, j->sx + r * nb, col, nb, bs);
+    }
+}
+
 int rumus_q8_linear_vnni(float *out, const float *x, const uint32_t *words, int64_t m, int64_t k, int64_t n,
                          int64_t bs) {
     const int64_t nb = (k + bs - 1) / bs, kp = nb * bs, col_words = nb * (1 + bs / 4);
@@ -122,12 +141,8 @@ int rumus_q8_linear_vnni(float *out, const float *x, const uint32_t *words, int6
     }
     if (rc == 0) {
         const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * (m > 0 ? m : 1));
-#pragma omp parallel for num_threads(rumus_team(threads)) schedule(static) if (threads > 1)
-        for (int64_t c = 0; c < n; c++) {
-            const uint32_t *col = words + c * col_words;  /* a column's blocks are contiguous: it stays in L1 */
-            for (int64_t r = 0; r < m; r++)
-                out[r * n + c] = q8_column_vnni(xu + r * 3 * kp, kp, sx + r * nb, col, nb, bs);
-        }
+        q8_vnni_job job = {out, xu, sx, words, m, n, bs, nb, kp, col_words};
+        rumus_parallel_for(threads, n, q8_vnni_range, &job);
     }
     free(xu);
     free(sx);
@@ -182,6 +197,27 @@ static uint32_t pack4(const int8_t *d, int first) {  /* bytes d[first], d[first 
            (uint32_t)(uint8_t)d[first + 4] << 16 | (uint32_t)(uint8_t)d[first + 6] << 24;
 }
 
+/* one int4 matmul's column slabs on the pool (csrc/pool.c): slabs [begin, end) of every row */
+typedef struct {
+    float *out;
+    const int32_t *xw;
+    const float *sxg, *sumg;
+    const uint32_t *words;
+    const float *scales, *zeros;
+    int64_t m, n, g, groups, wrows;
+} int4_vnni_job;
+
+static void int4_vnni_range(void *job, int64_t begin, int64_t end) {
+    const int4_vnni_job *j = (const int4_vnni_job *)job;
+    const int64_t m = j->m, n = j->n, g = j->g, groups = j->groups, wrows = j->wrows;
+    for (int64_t ci = begin; ci < end; ci++) {
+        const int64_t c0 = ci * INT4_CHUNK, c1 = (c0 + INT4_CHUNK < n) ? c0 + INT4_CHUNK : n;
+        for (int64_t r = 0; r < m; r++)
+            int4_row_vnni(j->out + r * n, j->xw + r * wrows * 6, j->sxg + r * groups, j->sumg + r * groups, j->words,
+                          j->scales, j->zeros, groups, n, g, c0, c1);
+    }
+}
+
 int rumus_int4_linear_vnni(float *out, const float *x, const uint32_t *words, const float *scales,
                            const float *zeros, int64_t m, int64_t k, int64_t n, int64_t g) {
     const int64_t groups = (k + g - 1) / g, wrows = groups * g / 8;
@@ -208,13 +244,8 @@ int rumus_int4_linear_vnni(float *out, const float *x, const uint32_t *words, co
     if (rc == 0) {
         const int64_t nchunks = (n + INT4_CHUNK - 1) / INT4_CHUNK;
         const int threads = rumus_threads_for(n * (k > 0 ? k : 1) * m);
-#pragma omp parallel for num_threads(rumus_team(threads)) schedule(static) if (threads > 1)
-        for (int64_t ci = 0; ci < nchunks; ci++) {
-            const int64_t c0 = ci * INT4_CHUNK, c1 = (c0 + INT4_CHUNK < n) ? c0 + INT4_CHUNK : n;
-            for (int64_t r = 0; r < m; r++)
-                int4_row_vnni(out + r * n, xw + r * wrows * 6, sxg + r * groups, sumg + r * groups, words, scales,
-                              zeros, groups, n, g, c0, c1);
-        }
+        int4_vnni_job job = {out, xw, sxg, sumg, words, scales, zeros, m, n, g, groups, wrows};
+        rumus_parallel_for(threads, nchunks, int4_vnni_range, &job);
     }
     free(xw);
     free(sxg);

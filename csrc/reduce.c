@@ -27,17 +27,27 @@ typedef struct {
 
 typedef void (*outputs_fn)(const rumus_rlayout *L, char *o, const char *x, int64_t s, int64_t e);
 
+/* One reduction's loop on the pool (csrc/pool.c): its operands, and the per-range function (outputs) or
+   the column block width (columns). */
+typedef struct {
+    const rumus_rlayout *L;
+    char *o;
+    const char *x;
+    outputs_fn fn;
+    int64_t bs;
+} reduce_job;
+
+static void outputs_range(void *p, int64_t s, int64_t e) {
+    const reduce_job *j = (const reduce_job *)p;
+    j->fn(j->L, j->o, j->x, s, e);
+}
+
 /* outputs [0, outer) split over nt threads, never more threads than outputs; each output is computed
    whole by one thread, so the split never changes a result */
 static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, outputs_fn fn) {
     if (nt > L->outer) nt = (int)L->outer;
-    if (nt <= 1) {
-        fn(L, o, x, 0, L->outer);
-        return;
-    }
-    const int64_t nc = rumus_chunks(L->outer, nt); /* a few pieces per thread, taken as threads come free */
-    RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++) fn(L, o, x, L->outer * t / nc, L->outer * (t + 1) / nc);
+    reduce_job job = {L, o, x, fn, 0};
+    rumus_parallel_for(nt, L->outer, outputs_range, &job);
 }
 
 #define ACC_SUM(a, v) ((a) += (v))
@@ -145,6 +155,22 @@ static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, 
             for (int64_t j = 0; j < bl; j++) out[j] = (TO)ST(acc[j]);                                   \
         }                                                                                               \
     }                                                                                                   \
+    static void NAME##_columns_range(void *p, int64_t s, int64_t e) {                                   \
+        const reduce_job *j = (const reduce_job *)p;                                                    \
+        NAME##_columns(j->L, j->o, j->x, j->bs, s, e);                                                  \
+    }                                                                                                   \
+    /* the split strategy's chunks of one output: parts[c] over its c-th 64th of the reduced elements */ \
+    typedef struct {                                                                                    \
+        const rumus_rlayout *L;                                                                         \
+        const char *x;                                                                                  \
+        TA *parts;                                                                                      \
+    } NAME##_split_job;                                                                                 \
+    static void NAME##_split_range(void *p, int64_t b, int64_t e) {                                     \
+        const NAME##_split_job *j = (const NAME##_split_job *)p;                                        \
+        const int64_t inner = j->L->inner;                                                              \
+        for (int64_t c = b; c < e; c++)                                                                 \
+            j->parts[c] = NAME##_part(j->x, j->L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
+    }                                                                                                   \
     static void NAME(const rumus_rlayout *L, char *o, const char *x) {                                  \
         if (L->outer == 0) return;                                                                      \
         const int64_t work = L->outer * (L->inner > 0 ? L->inner : 1);                                  \
@@ -162,14 +188,8 @@ static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, 
             }                                                                                           \
             const int64_t units = rows * ((K + bs - 1) / bs);                                           \
             if (nt > units) nt = (int)units;                                                            \
-            if (nt <= 1) {                                                                              \
-                NAME##_columns(L, o, x, bs, 0, units);                                                  \
-                return;                                                                                 \
-            }                                                                                           \
-            const int64_t nc = rumus_chunks(units, nt);                                                 \
-            RUMUS_PARALLEL_FOR_DYNAMIC                                                                  \
-            for (int64_t t = 0; t < nc; t++)                                                            \
-                NAME##_columns(L, o, x, bs, units * t / nc, units * (t + 1) / nc);                      \
+            reduce_job job = {L, o, x, NULL, bs};                                                       \
+            rumus_parallel_for(nt, units, NAME##_columns_range, &job);                                  \
             return;                                                                                     \
         }                                                                                               \
         if (L->outer < 16 && L->inner >= 65536) {                                                       \
@@ -177,16 +197,9 @@ static void run_outputs(const rumus_rlayout *L, char *o, const char *x, int nt, 
                 int64_t oo, xo;                                                                         \
                 rumus_kept_offsets(L, L->nk, i, &oo, &xo);                                              \
                 TA parts[SPLIT_CHUNKS];                                                                 \
-                const int64_t inner = L->inner;                                                         \
-                if (nt <= 1) {                                                                          \
-                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                              \
-                        parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
-                } else {                                                                                \
-                    /* parts[c] fixed by the shape, combined in c order below: any schedule */           \
-                    RUMUS_PARALLEL_FOR_DYNAMIC                                                          \
-                    for (int c = 0; c < SPLIT_CHUNKS; c++)                                              \
-                        parts[c] = NAME##_part(x + xo, L, inner * c / SPLIT_CHUNKS, inner * (c + 1) / SPLIT_CHUNKS); \
-                }                                                                                       \
+                /* parts[c] fixed by the shape, combined in c order below: any schedule */               \
+                NAME##_split_job job = {L, x + xo, parts};                                              \
+                rumus_parallel_for(nt, SPLIT_CHUNKS, NAME##_split_range, &job);                         \
                 TA acc = (INIT);                                                                        \
                 for (int c = 0; c < SPLIT_CHUNKS; c++) ACC(acc, parts[c]);                              \
                 *(TO *)(o + oo) = (TO)ST(acc);                                                          \

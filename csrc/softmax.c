@@ -111,6 +111,19 @@ static const smax_entry TABLE[] = {EACH_SOFTMAX(ENT_SOFTMAX)};
 
 int64_t rumus_softmax_find(const char *name) { return RUMUS_FIND_IN(TABLE, name); }
 
+/* one softmax call's rows on the pool (csrc/pool.c) */
+typedef struct {
+    const smax_layout *S;
+    char *o;
+    const char *x;
+    smax_fn fn;
+} smax_job;
+
+static void smax_range(void *p, int64_t s, int64_t e) {
+    const smax_job *j = (const smax_job *)p;
+    j->fn(j->S, j->o, j->x, s, e);
+}
+
 void rumus_softmax_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo) {
     const smax_entry *e = &TABLE[loop];
     smax_layout S;
@@ -135,11 +148,6 @@ void rumus_softmax_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, c
     char *ob = o + oo * e->sz;
     const char *xb = x + xo * e->sz;
     const int nt = rumus_threads_for_units_grain(rows, rows * S.n, RUMUS_GRAIN_ROWS); /* an exp per element */
-    if (nt <= 1) {
-        e->fn(&S, ob, xb, 0, rows);
-        return;
-    }
-    const int64_t nc = rumus_chunks(rows, nt);
-    RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++) e->fn(&S, ob, xb, rows * t / nc, rows * (t + 1) / nc);
+    smax_job job = {&S, ob, xb, e->fn};
+    rumus_parallel_for(nt, rows, smax_range, &job); /* each row computed whole by one thread */
 }

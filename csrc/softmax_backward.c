@@ -23,19 +23,24 @@
             }                                                                                           \
         }                                                                                               \
     }                                                                                                   \
+    /* one call's rows on the pool (csrc/pool.c) */                                                     \
+    typedef struct {                                                                                    \
+        const T *g, *y;                                                                                 \
+        T *dx;                                                                                          \
+        int64_t n, inner;                                                                               \
+        int log_form;                                                                                   \
+    } sb_job_##sfx;                                                                                     \
+    static void sb_range_##sfx(void *p, int64_t s, int64_t e) {                                         \
+        const sb_job_##sfx *j = (const sb_job_##sfx *)p;                                                \
+        rows_##sfx(j->g, j->y, j->dx, j->n, j->inner, j->log_form, s, e);                               \
+    }                                                                                                   \
     void rumus_softmax_backward_##sfx(const T *g, const T *y, T *dx, int64_t outer, int64_t n,          \
                                       int64_t inner, int log_form) {                                    \
         const int64_t rows = outer * inner;                                                             \
         if (rows == 0 || n == 0) return;                                                                \
         const int nt = rumus_threads_for_units(rows, rows * n);                                         \
-        const int64_t nc = rumus_chunks(rows, nt);                                                      \
-        if (nt <= 1) {                                                                                  \
-            rows_##sfx(g, y, dx, n, inner, log_form, 0, rows);                                          \
-            return;                                                                                     \
-        }                                                                                               \
-        RUMUS_PARALLEL_FOR_DYNAMIC                                                                      \
-        for (int64_t t = 0; t < nc; t++)                                                                \
-            rows_##sfx(g, y, dx, n, inner, log_form, rows * t / nc, rows * (t + 1) / nc);               \
+        sb_job_##sfx job = {g, y, dx, n, inner, log_form};                                              \
+        rumus_parallel_for(nt, rows, sb_range_##sfx, &job);                                             \
     }
 
 DEF_SOFTMAX_BACKWARD(f32, float)

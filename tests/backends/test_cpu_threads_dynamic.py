@@ -1,6 +1,7 @@
-"""The kernels whose parallel regions take pieces as threads come free (RUMUS_PARALLEL_FOR_DYNAMIC +
-rumus_chunks, issue 11: a busy neighbour on one core must not hold the whole region up): norms, batch norm,
-pooling, dropout, embedding rows and their backward, reductions. Each piece is a contiguous range of
+"""The kernels whose parallel loops take pieces as threads come free (the kernels' pool, csrc/pool.c, issue 11:
+a busy neighbour on one core must not hold the whole loop up): norms, batch norm, pooling, dropout, embedding
+rows and their backward, reductions (each of their three strategies), argmax, softmax backward, cross-entropy,
+quantized matmuls (every ISA path this CPU has, and the dequantised panels). Each piece is a contiguous range of
 independent outputs, so the bits must not depend on the thread count; the values are checked against
 float64 references so a test that compares garbage with garbage cannot pass."""
 
@@ -57,12 +58,47 @@ keep("emb_w", emb.weight.numpy()); keep("emb_y", ev.numpy()); keep("emb_gw", emb
 keep("sum_last", t(xs).sum(-1).numpy())
 long_np = rng.standard_normal((4, 300000)); keep("long_x", long_np)
 keep("sum_long", t(long_np).sum(-1).numpy())
+keep("argmax", t(xs).argmax(-1).numpy())
+keep("amax0", t(xs).amax(0).numpy())  # columns strategy, blocks narrowed to the thread count
+sx_np = rng.standard_normal((400, 700)); keep("sm_x", sx_np)
+sg_np = rng.standard_normal((400, 700)); keep("sm_g", sg_np)
+sx, lx, cx = t(sx_np, True), t(sx_np, True), t(sx_np, True)
+(F.softmax(sx, -1) * t(sg_np)).sum().backward()
+(F.log_softmax(lx, 0) * t(sg_np)).sum().backward()  # rows strided across the inner dim
+keep("sm_gx", sx.grad.numpy()); keep("lsm0_gx", lx.grad.numpy())
+ce_t = rng.integers(0, 700, 400); ce_t[::9] = -100; keep("ce_t", ce_t)
+ce_w = rng.random(700) + 0.5; keep("ce_w", ce_w)
+ce_g = rng.standard_normal(400); keep("ce_g", ce_g)
+ce = F.cross_entropy(cx, rm.tensor(ce_t), weight=t(ce_w), reduction="none", label_smoothing=0.1)
+(ce * t(ce_g)).sum().backward()
+keep("ce_loss", ce.numpy()); keep("ce_gx", cx.grad.numpy())
+from rumus.backend_api import from_storage
+from rumus_contracts import int4, q8
+from rumus_contracts.ops import quant as Q
+from rumus_cpu._lib import lib
+from rumus_cpu.kernels_quant import PANEL_MIN_ROWS, force_isa, set_panel_rows
+qw = rng.standard_normal((544, 1100)).astype(np.float32); keep("q_w", qw)
+qx = rng.standard_normal((20, 544)).astype(np.float32); keep("q_x", qx)
+q8w = from_storage(Q.q8_pack(qw, 32), q8(32))
+qs, qz = Q.int4_params(qw, 32)
+i4w = from_storage(Q.int4_pack_codes(Q.int4_codes(qw, qs, qz, 32), 32), int4(32))
+def quant(tag):
+    keep("q8_" + tag, rm.ops.q8_linear(rm.tensor(qx), q8w, n=1100).numpy())
+    keep("int4_" + tag, rm.ops.int4_linear(rm.tensor(qx), i4w, rm.tensor(qs), rm.tensor(qz)).numpy())
+quant("panels")  # 20 rows: float GEMM on dequantised panels where a BLAS is attached
+set_panel_rows(1 << 62)
+for isa in ("portable", "avx2", "avx512vnni")[: int(lib.rumus_quant_best_isa()) + 1]:
+    force_isa(isa)
+    quant(isa)
+force_isa(None)
+set_panel_rows(PANEL_MIN_ROWS)
 np.savez(sys.argv[1], **res)
 print(json.dumps({"threads": threads.get_num_threads()}))
 """
 
 OUTPUTS = ("ln_y", "bn_y", "bn_gx", "bn_gw", "bn_rm", "bn_rv", "maxpool", "avgpool", "pool_gx", "dropout", "emb_y",
-           "emb_gw", "sum_last", "sum_long")
+           "emb_gw", "sum_last", "sum_long", "argmax", "amax0", "sm_gx", "lsm0_gx", "ce_loss", "ce_gx")
+QUANT = ("q8_", "int4_")  # one output per path: panels, then each register loop this CPU has
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +109,10 @@ def runs(tmp_path_factory: Any) -> list[tuple[dict[str, Any], Any]]:
 def test_chunked_kernels_are_bit_identical_at_1_2_3_4_threads(runs: list[tuple[dict[str, Any], Any]]) -> None:
     assert [info["threads"] for info, _ in runs] == [1, 2, 3, 4]
     base = runs[0][1]
+    quant = [key for key in base.files if key.startswith(QUANT)]
+    assert len(quant) >= 4  # panels and the portable loop at least, for both schemes
     for _, res in runs[1:]:
-        for key in OUTPUTS:
+        for key in (*OUTPUTS, *quant):
             np.testing.assert_array_equal(base[key], res[key], err_msg=key)
 
 
@@ -112,3 +150,35 @@ def test_chunked_kernels_match_float64_references(runs: list[tuple[dict[str, Any
     np.testing.assert_allclose(r["sum_last"], np.asarray(r["ln_x"], np.float32).astype(np.float64).sum(-1), **tol)
     np.testing.assert_allclose(r["sum_long"], np.asarray(r["long_x"], np.float32).astype(np.float64).sum(-1),
                                rtol=1e-5, atol=1e-3)
+
+
+def test_rows_kernels_and_quantized_matmuls_match_float64_references(runs: list[tuple[dict[str, Any], Any]]) -> None:
+    r = runs[-1][1]
+    f32 = lambda a: torch.tensor(np.asarray(a, np.float32), dtype=torch.float64)  # noqa: E731
+    tol = {"rtol": 1e-4, "atol": 1e-5}
+    xs = np.asarray(r["ln_x"], np.float32)
+    np.testing.assert_array_equal(r["argmax"], xs.argmax(-1))
+    np.testing.assert_array_equal(r["amax0"], xs.max(0))
+    g = f32(r["sm_g"])
+    sx, lx, cx = (f32(r["sm_x"]).requires_grad_() for _ in range(3))
+    (torch.softmax(sx, -1) * g).sum().backward()
+    (torch.log_softmax(lx, 0) * g).sum().backward()
+    np.testing.assert_allclose(r["sm_gx"], sx.grad.numpy(), **tol)
+    np.testing.assert_allclose(r["lsm0_gx"], lx.grad.numpy(), **tol)
+    ce = torch.nn.functional.cross_entropy(cx, torch.tensor(r["ce_t"]), weight=f32(r["ce_w"]), reduction="none",
+                                           label_smoothing=0.1)
+    (ce * f32(r["ce_g"])).sum().backward()
+    assert (r["ce_t"] == -100).any() and (r["ce_loss"][r["ce_t"] == -100] == 0).all()
+    np.testing.assert_allclose(r["ce_loss"], ce.detach().numpy(), **tol)
+    np.testing.assert_allclose(r["ce_gx"], cx.grad.numpy(), **tol)
+    from rumus_contracts.ops import quant as layout
+    w, x = r["q_w"], r["q_x"].astype(np.float64)
+    q8_want = x @ layout.q8_unpack(layout.q8_pack(w, 32), 544, 1100, 32).astype(np.float64)
+    s, z = layout.int4_params(w, 32)
+    int4_want = x @ layout.int4_dequant(layout.int4_codes(w, s, z, 32), s, z, 32).astype(np.float64)
+    for key in r.files:
+        if key.startswith(QUANT):
+            want = q8_want if key.startswith("q8_") else int4_want
+            # float32 sums of 544 products: error like sqrt(k) ulps of the largest result (tests/quant)
+            np.testing.assert_allclose(r[key], want, rtol=0, atol=2e-6 * np.sqrt(544) * np.abs(want).max(),
+                                       err_msg=key)
