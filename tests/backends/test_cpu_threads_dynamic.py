@@ -46,6 +46,10 @@ mp = F.max_pool2d(px, 2)
 ap = F.avg_pool2d(px, 3, stride=2, padding=1)
 (mp.sum() + (ap * ap).sum()).backward()
 keep("maxpool", mp.numpy()); keep("avgpool", ap.numpy()); keep("pool_gx", px.grad.numpy())
+px3 = t(bx_np, True)
+mp3 = F.max_pool2d(px3, 3, stride=2, padding=1)  # the general windows, and a gradient that overlaps
+(mp3 * mp3).sum().backward()
+keep("maxpool3", mp3.numpy()); keep("maxpool3_gx", px3.grad.numpy())
 rm.manual_seed(7)
 keep("dropout", F.dropout(t(bx_np), 0.3, training=True).numpy())
 emb = nn.Embedding(5000, 256)
@@ -61,8 +65,8 @@ np.savez(sys.argv[1], **res)
 print(json.dumps({"threads": threads.get_num_threads(), "openmp": threads.policy()["openmp"]}))
 """
 
-OUTPUTS = ("ln_y", "bn_y", "bn_gx", "bn_gw", "bn_rm", "bn_rv", "maxpool", "avgpool", "pool_gx", "dropout", "emb_y",
-           "emb_gw", "sum_last", "sum_long")
+OUTPUTS = ("ln_y", "bn_y", "bn_gx", "bn_gw", "bn_rm", "bn_rv", "maxpool", "avgpool", "pool_gx", "maxpool3",
+           "maxpool3_gx", "dropout", "emb_y", "emb_gw", "sum_last", "sum_long")
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +105,11 @@ def test_chunked_kernels_match_float64_references(runs: list[tuple[dict[str, Any
     np.testing.assert_allclose(r["maxpool"], mp.detach().numpy(), **tol)
     np.testing.assert_allclose(r["avgpool"], ap.detach().numpy(), **tol)
     np.testing.assert_allclose(r["pool_gx"], px.grad.numpy(), **tol)
+    px3 = f32(r["bn_x"]).requires_grad_()
+    mp3 = torch.nn.functional.max_pool2d(px3, 3, stride=2, padding=1)
+    (mp3 * mp3).sum().backward()
+    np.testing.assert_allclose(r["maxpool3"], mp3.detach().numpy(), **tol)
+    np.testing.assert_allclose(r["maxpool3_gx"], px3.grad.numpy(), **tol)
     drop, src = r["dropout"], np.asarray(r["bn_x"], np.float32)
     kept = drop != 0
     assert 0.65 < kept.mean() < 0.75  # p = 0.3
