@@ -61,12 +61,22 @@ keep("emb_w", emb.weight.numpy()); keep("emb_y", ev.numpy()); keep("emb_gw", emb
 keep("sum_last", t(xs).sum(-1).numpy())
 long_np = rng.standard_normal((4, 300000)); keep("long_x", long_np)
 keep("sum_long", t(long_np).sum(-1).numpy())
+from rumus_cpu import kernels_nn_conv
+kernels_nn_conv._fused = lambda *args: False  # conv's im2col path, as where numpy's BLAS is not attached
+for name, xs, ws in (("unfold_small", (16, 4, 12, 12), (8, 4, 3, 3)), ("unfold_big", (8, 16, 24, 24), (32, 16, 3, 3))):
+    cx_np, cw_np = rng.standard_normal(xs), rng.standard_normal(ws) * 0.1
+    cx, cw = t(cx_np, True), t(cw_np, True)
+    cy = F.conv2d(cx, cw, padding=1)
+    (cy * cy).sum().backward()
+    keep(name + "_x", cx_np); keep(name + "_w", cw_np)
+    keep(name + "_y", cy.numpy()); keep(name + "_gx", cx.grad.numpy()); keep(name + "_gw", cw.grad.numpy())
 np.savez(sys.argv[1], **res)
 print(json.dumps({"threads": threads.get_num_threads(), "openmp": threads.policy()["openmp"]}))
 """
 
 OUTPUTS = ("ln_y", "bn_y", "bn_gx", "bn_gw", "bn_rm", "bn_rv", "maxpool", "avgpool", "pool_gx", "maxpool3",
-           "maxpool3_gx", "dropout", "emb_y", "emb_gw", "sum_last", "sum_long")
+           "maxpool3_gx", "dropout", "emb_y", "emb_gw", "sum_last", "sum_long", "unfold_small_y", "unfold_small_gx",
+           "unfold_small_gw", "unfold_big_y", "unfold_big_gx", "unfold_big_gw")
 
 
 @pytest.fixture(scope="module")
@@ -122,3 +132,10 @@ def test_chunked_kernels_match_float64_references(runs: list[tuple[dict[str, Any
     np.testing.assert_allclose(r["sum_last"], np.asarray(r["ln_x"], np.float32).astype(np.float64).sum(-1), **tol)
     np.testing.assert_allclose(r["sum_long"], np.asarray(r["long_x"], np.float32).astype(np.float64).sum(-1),
                                rtol=1e-5, atol=1e-3)
+    for name in ("unfold_small", "unfold_big"):
+        cx, cw = f32(r[name + "_x"]).requires_grad_(), f32(r[name + "_w"]).requires_grad_()
+        cy = torch.nn.functional.conv2d(cx, cw, padding=1)
+        (cy * cy).sum().backward()
+        np.testing.assert_allclose(r[name + "_y"], cy.detach().numpy(), **tol, err_msg=name)
+        np.testing.assert_allclose(r[name + "_gx"], cx.grad.numpy(), **tol, err_msg=name)
+        np.testing.assert_allclose(r[name + "_gw"], cw.grad.numpy(), rtol=1e-4, atol=1e-2, err_msg=name)
