@@ -21,13 +21,25 @@
 
 static inline int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-/* dst (rows x cols, row-major float) <- src[r * sr + c * sc] widened */
-static void load_panel(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t sr, int64_t sc,
-                       int bf16) {
-    const int nt = rumus_threads_for_units(rows, rows * cols);
-    RUMUS_UNUSED(nt); /* without OpenMP */
-    RUMUS_PARALLEL_FOR
-    for (int64_t r = 0; r < rows; r++) {
+/* One copy between float rows (row-major, `cols` long) and 16-bit words at [r * sr + c * sc], on the pool:
+   a load fills to_f from from_h, a store fills to_h from from_f. */
+typedef struct {
+    float *to_f;
+    const uint16_t *from_h;
+    uint16_t *to_h;
+    const float *from_f;
+    int64_t cols, sr, sc;
+    int bf16;
+} panel_job;
+
+/* rows [r0, r1) of a load, widened */
+static void load_rows(void *p, int64_t r0, int64_t r1) {
+    const panel_job *j = (const panel_job *)p;
+    float *dst = j->to_f;
+    const uint16_t *src = j->from_h;
+    const int64_t cols = j->cols, sr = j->sr, sc = j->sc;
+    const int bf16 = j->bf16;
+    for (int64_t r = r0; r < r1; r++) {
         const uint16_t *s = src + r * sr;
         float *d = dst + r * cols;
         if (bf16)
@@ -37,13 +49,14 @@ static void load_panel(float *dst, const uint16_t *src, int64_t rows, int64_t co
     }
 }
 
-/* dst[r * sr + c * sc] <- src (rows x cols, row-major float) rounded once */
-static void store_tile(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t sr, int64_t sc,
-                       int bf16) {
-    const int nt = rumus_threads_for_units(rows, rows * cols);
-    RUMUS_UNUSED(nt); /* without OpenMP */
-    RUMUS_PARALLEL_FOR
-    for (int64_t r = 0; r < rows; r++) {
+/* rows [r0, r1) of a store, rounded once */
+static void store_rows(void *p, int64_t r0, int64_t r1) {
+    const panel_job *j = (const panel_job *)p;
+    uint16_t *dst = j->to_h;
+    const float *src = j->from_f;
+    const int64_t cols = j->cols, sr = j->sr, sc = j->sc;
+    const int bf16 = j->bf16;
+    for (int64_t r = r0; r < r1; r++) {
         uint16_t *d = dst + r * sr;
         const float *s = src + r * cols;
         if (bf16)
@@ -53,13 +66,33 @@ static void store_tile(uint16_t *dst, const float *src, int64_t rows, int64_t co
     }
 }
 
-/* c (mm x nn) = a (mm x kk) @ b (kk x nn), all row-major float; the same sums at every thread count */
-static void tile_product(const float *a, const float *b, float *c, int64_t mm, int64_t nn, int64_t kk) {
-    if (rumus_gemm(0, 1, 1, mm, nn, kk, a, 0, 0, kk, 0, b, 0, 0, nn, 0, c, 0, 0, nn)) return;
-    const int nt = rumus_threads_for_units_grain(mm, mm * nn * kk, RUMUS_GRAIN_LOOP_MACS);
-    RUMUS_UNUSED(nt);
-    RUMUS_PARALLEL_FOR
-    for (int64_t i = 0; i < mm; i++) {
+/* dst (rows x cols, row-major float) <- src[r * sr + c * sc] widened */
+static void load_panel(float *dst, const uint16_t *src, int64_t rows, int64_t cols, int64_t sr, int64_t sc,
+                       int bf16) {
+    panel_job j = {dst, src, NULL, NULL, cols, sr, sc, bf16};
+    rumus_parallel_for(rumus_threads_for_units(rows, rows * cols), rows, load_rows, &j);
+}
+
+/* dst[r * sr + c * sc] <- src (rows x cols, row-major float) rounded once */
+static void store_tile(uint16_t *dst, const float *src, int64_t rows, int64_t cols, int64_t sr, int64_t sc,
+                       int bf16) {
+    panel_job j = {NULL, NULL, dst, src, cols, sr, sc, bf16};
+    rumus_parallel_for(rumus_threads_for_units(rows, rows * cols), rows, store_rows, &j);
+}
+
+typedef struct {
+    const float *a, *b;
+    float *c;
+    int64_t nn, kk;
+} product_job;
+
+/* rows [i0, i1) of c = a @ b, each row's sums in order over p */
+static void product_rows(void *ctx, int64_t i0, int64_t i1) {
+    const product_job *t = (const product_job *)ctx;
+    const float *a = t->a, *b = t->b;
+    float *c = t->c;
+    const int64_t nn = t->nn, kk = t->kk;
+    for (int64_t i = i0; i < i1; i++) {
         float *ci = c + i * nn;
         for (int64_t j = 0; j < nn; j++) ci[j] = 0.0f;
         for (int64_t p = 0; p < kk; p++) {
@@ -68,6 +101,14 @@ static void tile_product(const float *a, const float *b, float *c, int64_t mm, i
             for (int64_t j = 0; j < nn; j++) ci[j] += av * bp[j];
         }
     }
+}
+
+/* c (mm x nn) = a (mm x kk) @ b (kk x nn), all row-major float; the same sums at every thread count */
+static void tile_product(const float *a, const float *b, float *c, int64_t mm, int64_t nn, int64_t kk) {
+    if (rumus_gemm(0, 1, 1, mm, nn, kk, a, 0, 0, kk, 0, b, 0, 0, nn, 0, c, 0, 0, nn)) return;
+    const int nt = rumus_threads_for_units_grain(mm, mm * nn * kk, RUMUS_GRAIN_LOOP_MACS);
+    product_job t = {a, b, c, nn, kk};
+    rumus_parallel_for(nt, mm, product_rows, &t);
 }
 
 int rumus_gemm_half(int bf16, int64_t batch, const int64_t *offsets, int64_t m, int64_t n, int64_t k,

@@ -13,6 +13,7 @@
 
    Every pointer arrives already offset to the tensor's first element; tensors are contiguous. Work is
    split over independent units when it is large enough (rumus_threads_for, conv_threads). */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "internal/rumus.h"
@@ -100,15 +101,14 @@ static void conv_blas_restore(int prev) {
     if (prev > 0) rumus_blas_set_threads(prev);
 }
 
-/* A fused kernel's first lines: its plan (or -1: the numpy path), its `units` and threads `nt`, BLAS held at
-   one thread (`prev` restores it) and the flag a unit sets when it had no scratch memory. */
+/* A fused kernel's first lines: its plan (or -1: the numpy path), its `units` and threads `nt`, and BLAS held
+   at one thread (`prev` restores it). */
 #define CONV_BEGIN(units_of_plan)                                                                  \
     conv_plan p;                                                                                   \
     if (!conv_plan_make(g, &p)) return -1;                                                         \
     const int64_t units = (units_of_plan);                                                         \
     const int nt = conv_threads(units, p.N * p.O * p.R * p.L);                                     \
-    const int prev = conv_blas_serial();                                                           \
-    int failed = 0;
+    const int prev = conv_blas_serial();
 
 /* The output columns [lo, hi) whose input column ow*s + off lies inside [0, size). */
 static inline void valid_range(int64_t size, int64_t off, int64_t s, int64_t n, int64_t *lo, int64_t *hi) {

@@ -55,34 +55,49 @@ static void FN(col2im_rows)(const T *cols, int64_t ld, T *x, const int64_t *g, i
     }
 }
 
+/* A whole-batch im2col (in = x, out = cols) or col2im (in = cols, out = x) on the pool: samples are
+   independent. sn: a sample's first element in cols, sr: the distance between cols rows. */
+typedef struct {
+    const T *in;
+    T *out;
+    const int64_t *g;
+    int64_t sn, sr;
+} FN(cols_job);
+
+static void FN(im2col_samples)(void *ctx, int64_t n0, int64_t n1) {
+    const FN(cols_job) *j = (const FN(cols_job) *)ctx;
+    const int64_t *g = j->g;
+    const int64_t C = g[1], H = g[2], W = g[3], Ho = g[12], sn = j->sn, sr = j->sr;
+    for (int64_t n = n0; n < n1; n++) FN(im2col_rows)(j->in + n * C * H * W, j->out + n * sn, sr, g, C, 0, Ho);
+}
+
+static void FN(col2im_samples)(void *ctx, int64_t n0, int64_t n1) {
+    const FN(cols_job) *j = (const FN(cols_job) *)ctx;
+    const int64_t *g = j->g;
+    const int64_t C = g[1], H = g[2], W = g[3], Ho = g[12], sn = j->sn, sr = j->sr;
+    for (int64_t n = n0; n < n1; n++) {
+        T *xn = j->out + n * C * H * W;
+        memset(xn, 0, (size_t)(C * H * W) * sizeof(T));
+        FN(col2im_rows)(j->in + n * sn, sr, xn, g, C, 0, Ho);
+    }
+}
+
 void FN(rumus_im2col)(const void *xv, void *colsv, const int64_t *g) {
-    const int64_t N = g[0], C = g[1], H = g[2], W = g[3], Ho = g[12];
+    const int64_t N = g[0], C = g[1], Ho = g[12];
     const int64_t R = C * g[4] * g[5], L = Ho * g[13];
     const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L; /* layout: per sample, or channel-major */
     if (R == 0 || N == 0 || L == 0) return;
-    const int nt = rumus_threads_for_units(N, N * R * L);
-    const int64_t nc = rumus_chunks(N, nt); /* a few pieces per thread, taken as threads come free */
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++)
-        for (int64_t n = N * t / nc; n < N * (t + 1) / nc; n++)
-            FN(im2col_rows)((const T *)xv + n * C * H * W, (T *)colsv + n * sn, sr, g, C, 0, Ho);
+    FN(cols_job) j = {(const T *)xv, (T *)colsv, g, sn, sr};
+    rumus_parallel_for(rumus_threads_for_units(N, N * R * L), N, FN(im2col_samples), &j);
 }
 
 void FN(rumus_col2im)(const void *colsv, void *xv, const int64_t *g) {
-    const int64_t N = g[0], C = g[1], H = g[2], W = g[3], Ho = g[12];
+    const int64_t N = g[0], C = g[1], Ho = g[12];
     const int64_t R = C * g[4] * g[5], L = Ho * g[13];
     const int64_t sn = g[14] ? L : R * L, sr = g[14] ? N * L : L;
     if (C == 0 || N == 0) return;
-    const int nt = rumus_threads_for_units(N, N * R * L);
-    const int64_t nc = rumus_chunks(N, nt);
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++) {
-        for (int64_t n = N * t / nc; n < N * (t + 1) / nc; n++) {
-            T *xn = (T *)xv + n * C * H * W;
-            memset(xn, 0, (size_t)(C * H * W) * sizeof(T));
-            FN(col2im_rows)((const T *)colsv + n * sn, sr, xn, g, C, 0, Ho);
-        }
-    }
+    FN(cols_job) j = {(const T *)colsv, (T *)xv, g, sn, sr};
+    rumus_parallel_for(rumus_threads_for_units(N, N * R * L), N, FN(col2im_samples), &j);
 }
 
 /* ---- the fused convolution: im2col of a band of output rows (in cache) and one BLAS call, per unit ----
@@ -93,21 +108,33 @@ static int FN(gemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, const T *A,
     return rumus_gemm_one(sizeof(T) == sizeof(double), ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc);
 }
 
+/* One fused kernel on the pool: its plan and operands (those a direction does not read are NULL), its
+   output (y, gx or gw), the weight gradient's partials of batch slices 1.., and the flag a unit sets when
+   it had no scratch memory. */
+typedef struct {
+    conv_plan p;
+    const int64_t *g;
+    const T *x, *w, *bias, *gy;
+    T *out, *part;
+    atomic_int failed;
+} FN(conv_job);
+
 /* y[n, group, band] = W_group @ im2col(x[n, group], band) (+ bias[o]): every output element is one BLAS
    call's, made the same way at every thread count. The bias (NULL: none) is added to each band right after
    its GEMM, while the band is still in cache: the same additions, in the same order, as a separate add of
    the bias after the convolution, so the results equal the unfused ops' bit for bit. */
-int FN(rumus_conv2d_fused_bias)(const void *xv, const void *wv, const void *bv, void *yv, const int64_t *g) {
-    const T *x = (const T *)xv, *w = (const T *)wv, *bias = (const T *)bv;
-    T *y = (T *)yv;
-    CONV_BEGIN(p.N * p.G * p.tiles)
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t u = 0; u < units; u++) {
+static void FN(conv_forward_units)(void *ctx, int64_t u0, int64_t u1) {
+    FN(conv_job) *job = (FN(conv_job) *)ctx;
+    const conv_plan p = job->p;
+    const int64_t *g = job->g;
+    const T *x = job->x, *w = job->w, *bias = job->bias;
+    T *y = job->out;
+    for (int64_t u = u0; u < u1; u++) {
         const int64_t n = u / (p.G * p.tiles), gi = (u / p.tiles) % p.G, oh0 = (u % p.tiles) * p.rows;
         const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
         T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
         if (!cols) {
-            failed = 1;
+            job->failed = 1;
             continue;
         }
         FN(im2col_rows)(x + (n * p.C + gi * p.Cg) * p.H * p.W, cols, tw, g, p.Cg, oh0, oh1);
@@ -120,8 +147,14 @@ RUMUS_PARALLEL_FOR_DYNAMIC
                 for (int64_t t = 0; t < tw; t++) row[t] += b;
             }
     }
+}
+
+int FN(rumus_conv2d_fused_bias)(const void *xv, const void *wv, const void *bv, void *yv, const int64_t *g) {
+    CONV_BEGIN(p.N * p.G * p.tiles)
+    FN(conv_job) job = {p, g, (const T *)xv, (const T *)wv, (const T *)bv, NULL, (T *)yv, NULL, 0};
+    rumus_parallel_for(nt, units, FN(conv_forward_units), &job);
     conv_blas_restore(prev);
-    return !failed;
+    return !job.failed;
 }
 
 int FN(rumus_conv2d_fused)(const void *xv, const void *wv, void *yv, const int64_t *g) {
@@ -130,20 +163,21 @@ int FN(rumus_conv2d_fused)(const void *xv, const void *wv, void *yv, const int64
 
 /* gx[n, group, channel block] = col2im(W_group[:, block's rows]^T @ gy[n, group]), band after band in
    order within a unit; units write disjoint channels. */
-int FN(rumus_conv2d_fused_backward_input)(const void *gyv, const void *wv, void *gxv, const int64_t *g) {
-    const T *gy = (const T *)gyv, *w = (const T *)wv;
-    T *gx = (T *)gxv;
-    CONV_BEGIN(p.N * p.G * p.cblocks)
+static void FN(conv_input_grad_units)(void *ctx, int64_t u0, int64_t u1) {
+    FN(conv_job) *job = (FN(conv_job) *)ctx;
+    const conv_plan p = job->p;
+    const int64_t *g = job->g;
+    const T *gy = job->gy, *w = job->w;
+    T *gx = job->out;
     const int64_t kk = g[4] * g[5];
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t u = 0; u < units; u++) {
+    for (int64_t u = u0; u < u1; u++) {
         const int64_t n = u / (p.G * p.cblocks), gi = (u / p.cblocks) % p.G, c0 = (u % p.cblocks) * p.cb;
         const int64_t cn = p.Cg - c0 < p.cb ? p.Cg - c0 : p.cb;
         T *gxu = gx + (n * p.C + gi * p.Cg + c0) * p.H * p.W;
         memset(gxu, 0, (size_t)(cn * p.H * p.W) * sizeof(T));
         T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
         if (!cols) {
-            failed = 1;
+            job->failed = 1;
             continue;
         }
         for (int64_t oh0 = 0; oh0 < p.Ho; oh0 += p.rows) {
@@ -153,8 +187,14 @@ RUMUS_PARALLEL_FOR_DYNAMIC
             FN(col2im_rows)(cols, tw, gxu, g, cn, oh0, oh1);
         }
     }
+}
+
+int FN(rumus_conv2d_fused_backward_input)(const void *gyv, const void *wv, void *gxv, const int64_t *g) {
+    CONV_BEGIN(p.N * p.G * p.cblocks)
+    FN(conv_job) job = {p, g, NULL, (const T *)wv, NULL, (const T *)gyv, (T *)gxv, NULL, 0};
+    rumus_parallel_for(nt, units, FN(conv_input_grad_units), &job);
     conv_blas_restore(prev);
-    return !failed;
+    return !job.failed;
 }
 
 /* gw[group, output block, input channel block] = sum over samples and bands of
@@ -162,30 +202,21 @@ RUMUS_PARALLEL_FOR_DYNAMIC
    The batch is cut into p.slots slices (from the shape alone); slice j sums its samples in order into
    its own partial (slice 0 into gw), and the partials are added in slice order: the same sums in the
    same order at every thread count. */
-int FN(rumus_conv2d_fused_backward_weight)(const void *gyv, const void *xv, void *gwv, const int64_t *g) {
-    const T *gy = (const T *)gyv, *x = (const T *)xv;
-    T *gw = (T *)gwv;
-    CONV_BEGIN(p.slots * p.G * p.oblocks * p.cblocks)
+static void FN(conv_weight_grad_units)(void *ctx, int64_t u0, int64_t u1) {
+    FN(conv_job) *job = (FN(conv_job) *)ctx;
+    const conv_plan p = job->p;
+    const int64_t *g = job->g;
+    const T *gy = job->gy, *x = job->x;
+    T *gw = job->out, *part = job->part;
     const int64_t size = p.O * p.R, per = p.oblocks * p.cblocks, kk = g[4] * g[5];
-    if (p.N == 0 || p.L == 0) {
-        conv_blas_restore(prev);
-        memset(gw, 0, (size_t)size * sizeof(T));
-        return 1;
-    }
-    T *part = NULL;
-    if (p.slots > 1 && !(part = (T *)malloc((size_t)((p.slots - 1) * size) * sizeof(T)))) {
-        conv_blas_restore(prev);
-        return 0;
-    }
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t u = 0; u < units; u++) {
+    for (int64_t u = u0; u < u1; u++) {
         const int64_t j = u / (p.G * per), gi = (u / per) % p.G, o0 = (u % per) / p.cblocks * p.ob;
         const int64_t c0 = (u % p.cblocks) * p.cb, cn = p.Cg - c0 < p.cb ? p.Cg - c0 : p.cb;
         const int64_t on = p.Og - o0 < p.ob ? p.Og - o0 : p.ob, ch = gi * p.Og + o0;
         T *dst = (j == 0 ? gw : part + (j - 1) * size) + ch * p.R + c0 * kk;
         T *cols = (T *)conv_scratch((size_t)(p.R * p.TW) * sizeof(T));
         if (!cols) {
-            failed = 1;
+            job->failed = 1;
             continue;
         }
         int first = 1;
@@ -199,23 +230,41 @@ RUMUS_PARALLEL_FOR_DYNAMIC
             }
         }
     }
+}
+
+/* Elements [e0, e1) of gw: every element gets its partials added in slice order. */
+static void FN(conv_add_partials)(void *ctx, int64_t e0, int64_t e1) {
+    const FN(conv_job) *job = (const FN(conv_job) *)ctx;
+    const int64_t size = job->p.O * job->p.R;
+    T *gw = job->out;
+    for (int64_t j = 1; j < job->p.slots; j++) {
+        const T *src = job->part + (j - 1) * size;
+        for (int64_t e = e0; e < e1; e++) gw[e] += src[e];
+    }
+}
+
+int FN(rumus_conv2d_fused_backward_weight)(const void *gyv, const void *xv, void *gwv, const int64_t *g) {
+    T *gw = (T *)gwv;
+    CONV_BEGIN(p.slots * p.G * p.oblocks * p.cblocks)
+    const int64_t size = p.O * p.R;
+    if (p.N == 0 || p.L == 0) {
+        conv_blas_restore(prev);
+        memset(gw, 0, (size_t)size * sizeof(T));
+        return 1;
+    }
+    T *part = NULL;
+    if (p.slots > 1 && !(part = (T *)malloc((size_t)((p.slots - 1) * size) * sizeof(T)))) {
+        conv_blas_restore(prev);
+        return 0;
+    }
+    FN(conv_job) job = {p, g, (const T *)xv, NULL, NULL, (const T *)gyv, gw, part, 0};
+    rumus_parallel_for(nt, units, FN(conv_weight_grad_units), &job);
     conv_blas_restore(prev);
     if (part) {
-        const int nr = rumus_threads_for(size * (p.slots - 1));
-        const int64_t ncs = rumus_chunks(size, nr);
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(rumus_team(nr)) schedule(dynamic, 1)
-#endif
-        for (int64_t t = 0; t < ncs; t++) { /* every element gets its partials added in slice order */
-            const int64_t e0 = size * t / ncs, e1 = size * (t + 1) / ncs;
-            for (int64_t j = 1; j < p.slots; j++) {
-                const T *src = part + (j - 1) * size;
-                for (int64_t e = e0; e < e1; e++) gw[e] += src[e];
-            }
-        }
+        rumus_parallel_for(rumus_threads_for(size * (p.slots - 1)), size, FN(conv_add_partials), &job);
         free(part);
     }
-    return !failed;
+    return !job.failed;
 }
 
 /* [c][n][hw] <-> [n][c][hw]: the channel-major GEMM works over the whole batch at once. */
@@ -235,13 +284,28 @@ void FN(rumus_conv_from_nchw)(const void *srcv, void *dstv, int64_t n, int64_t c
 
 /* ---- pooling: planes are independent ---------------------------------------------------------- */
 
-#define POOL_GEOMETRY                                                                              \
-    const int64_t P = g[0], H = g[1], W = g[2], Ho = g[3], Wo = g[4], kh = g[5], kw = g[6];         \
+/* A plane's sizes and windows, named from g. */
+#define POOL_WINDOWS                                                                               \
+    const int64_t H = g[1], W = g[2], Ho = g[3], Wo = g[4], kh = g[5], kw = g[6];                   \
     const int64_t sh = g[7], sw = g[8], ph = g[9], pw = g[10], dh = g[11], dw = g[12];              \
-    RUMUS_UNUSED(sh); RUMUS_UNUSED(sw); RUMUS_UNUSED(ph); RUMUS_UNUSED(pw);                          \
-    RUMUS_UNUSED(dh); RUMUS_UNUSED(dw);                                                            \
+    RUMUS_UNUSED(kh); RUMUS_UNUSED(kw); RUMUS_UNUSED(sh); RUMUS_UNUSED(sw);                          \
+    RUMUS_UNUSED(ph); RUMUS_UNUSED(pw); RUMUS_UNUSED(dh); RUMUS_UNUSED(dw);
+
+/* A pooling kernel's first lines: its geometry, and its threads `nt` over the P planes. */
+#define POOL_GEOMETRY                                                                              \
+    const int64_t P = g[0];                                                                        \
+    POOL_WINDOWS                                                                                   \
     if (P == 0) return;                                                                            \
     const int nt = rumus_threads_for_units(P, P * (H * W + Ho * Wo * kh * kw));
+
+/* One pooling kernel on the pool, over planes: `in` (x, or the gradient arriving) into `out`; max
+   pooling's gradient also reads x. */
+typedef struct {
+    const T *in, *x;
+    T *out;
+    const int64_t *g;
+    int fast2, tiled, backward;
+} FN(pool_job);
 
 /* The window's rows [ilo, ihi) and columns [jlo, jhi) inside the plane (divisions only at borders). */
 static inline void FN(window_range)(int64_t H, int64_t W, int64_t h0, int64_t w0, int64_t kh, int64_t kw, int64_t dh,
@@ -342,62 +406,72 @@ static inline int FN(max2x2_backward_row)(const T *restrict r0, const T *restric
     return bad;
 }
 
+static void FN(max_pool_planes)(void *ctx, int64_t p0, int64_t p1) {
+    const FN(pool_job) *job = (const FN(pool_job) *)ctx;
+    const int64_t *g = job->g;
+    POOL_WINDOWS
+    const T *x = job->in;
+    T *y = job->out;
+    const int fast2 = job->fast2;
+    for (int64_t p = p0; p < p1; p++) {
+        const T *xp = x + p * H * W;
+        T *yp = y + p * Ho * Wo;
+        for (int64_t oh = 0; oh < Ho; oh++) {
+            if (fast2) {
+                FN(max2x2_row)(xp + 2 * oh * W, xp + (2 * oh + 1) * W, yp + oh * Wo, Wo);
+                continue;
+            }
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                T m;
+                FN(window_argmax)(xp, H, W, oh * sh - ph, ow * sw - pw, kh, kw, dh, dw, &m);
+                yp[oh * Wo + ow] = m;
+            }
+        }
+    }
+}
+
 void FN(rumus_max_pool2d)(const void *xv, void *yv, const int64_t *g) {
-    const T *x = (const T *)xv;
-    T *y = (T *)yv;
     POOL_GEOMETRY
     const int fast2 = kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && FN(windows_inside)(g);
-    const int64_t nc = rumus_chunks(P, nt); /* a few pieces per thread, taken as threads come free */
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++) {
-        for (int64_t p = P * t / nc; p < P * (t + 1) / nc; p++) {
-            const T *xp = x + p * H * W;
-            T *yp = y + p * Ho * Wo;
-            for (int64_t oh = 0; oh < Ho; oh++) {
-                if (fast2) {
-                    FN(max2x2_row)(xp + 2 * oh * W, xp + (2 * oh + 1) * W, yp + oh * Wo, Wo);
-                    continue;
-                }
-                for (int64_t ow = 0; ow < Wo; ow++) {
-                    T m;
-                    FN(window_argmax)(xp, H, W, oh * sh - ph, ow * sw - pw, kh, kw, dh, dw, &m);
-                    yp[oh * Wo + ow] = m;
-                }
+    FN(pool_job) job = {(const T *)xv, NULL, (T *)yv, g, fast2, 0, 0};
+    rumus_parallel_for(nt, P, FN(max_pool_planes), &job);
+}
+
+static void FN(max_pool_backward_planes)(void *ctx, int64_t p0, int64_t p1) {
+    const FN(pool_job) *job = (const FN(pool_job) *)ctx;
+    const int64_t *g = job->g;
+    POOL_WINDOWS
+    const T *gr = job->in;
+    const T *x = job->x;
+    T *gx = job->out;
+    const int fast2 = job->fast2, tiled = job->tiled;
+    for (int64_t p = p0; p < p1; p++) {
+        const T *xp = x + p * H * W;
+        const T *gp = gr + p * Ho * Wo;
+        T *gxp = gx + p * H * W;
+        if (!tiled) memset(gxp, 0, (size_t)(H * W) * sizeof(T));
+        for (int64_t oh = 0; oh < Ho; oh++) {
+            if (fast2 && !FN(max2x2_backward_row)(xp + 2 * oh * W, xp + (2 * oh + 1) * W, gp + oh * Wo,
+                                                  gxp + 2 * oh * W, gxp + (2 * oh + 1) * W, Wo))
+                continue;
+            if (fast2) { /* a NaN in these rows: clear them and take the exact path */
+                memset(gxp + 2 * oh * W, 0, (size_t)(2 * W) * sizeof(T));
+            }
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                T m;
+                const int64_t idx = FN(window_argmax)(xp, H, W, oh * sh - ph, ow * sw - pw, kh, kw, dh, dw, &m);
+                if (idx >= 0) gxp[idx] += gp[oh * Wo + ow];
             }
         }
     }
 }
 
 void FN(rumus_max_pool2d_backward)(const void *gv, const void *xv, void *gxv, const int64_t *g) {
-    const T *gr = (const T *)gv;
-    const T *x = (const T *)xv;
-    T *gx = (T *)gxv;
     POOL_GEOMETRY
     const int fast2 = kh == 2 && kw == 2 && sh == 2 && sw == 2 && dh == 1 && dw == 1 && FN(windows_inside)(g);
     const int tiled = fast2 && H == 2 * Ho && W == 2 * Wo; /* the windows cover every element */
-    const int64_t nc = rumus_chunks(P, nt); /* a few pieces per thread, taken as threads come free */
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++) {
-        for (int64_t p = P * t / nc; p < P * (t + 1) / nc; p++) {
-            const T *xp = x + p * H * W;
-            const T *gp = gr + p * Ho * Wo;
-            T *gxp = gx + p * H * W;
-            if (!tiled) memset(gxp, 0, (size_t)(H * W) * sizeof(T));
-            for (int64_t oh = 0; oh < Ho; oh++) {
-                if (fast2 && !FN(max2x2_backward_row)(xp + 2 * oh * W, xp + (2 * oh + 1) * W, gp + oh * Wo,
-                                                      gxp + 2 * oh * W, gxp + (2 * oh + 1) * W, Wo))
-                    continue;
-                if (fast2) { /* a NaN in these rows: clear them and take the exact path */
-                    memset(gxp + 2 * oh * W, 0, (size_t)(2 * W) * sizeof(T));
-                }
-                for (int64_t ow = 0; ow < Wo; ow++) {
-                    T m;
-                    const int64_t idx = FN(window_argmax)(xp, H, W, oh * sh - ph, ow * sw - pw, kh, kw, dh, dw, &m);
-                    if (idx >= 0) gxp[idx] += gp[oh * Wo + ow];
-                }
-            }
-        }
-    }
+    FN(pool_job) job = {(const T *)gv, (const T *)xv, (T *)gxv, g, fast2, tiled, 0};
+    rumus_parallel_for(nt, P, FN(max_pool_backward_planes), &job);
 }
 
 /* PyTorch's avg_pool2d window: clipped to the padded input for the divisor, to the input for the sum. */
@@ -420,44 +494,53 @@ static inline double FN(avg_window)(const int64_t *g, int64_t oh, int64_t ow, in
     return include_pad ? (double)pool : (double)((he - hs) * (we - ws));
 }
 
-/* Both directions walk the same windows: forward sums each window of x into y; backward spreads each
-   gy element over its window of gx (zeroed first). */
-static void FN(avg_pool_planes)(const T *in, T *out, const int64_t *g, int backward) {
-    POOL_GEOMETRY
+/* Planes [p0, p1). Both directions walk the same windows: forward sums each window of x into y; backward
+   spreads each gy element over its window of gx (zeroed first). */
+static void FN(avg_pool_planes)(void *ctx, int64_t p0, int64_t p1) {
+    const FN(pool_job) *job = (const FN(pool_job) *)ctx;
+    const int64_t *g = job->g;
+    POOL_WINDOWS
+    const T *in = job->in;
+    T *out = job->out;
+    const int backward = job->backward;
     const int64_t in_plane = backward ? Ho * Wo : H * W, out_plane = backward ? H * W : Ho * Wo;
-    const int64_t nc = rumus_chunks(P, nt); /* a few pieces per thread, taken as threads come free */
-RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++) {
-        for (int64_t p = P * t / nc; p < P * (t + 1) / nc; p++) {
-            const T *ip = in + p * in_plane;
-            T *op = out + p * out_plane;
-            if (backward) memset(op, 0, (size_t)(H * W) * sizeof(T));
-            for (int64_t oh = 0; oh < Ho; oh++) {
-                for (int64_t ow = 0; ow < Wo; ow++) {
-                    int64_t h0, h1, w0, w1;
-                    const double div = FN(avg_window)(g, oh, ow, &h0, &h1, &w0, &w1);
-                    if (backward) {
-                        const T v = (T)((double)ip[oh * Wo + ow] / div);
-                        for (int64_t ih = h0; ih < h1; ih++)
-                            for (int64_t iw = w0; iw < w1; iw++) op[ih * W + iw] += v;
-                        continue;
-                    }
-                    double s = 0.0;
+    for (int64_t p = p0; p < p1; p++) {
+        const T *ip = in + p * in_plane;
+        T *op = out + p * out_plane;
+        if (backward) memset(op, 0, (size_t)(H * W) * sizeof(T));
+        for (int64_t oh = 0; oh < Ho; oh++) {
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                int64_t h0, h1, w0, w1;
+                const double div = FN(avg_window)(g, oh, ow, &h0, &h1, &w0, &w1);
+                if (backward) {
+                    const T v = (T)((double)ip[oh * Wo + ow] / div);
                     for (int64_t ih = h0; ih < h1; ih++)
-                        for (int64_t iw = w0; iw < w1; iw++) s += (double)ip[ih * W + iw];
-                    op[oh * Wo + ow] = (h0 < h1 && w0 < w1) ? (T)(s / div) : (T)0;
+                        for (int64_t iw = w0; iw < w1; iw++) op[ih * W + iw] += v;
+                    continue;
                 }
+                double s = 0.0;
+                for (int64_t ih = h0; ih < h1; ih++)
+                    for (int64_t iw = w0; iw < w1; iw++) s += (double)ip[ih * W + iw];
+                op[oh * Wo + ow] = (h0 < h1 && w0 < w1) ? (T)(s / div) : (T)0;
             }
         }
     }
 }
 
+/* avg pooling of all P planes (backward: its gradient), split over planes. */
+static void FN(avg_pool)(const T *in, T *out, const int64_t *g, int backward) {
+    POOL_GEOMETRY
+    FN(pool_job) job = {in, NULL, out, g, 0, 0, backward};
+    rumus_parallel_for(nt, P, FN(avg_pool_planes), &job);
+}
+
 void FN(rumus_avg_pool2d)(const void *xv, void *yv, const int64_t *g) {
-    FN(avg_pool_planes)((const T *)xv, (T *)yv, g, 0);
+    FN(avg_pool)((const T *)xv, (T *)yv, g, 0);
 }
 
 void FN(rumus_avg_pool2d_backward)(const void *gv, void *gxv, const int64_t *g) {
-    FN(avg_pool_planes)((const T *)gv, (T *)gxv, g, 1);
+    FN(avg_pool)((const T *)gv, (T *)gxv, g, 1);
 }
 
 #undef POOL_GEOMETRY
+#undef POOL_WINDOWS

@@ -47,6 +47,10 @@ mp = F.max_pool2d(px, 2)
 ap = F.avg_pool2d(px, 3, stride=2, padding=1)
 (mp.sum() + (ap * ap).sum()).backward()
 keep("maxpool", mp.numpy()); keep("avgpool", ap.numpy()); keep("pool_gx", px.grad.numpy())
+px3 = t(bx_np, True)
+mp3 = F.max_pool2d(px3, 3, stride=2, padding=1)  # the general windows, and a gradient that overlaps
+(mp3 * mp3).sum().backward()
+keep("maxpool3", mp3.numpy()); keep("maxpool3_gx", px3.grad.numpy())
 rm.manual_seed(7)
 keep("dropout", F.dropout(t(bx_np), 0.3, training=True).numpy())
 emb = nn.Embedding(5000, 256)
@@ -92,12 +96,23 @@ for isa in ("portable", "avx2", "avx512vnni")[: int(lib.rumus_quant_best_isa()) 
     quant(isa)
 force_isa(None)
 set_panel_rows(PANEL_MIN_ROWS)
+from rumus_cpu import kernels_nn_conv
+kernels_nn_conv._fused = lambda *args: False  # conv's im2col path, as where numpy's BLAS is not attached
+for name, xs, ws in (("unfold_small", (16, 4, 12, 12), (8, 4, 3, 3)), ("unfold_big", (8, 16, 24, 24), (32, 16, 3, 3))):
+    cx_np, cw_np = rng.standard_normal(xs), rng.standard_normal(ws) * 0.1
+    cx, cw = t(cx_np, True), t(cw_np, True)
+    cy = F.conv2d(cx, cw, padding=1)
+    (cy * cy).sum().backward()
+    keep(name + "_x", cx_np); keep(name + "_w", cw_np)
+    keep(name + "_y", cy.numpy()); keep(name + "_gx", cx.grad.numpy()); keep(name + "_gw", cw.grad.numpy())
 np.savez(sys.argv[1], **res)
 print(json.dumps({"threads": threads.get_num_threads()}))
 """
 
-OUTPUTS = ("ln_y", "bn_y", "bn_gx", "bn_gw", "bn_rm", "bn_rv", "maxpool", "avgpool", "pool_gx", "dropout", "emb_y",
-           "emb_gw", "sum_last", "sum_long", "argmax", "amax0", "sm_gx", "lsm0_gx", "ce_loss", "ce_gx")
+OUTPUTS = ("ln_y", "bn_y", "bn_gx", "bn_gw", "bn_rm", "bn_rv", "maxpool", "avgpool", "pool_gx", "maxpool3",
+           "maxpool3_gx", "dropout", "emb_y", "emb_gw", "sum_last", "sum_long", "argmax", "amax0", "sm_gx", "lsm0_gx",
+           "ce_loss", "ce_gx", "unfold_small_y", "unfold_small_gx", "unfold_small_gw", "unfold_big_y", "unfold_big_gx",
+           "unfold_big_gw")
 QUANT = ("q8_", "int4_")  # one output per path: panels, then each register loop this CPU has
 
 
@@ -138,6 +153,11 @@ def test_chunked_kernels_match_float64_references(runs: list[tuple[dict[str, Any
     np.testing.assert_allclose(r["maxpool"], mp.detach().numpy(), **tol)
     np.testing.assert_allclose(r["avgpool"], ap.detach().numpy(), **tol)
     np.testing.assert_allclose(r["pool_gx"], px.grad.numpy(), **tol)
+    px3 = f32(r["bn_x"]).requires_grad_()
+    mp3 = torch.nn.functional.max_pool2d(px3, 3, stride=2, padding=1)
+    (mp3 * mp3).sum().backward()
+    np.testing.assert_allclose(r["maxpool3"], mp3.detach().numpy(), **tol)
+    np.testing.assert_allclose(r["maxpool3_gx"], px3.grad.numpy(), **tol)
     drop, src = r["dropout"], np.asarray(r["bn_x"], np.float32)
     kept = drop != 0
     assert 0.65 < kept.mean() < 0.75  # p = 0.3
@@ -150,6 +170,13 @@ def test_chunked_kernels_match_float64_references(runs: list[tuple[dict[str, Any
     np.testing.assert_allclose(r["sum_last"], np.asarray(r["ln_x"], np.float32).astype(np.float64).sum(-1), **tol)
     np.testing.assert_allclose(r["sum_long"], np.asarray(r["long_x"], np.float32).astype(np.float64).sum(-1),
                                rtol=1e-5, atol=1e-3)
+    for name in ("unfold_small", "unfold_big"):
+        cx, cw = f32(r[name + "_x"]).requires_grad_(), f32(r[name + "_w"]).requires_grad_()
+        cy = torch.nn.functional.conv2d(cx, cw, padding=1)
+        (cy * cy).sum().backward()
+        np.testing.assert_allclose(r[name + "_y"], cy.detach().numpy(), **tol, err_msg=name)
+        np.testing.assert_allclose(r[name + "_gx"], cx.grad.numpy(), **tol, err_msg=name)
+        np.testing.assert_allclose(r[name + "_gw"], cw.grad.numpy(), rtol=1e-4, atol=1e-2, err_msg=name)
 
 
 def test_rows_kernels_and_quantized_matmuls_match_float64_references(runs: list[tuple[dict[str, Any], Any]]) -> None:
