@@ -2,18 +2,12 @@
    rumus_contracts/ops/attention.py), never an [L, S] buffer. The forward walks key tiles for a block of
    queries at a time (the K/V tile is packed once and reused by every query of the block); the backward is
    FlashAttention-2's: a dK/dV pass over key blocks and a dQ pass over query blocks, both recomputing the
-   probabilities from lse. OpenMP runs blocks of (batch * head, query or key block) in parallel; each block
+   probabilities from lse. The kernels' pool runs blocks of (batch * head, query or key block) in parallel; each block
    is computed the same way whichever thread runs it, so results do not depend on the thread count. */
 #include "internal/dropout_hash.h"
 #include "internal/rumus.h"
 #include <stdlib.h>
 #include "flash_attention.h"
-
-#ifdef _OPENMP
-#define FA_PARALLEL_FOR _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)")
-#else
-#define FA_PARALLEL_FOR
-#endif
 
 enum { FA_BQ = 32, FA_BK = 64 };
 

@@ -103,6 +103,26 @@ RUMUS_CLONES static void FA_FN(fa_forward_block)(const fa_cfg *c, const FA_T *q,
     }
 }
 
+typedef struct {
+    const fa_cfg *c;
+    const FA_T *q, *k, *v, *bias, *kb;
+    FA_T *out, *lse;
+    int64_t qblocks;
+    size_t wsize;
+} FA_FN(fa_fwd_job);
+
+/* Blocks [b0, b1) of (batch * head, query block); one workspace for the chunk (every block sets what it
+   reads of it). */
+static void FA_FN(fa_forward_range)(void *p, int64_t b0, int64_t b1) {
+    const FA_FN(fa_fwd_job) *j = (const FA_FN(fa_fwd_job) *)p;
+    FA_T *w = (FA_T *)malloc(j->wsize);
+    if (w == NULL) return; /* out of memory: the blocks keep the allocator's contents */
+    for (int64_t blk = b0; blk < b1; blk++)
+        FA_FN(fa_forward_block)(j->c, j->q, j->k, j->v, j->bias, j->kb, j->out, j->lse, blk / j->qblocks,
+                                (blk % j->qblocks) * FA_BQ, w);
+    free(w);
+}
+
 void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias, const FA_T *kb,
                                   FA_T *out, FA_T *lse, const int64_t *dims, const int64_t *strides, int is_causal,
                                   double scale, double p, uint32_t seed, uint32_t offset) {
@@ -111,14 +131,8 @@ void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, c
     const int64_t qblocks = (c.L + FA_BQ - 1) / FA_BQ, blocks = c.B * c.H * qblocks;
     if (blocks == 0) return;
     const int nt = rumus_threads_for_units_grain(blocks, c.B * c.H * c.L * c.S * c.D, RUMUS_GRAIN_LOOP_MACS);
-    const size_t wsize = FA_FN(fa_workspace)(c.D) * sizeof(FA_T);
-    FA_PARALLEL_FOR
-    for (int64_t blk = 0; blk < blocks; blk++) {
-        FA_T *w = (FA_T *)malloc(wsize);
-        if (w == NULL) continue; /* out of memory: the block keeps the allocator's contents */
-        FA_FN(fa_forward_block)(&c, q, k, v, bias, kb, out, lse, blk / qblocks, (blk % qblocks) * FA_BQ, w);
-        free(w);
-    }
+    FA_FN(fa_fwd_job) j = {&c, q, k, v, bias, kb, out, lse, qblocks, FA_FN(fa_workspace)(c.D) * sizeof(FA_T)};
+    rumus_parallel_for(nt, blocks, FA_FN(fa_forward_range), &j);
 }
 
 /* What both backward passes compute for query i (qi its q row, gi its dout row) against the nk keys of a
@@ -227,6 +241,31 @@ RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_FN(fa_bwd)
     memcpy(all->dq + (bh * c->L + i0) * D, gq, (size_t)(nq * D) * sizeof(FA_T));
 }
 
+typedef struct {
+    const fa_cfg *c;
+    const FA_FN(fa_bwd) *all;
+    int64_t blocks; /* key blocks (dK/dV pass) or query blocks (dQ pass) per (batch, head) */
+    size_t wsize;
+} FA_FN(fa_bwd_job);
+
+static void FA_FN(fa_dkdv_range)(void *p, int64_t b0, int64_t b1) {
+    const FA_FN(fa_bwd_job) *j = (const FA_FN(fa_bwd_job) *)p;
+    FA_T *w = (FA_T *)malloc(j->wsize);
+    if (w == NULL) return;
+    for (int64_t blk = b0; blk < b1; blk++)
+        FA_FN(fa_dkdv_block)(j->c, j->all, blk / j->blocks, (blk % j->blocks) * FA_BQ, w);
+    free(w);
+}
+
+static void FA_FN(fa_dq_range)(void *p, int64_t b0, int64_t b1) {
+    const FA_FN(fa_bwd_job) *j = (const FA_FN(fa_bwd_job) *)p;
+    FA_T *w = (FA_T *)malloc(j->wsize);
+    if (w == NULL) return;
+    for (int64_t blk = b0; blk < b1; blk++)
+        FA_FN(fa_dq_block)(j->c, j->all, blk / j->blocks, (blk % j->blocks) * FA_BQ, w);
+    free(w);
+}
+
 void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *out,
                                            const FA_T *dout, const FA_T *lse, const FA_T *bias, const FA_T *kb,
                                            FA_T *dq, FA_T *dk, FA_T *dv, const int64_t *dims,
@@ -255,22 +294,11 @@ void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const F
     }
     const FA_FN(fa_bwd) all = {q, k, v, dout, lse, drow, bias, kb, dq, dk, dv};
     const int nt = rumus_threads_for_grain(BH * L * S * D, RUMUS_GRAIN_LOOP_MACS);
-    const size_t wsize = FA_FN(fa_workspace)(D) * sizeof(FA_T);
     const int64_t kblocks = (S + FA_BQ - 1) / FA_BQ, qblocks = (L + FA_BQ - 1) / FA_BQ;
-    FA_PARALLEL_FOR
-    for (int64_t blk = 0; blk < BH * kblocks; blk++) {
-        FA_T *w = (FA_T *)malloc(wsize);
-        if (w == NULL) continue;
-        FA_FN(fa_dkdv_block)(&c, &all, blk / kblocks, (blk % kblocks) * FA_BQ, w);
-        free(w);
-    }
-    FA_PARALLEL_FOR
-    for (int64_t blk = 0; blk < BH * qblocks; blk++) {
-        FA_T *w = (FA_T *)malloc(wsize);
-        if (w == NULL) continue;
-        FA_FN(fa_dq_block)(&c, &all, blk / qblocks, (blk % qblocks) * FA_BQ, w);
-        free(w);
-    }
+    FA_FN(fa_bwd_job) j = {&c, &all, kblocks, FA_FN(fa_workspace)(D) * sizeof(FA_T)};
+    rumus_parallel_for(nt, BH * kblocks, FA_FN(fa_dkdv_range), &j);
+    j.blocks = qblocks;
+    rumus_parallel_for(nt, BH * qblocks, FA_FN(fa_dq_range), &j);
     free(drow);
 }
 
