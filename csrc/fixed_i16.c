@@ -7,12 +7,13 @@
 
    Work is split into tiles of TILE_M rows x TILE_N columns whose int64 accumulators stay in L1;
    one weight row segment is loaded once per k and feeds TILE_M rows. Tiles are independent, so
-   threads (OpenMP) split them with no reduction across threads: the result never depends on the
-   thread count. */
+   threads (the kernels' pool, csrc/pool.c) split them with no reduction across threads: the result
+   never depends on the thread count. */
 #include <stdint.h>
 #include <string.h>
 
 #include "fixed_i16.h"
+#include "internal/rumus.h" /* rumus_parallel_for */
 #include "runtime.h" /* the backend's thread budget (rumus_get_num_threads), not OpenMP's process-wide one */
 
 #define TILE_M 4
@@ -105,6 +106,26 @@ HOT_CLONES static void linear_tile(const linear_args *a, int16_t *out, int64_t o
     }
 }
 
+typedef struct {
+    const linear_args *a;
+    int16_t *out;
+    int64_t out_sm, out_sn, m, n, tiles_n;
+} linear_job;
+
+/* tiles [begin, end), row-major over (tiles_m, tiles_n) */
+static void linear_tiles_range(void *p, int64_t begin, int64_t end) {
+    const linear_job *j = (const linear_job *)p;
+    const linear_args *a = j->a;
+    int16_t *out = j->out;
+    const int64_t out_sm = j->out_sm, out_sn = j->out_sn, m = j->m, n = j->n, tiles_n = j->tiles_n;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t m0 = (t / tiles_n) * TILE_M, n0 = (t % tiles_n) * TILE_N;
+        const int rows = (int)(m - m0 < TILE_M ? m - m0 : TILE_M);
+        const int64_t nb = n - n0 < TILE_N ? n - n0 : TILE_N;
+        linear_tile(a, out, out_sm, out_sn, m0, rows, n0, nb);
+    }
+}
+
 void rumus_fixed_linear(int16_t *out, int64_t out_sm, int64_t out_sn, const int16_t *x, int64_t x_sm,
                         int64_t x_sk, const int16_t *w, int64_t w_sk, int64_t w_sn, const int16_t *bias,
                         int64_t b_s, int64_t m, int64_t k, int64_t n, int scale_log2) {
@@ -113,18 +134,8 @@ void rumus_fixed_linear(int16_t *out, int64_t out_sm, int64_t out_sn, const int1
     const int64_t tiles = tiles_m * tiles_n;
     if (tiles == 0) return;
     int threads = 1;
-#ifdef _OPENMP
     if (m * k * n >= PARALLEL_MACS) threads = rumus_get_num_threads();
     if (threads > tiles) threads = (int)tiles;
-#endif
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1)
-#endif
-    for (int64_t t = 0; t < tiles; t++) {
-        const int64_t m0 = (t / tiles_n) * TILE_M, n0 = (t % tiles_n) * TILE_N;
-        const int rows = (int)(m - m0 < TILE_M ? m - m0 : TILE_M);
-        const int64_t nb = n - n0 < TILE_N ? n - n0 : TILE_N;
-        linear_tile(&a, out, out_sm, out_sn, m0, rows, n0, nb);
-    }
-    (void)threads;
+    linear_job j = {&a, out, out_sm, out_sn, m, n, tiles_n};
+    rumus_parallel_for(threads, tiles, linear_tiles_range, &j);
 }

@@ -17,16 +17,23 @@
             out[i] = ST(bits >= thr ? v : (C)0);                                                 \
         }                                                                                        \
     }                                                                                            \
+    typedef struct {                                                                             \
+        T *o;                                                                                    \
+        const T *x;                                                                              \
+        uint32_t offset, key, thr;                                                               \
+        C scale;                                                                                 \
+    } dropout_job_##sfx;                                                                         \
+    /* elements [s, e) on the pool: each element's value depends on its position only */         \
+    static void dropout_pool_range_##sfx(void *p, int64_t s, int64_t e) {                        \
+        const dropout_job_##sfx *j = (const dropout_job_##sfx *)p;                               \
+        dropout_range_##sfx(j->o + s, j->x + s, e - s, j->offset + (uint32_t)s, j->key, j->thr, j->scale); \
+    }                                                                                            \
     void rumus_dropout_##sfx(T *o, const T *x, int64_t n, double p, uint32_t seed, uint32_t offset) { \
         const uint32_t key = rumus_drop_key(seed), thr = rumus_drop_threshold(p);                \
         const C scale = (C)(1.0 / (1.0 - p));                                                    \
         const int nt = rumus_threads_for(n);                                                     \
-        const int64_t nc = rumus_chunks(n, nt); /* pieces taken as threads come free */          \
-        RUMUS_PARALLEL_FOR_DYNAMIC                                                               \
-        for (int64_t t = 0; t < nc; t++) {                                                       \
-            const int64_t s = n * t / nc, e = n * (t + 1) / nc;                                  \
-            dropout_range_##sfx(o + s, x + s, e - s, offset + (uint32_t)s, key, thr, scale);     \
-        }                                                                                        \
+        dropout_job_##sfx j = {o, x, offset, key, thr, scale};                                   \
+        rumus_parallel_for(nt, n, dropout_pool_range_##sfx, &j);                                 \
     }
 
 DEF_DROPOUT(f32, float, float, RUMUS_AS_IS, RUMUS_AS_IS)

@@ -19,20 +19,35 @@ int64_t rumus_index_check(const void *idx, int idx64, int64_t count, int64_t siz
     return -1;
 }
 
+typedef struct {
+    char *out;
+    const char *x;
+    const void *idx;
+    int idx64;
+    int64_t n, k, inner_bytes;
+} index_select_job;
+
+/* output rows [s, e) */
+static void index_select_range(void *p, int64_t s, int64_t e) {
+    const index_select_job *q = (const index_select_job *)p;
+    char *out = q->out;
+    const char *x = q->x;
+    const void *idx = q->idx;
+    const int idx64 = q->idx64;
+    const int64_t n = q->n, k = q->k, inner_bytes = q->inner_bytes;
+    for (int64_t r = s; r < e; r++) {
+        const int64_t o = r / k, j = r % k;
+        memcpy(out + r * inner_bytes, x + (o * n + index_at(idx, idx64, j)) * inner_bytes, (size_t)inner_bytes);
+    }
+}
+
 /* x viewed as [outer, n, inner] (contiguous), out as [outer, k, inner]; indices already checked. */
 void rumus_index_select(char *out, const char *x, const void *idx, int idx64, int64_t outer, int64_t n, int64_t k,
                         int64_t inner_bytes) {
     const int64_t rows = outer * k;
     const int nt = rumus_threads_for(rows * inner_bytes / 4);
-    const int64_t nc = rumus_chunks(rows, nt); /* a few pieces per thread, taken as threads come free */
-    RUMUS_PARALLEL_FOR_DYNAMIC
-    for (int64_t t = 0; t < nc; t++) {
-        const int64_t s = rows * t / nc, e = rows * (t + 1) / nc;
-        for (int64_t r = s; r < e; r++) {
-            const int64_t o = r / k, j = r % k;
-            memcpy(out + r * inner_bytes, x + (o * n + index_at(idx, idx64, j)) * inner_bytes, (size_t)inner_bytes);
-        }
-    }
+    index_select_job q = {out, x, idx, idx64, n, k, inner_bytes};
+    rumus_parallel_for(nt, rows, index_select_range, &q);
 }
 
 /* out [outer, n, inner] += alpha * src [outer, k, inner] at the indexed rows; row skip_row (>= 0) is left
@@ -40,32 +55,47 @@ void rumus_index_select(char *out, const char *x, const void *idx, int idx64, in
    its output columns, so repeated indices never race. */
 #define COLUMN_BLOCK 256
 #define DEF_INDEX_ADD(sfx, T)                                                                    \
+    typedef struct {                                                                             \
+        T *out;                                                                                  \
+        const T *src;                                                                            \
+        const void *idx;                                                                         \
+        int idx64;                                                                               \
+        int64_t n, k, inner, blocks, skip_row;                                                   \
+        T a;                                                                                     \
+    } index_add_job_##sfx;                                                                       \
+    /* tasks [ts, te): each task owns its output columns, so any split gives the same bits */    \
+    static void index_add_range_##sfx(void *p, int64_t ts, int64_t te) {                         \
+        const index_add_job_##sfx *q = (const index_add_job_##sfx *)p;                           \
+        T *out = q->out;                                                                         \
+        const T *src = q->src;                                                                   \
+        const void *idx = q->idx;                                                                \
+        const int idx64 = q->idx64;                                                              \
+        const int64_t n = q->n, k = q->k, inner = q->inner, blocks = q->blocks, skip_row = q->skip_row; \
+        const T a = q->a;                                                                        \
+        for (int64_t task = ts; task < te; task++) {                                             \
+            const int64_t o = task / blocks, c0 = (task % blocks) * COLUMN_BLOCK;                \
+            const int64_t c1 = c0 + COLUMN_BLOCK < inner ? c0 + COLUMN_BLOCK : inner;            \
+            for (int64_t j = 0; j < k; j++) {                                                    \
+                const int64_t row = index_at(idx, idx64, j);                                     \
+                if (row == skip_row) continue;                                                   \
+                T *dst = out + (o * n + row) * inner;                                            \
+                const T *s = src + (o * k + j) * inner;                                          \
+                if (a == (T)1) {                                                                 \
+                    for (int64_t c = c0; c < c1; c++) dst[c] += s[c];                            \
+                } else {                                                                         \
+                    for (int64_t c = c0; c < c1; c++) dst[c] += a * s[c];                        \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    }                                                                                            \
     void rumus_index_add_##sfx(T *out, const T *src, const void *idx, int idx64, int64_t outer, int64_t n, \
                                int64_t k, int64_t inner, double alpha, int64_t skip_row) {       \
         const int64_t blocks = (inner + COLUMN_BLOCK - 1) / COLUMN_BLOCK, tasks = outer * blocks; \
         const T a = (T)alpha;                                                                    \
         const int nt = rumus_threads_for(outer * k * inner) < tasks ? rumus_threads_for(outer * k * inner) \
                                                                     : (int)(tasks > 0 ? tasks : 1); \
-        const int64_t nc = rumus_chunks(tasks, nt); /* each task owns its columns: any split */  \
-        RUMUS_PARALLEL_FOR_DYNAMIC                                                               \
-        for (int64_t t = 0; t < nc; t++) {                                                       \
-            const int64_t ts = tasks * t / nc, te = tasks * (t + 1) / nc;                        \
-            for (int64_t task = ts; task < te; task++) {                                         \
-                const int64_t o = task / blocks, c0 = (task % blocks) * COLUMN_BLOCK;            \
-                const int64_t c1 = c0 + COLUMN_BLOCK < inner ? c0 + COLUMN_BLOCK : inner;        \
-                for (int64_t j = 0; j < k; j++) {                                                \
-                    const int64_t row = index_at(idx, idx64, j);                                 \
-                    if (row == skip_row) continue;                                               \
-                    T *dst = out + (o * n + row) * inner;                                        \
-                    const T *s = src + (o * k + j) * inner;                                      \
-                    if (a == (T)1) {                                                             \
-                        for (int64_t c = c0; c < c1; c++) dst[c] += s[c];                        \
-                    } else {                                                                     \
-                        for (int64_t c = c0; c < c1; c++) dst[c] += a * s[c];                    \
-                    }                                                                            \
-                }                                                                                \
-            }                                                                                    \
-        }                                                                                        \
+        index_add_job_##sfx q = {out, src, idx, idx64, n, k, inner, blocks, skip_row, a};        \
+        rumus_parallel_for(nt, tasks, index_add_range_##sfx, &q);                                \
     }
 
 DEF_INDEX_ADD(f32, float)

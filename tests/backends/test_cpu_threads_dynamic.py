@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 
 from thread_count_runs import run_at_each_thread_count  # noqa: E402
 
-SCRIPT = r"""
+# what both scripts start with: a float32 tensor maker and the arrays kept for the parent test
+PRELUDE = r"""
 import json, sys
 import numpy as np
 import rumus as rm
@@ -31,6 +32,9 @@ def t(a, grad=False):
     return x.requires_grad_() if grad else x
 def keep(name, a):
     res[name] = np.asarray(a)
+"""
+
+SCRIPT = PRELUDE + r"""
 xs = rng.standard_normal((700, 1024)); keep("ln_x", xs)
 ln = nn.LayerNorm(1024)
 keep("ln_y", ln(t(xs)).numpy())
@@ -209,3 +213,80 @@ def test_rows_kernels_and_quantized_matmuls_match_float64_references(runs: list[
             # float32 sums of 544 products: error like sqrt(k) ulps of the largest result (tests/quant)
             np.testing.assert_allclose(r[key], want, rtol=0, atol=2e-6 * np.sqrt(544) * np.abs(want).max(),
                                        err_msg=key)
+
+
+# The norms on the kernels' pool (csrc/internal/nn_norm_impl.h), each above the 2M-element bound under which a
+# norm stays on one thread: layer and RMS norm forward and backward (rows, weight/bias sums per partition of
+# the rows), group norm forward and backward, batch norm statistics, forward (training and eval) and backward.
+NORM_SCRIPT = PRELUDE + r"""
+def run(prefix, fn, x_np, params):
+    x, ps = t(x_np, True), [t(p, True) for p in params]
+    g = rng.standard_normal(x_np.shape); keep(prefix + "_g", g)
+    y = fn(x, *ps)
+    (y * t(g)).sum().backward()
+    keep(prefix + "_y", y.numpy()); keep(prefix + "_gx", x.grad.numpy())
+    for i, p in enumerate(ps):
+        keep(f"{prefix}_gp{i}", p.grad.numpy())
+rows = rng.standard_normal((2100, 1024)); keep("rows", rows)
+w, b = rng.standard_normal(1024), rng.standard_normal(1024); keep("w", w); keep("b", b)
+run("ln", lambda x, w, b: F.layer_norm(x, (1024,), w, b), rows, [w, b])
+run("rms", lambda x, w: F.rms_norm(x, (1024,), w, 1e-6), rows, [w])
+img = rng.standard_normal((8, 32, 96, 96)) * 3 + 1; keep("img", img)
+cw, cb = rng.standard_normal(32), rng.standard_normal(32); keep("cw", cw); keep("cb", cb)
+run("gn", lambda x, w, b: F.group_norm(x, 4, w, b), img, [cw, cb])
+rmean, rvar = t(np.zeros(32)), t(np.ones(32))
+run("bn", lambda x, w, b: F.batch_norm(x, rmean, rvar, w, b, training=True), img, [cw, cb])
+keep("bn_rm", rmean.numpy()); keep("bn_rv", rvar.numpy())
+run("bn_eval", lambda x, w, b: F.batch_norm(x, rmean, rvar, w, b, training=False), img, [cw, cb])
+np.savez(sys.argv[1], **res)
+print(json.dumps({"threads": threads.get_num_threads()}))
+"""
+
+NORM_OUTPUTS = ("ln_y", "ln_gx", "ln_gp0", "ln_gp1", "rms_y", "rms_gx", "rms_gp0", "gn_y", "gn_gx", "gn_gp0", "gn_gp1",
+                "bn_y", "bn_gx", "bn_gp0", "bn_gp1", "bn_rm", "bn_rv", "bn_eval_y", "bn_eval_gx", "bn_eval_gp0",
+                "bn_eval_gp1")
+
+
+@pytest.fixture(scope="module")
+def norm_runs(tmp_path_factory: Any) -> list[tuple[dict[str, Any], Any]]:
+    return run_at_each_thread_count(NORM_SCRIPT, tmp_path_factory.mktemp("norm_threads"))
+
+
+def test_norms_are_bit_identical_at_1_2_3_4_threads(norm_runs: list[tuple[dict[str, Any], Any]]) -> None:
+    assert [info["threads"] for info, _ in norm_runs] == [1, 2, 3, 4]
+    base = norm_runs[0][1]
+    for _, res in norm_runs[1:]:
+        for key in NORM_OUTPUTS:
+            np.testing.assert_array_equal(base[key], res[key], err_msg=key)
+
+
+def _torch_grads(fn: Any, x: Any, params: list[Any], g: Any) -> list[Any]:
+    """[y, dx, dparams...] of fn in float64 torch, for the upstream gradient g."""
+    f64 = lambda a: torch.tensor(np.asarray(a, np.float32), dtype=torch.float64)  # noqa: E731
+    xt, ps = f64(x).requires_grad_(), [f64(p).requires_grad_() for p in params]
+    y = fn(xt, *ps)
+    (y * f64(g)).sum().backward()
+    return [y.detach().numpy(), xt.grad.numpy(), *(p.grad.numpy() for p in ps)]
+
+
+def test_norms_match_float64_references(norm_runs: list[tuple[dict[str, Any], Any]]) -> None:
+    r = norm_runs[-1][1]  # the most pieces
+    tf = torch.nn.functional
+    rm64, rv64 = torch.zeros(32, dtype=torch.float64), torch.ones(32, dtype=torch.float64)
+    cases = {
+        "ln": (lambda x, w, b: tf.layer_norm(x, (1024,), w, b), "rows", ["w", "b"]),
+        "rms": (lambda x, w: tf.rms_norm(x, (1024,), w, 1e-6), "rows", ["w"]),
+        "gn": (lambda x, w, b: tf.group_norm(x, 4, w, b), "img", ["cw", "cb"]),
+        "bn": (lambda x, w, b: tf.batch_norm(x, rm64, rv64, w, b, training=True), "img", ["cw", "cb"]),
+        "bn_eval": (lambda x, w, b: tf.batch_norm(x, rm64, rv64, w, b, training=False), "img", ["cw", "cb"]),
+    }
+    for prefix, (fn, x, params) in cases.items():
+        want = _torch_grads(fn, r[x], [r[p] for p in params], r[prefix + "_g"])
+        names = ["_y", "_gx"] + [f"_gp{i}" for i in range(len(params))]
+        for name, w in zip(names, want):
+            # weight/bias gradients sum ~10^5-10^6 float32 products: relative to their size
+            tol = {"rtol": 1e-4, "atol": 1e-4} if name in ("_y", "_gx") else {"rtol": 1e-4, "atol": 2e-2}
+            np.testing.assert_allclose(r[prefix + name], w, err_msg=prefix + name, **tol)
+        if prefix == "bn":
+            np.testing.assert_allclose(r["bn_rm"], rm64.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(r["bn_rv"], rv64.numpy(), rtol=1e-5, atol=1e-6)
