@@ -7,8 +7,8 @@ extension whose hashes differ from the sources it runs with (a stale build).
 
 Headers fed to cdef must stay plain prototypes (no macros, no includes); private helpers live in
 csrc/internal/*.h, which only the .c files include (a .c file includes <stdint.h> or
-internal/rumus.h before its own header). OpenMP is used when the compiler accepts -fopenmp and left
-out otherwise (the kernels then run single-threaded); RUMUS_NO_OPENMP=1 leaves it out on purpose.
+internal/rumus.h before its own header). Threads come from the kernels' own pool (csrc/pool.c, POSIX
+threads), not OpenMP.
 
     python csrc/build_cpu_kernels.py      # builds backends/rumus_cpu/_kernels*.so in place
     pip install -e . / pip wheel .        # setup.py's cffi_modules builds it the same way
@@ -19,11 +19,8 @@ from __future__ import annotations
 import glob
 import importlib
 import os
-import shutil
-import subprocess
 import sys
 import sysconfig
-import tempfile
 
 from types import ModuleType
 
@@ -77,24 +74,6 @@ def _compiler() -> list[str]:
     return cc.split()
 
 
-def _has_openmp() -> bool:
-    """Whether the C compiler builds and links a tiny OpenMP program."""
-    if os.environ.get("RUMUS_NO_OPENMP"):
-        return False
-    src = "#include <omp.h>\nint main(void){int n=0;\n#pragma omp parallel\n{n=omp_get_num_threads();}\nreturn n<1;}\n"
-    tmp = tempfile.mkdtemp(prefix="rumus_omp_")
-    try:
-        c_file = os.path.join(tmp, "t.c")
-        with open(c_file, "w") as f:
-            f.write(src)
-        cmd = [*_compiler(), "-fopenmp", c_file, "-o", os.path.join(tmp, "t")]
-        return subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def _make_builder(absolute: bool = False) -> FFI:
     """`absolute`: ffi.compile() changes into its tmpdir, so in-place builds need absolute paths."""
     fix = (lambda p: p) if absolute else _rel
@@ -106,17 +85,14 @@ def _make_builder(absolute: bool = False) -> FFI:
         with open(h) as f:
             builder.cdef(f.read())
     builder.cdef(_expr_c().PROTOTYPES)
-    openmp = _has_openmp()
-    compile_args = [*BASE_FLAGS, *(["-fopenmp"] if openmp else [])]
     builder.set_source(
         MODULE,
         "#include <stdint.h>\n" + "".join(f'#include "{os.path.basename(h)}"\n' for h in headers)
         + _expr_c().PROTOTYPES,
         sources=[fix(s) for s in sources],
         include_dirs=[fix(HERE)],
-        extra_compile_args=compile_args,
-        extra_link_args=["-fopenmp"] if openmp else [],
-        libraries=["m"] if sys.platform != "win32" else [],
+        extra_compile_args=list(BASE_FLAGS),
+        libraries=["m", "pthread"] if sys.platform != "win32" else [],
     )
     return builder
 

@@ -370,13 +370,3 @@ void rumus_rlayout_parse(const int64_t *meta, int64_t osz, int64_t xsz, rumus_rl
         L->inner *= m[d];
     }
 }
-
-/* TRANSITION (removed once every kernel runs on csrc/pool.c): OpenMP regions still in some files. */
-int rumus_team(int nt) { return nt <= 1 ? 1 : (nt > g_threads ? nt : g_threads); }
-int rumus_has_openmp(void) {
-#ifdef _OPENMP
-    return 1;
-#else
-    return 0;
-#endif
-}

@@ -145,15 +145,6 @@ int64_t rumus_find_named(const void *table, int64_t count, size_t entry_size, co
 #define RUMUS_CLONES_WIDE
 #endif
 
-/* How many pieces a region split `nt` ways cuts `units` independent units into: a few per thread, taken as
-   threads come free (RUMUS_PARALLEL_FOR_DYNAMIC), so a thread whose core is shared with another process
-   does fewer of them instead of holding the rest up at the region's end (each unit is still computed whole
-   by one thread: results do not depend on the split). */
-static inline int64_t rumus_chunks(int64_t units, int nt) {
-    const int64_t want = (int64_t)nt * 4;
-    return units < want ? units : want;
-}
-
 /* The kernels' thread pool (csrc/pool.c). fn(ctx, begin, end) runs over [0, n) cut into contiguous chunks
    (a few per thread, by n and nt alone), taken as threads come free; at most `nt` threads, the caller one of
    them. nt <= 1, a call from inside a loop, a second caller at the same moment or a fork()ed child: one call
@@ -163,17 +154,5 @@ void rumus_parallel_for(int nt, int64_t n, rumus_range_fn fn, void *ctx);
 /* fn(ctx, i, i + 1) for i < n, all n at once on n threads (parts that wait on each other: OpenBLAS's jobs);
    0 (nothing run) where the pool cannot promise n threads. */
 int rumus_parallel_together(int n, rumus_range_fn fn, void *ctx);
-
-/* The team a parallel region of `nt` parts runs on: 1, or the whole budget (csrc/runtime.c says why). */
-int rumus_team(int nt);
-
-/* A parallel loop split `nt` ways (a variable named nt must be in scope); nothing without OpenMP. */
-#ifdef _OPENMP
-#define RUMUS_PARALLEL_FOR _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(static)")
-#define RUMUS_PARALLEL_FOR_DYNAMIC _Pragma("omp parallel for num_threads(rumus_team(nt)) schedule(dynamic, 1)")
-#else
-#define RUMUS_PARALLEL_FOR
-#define RUMUS_PARALLEL_FOR_DYNAMIC
-#endif
 
 #endif
