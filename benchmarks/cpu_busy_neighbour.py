@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cpu_scaling  # noqa: E402
 
 STEPS = cpu_scaling.STEPS
-BUDGET, QUICK_BUDGET = 0.6, 0.25  # seconds of samples per step and block (the transformer step: twice that)
+BUDGET, QUICK_BUDGET = 0.6, 0.4  # seconds of samples per step and block (the transformer step: twice that)
 
 
 def _bound(threads: int, cpus: int) -> float:
