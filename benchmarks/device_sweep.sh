@@ -24,9 +24,10 @@ gpu2)
   t amp_tests_gpu 150 env RUMUS_BACKEND=wgpu python3 -m pytest -q tests/amp tests/wgpu/test_subnormal_truth.py
   ;;
 cpu)
-  t cpu_scaling 240 env RUMUS_BACKEND=cpu python3 $B/cpu_scaling.py --threads 1 2 4 8 16 --quick --no-extra
+  # each library's thread counts in one process, 3 rounds (~3 min on 16 cores); raw rounds in the .json files
+  t cpu_scaling 300 env RUMUS_BACKEND=cpu python3 $B/cpu_scaling.py --threads 1 2 4 8 16 --quick --rounds 3 --json "$OUT/cpu_scaling.json"
   t compile_cpu 90 env RUMUS_NUM_THREADS=16 RUMUS_BACKEND=cpu python3 $B/compile_steps.py --models MLP CNN --rounds 3
-  t busy_neighbour 150 env RUMUS_BACKEND=cpu python3 $B/cpu_busy_neighbour.py --threads 16 --rounds 3 --torch
+  t busy_neighbour 150 env RUMUS_BACKEND=cpu python3 $B/cpu_busy_neighbour.py --threads 16 --rounds 5 --torch --quick --json "$OUT/busy_neighbour.json"
   ;;
 conf)
   t conformance_gpu 300 env RUMUS_BACKEND=wgpu python3 -m rumus conformance --backend wgpu -q --xfails conformance/known-gaps/wgpu.txt
