@@ -33,10 +33,11 @@ import warnings
 from typing import Any
 
 SPIN_US = 50
+GOMP_SPIN_COUNT = "1000"  # libgomp's polls before sleeping, for an OpenMP library loaded after rumus (torch)
 # the kernel classes of csrc/runtime.c's rumus_grain, in its order
 GRAIN_CLASSES = ("elementwise elements", "row elements", "BLAS multiply-adds", "loop multiply-adds")
 
-_state: dict[str, Any] = {"spin": "unknown", "blas": None, "malloc": "glibc's defaults"}
+_state: dict[str, Any] = {"spin": "unknown", "blas": None, "malloc": "glibc's defaults", "openmp": "not loaded"}
 MALLOC_MMAP_MAX = 32 << 20  # the largest M_MMAP_THRESHOLD glibc accepts on 64-bit hosts
 MALLOC_KEEP_MB = 256
 
@@ -161,6 +162,60 @@ def spin_us() -> int:
     return SPIN_US
 
 
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as f:
+            return any("libgomp" in line for line in f)
+    except OSError:
+        return False
+
+
+def _libgomp_path() -> str | None:
+    """The libgomp torch would load (its wheel's own copy), else the system's; None if there is neither."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec("torch")  # finds the package without importing it
+    except (ImportError, ValueError):
+        spec = None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(root, "lib", "libgomp.so.1")
+        if os.path.exists(path):
+            return path
+    import ctypes.util
+    return ctypes.util.find_library("gomp")
+
+
+def quiet_openmp_for_later_libraries() -> None:
+    """Load libgomp now with a short spin, so an OpenMP library imported after rumus (torch) uses it.
+
+    libgomp's idle threads spin GOMP_SPINCOUNT polls before sleeping, and it reads that once, when it is
+    loaded; its default (300000 polls, ~16 ms of a core per thread) after every torch region keeps 15 cores
+    busy while RUMUS's next kernels want them: measured on the 16-core host, RUMUS's CNN step took 2.2x its
+    time when torch's step ran just before it. A library loaded later under the same soname (torch's
+    libgomp.so.1) reuses this copy. The user's OMP_WAIT_POLICY / GOMP_SPINCOUNT win, and the environment
+    is restored, so child processes see the user's. Where libgomp is already loaded (torch imported first)
+    nothing can change: `rumus info` says so."""
+    keys = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+    if any(k in os.environ for k in keys):
+        _state["openmp"] = "as set by the user: " + ", ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ)
+        return
+    if _libgomp_loaded():
+        _state["openmp"] = ("libgomp loaded before rumus (torch imported first?): its threads spin ~300000 polls "
+                            "after each region; set OMP_WAIT_POLICY=passive or import rumus first")
+        return
+    path = _libgomp_path()
+    if not path:
+        return
+    os.environ["GOMP_SPINCOUNT"] = GOMP_SPIN_COUNT
+    try:
+        ctypes.CDLL(path)
+        _state["openmp"] = f"libgomp (for torch) loaded with GOMP_SPINCOUNT={GOMP_SPIN_COUNT}"
+    except OSError:
+        pass
+    finally:
+        del os.environ["GOMP_SPINCOUNT"]
+
+
 def configure(lib: Any) -> None:
     """At load: the default budget, the pool's polling time, BLAS on the kernels' threads, one thread in
     fork()ed children, freed memory kept."""
@@ -169,6 +224,7 @@ def configure(lib: Any) -> None:
     lib.rumus_pool_set_spin_us(us)
     _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
     attach_blas(lib)
+    quiet_openmp_for_later_libraries()
     set_num_threads(default_num_threads())
     if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
         os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
@@ -203,6 +259,7 @@ def policy() -> dict[str, Any]:
         "grain": int(lib.rumus_get_parallel_threshold()),
         "grains": {name: int(lib.rumus_grain(i)) for i, name in enumerate(GRAIN_CLASSES)},
         "idle": _state["spin"],
+        "openmp_of_others": _state["openmp"],
         "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
         "matmul_blocked": bool(lib.rumus_gemm_attached()),
@@ -236,4 +293,4 @@ def describe() -> str:
             f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
             f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
             f"per half of that; idle threads: {p['idle']}); BLAS {blas}: {where}{mm}; "
-            f"malloc: {p['malloc']}")
+            f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}")

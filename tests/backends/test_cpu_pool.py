@@ -106,3 +106,35 @@ def test_python_threads_calling_at_once_get_the_same_bits() -> None:
     # a second caller while the pool is busy runs its loop on its own thread; numpy's BLAS calls from
     # several threads take turns (OpenBLAS's job buffers are shared)
     assert _run(TWO_CALLERS, 4)["bad"] == []
+
+
+OPENMP_ORDER = r"""
+import json, os, sys
+if sys.argv[1] == "torch_first":
+    import torch
+import rumus as rm
+rm.zeros(1)
+from rumus_cpu import threads
+import torch
+maps = {line.split()[-1] for line in open("/proc/self/maps") if "libgomp" in line}
+print(json.dumps({"state": threads.policy()["openmp_of_others"], "copies": len(maps),
+                  "left": "GOMP_SPINCOUNT" in os.environ, "torch_threads": torch.get_num_threads()}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="needs /proc/self/maps")
+def test_torch_imported_after_rumus_gets_a_short_openmp_spin() -> None:
+    pytest.importorskip("torch")
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+
+    def run(order: str, **extra: str) -> dict[str, Any]:
+        proc = subprocess.run([sys.executable, "-c", OPENMP_ORDER, order], env={**env, "RUMUS_BACKEND": "cpu", **extra},
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+    after = run("rumus_first")
+    assert after["state"] == "libgomp (for torch) loaded with GOMP_SPINCOUNT=1000", after
+    assert after["copies"] == 1 and not after["left"], after  # torch reused that copy; the env is the user's
+    assert "torch imported first" in run("torch_first")["state"]
+    assert "OMP_WAIT_POLICY=passive" in run("rumus_first", OMP_WAIT_POLICY="passive")["state"]
