@@ -194,7 +194,7 @@ def quiet_openmp_for_later_libraries() -> None:
     time when torch's step ran just before it. A library loaded later under the same soname (torch's
     libgomp.so.1) reuses this copy. The user's OMP_WAIT_POLICY / GOMP_SPINCOUNT win, and the environment
     is restored, so child processes see the user's. Where libgomp is already loaded (torch imported first)
-    nothing can change: `rumus info` says so."""
+    nothing can change: `rumus info` says so. RUMUS_GOMP_SPINCOUNT sets the count (default GOMP_SPIN_COUNT)."""
     keys = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
     if any(k in os.environ for k in keys):
         _state["openmp"] = "as set by the user: " + ", ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ)
@@ -206,10 +206,15 @@ def quiet_openmp_for_later_libraries() -> None:
     path = _libgomp_path()
     if not path:
         return
-    os.environ["GOMP_SPINCOUNT"] = GOMP_SPIN_COUNT
+    spin = os.environ.get("RUMUS_GOMP_SPINCOUNT", "").strip() or GOMP_SPIN_COUNT
+    if not spin.isdigit():
+        warnings.warn(f"RUMUS_GOMP_SPINCOUNT={spin!r} is not a count; using {GOMP_SPIN_COUNT}", RuntimeWarning,
+                      stacklevel=2)
+        spin = GOMP_SPIN_COUNT
+    os.environ["GOMP_SPINCOUNT"] = spin
     try:
         ctypes.CDLL(path)
-        _state["openmp"] = f"libgomp (for torch) loaded with GOMP_SPINCOUNT={GOMP_SPIN_COUNT}"
+        _state["openmp"] = f"libgomp (for torch) loaded with GOMP_SPINCOUNT={spin}"
     except OSError:
         pass
     finally:
