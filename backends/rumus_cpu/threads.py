@@ -33,7 +33,7 @@ import warnings
 from typing import Any
 
 SPIN_US = 50
-GOMP_SPIN_COUNT = "1000"  # libgomp's polls before sleeping, for an OpenMP library loaded after rumus (torch)
+GOMP_SPIN_COUNT = "10000"  # libgomp's polls before sleeping, for an OpenMP library loaded after rumus (torch)
 # the kernel classes of csrc/runtime.c's rumus_grain, in its order
 GRAIN_CLASSES = ("elementwise elements", "row elements", "BLAS multiply-adds", "loop multiply-adds")
 
@@ -191,7 +191,11 @@ def quiet_openmp_for_later_libraries() -> None:
     libgomp's idle threads spin GOMP_SPINCOUNT polls before sleeping, and it reads that once, when it is
     loaded; its default (300000 polls, ~16 ms of a core per thread) after every torch region keeps 15 cores
     busy while RUMUS's next kernels want them: measured on the 16-core host, RUMUS's CNN step took 2.2x its
-    time when torch's step ran just before it. A library loaded later under the same soname (torch's
+    time when torch's step ran just before it. 10000 polls (well under a millisecond) keep torch's threads
+    awake between the regions of one torch step; on the 16-core host (benchmarks/torch_beside_rumus.py and
+    cpu_scaling.py's "torch between" column, 3 rounds each) it gave torch's steps 0.93 / 1.19 / 1.03x their
+    time alone (MLP / CNN / transformer) and RUMUS's steps right after torch's +15% / +0% / -4%; 1000 polls
+    cost torch 1.11-1.33x, 100000 cost RUMUS's CNN +54%. A library loaded later under the same soname (torch's
     libgomp.so.1) reuses this copy. The user's OMP_WAIT_POLICY / GOMP_SPINCOUNT win, and the environment
     is restored, so child processes see the user's. Where libgomp is already loaded (torch imported first)
     nothing can change: `rumus info` says so. RUMUS_GOMP_SPINCOUNT sets the count (default GOMP_SPIN_COUNT)."""
