@@ -5,6 +5,10 @@ int64_t rumus_get_parallel_threshold(void);
 /* the grain of a kernel class: 0 elementwise (elements), 1 row kernels (elements), 2 BLAS products
    (multiply-adds), 3 the kernels' own products (multiply-adds); see internal/rumus.h */
 int64_t rumus_grain(int kernel_class);
+/* threads for `work` units of a class with this grain (internal/rumus.h), and the pool's loop, for kernels
+   compiled at run time (rm.compile's fused chains, backends/rumus_cpu/fused.py) */
+int rumus_threads_for_grain(int64_t work, int64_t grain);
+void rumus_parallel_for(int nt, int64_t n, void (*fn)(void *, int64_t, int64_t), void *ctx);
 void rumus_after_fork_child(void);
 /* the kernels' thread pool (csrc/pool.c): how long idle workers poll before sleeping, and counters */
 void rumus_pool_set_spin_us(int64_t us);

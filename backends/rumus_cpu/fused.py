@@ -27,12 +27,13 @@ from rumus_contracts.ops import expr_c
 from rumus_contracts.ops.expr_lang import Unsupported
 from rumus_contracts.ops.expressions import all_kernels
 
-from ._lib import CSRC, _merge
+from ._lib import CSRC, _merge, ffi, lib
 
-FLAGS = ["-O3", "-std=c11", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-D_GNU_SOURCE", "-fopenmp"]
+FLAGS = ["-O3", "-std=c11", "-fwrapv", "-fno-math-errno", "-fno-trapping-math", "-D_GNU_SOURCE"]
 _TRIG = {"sin", "cos"}  # their prebuilt loops mix a fast path and a libm fix-up: fusing would change bits
 _TABLE = all_kernels()
 _PAR_ELEMENTS = 1 << 17  # below this a fused loop stays on the calling thread (threads cost more than they save)
+_POOL = int(ffi.cast("uintptr_t", ffi.addressof(lib, "rumus_parallel_for")))  # csrc/pool.c's loop
 
 
 def cache_dir() -> str:
@@ -97,27 +98,56 @@ RUMUS_CLONES static void run(int64_t n, char **p, const int64_t *s) {{
     }}
 }}
 
-/* meta: [ndim, shape[ndim], strides of operand 0 [ndim] (bytes), ...]; base: operand pointers */
-void rumus_fused(const int64_t *meta, char **base) {{
-    const int64_t nd = meta[0];
-    const int64_t *shape = meta + 1;
-    const int64_t inner = shape[nd - 1];
-    int64_t outer = 1;
-    for (int64_t d = 0; d < nd - 1; d++) outer *= shape[d];
-    int64_t s[{nops}];
-    for (int k = 0; k < {nops}; k++) s[k] = meta[1 + nd + k * nd + nd - 1];
-    #pragma omp parallel for schedule(static) if (outer > 1 && outer * inner >= {_PAR_ELEMENTS})
-    for (int64_t o = 0; o < outer; o++) {{
+typedef void (*fused_range_fn)(void *, int64_t, int64_t);
+typedef void (*fused_parallel_fn)(int, int64_t, fused_range_fn, void *);
+typedef struct {{
+    const int64_t *meta, *shape, *s;
+    char **base;
+    int64_t nd, inner;
+}} fused_job;
+
+/* rows [o0, o1) of the leading dims, each one run of the chain over the last dim */
+static void fused_rows(void *ctx, int64_t o0, int64_t o1) {{
+    const fused_job *j = (const fused_job *)ctx;
+    const int64_t nd = j->nd, *meta = j->meta, *shape = j->shape;
+    for (int64_t o = o0; o < o1; o++) {{
         char *p[{nops}];
-        for (int k = 0; k < {nops}; k++) p[k] = base[k];
+        for (int k = 0; k < {nops}; k++) p[k] = j->base[k];
         int64_t rest = o;
         for (int64_t d = nd - 2; d >= 0; d--) {{
             const int64_t q = rest % shape[d];
             rest /= shape[d];
             for (int k = 0; k < {nops}; k++) p[k] += q * meta[1 + nd + k * nd + d];
         }}
-        run(inner, p, s);
+        run(j->inner, p, j->s);
     }}
+}}
+
+/* units [u0, u1) of 1024 elements of a single run (every operand collapsed to one dim) */
+static void fused_flat(void *ctx, int64_t u0, int64_t u1) {{
+    const fused_job *j = (const fused_job *)ctx;
+    const int64_t b = u0 * 1024, e = u1 * 1024 < j->inner ? u1 * 1024 : j->inner;
+    char *p[{nops}];
+    for (int k = 0; k < {nops}; k++) p[k] = j->base[k] + b * j->s[k];
+    run(e - b, p, j->s);
+}}
+
+/* meta: [ndim, shape[ndim], strides of operand 0 [ndim] (bytes), ...]; base: operand pointers; parallel: the
+   address of the CPU kernels' rumus_parallel_for (their thread pool), nt: threads for this call's size */
+void rumus_fused(const int64_t *meta, char **base, uintptr_t parallel, int nt) {{
+    const int64_t nd = meta[0];
+    const int64_t *shape = meta + 1;
+    int64_t outer = 1;
+    for (int64_t d = 0; d < nd - 1; d++) outer *= shape[d];
+    int64_t s[{nops}];
+    for (int k = 0; k < {nops}; k++) s[k] = meta[1 + nd + k * nd + nd - 1];
+    fused_job j = {{meta, shape, s, base, nd, shape[nd - 1]}};
+    if (!parallel || nt <= 1)
+        fused_rows(&j, 0, outer);
+    else if (outer > 1)
+        ((fused_parallel_fn)parallel)(nt, outer, fused_rows, &j);
+    else /* one run (contiguous operands): cut it into blocks, each computed whole by one thread */
+        ((fused_parallel_fn)parallel)(nt, (j.inner + 1023) / 1024, fused_flat, &j);
 }}
 """
 
@@ -131,8 +161,8 @@ def _load(source: str) -> Any:
     if not os.path.exists(path):
         os.makedirs(folder, exist_ok=True)
         builder = FFI()
-        builder.cdef("void rumus_fused(const int64_t *meta, char **base);")
-        builder.set_source(name, source, include_dirs=[CSRC], extra_compile_args=FLAGS, extra_link_args=["-fopenmp"])
+        builder.cdef("void rumus_fused(const int64_t *meta, char **base, uintptr_t parallel, int nt);")
+        builder.set_source(name, source, include_dirs=[CSRC], extra_compile_args=FLAGS)
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             built = builder.compile(tmpdir=tmp, verbose=False)
             os.replace(built, path)  # atomic: a concurrent process sees no file or a whole one
@@ -158,9 +188,9 @@ def compile_fused(program: FusedProgram) -> Kernel:
     """`CpuBackend.compile_fused`: a kernel(outputs, inputs, attrs) running the whole chain per element."""
     render(program, ("c",) * (len(program.outputs) + program.n_inputs))  # Unsupported now, not at first call
     isz = program.dtype.itemsize
-    layouts: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+    layouts: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
 
-    def layout(args: Sequence[TensorArg]) -> tuple[Any, Any]:
+    def layout(args: Sequence[TensorArg]) -> tuple[Any, Any, int]:
         shape = args[0].shape
         dims = _merge([(n, tuple(a.strides[d] for a in args)) for d, n in enumerate(shape) if n != 1])
         if not dims:
@@ -170,7 +200,10 @@ def compile_fused(program: FusedProgram) -> Kernel:
         for k in range(len(args)):
             values.extend(st[k] * isz for _, st in dims)
         mod = _module(program, classes)
-        return mod.ffi.new("int64_t[]", values), mod
+        total = 1
+        for n, _ in dims:
+            total *= n
+        return mod.ffi.new("int64_t[]", values), mod, total
 
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         args = [*outputs, *inputs]
@@ -180,8 +213,9 @@ def compile_fused(program: FusedProgram) -> Kernel:
             if 0 in args[0].shape:
                 return
             hit = layouts[key] = layout(args)
-        meta, mod = hit
+        meta, mod, total = hit
         base = mod.ffi.new("char *[]", [mod.ffi.from_buffer(a.buffer) + a.offset * isz for a in args])
-        mod.lib.rumus_fused(meta, base)
+        # threads from the size, on the kernels' pool (one budget with every other CPU kernel)
+        mod.lib.rumus_fused(meta, base, _POOL, int(lib.rumus_threads_for_grain(total, _PAR_ELEMENTS)))
 
     return kernel

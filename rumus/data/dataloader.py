@@ -47,8 +47,9 @@ class DataLoader:
                     their time in Python code; batches are pickled through a pipe). Processes
                     start with `multiprocessing_context` (default "fork" on POSIX): with the
                     default collate they only run numpy; a collate_fn that makes rumus tensors
-                    inside a forked worker runs OpenMP kernels after fork, which libgomp does not
-                    support - use "spawn" or "forkserver" then.
+                    inside a forked worker runs the CPU kernels on that worker's one thread (the
+                    kernels' thread pool does not survive fork) - use "spawn" or "forkserver" for
+                    threaded kernels in workers.
     timeout      -- seconds to wait for any batch from the workers before TimeoutError (0: no limit).
     device       -- where the default collate puts batches (default: RUMUS_BACKEND's device).
     A worker's exception re-raises in the caller with the worker's traceback; breaking out of the

@@ -8,7 +8,7 @@ same bits), waits again, then writes its buffer. A rank that raises aborts the b
 then raises CommunicatorError naming the first failure, and `spawn` re-raises the original error.
 
 Turn-taking: grad mode is per thread, but the backends are not yet safe to drive from several threads
-at once (rumus_wgpu's recorder; the CPU backend's one OpenMP team that BLAS jobs also run on), so
+at once (rumus_wgpu's recorder; the CPU backend's one thread pool that BLAS jobs also run on), so
 `spawn` lets one rank compute at a time (the "turn"): a rank gives the turn away while it blocks in a
 collective and takes it back afterwards. The communication itself runs outside the turn.
 

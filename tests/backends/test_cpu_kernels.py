@@ -516,7 +516,7 @@ n = 2_000_000
 a = np.random.default_rng(0).random(n, dtype=np.float32); o = np.empty_like(a)
 run = lambda: reg.lookup("exp", "cpu", float32)([TensorArg(o, (n,), (1,), 0, float32)],
                                                 [TensorArg(a, (n,), (1,), 0, float32)], {})
-run()  # the parent's OpenMP pool now exists
+run()  # the parent's thread pool now exists
 pid = os.fork()
 if pid == 0:
     run()
@@ -528,6 +528,6 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
 def test_forked_children_do_not_hang() -> None:
-    """libgomp's pool does not survive fork(); children (DataLoader workers) run kernels on one thread."""
+    """The kernels' pool does not survive fork(); children (DataLoader workers) run kernels on one thread."""
     proc = subprocess.run([sys.executable, "-c", FORK_SCRIPT], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("rumus_cpu._kernels")
@@ -138,3 +139,40 @@ def test_torch_imported_after_rumus_gets_a_short_openmp_spin() -> None:
     assert after["copies"] == 1 and not after["left"], after  # torch reused that copy; the env is the user's
     assert "torch imported first" in run("torch_first")["state"]
     assert "OMP_WAIT_POLICY=passive" in run("rumus_first", OMP_WAIT_POLICY="passive")["state"]
+
+
+FUSED = r"""
+import json, os, sys
+import numpy as np
+import rumus as rm
+from rumus_cpu._lib import lib
+rng = np.random.default_rng(3)
+x = rm.tensor(rng.standard_normal((512, 700)).astype(np.float32))   # 358K elements: splits by its size
+y = rm.tensor(rng.standard_normal((512, 700)).astype(np.float32))
+f = rm.compile(lambda a, b: ((a * 1.5 + b).exp() - a * b).tanh())
+for _ in range(3):  # trace, capture, replay
+    f(x, y)
+loops = lib.rumus_pool_loops()
+out = f(x, y).numpy()   # one fused kernel over one contiguous run
+np.save(sys.argv[1], out)
+print(json.dumps({"loops": lib.rumus_pool_loops() - loops, "kernels": f.stats()["kernels"]}))
+"""
+
+
+def test_compiled_chains_run_on_the_pool_with_the_same_bits(tmp_path: Any) -> None:
+    got = []
+    for n in (1, 4):
+        path = tmp_path / f"t{n}.npy"
+        full = {**os.environ, "RUMUS_NUM_THREADS": str(n), "RUMUS_BACKEND": "cpu", "RUMUS_CACHE_DIR": str(tmp_path)}
+        proc = subprocess.run([sys.executable, "-c", FUSED, str(path)], env=full, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        got.append((json.loads(proc.stdout.strip().splitlines()[-1]), np.load(path)))
+    (one, a), (four, b) = got
+    # the fused kernel's own loop took the pool (before, a contiguous chain never split)
+    assert one["kernels"] == four["kernels"] == 1 and one["loops"] == 0 and four["loops"] == 1, (one, four)
+    np.testing.assert_array_equal(a, b)
+    rng = np.random.default_rng(3)
+    x64 = rng.standard_normal((512, 700)).astype(np.float32).astype(np.float64)
+    y64 = rng.standard_normal((512, 700)).astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(a, np.tanh(np.exp(x64 * 1.5 + y64) - x64 * y64), rtol=1e-5, atol=1e-6)
