@@ -58,18 +58,26 @@ def physical_cores() -> int:
     return max(len(cores), 1)
 
 
+def _env_int(name: str, least: int, fallback: str) -> int | None:
+    """Integer environment variable `name` if set and >= least; None if unset; a warning naming what is used
+    instead (`fallback`) and None if it is not such an integer."""
+    env = os.environ.get(name, "").strip()
+    if not env:
+        return None
+    try:
+        value = int(env)
+        if value >= least:
+            return value
+    except ValueError:
+        pass
+    what = "a positive integer" if least == 1 else "a non-negative integer"
+    warnings.warn(f"{name}={env!r} is not {what}; {fallback}", RuntimeWarning, stacklevel=3)
+    return None
+
+
 def default_num_threads() -> int:
-    env = os.environ.get("RUMUS_NUM_THREADS", "").strip()
-    if env:
-        try:
-            n = int(env)
-            if n >= 1:
-                return n
-        except ValueError:
-            pass
-        warnings.warn(f"RUMUS_NUM_THREADS={env!r} is not a positive integer; using every physical core",
-                      RuntimeWarning, stacklevel=2)
-    return physical_cores()
+    n = _env_int("RUMUS_NUM_THREADS", 1, "using every physical core")
+    return physical_cores() if n is None else n
 
 
 def _openblas_libraries() -> list[str]:
@@ -149,17 +157,8 @@ def keep_freed_memory(lib: Any) -> None:
 
 def spin_us() -> int:
     """How long idle workers poll for the next loop before sleeping: RUMUS_SPIN_US, else SPIN_US."""
-    env = os.environ.get("RUMUS_SPIN_US", "").strip()
-    if env:
-        try:
-            us = int(env)
-            if us >= 0:
-                return us
-        except ValueError:
-            pass
-        warnings.warn(f"RUMUS_SPIN_US={env!r} is not a non-negative integer; polling {SPIN_US} us",
-                      RuntimeWarning, stacklevel=2)
-    return SPIN_US
+    us = _env_int("RUMUS_SPIN_US", 0, f"polling {SPIN_US} us")
+    return SPIN_US if us is None else us
 
 
 def _libgomp_loaded() -> bool:
