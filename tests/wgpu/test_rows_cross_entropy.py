@@ -19,6 +19,10 @@ CLASSES = [1, 3, 4, 5, 255, 256, 257, 1000, 4096, 32001]
 RNG = np.random.default_rng(5)
 
 
+def cpu(a: object, **kw: object) -> rm.Tensor:
+    return rm.tensor(a, device="cpu", **kw)
+
+
 def _case(m: int, c: int, weighted: bool, ignore: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     x = RNG.standard_normal((m, c)) * 3
     t = RNG.integers(0, c, m)
@@ -134,15 +138,16 @@ def test_out_of_range_target_raises(device):
 
 
 def test_gradient_matches_finite_differences_in_float64():
+    # float64 lives on the CPU only (wgpu holds no float64), whatever RUMUS_BACKEND says
     x = RNG.standard_normal((5, 7))
     t = np.array([1, -100, 6, 0, 3])
     w = RNG.uniform(0.3, 2.0, 7)
 
     def loss(xv: np.ndarray) -> float:
-        return float(F.cross_entropy(rm.tensor(xv), rm.tensor(t), weight=rm.tensor(w), label_smoothing=0.2).item())
+        return float(F.cross_entropy(cpu(xv), cpu(t), weight=cpu(w), label_smoothing=0.2).item())
 
-    xr = rm.tensor(x, requires_grad=True)
-    F.cross_entropy(xr, rm.tensor(t), weight=rm.tensor(w), label_smoothing=0.2).backward()
+    xr = cpu(x, requires_grad=True)
+    F.cross_entropy(xr, cpu(t), weight=cpu(w), label_smoothing=0.2).backward()
     eps = 1e-6
     fd = np.zeros_like(x)
     for i in np.ndindex(*x.shape):
@@ -154,11 +159,12 @@ def test_gradient_matches_finite_differences_in_float64():
 
 
 def test_double_backward_matches_torch():
+    # float64 on the CPU, as above
     x = RNG.standard_normal((4, 6))
     t = np.array([1, 5, -100, 0])
     w = RNG.uniform(0.3, 2.0, 6)
-    xr = rm.tensor(x, requires_grad=True)
-    (g,) = rm.autograd.grad(F.cross_entropy(xr, rm.tensor(t), weight=rm.tensor(w), label_smoothing=0.1), [xr],
+    xr = cpu(x, requires_grad=True)
+    (g,) = rm.autograd.grad(F.cross_entropy(xr, cpu(t), weight=cpu(w), label_smoothing=0.1), [xr],
                             create_graph=True)
     (g * g).sum().backward()
     xt = torch.tensor(x, requires_grad=True)
