@@ -6,6 +6,7 @@
    is computed the same way whichever thread runs it, so results do not depend on the thread count. */
 #include "internal/dropout_hash.h"
 #include "internal/rumus.h"
+#include <stdatomic.h>
 #include <stdlib.h>
 #include "flash_attention.h"
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import Kernel, TensorArg
+from rumus_contracts.errors import OutOfMemory
 from rumus_contracts.ops.attention import default_scale
 
 from ._lib import ffi, lib
@@ -51,7 +52,9 @@ def flash_attention(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], a
     (out, lse), (q, k, v, bias, key_bias) = outputs, inputs
     dims, strides = _config(q, k, v, bias, key_bias, None)
     fn = getattr(lib, f"rumus_flash_attention_{_SFX[q.dtype.name][1]}")
-    fn(_p(q), _p(k), _p(v), _p(bias), _p(key_bias), _p(out), _p(lse), dims, strides, *_attrs(q, attrs))
+    if not fn(_p(q), _p(k), _p(v), _p(bias), _p(key_bias), _p(out), _p(lse), dims, strides, *_attrs(q, attrs)):
+        raise OutOfMemory(f"flash_attention: no memory for a block's scratch (query {q.shape}); the output would "
+                          "be incomplete. Free memory or use smaller batches.")
 
 
 def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
@@ -59,8 +62,10 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     (dq, dk, dv), (q, k, v, out, dout, lse, bias, key_bias) = outputs, inputs
     dims, strides = _config(q, k, v, bias, key_bias, dout)
     fn = getattr(lib, f"rumus_flash_attention_backward_{_SFX[q.dtype.name][1]}")
-    fn(_p(q), _p(k), _p(v), _p(out), _p(dout), _p(lse), _p(bias), _p(key_bias), _p(dq), _p(dk), _p(dv), dims, strides,
-       *_attrs(q, attrs))
+    if not fn(_p(q), _p(k), _p(v), _p(out), _p(dout), _p(lse), _p(bias), _p(key_bias), _p(dq), _p(dk), _p(dv), dims,
+              strides, *_attrs(q, attrs)):
+        raise OutOfMemory(f"flash_attention backward: no memory for its scratch (query {q.shape}); the gradients "
+                          "would be incomplete. Free memory or use smaller batches.")
 
 
 KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [

@@ -109,30 +109,35 @@ typedef struct {
     FA_T *out, *lse;
     int64_t qblocks;
     size_t wsize;
+    atomic_int failed; /* a chunk got no workspace: its blocks were not computed */
 } FA_FN(fa_fwd_job);
 
 /* Blocks [b0, b1) of (batch * head, query block); one workspace for the chunk (every block sets what it
    reads of it). */
 static void FA_FN(fa_forward_range)(void *p, int64_t b0, int64_t b1) {
-    const FA_FN(fa_fwd_job) *j = (const FA_FN(fa_fwd_job) *)p;
+    FA_FN(fa_fwd_job) *j = (FA_FN(fa_fwd_job) *)p;
     FA_T *w = (FA_T *)malloc(j->wsize);
-    if (w == NULL) return; /* out of memory: the blocks keep the allocator's contents */
+    if (w == NULL) {
+        atomic_store(&j->failed, 1); /* the caller reports it: never an output with blocks left unwritten */
+        return;
+    }
     for (int64_t blk = b0; blk < b1; blk++)
         FA_FN(fa_forward_block)(j->c, j->q, j->k, j->v, j->bias, j->kb, j->out, j->lse, blk / j->qblocks,
                                 (blk % j->qblocks) * FA_BQ, w);
     free(w);
 }
 
-void FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias, const FA_T *kb,
+int FA_FN(rumus_flash_attention)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *bias, const FA_T *kb,
                                   FA_T *out, FA_T *lse, const int64_t *dims, const int64_t *strides, int is_causal,
                                   double scale, double p, uint32_t seed, uint32_t offset) {
     fa_cfg c;
     fa_config(&c, dims, strides, is_causal, scale, p, seed, offset);
     const int64_t qblocks = (c.L + FA_BQ - 1) / FA_BQ, blocks = c.B * c.H * qblocks;
-    if (blocks == 0) return;
+    if (blocks == 0) return 1;
     const int nt = rumus_threads_for_units_grain(blocks, c.B * c.H * c.L * c.S * c.D, RUMUS_GRAIN_LOOP_MACS);
-    FA_FN(fa_fwd_job) j = {&c, q, k, v, bias, kb, out, lse, qblocks, FA_FN(fa_workspace)(c.D) * sizeof(FA_T)};
+    FA_FN(fa_fwd_job) j = {&c, q, k, v, bias, kb, out, lse, qblocks, FA_FN(fa_workspace)(c.D) * sizeof(FA_T), 0};
     rumus_parallel_for(nt, blocks, FA_FN(fa_forward_range), &j);
+    return !atomic_load(&j.failed);
 }
 
 /* What both backward passes compute for query i (qi its q row, gi its dout row) against the nk keys of a
@@ -246,27 +251,34 @@ typedef struct {
     const FA_FN(fa_bwd) *all;
     int64_t blocks; /* key blocks (dK/dV pass) or query blocks (dQ pass) per (batch, head) */
     size_t wsize;
+    atomic_int failed;
 } FA_FN(fa_bwd_job);
 
 static void FA_FN(fa_dkdv_range)(void *p, int64_t b0, int64_t b1) {
-    const FA_FN(fa_bwd_job) *j = (const FA_FN(fa_bwd_job) *)p;
+    FA_FN(fa_bwd_job) *j = (FA_FN(fa_bwd_job) *)p;
     FA_T *w = (FA_T *)malloc(j->wsize);
-    if (w == NULL) return;
+    if (w == NULL) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
     for (int64_t blk = b0; blk < b1; blk++)
         FA_FN(fa_dkdv_block)(j->c, j->all, blk / j->blocks, (blk % j->blocks) * FA_BQ, w);
     free(w);
 }
 
 static void FA_FN(fa_dq_range)(void *p, int64_t b0, int64_t b1) {
-    const FA_FN(fa_bwd_job) *j = (const FA_FN(fa_bwd_job) *)p;
+    FA_FN(fa_bwd_job) *j = (FA_FN(fa_bwd_job) *)p;
     FA_T *w = (FA_T *)malloc(j->wsize);
-    if (w == NULL) return;
+    if (w == NULL) {
+        atomic_store(&j->failed, 1);
+        return;
+    }
     for (int64_t blk = b0; blk < b1; blk++)
         FA_FN(fa_dq_block)(j->c, j->all, blk / j->blocks, (blk % j->blocks) * FA_BQ, w);
     free(w);
 }
 
-void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *out,
+int FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const FA_T *v, const FA_T *out,
                                            const FA_T *dout, const FA_T *lse, const FA_T *bias, const FA_T *kb,
                                            FA_T *dq, FA_T *dk, FA_T *dv, const int64_t *dims,
                                            const int64_t *strides, int is_causal, double scale, double p,
@@ -279,11 +291,11 @@ void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const F
             memset(dk, 0, (size_t)(BH * S * D) * sizeof(FA_T));
             memset(dv, 0, (size_t)(BH * S * D) * sizeof(FA_T));
         }
-        return;
+        return 1;
     }
     /* D[row] = dout[row] . out[row] (out is contiguous), the only O(L) scratch */
     FA_T *drow = (FA_T *)malloc((size_t)(BH * L) * sizeof(FA_T));
-    if (drow == NULL) return;
+    if (drow == NULL) return 0; /* no gradient at all: the caller raises */
     for (int64_t bh = 0; bh < BH; bh++) {
         const FA_T *g = dout + (bh / c.H) * c.dos[0] + (bh % c.H) * c.dos[1];
         for (int64_t i = 0; i < L; i++) {
@@ -295,11 +307,12 @@ void FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const F
     const FA_FN(fa_bwd) all = {q, k, v, dout, lse, drow, bias, kb, dq, dk, dv};
     const int nt = rumus_threads_for_grain(BH * L * S * D, RUMUS_GRAIN_LOOP_MACS);
     const int64_t kblocks = (S + FA_BQ - 1) / FA_BQ, qblocks = (L + FA_BQ - 1) / FA_BQ;
-    FA_FN(fa_bwd_job) j = {&c, &all, kblocks, FA_FN(fa_workspace)(D) * sizeof(FA_T)};
+    FA_FN(fa_bwd_job) j = {&c, &all, kblocks, FA_FN(fa_workspace)(D) * sizeof(FA_T), 0};
     rumus_parallel_for(nt, BH * kblocks, FA_FN(fa_dkdv_range), &j);
     j.blocks = qblocks;
     rumus_parallel_for(nt, BH * qblocks, FA_FN(fa_dq_range), &j);
     free(drow);
+    return !atomic_load(&j.failed);
 }
 
 #undef FA_CAT2
