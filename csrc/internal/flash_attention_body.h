@@ -249,32 +249,21 @@ RUMUS_CLONES static void FA_FN(fa_dq_block)(const fa_cfg *c, const FA_FN(fa_bwd)
 typedef struct {
     const fa_cfg *c;
     const FA_FN(fa_bwd) *all;
-    int64_t blocks; /* key blocks (dK/dV pass) or query blocks (dQ pass) per (batch, head) */
+    /* the pass: fa_dkdv_block over key blocks or fa_dq_block over query blocks, `blocks` per (batch, head) */
+    void (*block)(const fa_cfg *, const FA_FN(fa_bwd) *, int64_t, int64_t, FA_T *);
+    int64_t blocks;
     size_t wsize;
     atomic_int failed;
 } FA_FN(fa_bwd_job);
 
-static void FA_FN(fa_dkdv_range)(void *p, int64_t b0, int64_t b1) {
+static void FA_FN(fa_bwd_range)(void *p, int64_t b0, int64_t b1) {
     FA_FN(fa_bwd_job) *j = (FA_FN(fa_bwd_job) *)p;
     FA_T *w = (FA_T *)malloc(j->wsize);
     if (w == NULL) {
         atomic_store(&j->failed, 1);
         return;
     }
-    for (int64_t blk = b0; blk < b1; blk++)
-        FA_FN(fa_dkdv_block)(j->c, j->all, blk / j->blocks, (blk % j->blocks) * FA_BQ, w);
-    free(w);
-}
-
-static void FA_FN(fa_dq_range)(void *p, int64_t b0, int64_t b1) {
-    FA_FN(fa_bwd_job) *j = (FA_FN(fa_bwd_job) *)p;
-    FA_T *w = (FA_T *)malloc(j->wsize);
-    if (w == NULL) {
-        atomic_store(&j->failed, 1);
-        return;
-    }
-    for (int64_t blk = b0; blk < b1; blk++)
-        FA_FN(fa_dq_block)(j->c, j->all, blk / j->blocks, (blk % j->blocks) * FA_BQ, w);
+    for (int64_t blk = b0; blk < b1; blk++) j->block(j->c, j->all, blk / j->blocks, (blk % j->blocks) * FA_BQ, w);
     free(w);
 }
 
@@ -307,10 +296,11 @@ int FA_FN(rumus_flash_attention_backward)(const FA_T *q, const FA_T *k, const FA
     const FA_FN(fa_bwd) all = {q, k, v, dout, lse, drow, bias, kb, dq, dk, dv};
     const int nt = rumus_threads_for_grain(BH * L * S * D, RUMUS_GRAIN_LOOP_MACS);
     const int64_t kblocks = (S + FA_BQ - 1) / FA_BQ, qblocks = (L + FA_BQ - 1) / FA_BQ;
-    FA_FN(fa_bwd_job) j = {&c, &all, kblocks, FA_FN(fa_workspace)(D) * sizeof(FA_T), 0};
-    rumus_parallel_for(nt, BH * kblocks, FA_FN(fa_dkdv_range), &j);
+    FA_FN(fa_bwd_job) j = {&c, &all, FA_FN(fa_dkdv_block), kblocks, FA_FN(fa_workspace)(D) * sizeof(FA_T), 0};
+    rumus_parallel_for(nt, BH * kblocks, FA_FN(fa_bwd_range), &j);
+    j.block = FA_FN(fa_dq_block);
     j.blocks = qblocks;
-    rumus_parallel_for(nt, BH * qblocks, FA_FN(fa_dq_range), &j);
+    rumus_parallel_for(nt, BH * qblocks, FA_FN(fa_bwd_range), &j);
     free(drow);
     return !atomic_load(&j.failed);
 }
