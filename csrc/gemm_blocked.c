@@ -73,6 +73,7 @@ typedef struct {
     char *C;
     int64_t inner;                               /* batch entries along the inner batch dim */
     int64_t a_bs[2], b_bs[2], c_bs[2], lda, ldb, ldc, esz; /* batch strides: outer, inner */
+    const char *bias;                            /* NULL, or n values added to every row of C */
 } gemm_job;
 
 int rumus_gemm_fits(int64_t a, int64_t b, int64_t c) {
@@ -111,18 +112,31 @@ static void gemm_block(const gemm_job *g, int64_t u) {
     const char *b = g->B + (bo * g->b_bs[0] + bn * g->b_bs[1] + (g->tb == NO_TRANS ? j0 : j0 * g->ldb)) * g->esz;
     char *c = g->C + (bo * g->c_bs[0] + bn * g->c_bs[1] + i0 * g->ldc + j0) * g->esz;
     rumus_gemm_one(g->f64, g->ta == TRANS, g->tb == TRANS, mm, nn, g->k, a, g->lda, b, g->ldb, 0, c, g->ldc);
+    if (g->bias == NULL) return;
+    /* the bias while the block is still in this core's cache (Linear's epilogue: one pass less over C) */
+    for (int64_t i = 0; i < mm; i++) {
+        if (g->f64) {
+            double *row = (double *)c + i * g->ldc;
+            const double *bv = (const double *)g->bias + j0;
+            for (int64_t j = 0; j < nn; j++) row[j] += bv[j];
+        } else {
+            float *row = (float *)c + i * g->ldc;
+            const float *bv = (const float *)g->bias + j0;
+            for (int64_t j = 0; j < nn; j++) row[j] += bv[j];
+        }
+    }
 }
 
 static void gemm_blocks_range(void *p, int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; u++) gemm_block((const gemm_job *)p, u);
 }
 
-/* C[i][j] = op(A[i][j]) @ op(B[i][j]) for i < outer, j < inner (two batch dims with strides *_bo, *_bi). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
+/* C[i][j] = op(A[i][j]) @ op(B[i][j]) (+ bias[n] on every row, when bias is not NULL) for i < outer, j < inner (two batch dims with strides *_bo, *_bi). ta/tb: 0 = as stored row-major (leading dim lda/ldb), 1 = transposed (A stored as [k][m], B
    as [n][k]). Strides in elements; C's rows are contiguous.
    The caller (Python) has OpenBLAS on one thread for the duration: each block is one plain call. */
-int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const void *A, int64_t a_bo,
-               int64_t a_bi, int64_t lda, int ta, const void *B, int64_t b_bo, int64_t b_bi, int64_t ldb, int tb,
-               void *C, int64_t c_bo, int64_t c_bi, int64_t ldc) {
+int rumus_gemm_bias(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const void *A,
+                    int64_t a_bo, int64_t a_bi, int64_t lda, int ta, const void *B, int64_t b_bo, int64_t b_bi,
+                    int64_t ldb, int tb, void *C, int64_t c_bo, int64_t c_bi, int64_t ldc, const void *bias) {
     const int64_t batch = outer * inner;
     if (batch <= 0) return 1;
     if (!rumus_gemm_attached()) return 0;
@@ -130,7 +144,8 @@ int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int6
                      ldc > INT32_MAX))
         return 0;
     gemm_job g = {f64, ta ? TRANS : NO_TRANS, tb ? TRANS : NO_TRANS, m, n, k, 0, 0, 0, 0,
-                  (const char *)A, (const char *)B, (char *)C, inner, {a_bo, a_bi}, {b_bo, b_bi}, {c_bo, c_bi}, lda, ldb, ldc, f64 ? (int64_t)sizeof(double) : (int64_t)sizeof(float)};
+                  (const char *)A, (const char *)B, (char *)C, inner, {a_bo, a_bi}, {b_bo, b_bi}, {c_bo, c_bi}, lda, ldb, ldc, f64 ? (int64_t)sizeof(double) : (int64_t)sizeof(float),
+                  (const char *)bias};
     rumus_gemm_blocks(m, n, k, batch, &g.bm, &g.bn);
     g.mb = (m + g.bm - 1) / g.bm;
     g.nb = (n + g.bn - 1) / g.bn;
@@ -142,4 +157,11 @@ int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int6
     rumus_parallel_for(nt, units, gemm_blocks_range, &g);
     if (prev > 0) rumus_blas_set_threads(prev); /* numpy's other GEMMs (conv) split through the callback */
     return 1;
+}
+
+int rumus_gemm(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n, int64_t k, const void *A, int64_t a_bo,
+               int64_t a_bi, int64_t lda, int ta, const void *B, int64_t b_bo, int64_t b_bi, int64_t ldb, int tb,
+               void *C, int64_t c_bo, int64_t c_bi, int64_t ldc) {
+    return rumus_gemm_bias(f64, outer, inner, m, n, k, A, a_bo, a_bi, lda, ta, B, b_bo, b_bi, ldb, tb, C, c_bo, c_bi,
+                           ldc, NULL);
 }
