@@ -37,11 +37,15 @@ int rumus_gemm_attach(uintptr_t sgemm, uintptr_t dgemm, int int64_ints) {
 
 int rumus_gemm_attached(void) { return g_sgemm != NULL && g_dgemm != NULL; }
 
-/* Multiply-adds per block, at least (about 20-40 us on one core): below it a block's call overhead and
-   packing would show. Blocks are halved, the longer side first, until there are TARGET_BLOCKS of them.
-   At 1 << 22 the MLP step's 128x256x784 and 128x256x256 products made 4 and 2 blocks, so past 4 threads
-   its GEMMs could not use more cores. */
-#define BLOCK_MACS ((int64_t)1 << 21) /* half of RUMUS_GRAIN_MACS: a thread gets a block's work at least */
+/* Multiply-adds per block, at least (some 5-10 us on one core), and the smallest block side. Blocks are
+   halved, the longer side first, until there are TARGET_BLOCKS of them. Measured on the 16-core host
+   (benchmarks/gemm_blocks.py, the MLP step's products, OpenBLAS's SkylakeX kernels): with 64-row/column
+   blocks of >= 2^21 multiply-adds a 128-row product made at most 8 blocks, so 128x784x256 took 148 us at 16
+   threads against torch's 61; with blocks of >= 2^18 and sides down to 16 (and the grain below) it takes
+   57 us, the step's products 2-3x less, the MLP step 1.41 ms against 1.82, and one thread is no slower
+   (smaller blocks cost some packing, but OpenBLAS's large-call overheads go: 128x784x256 566 -> 430 us). */
+#define BLOCK_MACS (RUMUS_GRAIN_MACS / 2) /* a thread gets a block's work at least */
+#define MIN_SIDE 16
 #define TARGET_BLOCKS 64
 
 static int64_t half16(int64_t x) { return ((x + 1) / 2 + 15) / 16 * 16; }
@@ -50,11 +54,11 @@ void rumus_gemm_blocks(int64_t m, int64_t n, int64_t k, int64_t batch, int64_t *
     int64_t a = m, b = n;
     while (batch * ((m + a - 1) / a) * ((n + b - 1) / b) < TARGET_BLOCKS) {
         int64_t na = a, nb = b;
-        if (a >= b && a > 64)
+        if (a >= b && a > MIN_SIDE)
             na = half16(a);
-        else if (b > 64)
+        else if (b > MIN_SIDE)
             nb = half16(b);
-        else if (a > 64)
+        else if (a > MIN_SIDE)
             na = half16(a);
         else
             break;
@@ -152,7 +156,7 @@ int rumus_gemm_bias(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n,
     const int64_t units = batch * g.mb * g.nb;
     const int prev = rumus_blas_get_threads();
     rumus_blas_set_threads(1); /* each block is one plain call; OpenBLAS must not split it into jobs */
-    /* threads from the work (one per 2^21 multiply-adds at least), never more than there are blocks */
+    /* threads from the work (one per 2^18 multiply-adds at least), never more than there are blocks */
     const int nt = rumus_threads_for_units_grain(units, batch * m * n * k, RUMUS_GRAIN_MACS);
     rumus_parallel_for(nt, units, gemm_blocks_range, &g);
     if (prev > 0) rumus_blas_set_threads(prev); /* numpy's other GEMMs (conv) split through the callback */

@@ -28,8 +28,9 @@ int rumus_get_num_threads(void) { return g_threads; }
    cost a few us (more with more threads and on a loaded machine). Measured on the dev Xeon, one thread,
    under load (so ~2x the quiet figures): an add 0.55 ns per element, softmax 3.6 and cross-entropy 4.0 ns
    per element, a BLAS multiply-add 0.046 ns, flash attention ~0.38 ns per multiply-add of its own loops.
-   So the thread count of a kernel follows its size, never just the budget: a 128x784x256 product (8 blocks)
-   takes 8 threads at most, 32 products of 64x64x64 take 4, a 32K-element add 1 (issue 11: at 32768 the MLP
+   The GEMM grain was lowered to 2^19 after a sweep on the 16-core host (csrc/gemm_blocked.c says why).
+   So the thread count of a kernel follows its size, never just the budget: a 128x10x256 product stays on
+   one thread, a 128x256x256 one (32 blocks) takes up to 32, a 32K-element add 1 (issue 11: at 32768 the MLP
    step's 128x256 ops split in two and the step got slower with more threads).
    rumus_set_parallel_threshold sets the elementwise grain only. */
 void rumus_set_parallel_threshold(int64_t elements) { g_threshold = elements < 2 ? 2 : elements; }

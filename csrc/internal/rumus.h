@@ -30,7 +30,7 @@ typedef struct {
    - products through BLAS (GEMM blocks, conv's GEMMs): multiply-adds, RUMUS_GRAIN_MACS;
    - products in the kernels' own loops (flash attention): multiply-adds, RUMUS_GRAIN_LOOP_MACS. */
 #define RUMUS_GRAIN_ROWS ((int64_t)16384)
-#define RUMUS_GRAIN_MACS ((int64_t)1 << 22)
+#define RUMUS_GRAIN_MACS ((int64_t)1 << 19) /* 2^22 left the MLP's 128-row products on <= 4 threads */
 #define RUMUS_GRAIN_LOOP_MACS ((int64_t)1 << 18)
 int rumus_threads_for(int64_t work);
 int rumus_threads_for_grain(int64_t work, int64_t grain);

@@ -243,5 +243,10 @@ def test_blocks_depend_on_the_shape_only() -> None:
         lib.rumus_gemm_blocks(m, n, k, batch, bm, bn)
         assert 1 <= bm[0] <= max(m, 1) and 1 <= bn[0] <= max(n, 1)
         blocks = batch * -(-m // bm[0]) * -(-n // bn[0])
-        assert blocks == batch or bm[0] * bn[0] * k >= (1 << 21)  # split only into blocks worth a call (BLOCK_MACS)
+        least = lib.rumus_grain(2) // 2  # BLOCK_MACS: half the GEMM grain
+        assert blocks == batch or bm[0] * bn[0] * k >= least  # split only into blocks worth a call
+        assert blocks == batch or min(bm[0], bn[0]) >= 16 or min(m, n) < 16  # never thinner than 16
         assert blocks <= max(64, batch) * 4
+    # the MLP step's first product (issue 11): enough blocks for 16 cores, not the 8 of 64x64 it once made
+    lib.rumus_gemm_blocks(128, 256, 784, 1, bm, bn)
+    assert -(-128 // bm[0]) * -(-256 // bn[0]) >= 16
