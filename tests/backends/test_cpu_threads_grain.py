@@ -37,7 +37,7 @@ def switches():
 a, b = t(128, 256), t(128, 256)          # 32K elements: under the elementwise grain (65536)
 s = t(8, 1024)                            # 8K elements: under the row grain (16384)
 logits, target = t(64, 100), rm.tensor(rng.integers(0, 100, 64))
-m1, m2 = t(32, 64), t(64, 256)            # 0.5M multiply-adds: under the BLAS grain (4M)
+m1, m2 = t(32, 64), t(64, 128)            # 0.26M multiply-adds: under the BLAS grain (0.5M)
 bm1, bm2 = t(4, 32, 32), t(4, 32, 32)     # 4 products, 131K multiply-adds
 q = t(1, 2, 16, 16)                       # flash attention, 8K multiply-adds: under its grain (256K)
 big1, big2 = t(512, 512), t(512, 512)     # 134M multiply-adds: every thread gets blocks (the control)
@@ -72,5 +72,5 @@ def test_the_policy_names_every_grain() -> None:
     from rumus_cpu import threads
     p = threads.policy()
     assert p["grains"] == {"elementwise elements": p["grain"], "row elements": 16384,
-                           "BLAS multiply-adds": 1 << 22, "loop multiply-adds": 1 << 18}
+                           "BLAS multiply-adds": 1 << 19, "loop multiply-adds": 1 << 18}
     assert "row kernels 16384" in threads.describe()
