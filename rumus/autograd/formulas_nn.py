@@ -1,5 +1,5 @@
-"""Backward formulas of the convolution, pooling and normalization ops (rumus_contracts.ops.nn_conv,
-nn_pool, nn_norm), written with those ops so every backend gets gradients from its forward kernels.
+"""Backward formulas of the convolution, pooling, normalization and linear ops (rumus_contracts.ops.nn_conv,
+nn_pool, nn_norm, nn_linear), written with those ops so every backend gets gradients from its forward kernels.
 
 conv2d, conv2d_backward_input and conv2d_backward_weight are each other's derivatives (second
 derivatives work); avg_pool2d and avg_pool2d_backward likewise. max_pool2d's backward and the
@@ -42,6 +42,25 @@ def _conv2d_bias(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None,
     gx = _op("conv2d_backward_input")(g, ctx.inputs[1], input_size=x_shape[2:], **a) if need_x else None
     gw = _op("conv2d_backward_weight")(g, ctx.inputs[0], kernel_size=w_shape[2:], **a) if need_w else None
     gb = M.sum(g, (0, 2, 3)) if need_b else None
+    return gx, gw, gb
+
+
+@formula("linear", inputs=True)
+def _linear(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    # out = x @ w.T + b. The weight's gradient is one [out, in] GEMM over every row of the batch (contiguous,
+    # as the parameter is stored: optimizers never copy it); x's uses the weight as stored. Built from
+    # differentiable ops, so create_graph works.
+    need_x, need_w, need_b = ctx.needs_input_grad
+    x, w, _ = ctx.inputs
+    if g.ndim == 2:  # the usual [batch, out]: ops straight away, no reshapes
+        gx = _op("matmul")(g, w) if need_x else None
+        gw = _op("matmul")(g.mT, x) if need_w else None
+        gb = M.sum(g, 0) if need_b else None
+        return gx, gw, gb
+    g2 = g.reshape(-1, w.shape[0])
+    gx = M.matmul(g, w) if need_x else None
+    gw = _op("matmul")(g2.mT, x.reshape(-1, w.shape[1])) if need_w else None
+    gb = (M.sum(g2, 0) if g.ndim > 1 else g) if need_b else None
     return gx, gw, gb
 
 
