@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 from rumus_contracts import ShapeError
 
 from .. import _math as M
-from .._dispatch import COMPOSITES
+from .._dispatch import COMPOSITES as _COMPOSITES
 from .._indexing import gather as gather, index_add as index_add, index_select as index_select
 from .._indexing import scatter_add as scatter_add
 from ..amp.policy import follow as _follow
 from ..amp.policy import for_op as _autocast_for_op
-from ..autograd.kernel_lookup import conditional_kernel_takes
+from ..autograd.kernel_lookup import conditional_kernel_takes as _conditional_kernel_takes
 from ..ops import get as _op
 from ..tensor import Tensor
 # The families: each module's __all__ is its public names, so a new function is public where it is written
@@ -57,7 +57,7 @@ def _fused_linear(x: Tensor, weight: Tensor, bias: Tensor) -> bool:
     for d in x.shape[:-1]:
         rows *= d
     # the shapes the matmul of the unfused path would get: x as [rows, in], the weight's [in, out] view
-    return not conditional_kernel_takes("matmul", x, [(rows, weight.shape[1]), weight.shape[::-1]], {})
+    return not _conditional_kernel_takes("matmul", x, [(rows, weight.shape[1]), weight.shape[::-1]], {})
 
 
 def _linear_op(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
@@ -67,7 +67,7 @@ def _linear_op(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
     return M.add(M.matmul(x, weight.mT), bias)
 
 
-COMPOSITES["linear"] = _linear_op
+_COMPOSITES["linear"] = _linear_op
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
