@@ -196,8 +196,35 @@ def _half_matmul(o: TensorArg, a: TensorArg, b: TensorArg) -> None:
         view(o)[...] = view(target)
 
 
+def linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    """x [..., in] @ weight[out, in].T + bias [out] (all contiguous: the schema says so) as one blocked GEMM
+    with the bias added in each block's epilogue, while the block is in cache (csrc/gemm_blocked.c). The
+    same BLAS calls and then the same single additions as matmul followed by add: bit-identical to the
+    unfused path, at every thread count."""
+    o, (x, w, b) = outputs[0], inputs
+    if o.numel == 0:
+        return
+    n_out, k = w.shape
+    m = o.numel // n_out
+    isz = o.buffer.itemsize
+    if k and lib.rumus_gemm_bias(int(o.buffer.dtype == _FLOATS[1]), 1, 1, m, n_out, k,
+                                 _from_buffer(x.buffer) + x.offset * isz, 0, 0, k, 0,
+                                 _from_buffer(w.buffer) + w.offset * isz, 0, 0, k, 1,
+                                 _from_buffer(o.buffer) + o.offset * isz, 0, 0, n_out,
+                                 _from_buffer(b.buffer) + b.offset * isz):
+        return
+    ov = view(o).reshape(m, n_out)
+    if k == 0:  # no features: every product is an empty sum
+        ov[...] = view(b)
+        return
+    # BLAS not attached, or sizes past its 32-bit ints: numpy's matmul with BLAS on one thread, then the bias
+    gemm(view(x).reshape(m, k), view(w).T, ov)
+    ov += view(b)
+
+
 def _U16(ptr: Any) -> Any:
     return ffi.cast("uint16_t *", ptr)
 
 
-KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, (*FLOAT, *HALF))]
+# linear: float32/float64 only; on float16/bfloat16 its composite (matmul, then add) runs
+KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, (*FLOAT, *HALF)), ("linear", linear, FLOAT)]

@@ -1,5 +1,5 @@
-"""Backward formulas of the convolution, pooling and normalization ops (rumus_contracts.ops.nn_conv,
-nn_pool, nn_norm), written with those ops so every backend gets gradients from its forward kernels.
+"""Backward formulas of the convolution, pooling, normalization and linear ops (rumus_contracts.ops.nn_conv,
+nn_pool, nn_norm, nn_linear), written with those ops so every backend gets gradients from its forward kernels.
 
 conv2d, conv2d_backward_input and conv2d_backward_weight are each other's derivatives (second
 derivatives work); avg_pool2d and avg_pool2d_backward likewise. max_pool2d's backward and the
@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _math as M
+from .. import _views
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
@@ -43,6 +44,32 @@ def _conv2d_bias(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None,
     gw = _op("conv2d_backward_weight")(g, ctx.inputs[0], kernel_size=w_shape[2:], **a) if need_w else None
     gb = M.sum(g, (0, 2, 3)) if need_b else None
     return gx, gw, gb
+
+
+@formula("linear", inputs=True)
+def _linear(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    # out = x @ w.T + b. The weight's gradient is one [out, in] GEMM over every row of the batch (contiguous,
+    # as the parameter is stored: optimizers never copy it); x's uses the weight as stored. Built from
+    # differentiable ops and views, so create_graph works.
+    need_x, need_w, need_b = ctx.needs_input_grad
+    x, w, _ = ctx.inputs
+    if g.ndim == 2:  # the usual [batch, out]: ops straight away, no reshapes
+        gx = _op("matmul")(g, w) if need_x else None
+        gw = _op("matmul")(_transposed(g), x) if need_w else None
+        gb = _views.drop_dims(_op("sum")(g, dims=(0,)), (0,)) if need_b else None
+        return gx, gw, gb
+    g2 = g.reshape(-1, w.shape[0])
+    gx = M.matmul(g, w) if need_x else None
+    gw = _op("matmul")(_transposed(g2), x.reshape(-1, w.shape[1])) if need_w else None
+    gb = (M.sum(g2, 0) if g.ndim > 1 else g) if need_b else None
+    return gx, gw, gb
+
+
+def _transposed(t: Tensor) -> Tensor:
+    """t.mT of a 2-D tensor without transpose's argument checks (a training step's backward makes one per
+    Linear layer; the checks cost several times the view)."""
+    return _views._view(t, (t.shape[1], t.shape[0]), (t._strides[1], t._strides[0]), t._offset, "permute",
+                        _views._permute_back, {"dims": (1, 0)})
 
 
 @formula("conv2d_backward_input", inputs=True)

@@ -9,10 +9,13 @@ from typing import TYPE_CHECKING, Any
 from rumus_contracts import ShapeError
 
 from .. import _math as M
+from .._dispatch import COMPOSITES as _COMPOSITES
 from .._indexing import gather as gather, index_add as index_add, index_select as index_select
 from .._indexing import scatter_add as scatter_add
 from ..amp.policy import follow as _follow
 from ..amp.policy import for_op as _autocast_for_op
+from ..autograd.kernel_lookup import conditional_kernel_takes as _conditional_kernel_takes
+from ..ops import get as _op
 from ..tensor import Tensor
 # The families: each module's __all__ is its public names, so a new function is public where it is written
 # (star imports are re-exports to mypy --strict and IDEs).
@@ -34,10 +37,37 @@ def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if weight.ndim == 2 and (x.ndim == 0 or x.shape[-1] != weight.shape[1]):  # name the layer, not the GEMM inside
         raise ShapeError(f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features, but the "
                          f"weight {weight.shape} expects in_features={weight.shape[-1]}")
+    if bias is not None and _fused_linear(x, weight, bias):
+        return _op("linear")(x, weight, bias)  # one graph node; autocast casts all three as matmul's class says
     # weight.mT is a free view; the GEMM kernels take transposed operands without copying
     x, weight = _autocast_for_op("matmul", x, weight)  # the parameter itself is cast (and cached), not its view
     out = M.matmul(x, weight.mT)
     return M.add(out, _follow(bias, out)) if bias is not None else out  # autocast: bias in out's dtype
+
+
+def _fused_linear(x: Tensor, weight: Tensor, bias: Tensor) -> bool:
+    """Whether the bias'd layer goes through the linear op (the backend's fused kernel where it has one, else
+    the composite below): a 2-D weight, the plain [out_features] bias, one float dtype for all three, and no
+    plugin's conditional matmul kernel that would take the product (e.g. one for quantized weights). Otherwise
+    matmul, then a broadcast add, with that path's promotion and error messages."""
+    if not (weight.ndim == 2 and bias.ndim == 1 and bias.shape[0] == weight.shape[0]
+            and x.dtype == weight.dtype == bias.dtype and x.dtype.is_floating):
+        return False
+    rows = 1
+    for d in x.shape[:-1]:
+        rows *= d
+    # the shapes the matmul of the unfused path would get: x as [rows, in], the weight's [in, out] view
+    return not _conditional_kernel_takes("matmul", x, [(rows, weight.shape[1]), weight.shape[::-1]], {})
+
+
+def _linear_op(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """linear where the backend has no fused kernel (wgpu, float16/bfloat16 on CPU): the unfused path,
+    after the op's own shape rule (so a bias that does not fit says so as the fused kernel's path does)."""
+    _op("linear").schema.shape([x.shape, weight.shape, bias.shape], {})
+    return M.add(M.matmul(x, weight.mT), bias)
+
+
+_COMPOSITES["linear"] = _linear_op
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:

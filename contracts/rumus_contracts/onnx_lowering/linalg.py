@@ -1,7 +1,21 @@
-"""ONNX lowering of matmul (NumPy semantics on both sides)."""
+"""ONNX lowerings of matmul (NumPy semantics on both sides) and linear (x @ weight.T + bias)."""
 
 from __future__ import annotations
 
-from . import Lowering, one
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-LOWERINGS: dict[str, Lowering] = {"matmul": one("MatMul")}
+from . import Lowering, LoweringContext, OnnxNode, one
+
+
+def _linear(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
+    x, w, b = ins
+    if len(ctx.input_shapes[0]) == 2:  # Gemm takes the weight as stored ([out, in]: transB) and the bias as C
+        return [OnnxNode("Gemm", [x, w, b], list(outs), {"transB": 1})]
+    # Gemm wants a 2-D A: other ranks (an unbatched 1-D x, extra batch dims) are MatMul with W^T, then Add
+    wt, prod = ctx.fresh("weight_t"), ctx.fresh("linear_mm")
+    return [OnnxNode("Transpose", [w], [wt], {"perm": [1, 0]}), OnnxNode("MatMul", [x, wt], [prod]),
+            OnnxNode("Add", [prod, b], list(outs))]
+
+
+LOWERINGS: dict[str, Lowering] = {"matmul": one("MatMul"), "linear": _linear}

@@ -10,7 +10,7 @@ from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
     sorting, structural,
 )
-from . import amp, attention, cross_entropy, softmax_backward
+from . import amp, attention, cross_entropy, nn_linear, softmax_backward
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
@@ -18,6 +18,7 @@ MODULES: tuple[ModuleType, ...] = (
     quant,  # q8 blocks and int4 groups (SPEC C, D)
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
+    nn_linear,  # a Linear layer with its bias as one op (issue 11)
     attention,  # fused FlashAttention forward and backward
     softmax_backward,  # fused softmax / log_softmax backward
     cross_entropy,  # fused cross-entropy forward / backward over class indices
