@@ -85,6 +85,7 @@ class Op:
         self._dtypes = frozenset(schema.dtypes)
         self._skip = 1 if schema.name == "where" else 0  # where's condition keeps its bool dtype
         self._has_attrs = bool(schema.attrs)
+        self._volatile = frozenset(schema.volatile)  # attrs the plan key leaves out (OpSchema.volatile)
         self._shape_cache: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
         # signature -> (kernel, output shapes, output dtypes, per input: expanded strides or None — None for
         # all when no input is expanded); see _prepare
@@ -152,7 +153,7 @@ class Op:
         else:
             device = _runtime.default_device() if dev_attr is None else Device.parse(dev_attr)
             backend = _runtime.backend(device.backend)
-        plan_key = _plan_key(backend.name, inputs, attrs) if inputs else None
+        plan_key = _plan_key(backend.name, inputs, attrs, self._volatile) if inputs else None
         plan = self._plans.get(plan_key) if plan_key is not None else None
         if plan is not None:  # this signature ran before: its checks passed and their results are cached
             kernel, out_shapes, out_dtypes, expanded = plan
@@ -311,9 +312,12 @@ class Op:
                 o._output_nr = i
 
 
-def _plan_key(backend_name: str, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> tuple[Any, ...] | None:
+def _plan_key(backend_name: str, inputs: Sequence[Tensor], attrs: dict[str, Any],
+              volatile: frozenset[str] = frozenset()) -> tuple[Any, ...] | None:
     """What Op._prepare's decisions depend on: the backend, each input's shape, strides and dtype, the
-    attribute values (in the schema's order). None when an attribute is unhashable (no plan then)."""
+    attribute values (in the schema's order) but the volatile ones, which the shape and dtype rules never
+    read (an optimizer's step count: with it in the key every step was planned afresh). None when an
+    attribute is unhashable (no plan then)."""
     key: tuple[Any, ...]
     if len(inputs) == 1:
         t = inputs[0]
@@ -324,7 +328,7 @@ def _plan_key(backend_name: str, inputs: Sequence[Tensor], attrs: dict[str, Any]
     else:
         key = (backend_name, *[(t.shape, t._strides, t._storage.dtype) for t in inputs])
     if attrs:
-        key = (*key, *attrs.values())
+        key = (*key, *(attrs.values() if not volatile else [v for a, v in attrs.items() if a not in volatile]))
         try:
             hash(key)
         except TypeError:

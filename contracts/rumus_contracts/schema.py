@@ -95,6 +95,9 @@ class OpSchema:
                    in float32 (reductions, norms, losses, exp/log/pow), "promote" casts its float
                    inputs to the widest of them (cat, stack, where), None runs in the input dtypes.
                    Only float16/bfloat16/float32 inputs are cast; float64 is never touched.
+    volatile    -- attributes whose value changes from call to call (an optimizer's step count and learning
+                   rate) and that the shape and dtype rules never read: the dispatcher's per-signature plan
+                   cache leaves them out of its key, so such a call is not planned afresh every time.
     """
 
     name: str
@@ -120,12 +123,17 @@ class OpSchema:
     doc: str = ""
     onnx: Callable[..., Any] | None = None  # ONNX lowering (rumus_contracts.onnx_lowering)
     autocast: str | None = None  # "lower" | "float32" | "promote" | None (see above)
+    volatile: tuple[str, ...] = ()  # attrs left out of the dispatcher's plan key (see above)
     variadic: int | None = field(init=False, default=None, repr=False)  # index of the '*' input (derived)
 
     def __post_init__(self) -> None:
         if self.autocast not in AUTOCAST_CLASSES:
             raise PluginError(f"op '{self.name}': autocast={self.autocast!r} is not one of "
                               f"{', '.join(repr(c) for c in AUTOCAST_CLASSES)}")
+        unknown = [a for a in self.volatile if a not in self.attrs]
+        if unknown:
+            raise PluginError(f"op '{self.name}': volatile names {unknown}, which are not among its attrs "
+                              f"{list(self.attrs)}")
         self.contiguous_idx = tuple(self.inputs.index(n) for n in self.contiguous)
         self.differentiable_idx = tuple(self.inputs.index(n) for n in self.differentiable)
         self.mutates_idx = tuple(self.inputs.index(n) for n in self.mutates)

@@ -238,7 +238,7 @@ def _sdpa_samples(rng: np.random.Generator) -> list[Sample]:
 def register(registry: OpRegistry) -> None:
     registry.register(OpSchema(
         "dropout", ("x",), _dropout_shape, attrs={"p": 0.5, "seed": 0, "offset": 0}, dtypes=FLOAT_DTYPES,
-        contiguous=("x",),
+        contiguous=("x",), volatile=("seed", "offset"),
         differentiable=("x",), reference=_dropout_ref, samples=_dropout_samples,
         doc="counter-based dropout: the keep mask is a hash of (seed, offset, row-major element index), "
             "see the module docstring; out = keep ? x / (1 - p) : 0. Linear in x: its backward is itself."))

@@ -210,7 +210,7 @@ def register(registry: OpRegistry) -> None:
                "decoupled": False, "step": 1},
         dtype=lambda d, a: [], dtypes=(float32, float64), inplace=True, num_outputs=0,
         contiguous=("param", "grad", "exp_avg", "exp_avg_sq"), mutates=("param", "exp_avg", "exp_avg_sq"),
-        reference=adam_reference,
+        volatile=("lr", "step"), reference=adam_reference,
         samples=_adam_samples,
         doc="one Adam/AdamW update in place on param, exp_avg, exp_avg_sq (grad is read only; "
             "the reference also returns the effective grad, which the suite ignores)"))
@@ -221,7 +221,7 @@ def register(registry: OpRegistry) -> None:
                "maximize": False},
         dtypes=(float32, float64), inplace=True, num_outputs=0,
         contiguous=("param", "grad", "exp_avg", "exp_avg_sq", "max_exp_avg_sq*", "step", "found_inf"),
-        mutates=("param", "exp_avg", "exp_avg_sq", "max_exp_avg_sq*"),
+        mutates=("param", "exp_avg", "exp_avg_sq", "max_exp_avg_sq*"), volatile=("lr",),
         reference=adam_dev_reference, samples=_adam_dev_samples, error_samples=_adam_dev_errors,
         doc="one Adam/AdamW update in place, read from two float32 one-element device tensors: the step "
             "count (bias corrections from step + 1, computed on the device) and found_inf (not 0: nothing "
@@ -239,6 +239,6 @@ def register(registry: OpRegistry) -> None:
                "first": True},
         dtype=lambda d, a: [], dtypes=(float32, float64), inplace=True, num_outputs=0,
         contiguous=("param", "grad", "momentum_buffer"), mutates=("param", "momentum_buffer"),
-        reference=sgd_reference, samples=_sgd_samples,
+        volatile=("lr", "first"), reference=sgd_reference, samples=_sgd_samples,
         doc="one SGD update (momentum, dampening, nesterov, weight decay) in place on param and "
             "momentum_buffer; first=True initialises the buffer to the gradient"))
