@@ -21,13 +21,16 @@ import numpy as np
 import rumus as rm
 from rumus import backend_api as api
 from rumus_vision import conv_mode_as
-from rumus_vision.choice import predicate
+from rumus_vision.choice import DIRECT_MAX_GROUP_OUTPUTS, predicate
 
 # (batch, channels, height=width, out channels, kernel, stride, groups)
 SHAPES = [
     (8, 64, 56, 64, 3, 1, 64), (8, 128, 28, 128, 3, 1, 128), (8, 256, 14, 256, 3, 2, 256),
     (8, 96, 56, 96, 5, 1, 96), (8, 64, 56, 64, 3, 1, 32), (8, 64, 56, 64, 3, 1, 16), (8, 64, 56, 64, 3, 1, 8),
     (8, 64, 56, 64, 3, 1, 1), (8, 3, 112, 64, 7, 2, 1), (8, 256, 14, 256, 3, 1, 1), (8, 64, 56, 64, 1, 1, 1),
+    # one or two input channels per group with more outputs per group (channel multipliers, a grayscale stem)
+    (64, 1, 28, 16, 3, 1, 1), (8, 1, 112, 32, 3, 1, 1), (8, 2, 56, 64, 3, 1, 1), (8, 64, 56, 128, 3, 1, 64),
+    (8, 32, 56, 128, 3, 1, 32), (8, 16, 56, 128, 3, 1, 16), (8, 32, 56, 64, 3, 1, 16),
 ]
 
 
@@ -60,18 +63,19 @@ def _compare(fn: Callable[[], rm.Tensor], reps: int) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--from-row", type=int, default=0, help="start at this row of SHAPES")
     a = ap.parse_args()
     dev = rm.default_device()
     print(f"device {dev}; ms per call (im2col / direct, speed-up)")
     print(f"{'N,C,HW,O,k,s,g':22} {'forward':>22} {'grad input':>22} {'grad weight':>22}  auto")
     rng = np.random.default_rng(0)
-    for n, c, hw, o, k, s, g in SHAPES:
+    for n, c, hw, o, k, s, g in SHAPES[a.from_row:]:
         x = rm.tensor(rng.standard_normal((n, c, hw, hw)).astype(np.float32), device=dev)
         w = rm.tensor(rng.standard_normal((o, c // g, k, k)).astype(np.float32), device=dev)
         attrs = {"stride": (s, s), "padding": (k // 2, k // 2), "dilation": (1, 1), "groups": g}
         cells = [_compare(fn, a.reps) for fn in _calls(x, w, attrs)]
-        auto = "direct" if predicate("conv2d")([x.shape, w.shape], api.op_schema("conv2d").bind_attrs(attrs)) \
-            else "im2col"
+        applies = predicate("conv2d", DIRECT_MAX_GROUP_OUTPUTS if dev.backend == "cpu" else None)
+        auto = "direct" if applies([x.shape, w.shape], api.op_schema("conv2d").bind_attrs(attrs)) else "im2col"
         print(f"{f'{n},{c},{hw},{o},{k},{s},{g}':22} {'  '.join(cells)}  {auto}", flush=True)
 
 

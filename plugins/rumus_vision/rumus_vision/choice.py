@@ -3,12 +3,16 @@ kernels (rumus_contracts.KernelRegistry's `applies`), the mode that overrides it
 samples the predicate accepts.
 
 Measured on 2 shared cores (plugins/rumus_vision/benchmarks/conv_shapes.py, batch 8, 3x3 and 5x5): the
-direct kernels win 1.4-5x with one or two input channels per group (depthwise and narrow grouped convs:
-the im2col GEMM there is a stack of tiny, memory-bound products), are even or slower from 4 channels
-per group, and lose 3-30x on dense convs (the 3-channel ResNet stem included), where BLAS's
-register-tiled GEMM is hard to beat. So "auto" picks direct for at most DIRECT_MAX_GROUP_CHANNELS input
-channels per group. The mode "direct" forces it for every conv (it needs no column buffer), and
-"im2col" turns it off.
+direct kernels win 1.2-2.9x on depthwise and narrow grouped convs, one or two input channels and one or two
+outputs per group (the im2col GEMM there is a stack of tiny, memory-bound products); they lose from 4
+channels per group, 3-30x on dense convs (the 3-channel ResNet stem included), where BLAS's register-tiled
+GEMM is hard to beat, and they also lose where one or two input channels feed many outputs per group: a
+grayscale stem (64x1x28x28 -> 16, the MNIST CNN's first layer) 0.6x forward and 0.1-0.2x in its gradients,
+channel multipliers of 4-8 0.4-0.9x (the GEMM is then [outputs x 9] @ [9 x pixels], which BLAS does well).
+So "auto" picks direct for at most DIRECT_MAX_GROUP_CHANNELS input channels and DIRECT_MAX_GROUP_OUTPUTS
+outputs per group on the CPU; the WGSL kernels keep the input-channel rule alone (their outputs-per-group
+cost was not re-measured). The mode "direct" forces it for every conv (it needs no column buffer), and "im2col"
+turns it off.
 
 max_pool2d (cpu, forward): the row-wise kernel wins 3-6x when windows reach into the padding (the core's
 kernel then takes its per-window path), and loses to the core's 2x2 fast path, so it takes padded
@@ -29,6 +33,7 @@ from rumus_contracts.ops.nn_conv import conv_output_shape
 from rumus_contracts.ops.nn_pool import MAX_ATTRS
 
 DIRECT_MAX_GROUP_CHANNELS = 2
+DIRECT_MAX_GROUP_OUTPUTS = 2
 MODES = ("auto", "direct", "im2col")
 _mode = os.environ.get("RUMUS_VISION_CONV", "auto").strip() or "auto"
 if _mode not in MODES:
@@ -64,17 +69,25 @@ def _group_channels(op: str, shapes: Sequence[tuple[int, ...]], attrs: Mapping[s
     return shapes[1][1]
 
 
-def predicate(op: str) -> Any:
-    """applies(shapes, attrs) for one of the three conv ops."""
+def _group_outputs(op: str, shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> int:
+    """Output channels per group: the weight's dim 0, or the gradient's channels for the weight gradient."""
+    groups = max(int(attrs["groups"]), 1)
+    return (shapes[0][1] if op == "conv2d_backward_weight" else shapes[1][0]) // groups
+
+
+def predicate(op: str, max_outputs: int | None = None) -> Any:
+    """applies(shapes, attrs) for one of the three conv ops; max_outputs: the most output channels per group
+    the direct kernel takes in "auto" mode (None: any number)."""
     def applies(shapes: Sequence[tuple[int, ...]], attrs: Mapping[str, Any]) -> bool:
         if _mode != "auto":
             return _mode == "direct"
-        return _group_channels(op, shapes, attrs) <= DIRECT_MAX_GROUP_CHANNELS
+        return (_group_channels(op, shapes, attrs) <= DIRECT_MAX_GROUP_CHANNELS
+                and (max_outputs is None or _group_outputs(op, shapes, attrs) <= max_outputs))
     applies.__qualname__ = f"direct_{op}_applies"
     return applies
 
 
-# (x shape, weight shape, stride, padding, dilation, groups): every one has <= 2 channels per group
+# (x shape, weight shape, stride, padding, dilation, groups): every one has <= 2 input channels per group
 CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, int], tuple[int, int], tuple[int, int], int], ...] = (
     ((2, 4, 7, 6), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # depthwise
     ((2, 6, 9, 8), (6, 1, 3, 3), (2, 2), (1, 1), (1, 1), 6),     # depthwise, stride 2
@@ -84,6 +97,9 @@ CASES: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, int], tuple[int,
     ((3, 2, 1, 4), (2, 1, 1, 3), (1, 1), (0, 1), (1, 1), 2),     # height 1
     ((2, 8, 6, 6), (8, 2, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # 2 channels per group: the threshold
     ((0, 4, 5, 5), (4, 1, 3, 3), (1, 1), (1, 1), (1, 1), 4),     # empty batch
+    # the two above with more than 2 outputs per group again, within the CPU's rule (it declines those)
+    ((1, 4, 8, 9), (4, 2, 3, 2), (1, 2), (2, 1), (2, 1), 2),     # grouped, dilated, non-square, 2 outputs per group
+    ((2, 1, 6, 7), (2, 1, 3, 3), (3, 2), (0, 1), (1, 1), 1),     # one input channel, 2 outputs, strides 3 and 2
 )
 
 

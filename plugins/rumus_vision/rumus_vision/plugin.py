@@ -23,7 +23,7 @@ def rumus_register_kernels(registry: KernelRegistry) -> None:
     else:
         for op in CONV_OPS:
             registry.register(op, "cpu", getattr(conv_cpu, op), dtypes=[float32, float64], priority=PRIORITY,
-                              applies=choice.predicate(op), samples=choice.samples(op))
+                              applies=choice.predicate(op, choice.DIRECT_MAX_GROUP_OUTPUTS), samples=choice.samples(op))
         registry.register("max_pool2d", "cpu", pool_cpu.max_pool2d, dtypes=[float32, float64], priority=PRIORITY,
                           applies=choice.pool_applies, samples=choice.pool_samples)
         registry.register("avg_pool2d", "cpu", pool_cpu.avg_pool2d, dtypes=[float32, float64], priority=PRIORITY,

@@ -130,6 +130,24 @@ def test_auto_mode_picks_direct_only_for_few_channels_per_group() -> None:
     assert wchooser.pick(_args((8, 64, 56, 56), (8, 64, 56, 56)), dense) is wchooser.fallback
 
 
+@pytest.mark.skipif(BACKEND != "cpu", reason="the outputs-per-group rule is the CPU's")
+def test_cpu_auto_mode_leaves_one_channel_to_many_outputs_to_the_core() -> None:
+    """A grayscale stem (1 input channel, 16 outputs: the MNIST CNN's first layer) ran 4-5x slower direct than
+    through the core's im2col + GEMM on the CPU; channel multipliers of 2 still go direct."""
+    be = api.backend(BACKEND)
+    stem = {"stride": (1, 1), "padding": (1, 1), "dilation": (1, 1), "groups": 1}
+    for op, shapes in (("conv2d", ((64, 1, 28, 28), (16, 1, 3, 3))),
+                       ("conv2d_backward_input", ((64, 16, 28, 28), (16, 1, 3, 3))),
+                       ("conv2d_backward_weight", ((64, 16, 28, 28), (64, 1, 28, 28)))):
+        chooser = api.kernel(op, be, rm.float32)
+        assert isinstance(chooser, ChooseByShape)
+        assert chooser.pick(_args(*shapes), stem) is chooser.fallback, op
+    chooser = api.kernel("conv2d", be, rm.float32)
+    doubled = {**stem, "groups": 64}  # 64 channels, 128 outputs: 2 per group
+    assert chooser.pick(_args((8, 64, 56, 56), (128, 1, 3, 3)), doubled) is chooser.choices[0][1]
+    assert chooser.pick(_args((8, 32, 56, 56), (128, 1, 3, 3)), {**stem, "groups": 32}) is chooser.fallback
+
+
 def test_plugin_registers_conditional_kernels_in_front_of_the_core() -> None:
     reg = api.plugins()
     assert "vision" in reg.loaded and not reg.all_failures()
