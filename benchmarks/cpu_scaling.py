@@ -108,7 +108,6 @@ def _rumus_cases() -> dict[str, Callable[[], object]]:
     import numpy as np
 
     import rumus as rm
-    from rumus import nn
     from rumus.nn import functional as F
     sys.path.insert(0, HERE)
     import nn_transformer
@@ -131,16 +130,8 @@ def _rumus_cases() -> dict[str, Callable[[], object]]:
     def conv2() -> None:
         F.conv2d(c2x, c2w, padding=1).sum().backward()
 
-    rm.manual_seed(0)
-    mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
-    opt = rm.optim.Adam(mlp.parameters(), lr=1e-3)
-    mx, my = rm.randn(128, 784), rm.randn(128, 10)
-
-    def mlp_step() -> None:
-        opt.zero_grad()
-        F.mse_loss(mlp(mx), my).backward()
-        opt.step()
-
+    import _rumus_small_models
+    mlp_step = _rumus_small_models.rumus_mlp_step()
     cnn_step = _cnn_rumus()
     tf = _transformer_rumus(nn_transformer)
     cases: dict[str, Callable[[], object]] = {

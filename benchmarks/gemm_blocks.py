@@ -63,24 +63,15 @@ def _product(a: object, b: object, layout: str) -> Callable[[], object]:
 
 
 def worker(lib: str, counts: list[int]) -> None:
+    sys.path.insert(0, HERE)
     if lib == "rumus":
+        import _rumus_small_models
         import rumus as rm
-        from rumus import nn
-        from rumus.nn import functional as F
         from rumus_cpu import threads
-        rm.manual_seed(0)
-        mlp = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
-        opt = rm.optim.Adam(mlp.parameters(), lr=1e-3)
-        mx, my = rm.randn(128, 784), rm.randn(128, 10)
-
-        def step() -> None:
-            opt.zero_grad()
-            F.mse_loss(mlp(mx), my).backward()
-            opt.step()
+        step = _rumus_small_models.rumus_mlp_step()
         tensor, set_threads = rm.tensor, threads.set_num_threads
     else:
         import torch
-        sys.path.insert(0, HERE)
         import _torch_small_models
         step = _torch_small_models.torch_mlp_step()
         tensor, set_threads = torch.from_numpy, torch.set_num_threads
