@@ -118,16 +118,14 @@ static void gemm_block(const gemm_job *g, int64_t u) {
     rumus_gemm_one(g->f64, g->ta == TRANS, g->tb == TRANS, mm, nn, g->k, a, g->lda, b, g->ldb, 0, c, g->ldc);
     if (g->bias == NULL) return;
     /* the bias while the block is still in this core's cache (Linear's epilogue: one pass less over C) */
-    for (int64_t i = 0; i < mm; i++) {
-        if (g->f64) {
-            double *row = (double *)c + i * g->ldc;
-            const double *bv = (const double *)g->bias + j0;
-            for (int64_t j = 0; j < nn; j++) row[j] += bv[j];
-        } else {
-            float *row = (float *)c + i * g->ldc;
-            const float *bv = (const float *)g->bias + j0;
-            for (int64_t j = 0; j < nn; j++) row[j] += bv[j];
-        }
+    if (g->f64) {
+        const double *bv = (const double *)g->bias + j0;
+        for (int64_t i = 0; i < mm; i++)
+            for (int64_t j = 0; j < nn; j++) ((double *)c)[i * g->ldc + j] += bv[j];
+    } else {
+        const float *bv = (const float *)g->bias + j0;
+        for (int64_t i = 0; i < mm; i++)
+            for (int64_t j = 0; j < nn; j++) ((float *)c)[i * g->ldc + j] += bv[j];
     }
 }
 

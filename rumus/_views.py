@@ -149,6 +149,17 @@ def permute(t: Tensor, dims: tuple[int, ...]) -> Tensor:
                  "permute", _permute_back, {"dims": dims})
 
 
+def matrix_transpose(t: Tensor) -> Tensor:
+    """t.mT, the last two dims swapped: the view GEMM code makes on every call and in every backward, so
+    built directly rather than through permute's general checks (which cost several times the view)."""
+    n = t.ndim
+    if n < 2:
+        return transpose(t, -2, -1)  # its error for fewer than 2 dims
+    shape, strides = t.shape, t._strides
+    return _view(t, (*shape[:-2], shape[-1], shape[-2]), (*strides[:-2], strides[-1], strides[-2]), t._offset,
+                 "permute", _permute_back, {"dims": (*range(n - 2), n - 1, n - 2)})
+
+
 def transpose(t: Tensor, dim0: int, dim1: int) -> Tensor:
     if t.ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
         return t

@@ -261,7 +261,7 @@ class Tensor(TensorBase):
 
     @property
     def mT(self) -> Tensor:
-        return _views.transpose(self, -2, -1)
+        return _views.matrix_transpose(self)
 
     def permute(self, *dims: Any) -> Tensor:
         return _views.permute(self, _shape_args(dims))

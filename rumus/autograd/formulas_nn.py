@@ -48,28 +48,21 @@ def _conv2d_bias(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None,
 
 @formula("linear", inputs=True)
 def _linear(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
-    # out = x @ w.T + b. The weight's gradient is one [out, in] GEMM over every row of the batch (contiguous,
-    # as the parameter is stored: optimizers never copy it); x's uses the weight as stored. Built from
-    # differentiable ops and views, so create_graph works.
+    # out = x @ w.T + b, on the rows of x as a [rows, in] matrix. The weight's gradient is one [out, in] GEMM
+    # over every row (contiguous, as the parameter is stored: optimizers never copy it); x's uses the weight as
+    # stored. Built from differentiable ops and views, so create_graph works.
     need_x, need_w, need_b = ctx.needs_input_grad
     x, w, _ = ctx.inputs
-    if g.ndim == 2:  # the usual [batch, out]: ops straight away, no reshapes
-        gx = _op("matmul")(g, w) if need_x else None
-        gw = _op("matmul")(_transposed(g), x) if need_w else None
-        gb = _views.drop_dims(_op("sum")(g, dims=(0,)), (0,)) if need_b else None
-        return gx, gw, gb
-    g2 = g.reshape(-1, w.shape[0])
-    gx = M.matmul(g, w) if need_x else None
-    gw = _op("matmul")(_transposed(g2), x.reshape(-1, w.shape[1])) if need_w else None
-    gb = (M.sum(g2, 0) if g.ndim > 1 else g) if need_b else None
+    g2 = g if g.ndim == 2 else g.reshape(-1, w.shape[0])  # the usual [batch, out] needs no reshape
+    gx = gw = gb = None
+    if need_x:
+        gx = _op("matmul")(g2, w)
+        gx = gx if x.ndim == 2 else gx.reshape(x.shape)
+    if need_w:
+        gw = _op("matmul")(g2.mT, x if x.ndim == 2 else x.reshape(-1, w.shape[1]))
+    if need_b:
+        gb = _views.drop_dims(_op("sum")(g2, dims=(0,)), (0,))
     return gx, gw, gb
-
-
-def _transposed(t: Tensor) -> Tensor:
-    """t.mT of a 2-D tensor without transpose's argument checks (a training step's backward makes one per
-    Linear layer; the checks cost several times the view)."""
-    return _views._view(t, (t.shape[1], t.shape[0]), (t._strides[1], t._strides[0]), t._offset, "permute",
-                        _views._permute_back, {"dims": (1, 0)})
 
 
 @formula("conv2d_backward_input", inputs=True)
