@@ -152,12 +152,11 @@ int rumus_gemm_bias(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n,
     g.mb = (m + g.bm - 1) / g.bm;
     g.nb = (n + g.bn - 1) / g.bn;
     const int64_t units = batch * g.mb * g.nb;
-    const int prev = rumus_blas_get_threads();
-    rumus_blas_set_threads(1); /* each block is one plain call; OpenBLAS must not split it into jobs */
+    rumus_blas_serial_begin(); /* each block is one plain call; OpenBLAS must not split it into jobs */
     /* threads from the work (one per 2^18 multiply-adds at least), never more than there are blocks */
     const int nt = rumus_threads_for_units_grain(units, batch * m * n * k, RUMUS_GRAIN_MACS);
     rumus_parallel_for(nt, units, gemm_blocks_range, &g);
-    if (prev > 0) rumus_blas_set_threads(prev); /* numpy's other GEMMs (conv) split through the callback */
+    rumus_blas_serial_end(); /* numpy's other GEMMs split through the callback again */
     return 1;
 }
 

@@ -92,13 +92,13 @@ static void *conv_scratch(size_t bytes) {
 
 /* Every BLAS call here is one plain single-threaded call (the parallelism is over units). */
 static int conv_blas_serial(void) {
-    const int prev = rumus_blas_get_threads();
-    rumus_blas_set_threads(1);
-    return prev;
+    rumus_blas_serial_begin();
+    return 1;
 }
 
 static void conv_blas_restore(int prev) {
-    if (prev > 0) rumus_blas_set_threads(prev);
+    RUMUS_UNUSED(prev);
+    rumus_blas_serial_end();
 }
 
 /* A fused kernel's first lines: its plan (or -1: the numpy path), its `units` and threads `nt`, and BLAS held

@@ -9,10 +9,11 @@
    - libgomp ends the surplus threads of its pool when a region is smaller than the one before, and
      creates them again for the next larger one. So every region ran on the whole budget (a kernel split
      two ways woke all 16 threads and waited for them), or paid thread creation on every size change.
-   Here a loop of `nt` parts wakes at most nt - 1 sleeping workers (fewer when some still spin after the
-   last loop), the caller works too, and the loop's chunks are taken as threads come free: a worker that
-   has not woken yet when the chunks are gone is never waited for. The caller waits only for chunks that
-   were taken and are still running.
+   Here a loop of `nt` parts wakes at most nt - 1 sleeping workers (fewer when some still poll after the
+   last loop): workers 1 .. nt-1, each thread owning a fixed run of the loop's chunks (see pool_slot), so
+   the same data meets the same core op after op and step after step. The caller works too, and a thread
+   whose own chunks are done takes others' from their ends: a worker that has not woken yet when the chunks
+   are gone is never waited for. The caller waits only for chunks that were taken and are still running.
 
    The loop is cut into chunks by its size and `nt` alone: which thread runs a chunk never changes what
    it computes, so results are the same bits at every thread count (every kernel's unit of work is
@@ -42,27 +43,41 @@
 #endif
 
 #define CHUNKS_PER_THREAD 4
-#define MAX_CHUNKS 0xFFFF   /* the chunk fields of the claim word are 16 bits */
+#define MAX_CHUNKS 0xFFFF   /* the chunk fields of a slot word are 16 bits */
 #define MAX_WORKERS 1023
+#define MAX_SLOTS (MAX_WORKERS + 1)
 
-/* The loop being run. Written by the caller before it publishes a new generation in g_claim, read by a
+/* The loop being run. Written by the caller before it publishes a new generation in g_cur, read by a
    thread only after it claimed a chunk of that generation (the loop cannot end, so the caller cannot
    write the next loop, before that chunk is done). */
 typedef struct {
     rumus_range_fn fn;
     void *ctx;
-    int64_t n;
+    int64_t n, chunks;
 } pool_loop;
 
+/* Thread s of a loop (the caller is 0, worker w is w) owns a fixed run of its chunks, [chunks*s/nt,
+   chunks*(s+1)/nt): the same thread gets the same part of the same loop every time, so an op that reads what
+   the op before it wrote over the same range (Adam's states, a ReLU after a GEMM's rows), or the same
+   arrays a step later, finds them in its own core's cache. With chunks taken first-come (up to session 8)
+   the mapping followed timing, and settled per run into a fast or a slow pattern: the MLP step took 1.30 or
+   1.78 ms at 2 threads, block after block (Adam's update 56 or 199 us), on the dev machine. A thread whose own
+   chunks are done takes chunks from the end of other threads' runs, so a late or descheduled thread is
+   never waited for. Per slot, one word: generation (32 bits) | next chunk (16) | end (16), so a chunk is
+   taken with one compare-and-swap that fails if the loop changed in between; one cache line each, since
+   every claim writes it. */
+typedef struct {
+    _Atomic uint64_t word;
+    _Atomic int asleep; /* worker s sleeps on the futex (its bit in the wake bitset) */
+    char pad[64 - sizeof(uint64_t) - sizeof(int)];
+} pool_slot;
+
 static pool_loop g_loop;
-/* generation (32 bits) | chunks in the loop (16) | next chunk to take (16): one word, so a chunk is taken
-   with one compare-and-swap that fails if the loop changed in between */
-static _Atomic uint64_t g_claim = 0;
+static pool_slot g_slots[MAX_SLOTS] __attribute__((aligned(64)));
+/* generation (32 bits) | 1 where any thread may help, past its nt (rumus_parallel_together) (1) | nt (16) */
+static _Atomic uint64_t g_cur = 0;
 static _Atomic int64_t g_done = 0;       /* chunks of the current loop finished */
-static _Atomic int g_joined = 0;         /* threads that took part in the current loop, the caller first */
-static _Atomic int g_want = 0;           /* how many the current loop may have (its nt) */
 static _Atomic uint32_t g_wake = 0;      /* bumped per loop; sleeping workers wait on it */
-static _Atomic int g_spinning = 0;       /* workers awake and polling (not asleep) */
 static int g_workers = 0;                /* started (they never exit) */
 static int64_t g_spin_ns = 50000;
 static int g_pool_forked = 0;
@@ -74,6 +89,10 @@ static _Atomic int64_t g_loops = 0, g_wakes = 0;
 static pthread_mutex_t g_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_sleep_cond = PTHREAD_COND_INITIALIZER;
 #endif
+
+#define CUR_GEN(c) ((uint32_t)((c) >> 32))
+#define CUR_ANY(c) ((int)(((c) >> 16) & 1))
+#define CUR_NT(c) ((int)((c)&0xFFFF))
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -89,21 +108,33 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static void sleep_until_changed(uint32_t seen) {
+/* Worker w's bit in the futex bitset: workers 32 apart share one, and one woken for nothing goes back. */
+static uint32_t wake_bit(int w) { return 1u << ((w - 1) & 31); }
+
+static void sleep_until_changed(int w, uint32_t seen) {
 #ifdef POOL_FUTEX
-    syscall(SYS_futex, (uint32_t *)&g_wake, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+    syscall(SYS_futex, (uint32_t *)&g_wake, FUTEX_WAIT_BITSET_PRIVATE, seen, NULL, NULL, wake_bit(w));
 #else
+    RUMUS_UNUSED(w);
     pthread_mutex_lock(&g_sleep_lock);
     while (atomic_load_explicit(&g_wake, memory_order_acquire) == seen) pthread_cond_wait(&g_sleep_cond, &g_sleep_lock);
     pthread_mutex_unlock(&g_sleep_lock);
 #endif
 }
 
-static void wake_sleepers(int count) {
-    if (count <= 0) return;
+/* Wake the sleeping ones of workers 1 .. nt-1 (the loop's own threads), and no other. */
+static void wake_sleepers(int nt) {
+    uint32_t mask = 0;
+    int count = 0;
+    for (int w = 1; w < nt; w++)
+        if (atomic_load_explicit(&g_slots[w].asleep, memory_order_seq_cst)) { /* pairs with the worker's store */
+            mask |= wake_bit(w);
+            count++;
+        }
+    if (count == 0) return;
     atomic_fetch_add_explicit(&g_wakes, count, memory_order_relaxed);
 #ifdef POOL_FUTEX
-    syscall(SYS_futex, (uint32_t *)&g_wake, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+    syscall(SYS_futex, (uint32_t *)&g_wake, FUTEX_WAKE_BITSET_PRIVATE, INT32_MAX, NULL, NULL, mask);
 #else
     pthread_mutex_lock(&g_sleep_lock);
     pthread_cond_broadcast(&g_sleep_cond);
@@ -111,32 +142,49 @@ static void wake_sleepers(int count) {
 #endif
 }
 
-/* Take and run chunks of loop `gen` until none is left (or another loop began). */
-static void run_chunks(uint64_t gen) {
-    uint64_t s = atomic_load_explicit(&g_claim, memory_order_acquire);
+/* Take one chunk of loop `gen` from slot s: its next one (own == 1) or its last one (a helper's); -1: none. */
+static int64_t claim(int s, uint32_t gen, int own) {
+    _Atomic uint64_t *word = &g_slots[s].word;
+    uint64_t v = atomic_load_explicit(word, memory_order_acquire);
     for (;;) {
-        const uint64_t chunks = (s >> 16) & 0xFFFF, next = s & 0xFFFF;
-        if ((s >> 32) != gen || next >= chunks) return;
-        if (!atomic_compare_exchange_weak_explicit(&g_claim, &s, s + 1, memory_order_acq_rel, memory_order_acquire))
-            continue; /* s now holds the current word */
-        const pool_loop L = g_loop;
-        L.fn(L.ctx, L.n * (int64_t)next / (int64_t)chunks, L.n * (int64_t)(next + 1) / (int64_t)chunks);
-        atomic_fetch_add_explicit(&g_done, 1, memory_order_release);
-        s = atomic_load_explicit(&g_claim, memory_order_acquire);
+        const uint64_t next = (v >> 16) & 0xFFFF, end = v & 0xFFFF;
+        if ((uint32_t)(v >> 32) != gen || next >= end) return -1;
+        const uint64_t to = own ? v + (1u << 16) : v - 1;
+        if (atomic_compare_exchange_weak_explicit(word, &v, to, memory_order_acq_rel, memory_order_acquire))
+            return own ? (int64_t)next : (int64_t)end - 1;
+    }
+}
+
+static void run_chunk(int64_t c) {
+    const pool_loop L = g_loop;
+    L.fn(L.ctx, L.n * c / L.chunks, L.n * (c + 1) / L.chunks);
+    atomic_fetch_add_explicit(&g_done, 1, memory_order_release);
+}
+
+/* Thread `self` in loop `cur`: its own chunks in order (self < nt), then the others' from their ends, until
+   none is left (or another loop began). */
+static void run_loop(uint64_t cur, int self) {
+    const uint32_t gen = CUR_GEN(cur);
+    const int nt = CUR_NT(cur);
+    int64_t c;
+    if (self < nt)
+        while ((c = claim(self, gen, 1)) >= 0) run_chunk(c);
+    for (int i = 1; i <= nt; i++) {
+        const int s = (self + i) % nt;
+        while ((c = claim(s, gen, 0)) >= 0) run_chunk(c);
+        if (CUR_GEN(atomic_load_explicit(&g_cur, memory_order_acquire)) != gen) return;
     }
 }
 
 static void *worker_main(void *arg) {
-    RUMUS_UNUSED(arg);
+    const int self = (int)(intptr_t)arg;
     t_in_loop = 1; /* a loop inside a chunk runs on this thread */
     uint32_t seen = atomic_load_explicit(&g_wake, memory_order_acquire);
     for (;;) {
-        /* a loop takes its nt threads, no more: a loop split two ways right after one of the whole budget
-           finds many workers still polling, and only one of them joins it */
-        const uint64_t gen = atomic_load_explicit(&g_claim, memory_order_acquire) >> 32;
-        if (atomic_fetch_add_explicit(&g_joined, 1, memory_order_acq_rel) <
-            atomic_load_explicit(&g_want, memory_order_acquire))
-            run_chunks(gen);
+        /* a loop takes its nt threads, no more: workers past its nt stay out (a loop split two ways right
+           after one of the whole budget finds many workers still polling, and only worker 1 joins it) */
+        const uint64_t cur = atomic_load_explicit(&g_cur, memory_order_acquire);
+        if (self < CUR_NT(cur) || CUR_ANY(cur)) run_loop(cur, self);
         /* poll for the next loop for a while: kernels of one step follow each other within microseconds */
         const int64_t until = now_ns() + g_spin_ns;
         int found = 0;
@@ -151,9 +199,11 @@ static void *worker_main(void *arg) {
             if ((i & 31) == 0 && now_ns() >= until) break;
         }
         if (found) continue;
-        atomic_fetch_sub_explicit(&g_spinning, 1, memory_order_acq_rel);
-        sleep_until_changed(seen); /* returns at once if a loop was published in between */
-        atomic_fetch_add_explicit(&g_spinning, 1, memory_order_acq_rel);
+        /* asleep, then a last look at g_wake (in the futex call): a loop published in between either sees the
+           flag and wakes this worker, or changed g_wake before the look, so the call returns at once */
+        atomic_store_explicit(&g_slots[self].asleep, 1, memory_order_seq_cst);
+        sleep_until_changed(self, seen);
+        atomic_store_explicit(&g_slots[self].asleep, 0, memory_order_relaxed);
         seen = atomic_load_explicit(&g_wake, memory_order_acquire);
     }
     return NULL;
@@ -169,38 +219,38 @@ static int ensure_workers(int want) {
         pthread_t tid;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        atomic_fetch_add_explicit(&g_spinning, 1, memory_order_acq_rel); /* it starts awake */
-        const int rc = pthread_create(&tid, &attr, worker_main, NULL);
+        const int rc = pthread_create(&tid, &attr, worker_main, (void *)(intptr_t)(g_workers + 1));
         pthread_attr_destroy(&attr);
-        if (rc != 0) {
-            atomic_fetch_sub_explicit(&g_spinning, 1, memory_order_acq_rel);
-            break;
-        }
+        if (rc != 0) break;
         g_workers++;
     }
     pthread_mutex_unlock(&g_start);
     return g_workers;
 }
 
-/* Publish a loop of `chunks` chunks and wake enough workers for `nt` threads in all, of which at most
-   `joiners` (the caller included) take part; the caller holds g_caller. */
-static void publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks, int nt, int joiners) {
-    g_loop = (pool_loop){fn, ctx, n};
+/* Publish a loop of `chunks` chunks over nt threads' runs (any = 1: every thread that comes may help) and
+   wake those of the nt - 1 workers that sleep; the caller holds g_caller. Returns the published word. */
+static uint64_t publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks, int nt, int any) {
+    g_loop = (pool_loop){fn, ctx, n, chunks};
     atomic_store_explicit(&g_done, 0, memory_order_relaxed);
-    atomic_store_explicit(&g_joined, 1, memory_order_relaxed);
-    atomic_store_explicit(&g_want, joiners, memory_order_relaxed);
-    const uint64_t gen = (atomic_load_explicit(&g_claim, memory_order_relaxed) >> 32) + 1;
-    atomic_store_explicit(&g_claim, (gen << 32) | ((uint64_t)chunks << 16), memory_order_release);
-    atomic_fetch_add_explicit(&g_wake, 1, memory_order_acq_rel);
+    const uint64_t gen = (uint64_t)(CUR_GEN(atomic_load_explicit(&g_cur, memory_order_relaxed)) + 1u);
+    for (int s = 0; s < nt; s++) {
+        const uint64_t lo = (uint64_t)(chunks * s / nt), hi = (uint64_t)(chunks * (s + 1) / nt);
+        atomic_store_explicit(&g_slots[s].word, (gen << 32) | (lo << 16) | hi, memory_order_relaxed);
+    }
+    const uint64_t cur = (gen << 32) | ((uint64_t)any << 16) | (uint64_t)nt;
+    atomic_store_explicit(&g_cur, cur, memory_order_release);
+    atomic_fetch_add_explicit(&g_wake, 1, memory_order_seq_cst);
     atomic_fetch_add_explicit(&g_loops, 1, memory_order_relaxed);
-    /* polling workers see the new loop by themselves; wake sleepers only for the rest */
-    wake_sleepers(nt - 1 - atomic_load_explicit(&g_spinning, memory_order_acquire));
+    /* polling workers see the new loop by themselves; wake the loop's sleeping ones only */
+    wake_sleepers(nt);
+    return cur;
 }
 
-/* The caller's part: chunks, then wait for the chunks others took. */
-static void finish(int64_t chunks) {
+/* The caller's part: its own chunks and any left, then wait for the chunks others took. */
+static void finish(uint64_t cur, int64_t chunks) {
     t_in_loop = 1;
-    run_chunks(atomic_load_explicit(&g_claim, memory_order_relaxed) >> 32);
+    run_loop(cur, 0);
     t_in_loop = 0;
     for (int i = 1; atomic_load_explicit(&g_done, memory_order_acquire) < chunks; i++) {
         if (i < 4096)
@@ -229,8 +279,7 @@ void rumus_parallel_for(int nt, int64_t n, rumus_range_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    publish(fn, ctx, n, chunks, nt, nt);
-    finish(chunks);
+    finish(publish(fn, ctx, n, chunks, nt, 0), chunks);
     pthread_mutex_unlock(&g_caller);
 }
 
@@ -244,11 +293,10 @@ int rumus_parallel_together(int n, rumus_range_fn fn, void *ctx) {
         pthread_mutex_unlock(&g_caller);
         return 0;
     }
-    /* one chunk per part; a thread takes a second part only after its first is done, and parts that wait
-       on each other cannot be done before all have started, so n threads run them at once */
-    publish(fn, ctx, n, n, n, MAX_WORKERS + 1); /* every thread that comes: a ticket wasted by a late
-                                                    worker must not leave a part without its own thread */
-    finish(n);
+    /* one chunk per part, part s worker s's own; a thread takes another's part only after its own is done
+       (or, past n, when it has none), and parts that wait on each other cannot be done before all have
+       started, so n threads run them at once */
+    finish(publish(fn, ctx, n, n, n, 1), n);
     pthread_mutex_unlock(&g_caller);
     return 1;
 }

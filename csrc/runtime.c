@@ -179,15 +179,46 @@ int rumus_blas_attach(uintptr_t set_callback, uintptr_t set_threads) {
 
 int rumus_blas_attached(void) { return g_blas_set_threads != NULL; }
 
-void rumus_blas_set_threads(int n) {
-    if (n < 1) n = 1;
-    if (g_blas_set_threads && n != g_blas_threads) {
+/* OpenBLAS's thread count is one global of the library. RUMUS's GEMMs and convolutions set it to 1 while
+   their blocks run (each block one plain call: the split is ours, from the shape alone, so the bits are the
+   same at every thread count) and restore the budget after. Two Python threads in such regions at once
+   used to race: the first to finish restored the budget while the other's blocks still ran, and those
+   blocks were then split by OpenBLAS (different bits, jobs from inside the pool's loops). Regions are now
+   counted: the first one in sets 1, the last one out restores the budget, and a budget set meanwhile
+   waits for the last one out. (numpy's own calls from another Python thread during a region still see one
+   thread: OpenBLAS has no per-thread setting in its pthreads builds.) */
+static pthread_mutex_t g_blas_serial_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_blas_serial_depth = 0;
+static int g_blas_budget = 0; /* the thread count outside regions (0: never set) */
+
+static void blas_apply(int n) {
+    if (g_blas_set_threads && n > 0 && n != g_blas_threads) {
         g_blas_set_threads(n);
         g_blas_threads = n;
     }
 }
 
-int rumus_blas_get_threads(void) { return g_blas_threads; }
+void rumus_blas_set_threads(int n) {
+    if (n < 1) n = 1;
+    pthread_mutex_lock(&g_blas_serial_lock);
+    g_blas_budget = n;
+    if (g_blas_serial_depth == 0) blas_apply(n);
+    pthread_mutex_unlock(&g_blas_serial_lock);
+}
+
+int rumus_blas_get_threads(void) { return g_blas_budget; }
+
+void rumus_blas_serial_begin(void) {
+    pthread_mutex_lock(&g_blas_serial_lock);
+    if (g_blas_serial_depth++ == 0) blas_apply(1);
+    pthread_mutex_unlock(&g_blas_serial_lock);
+}
+
+void rumus_blas_serial_end(void) {
+    pthread_mutex_lock(&g_blas_serial_lock);
+    if (--g_blas_serial_depth == 0) blas_apply(g_blas_budget);
+    pthread_mutex_unlock(&g_blas_serial_lock);
+}
 
 int64_t rumus_blas_calls(void) { return g_blas_calls; }
 int64_t rumus_blas_jobs(void) { return g_blas_jobs; }

@@ -25,5 +25,8 @@ int rumus_blas_attach(uintptr_t set_callback, uintptr_t set_threads);
 int rumus_blas_attached(void);
 void rumus_blas_set_threads(int n);
 int rumus_blas_get_threads(void);
+/* RUMUS's own BLAS calls on one thread each, from begin to end (nested and concurrent regions counted) */
+void rumus_blas_serial_begin(void);
+void rumus_blas_serial_end(void);
 int64_t rumus_blas_calls(void);
 int64_t rumus_blas_jobs(void);

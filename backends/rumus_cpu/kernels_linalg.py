@@ -61,12 +61,11 @@ def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> np.ndarray:
             if tmp is not out:
                 out[...] = tmp
             return out
-    budget = lib.rumus_get_num_threads()
-    lib.rumus_blas_set_threads(1)
+    lib.rumus_blas_serial_begin()
     try:
         np.matmul(a, b, out=out)
     finally:
-        lib.rumus_blas_set_threads(budget)
+        lib.rumus_blas_serial_end()
     return out
 
 
