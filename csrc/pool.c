@@ -84,6 +84,7 @@ static int g_pool_forked = 0;
 static pthread_mutex_t g_caller = PTHREAD_MUTEX_INITIALIZER; /* one loop at a time */
 static pthread_mutex_t g_start = PTHREAD_MUTEX_INITIALIZER;  /* starting workers */
 static _Thread_local int t_in_loop = 0;
+static _Thread_local int t_self = 0; /* this thread's index in the pool: 0 on callers, w on worker w */
 static _Atomic int64_t g_loops = 0, g_wakes = 0;
 #ifndef POOL_FUTEX
 static pthread_mutex_t g_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -178,6 +179,7 @@ static void run_loop(uint64_t cur, int self) {
 
 static void *worker_main(void *arg) {
     const int self = (int)(intptr_t)arg;
+    t_self = self;
     t_in_loop = 1; /* a loop inside a chunk runs on this thread */
     uint32_t seen = atomic_load_explicit(&g_wake, memory_order_acquire);
     for (;;) {
@@ -306,6 +308,27 @@ int64_t rumus_pool_get_spin_us(void) { return g_spin_ns / 1000; }
 int rumus_pool_workers(void) { return g_workers; }
 int64_t rumus_pool_loops(void) { return atomic_load_explicit(&g_loops, memory_order_relaxed); }
 int64_t rumus_pool_wakes(void) { return atomic_load_explicit(&g_wakes, memory_order_relaxed); }
+
+/* For tests: a loop of n units over nt threads, each unit busy for spin_ns and recording in owner[unit]
+   the pool index of the thread that ran it (0: the caller). */
+typedef struct {
+    int32_t *owner;
+    int64_t spin_ns;
+} probe_job;
+
+static void probe_range(void *ctx, int64_t u0, int64_t u1) {
+    const probe_job *j = (const probe_job *)ctx;
+    for (int64_t u = u0; u < u1; u++) {
+        j->owner[u] = t_self;
+        const int64_t until = now_ns() + j->spin_ns;
+        while (now_ns() < until) cpu_relax();
+    }
+}
+
+void rumus_pool_probe(int nt, int64_t n, int64_t spin_ns, int32_t *owner) {
+    probe_job j = {owner, spin_ns};
+    rumus_parallel_for(nt, n, probe_range, &j);
+}
 
 /* After fork(): the workers were not copied. Every loop runs on the calling thread. */
 void rumus_pool_after_fork_child(void) {

@@ -17,6 +17,7 @@ int rumus_pool_workers(void);
 int64_t rumus_pool_loops(void);
 int64_t rumus_pool_wakes(void);
 void rumus_pool_after_fork_child(void);
+void rumus_pool_probe(int nt, int64_t n, int64_t spin_ns, int32_t *owner);
 /* glibc: large buffers from the heap, freed memory kept for the next step (see runtime.c) */
 int rumus_malloc_keep(int64_t mmap_max, int64_t keep);
 /* one thread budget: OpenBLAS's jobs run on the kernels' threads (see runtime.c) */

@@ -176,3 +176,35 @@ def test_compiled_chains_run_on_the_pool_with_the_same_bits(tmp_path: Any) -> No
     x64 = rng.standard_normal((512, 700)).astype(np.float32).astype(np.float64)
     y64 = rng.standard_normal((512, 700)).astype(np.float32).astype(np.float64)
     np.testing.assert_allclose(a, np.tanh(np.exp(x64 * 1.5 + y64) - x64 * y64), rtol=1e-5, atol=1e-6)
+
+
+OWNERS = r"""
+import json, time
+import numpy as np
+import rumus as rm
+from rumus_cpu._lib import ffi, lib
+rm.zeros(1)
+owner = np.zeros(8, np.int32)
+ptr = ffi.cast("int32_t *", owner.ctypes.data)
+lib.rumus_pool_probe(2, 8, 200_000, ptr)          # workers started and awake
+maps = []
+for _ in range(40):
+    owner[:] = -1
+    lib.rumus_pool_probe(2, 8, 50_000, ptr)       # 8 chunks of 50 us: 4 per thread
+    maps.append(owner.tolist())
+print(json.dumps({"maps": maps}))
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs")
+def test_each_thread_gets_the_same_chunks_loop_after_loop() -> None:
+    # thread s owns chunks [4s, 4s+4): the caller runs 0-3 first, worker 1 runs 4-7 first; a thread done
+    # with its own takes others' from their ends, so chunk 4 (worker 1's first) goes to the caller only when
+    # the worker is over three chunks late. Taken first-come (before), the worker got whichever chunk was
+    # next when it arrived (1 or 2), and the same data met a different core from one loop to the next.
+    maps = _run(OWNERS, 2, RUMUS_SPIN_US="2000")["maps"]
+    assert all(set(m) <= {0, 1} for m in maps), maps
+    # each thread exactly its own run, in at least half the loops (first-come made this pattern rare: the two
+    # threads' claims interleave, 0 1 0 1 ...); the rest are loops where one thread lost its CPU for a while
+    own = sum(m == [0, 0, 0, 0, 1, 1, 1, 1] for m in maps)
+    assert own >= 0.5 * len(maps), maps
