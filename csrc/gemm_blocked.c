@@ -1,5 +1,6 @@
 /* GEMM as independent blocks of C on the kernels' threads, each block one single-threaded call of
-   numpy's OpenBLAS (cblas_?gemm, handed over by address from Python).
+   numpy's OpenBLAS (cblas_?gemm, handed over by address from Python) or, for float32 where it wins, of
+   RUMUS's own kernel (csrc/sgemm_kernel.c, chosen in rumus_gemm_one).
 
    Why not OpenBLAS's own threading (which runs on the same threads through rumus_blas_callback)? Its
    jobs wait on each other inside every call (one packs a panel of B, the others read it), so one
@@ -12,6 +13,7 @@
 #include "internal/rumus.h"
 #include "gemm_blocked.h"
 #include "runtime.h"
+#include "sgemm_kernel.h"
 
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
@@ -96,6 +98,10 @@ int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, con
             ((dgemm32_fn)g_dgemm)(ROW_MAJOR, oa, ob, (int32_t)m, (int32_t)n, (int32_t)k, 1.0, (const double *)A,
                                   (int32_t)lda, (const double *)B, (int32_t)ldb, beta, (double *)C, (int32_t)ldc);
     } else {
+        /* RUMUS's own kernel where it beats OpenBLAS (csrc/sgemm_kernel.c; the rule depends on the shape alone) */
+        if (rumus_sgemm_routes(m, n, k) &&
+            rumus_sgemm(ta, tb, m, n, k, (const float *)A, lda, (const float *)B, ldb, accumulate, (float *)C, ldc))
+            return 1;
         const float beta = accumulate ? 1.0f : 0.0f;
         if (g_int64)
             ((sgemm64_fn)g_sgemm)(ROW_MAJOR, oa, ob, m, n, k, 1.0f, (const float *)A, lda, (const float *)B, ldb, beta,
