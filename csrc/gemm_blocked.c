@@ -158,8 +158,14 @@ int rumus_gemm_bias(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n,
     g.mb = (m + g.bm - 1) / g.bm;
     g.nb = (n + g.bn - 1) / g.bn;
     const int64_t units = batch * g.mb * g.nb;
-    const int prev = rumus_blas_get_threads();
-    rumus_blas_set_threads(1); /* each block is one plain call; OpenBLAS must not split it into jobs */
+    /* each block is one plain call; OpenBLAS must not split it into jobs. Its thread count is process-wide, so
+       it is left alone when no block goes to OpenBLAS: a numpy GEMM on another Python thread then keeps its
+       split (and its bits) */
+    const int64_t last_m = m - (g.mb - 1) * g.bm, last_n = n - (g.nb - 1) * g.bn;
+    const int blas = f64 || !rumus_sgemm_routes(g.bm, g.bn, k) || !rumus_sgemm_routes(last_m, g.bn, k) ||
+                     !rumus_sgemm_routes(g.bm, last_n, k) || !rumus_sgemm_routes(last_m, last_n, k);
+    const int prev = blas ? rumus_blas_get_threads() : 0;
+    if (blas) rumus_blas_set_threads(1);
     /* threads from the work (one per 2^18 multiply-adds at least), never more than there are blocks */
     const int nt = rumus_threads_for_units_grain(units, batch * m * n * k, RUMUS_GRAIN_MACS);
     rumus_parallel_for(nt, units, gemm_blocks_range, &g);
