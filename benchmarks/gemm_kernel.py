@@ -3,6 +3,7 @@ evidence for rumus_gemm_one's routing rule.
 
     python benchmarks/gemm_kernel.py                # the table (about a minute)
     python benchmarks/gemm_kernel.py --rounds 5     # more alternating rounds
+    python benchmarks/gemm_kernel.py --rule         # the rule's edges: few columns, large calls, per ISA part
 
 Three processes per round, alternating: RUMUS with RUMUS_GEMM_KERNEL=own, RUMUS with =blas (both at
 RUMUS_NUM_THREADS=1) and torch (torch.set_num_threads(1)). Rows:
@@ -17,6 +18,7 @@ Cells: microseconds, the best over rounds of the median of 5 batches; GMAC/s fro
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -108,6 +110,51 @@ def _torch_cases() -> dict[str, Callable[[], object]]:
     return cases
 
 
+# --rule: (m, n, k, ta, tb) around the rule's edges (few columns; calls past 2^24 multiply-adds)
+RULE_SHAPES = [(128, 1, 784, 0, 0), (1024, 2, 128, 0, 1), (128, 4, 784, 0, 0), (1024, 8, 128, 0, 1),
+               (128, 10, 256, 0, 1), (128, 12, 784, 0, 0), (64, 16, 64, 0, 1), (1, 256, 784, 0, 0),
+               (10, 256, 128, 1, 0), (16, 9, 676, 0, 1), (128, 256, 1, 0, 0), (128, 128, 256, 0, 1),
+               (256, 256, 256, 0, 1), (128, 128, 1024, 0, 0), (256, 256, 2048, 0, 0), (512, 512, 4096, 0, 0)]
+
+
+def rule_table() -> None:
+    """One process, one thread: rumus_gemm_one on each ISA part of the own kernel and on OpenBLAS, the route
+    forced through the test setters, turn by turn within each shape."""
+    import numpy as np
+
+    from _timing import bench
+    from rumus_cpu._lib import ffi, lib
+    best = int(lib.rumus_sgemm_set_isa(-1))
+    parts = [(isa, name) for isa, name in ((2, "AVX-512"), (1, "AVX2")) if isa <= best]
+    print("| m x n x k (ta, tb) | " + " | ".join(f"own {name} µs" for _, name in parts) + " | OpenBLAS µs | "
+          + " | ".join(f"{name} vs OpenBLAS (auto takes it)" for _, name in parts) + " |")
+    print("|---" * (2 * len(parts) + 2) + "|")
+    for m, n, k, ta, tb in RULE_SHAPES:
+        a, b = _operands((m, n, k, ta, tb, "one"))
+        c = np.empty((m, n), np.float32)
+        args = (0, ta, tb, m, n, k, ffi.from_buffer("float[]", a), a.shape[1], ffi.from_buffer("float[]", b),
+                b.shape[1], 0, ffi.from_buffer("float[]", c), n)
+        call = functools.partial(lib.rumus_gemm_one, *args)
+        times: dict[str, float] = {}
+        auto: dict[str, bool] = {}
+        for _ in range(3):
+            for isa, name in parts:
+                lib.rumus_sgemm_set_isa(isa)
+                lib.rumus_sgemm_set_mode(0)
+                auto[name] = bool(lib.rumus_sgemm_routes(m, n, k))
+                lib.rumus_sgemm_set_mode(2)
+                t = bench(call, min_time=0.05) * 1e6
+                times[name] = min(t, times.get(name, float("inf")))
+            lib.rumus_sgemm_set_mode(1)
+            t = bench(call, min_time=0.05) * 1e6
+            times["blas"] = min(t, times.get("blas", float("inf")))
+        lib.rumus_sgemm_set_isa(-1)
+        lib.rumus_sgemm_set_mode(0)
+        own = " | ".join(f"{times[name]:.2f}" for _, name in parts)
+        ratio = " | ".join(f"{times['blas'] / times[name]:.2f}x ({'yes' if auto[name] else 'no'})" for _, name in parts)
+        print(f"| {m}x{n}x{k} ({ta}, {tb}) | {own} | {times['blas']:.2f} | {ratio} |")
+
+
 def worker(kind: str) -> None:
     from _timing import bench
     if kind == "torch":
@@ -133,8 +180,16 @@ def _run(kind: str) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--worker", choices=["own", "blas", "torch"])
+    ap.add_argument("--worker", choices=["own", "blas", "torch", "rule"])
+    ap.add_argument("--rule", action="store_true", help="the routing rule's edges, per ISA part (one process)")
     args = ap.parse_args()
+    if args.rule:
+        env = {**os.environ, "RUMUS_NUM_THREADS": "1", "RUMUS_BACKEND": "cpu"}
+        subprocess.run([sys.executable, __file__, "--worker", "rule"], env=env, check=True)
+        return
+    if args.worker == "rule":
+        rule_table()
+        return
     if args.worker:
         worker(args.worker)
         return
