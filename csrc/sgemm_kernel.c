@@ -84,14 +84,14 @@ int rumus_sgemm_set_mode(int mode) {
 int rumus_sgemm_mode(void) { return g_mode; }
 
 /* Which float32 calls `auto` gives the own kernel, per ISA part: at least AUTO_MIN_N columns (below that a
-   32-column panel is mostly padding and the broadcasts of op(A) cost as much as its packing: OpenBLAS's GEMV-
-   like paths win) and at most AUTO_MAX_MACS multiply-adds (-1: no limit). Measured at one thread on the dev
-   machine (Zen 5, numpy's OpenBLAS with its Haswell kernels; benchmarks/gemm_kernel.py, benchmarks/RESULTS.md):
-   the AVX-512 part is 1.6-2.1x OpenBLAS from 4 columns up at every size tried (up to 1024^3), 0.75-0.85x
-   at 1-2 columns; the AVX2 part is 1.02-1.6x from 12 columns up to 2^24 multiply-adds, even (0.98-1.0x)
-   above, 0.6-0.8x at 1-8 columns. */
-static const int64_t AUTO_MIN_N[3] = {0, 12, 4};
-static const int64_t AUTO_MAX_MACS[3] = {0, (int64_t)1 << 24, -1};
+   32-column panel is mostly padding and packing op(A) costs more than the products: OpenBLAS's narrow paths
+   win) and at most AUTO_MAX_MACS multiply-adds (-1: no limit). Measured at one thread on the dev machine (Zen 5,
+   numpy's OpenBLAS with its Haswell kernels; `benchmarks/gemm_kernel.py --rule`, benchmarks/RESULTS.md): the
+   AVX-512 part is 1.2-2.8x OpenBLAS from 9 columns up at every size tried (up to 512x512x4096), 0.94-1.01x at
+   4-8 columns, 0.73x at 1-2; the AVX2 part is 1.0-1.45x from 12 columns up to 2^22 multiply-adds (its wins are
+   the small calls), 0.94-1.02x above, 0.6-0.9x below 12 columns. */
+static const int64_t AUTO_MIN_N[3] = {0, 12, 9};
+static const int64_t AUTO_MAX_MACS[3] = {0, (int64_t)1 << 22, -1};
 
 int64_t rumus_sgemm_auto_min_n(void) { return AUTO_MIN_N[rumus_sgemm_isa()]; }
 int64_t rumus_sgemm_auto_max_macs(void) { return AUTO_MAX_MACS[rumus_sgemm_isa()]; }
