@@ -1,5 +1,6 @@
 /* GEMM as independent blocks of C on the kernels' threads, each block one single-threaded call of
-   numpy's OpenBLAS (cblas_?gemm, handed over by address from Python).
+   numpy's OpenBLAS (cblas_?gemm, handed over by address from Python) or, for float32 where it wins, of
+   RUMUS's own kernel (csrc/sgemm_kernel.c, chosen in rumus_gemm_one).
 
    Why not OpenBLAS's own threading (which runs on the same threads through rumus_blas_callback)? Its
    jobs wait on each other inside every call (one packs a panel of B, the others read it), so one
@@ -12,6 +13,7 @@
 #include "internal/rumus.h"
 #include "gemm_blocked.h"
 #include "runtime.h"
+#include "sgemm_kernel.h"
 
 
 enum { ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112 };
@@ -87,6 +89,12 @@ int rumus_gemm_fits(int64_t a, int64_t b, int64_t c) {
 int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda, const void *B,
                    int64_t ldb, int accumulate, void *C, int64_t ldc) {
     const int oa = ta ? TRANS : NO_TRANS, ob = tb ? TRANS : NO_TRANS;
+    if (!f64 && rumus_sgemm_routes(m, n, k) &&
+        rumus_sgemm(ta, tb, m, n, k, (const float *)A, lda, (const float *)B, ldb, accumulate, (float *)C, ldc))
+        return 1; /* RUMUS's own kernel where it beats OpenBLAS (csrc/sgemm_kernel.c; the rule: the shape alone) */
+    /* OpenBLAS on one thread (a counted region: free when the caller already holds one, as rumus_gemm_bias and
+       the convolutions do around their blocks) */
+    rumus_blas_serial_begin();
     if (f64) {
         const double beta = accumulate ? 1.0 : 0.0;
         if (g_int64)
@@ -104,6 +112,7 @@ int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, con
             ((sgemm32_fn)g_sgemm)(ROW_MAJOR, oa, ob, (int32_t)m, (int32_t)n, (int32_t)k, 1.0f, (const float *)A,
                                   (int32_t)lda, (const float *)B, (int32_t)ldb, beta, (float *)C, (int32_t)ldc);
     }
+    rumus_blas_serial_end();
     return 1;
 }
 
@@ -152,11 +161,17 @@ int rumus_gemm_bias(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n,
     g.mb = (m + g.bm - 1) / g.bm;
     g.nb = (n + g.bn - 1) / g.bn;
     const int64_t units = batch * g.mb * g.nb;
-    rumus_blas_serial_begin(); /* each block is one plain call; OpenBLAS must not split it into jobs */
+    /* each block is one plain call; OpenBLAS must not split it into jobs. Its thread count is process-wide, so
+       it is left alone when no block goes to OpenBLAS: a numpy GEMM on another Python thread then keeps its
+       split (and its bits) */
+    const int64_t last_m = m - (g.mb - 1) * g.bm, last_n = n - (g.nb - 1) * g.bn;
+    const int blas = f64 || !rumus_sgemm_routes(g.bm, g.bn, k) || !rumus_sgemm_routes(last_m, g.bn, k) ||
+                     !rumus_sgemm_routes(g.bm, last_n, k) || !rumus_sgemm_routes(last_m, last_n, k);
+    if (blas) rumus_blas_serial_begin();
     /* threads from the work (one per 2^18 multiply-adds at least), never more than there are blocks */
     const int nt = rumus_threads_for_units_grain(units, batch * m * n * k, RUMUS_GRAIN_MACS);
     rumus_parallel_for(nt, units, gemm_blocks_range, &g);
-    rumus_blas_serial_end(); /* numpy's other GEMMs split through the callback again */
+    if (blas) rumus_blas_serial_end(); /* numpy's other GEMMs split through the callback again */
     return 1;
 }
 

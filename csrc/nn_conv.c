@@ -20,6 +20,7 @@
 #include "gemm_blocked.h"
 #include "nn_conv.h"
 #include "runtime.h"
+#include "sgemm_kernel.h"
 
 /* ---- the fused convolution's plan: everything here depends on the shape alone, never on the thread
    count, so every thread count makes the same BLAS calls on the same data (bit-identical results) ---- */
@@ -90,25 +91,28 @@ static void *conv_scratch(size_t bytes) {
     return t_scratch;
 }
 
-/* Every BLAS call here is one plain single-threaded call (the parallelism is over units). */
-static int conv_blas_serial(void) {
-    rumus_blas_serial_begin();
-    return 1;
+/* Every BLAS call here is one plain single-threaded call (the parallelism is over units). float64, and
+   float32 where RUMUS's own GEMM is not in force, hold OpenBLAS at one thread for the whole kernel (one
+   counted region instead of one per call); float32 calls on the own kernel leave OpenBLAS's process-wide
+   thread count alone, and the few that still go to OpenBLAS (rumus_gemm_one's rule) open their own region. */
+static int conv_blas_serial(int f64) {
+    const int hold = f64 || rumus_sgemm_isa() == 0 || rumus_sgemm_mode() == 1;
+    if (hold) rumus_blas_serial_begin();
+    return hold;
 }
 
-static void conv_blas_restore(int prev) {
-    RUMUS_UNUSED(prev);
-    rumus_blas_serial_end();
+static void conv_blas_restore(int held) {
+    if (held) rumus_blas_serial_end();
 }
 
-/* A fused kernel's first lines: its plan (or -1: the numpy path), its `units` and threads `nt`, and BLAS held
-   at one thread (`prev` restores it). */
+/* A fused kernel's first lines: its plan (or -1: the numpy path), its `units` and threads `nt`, and OpenBLAS
+   held at one thread where needed (`prev`: whether conv_blas_restore must let it go). */
 #define CONV_BEGIN(units_of_plan)                                                                  \
     conv_plan p;                                                                                   \
     if (!conv_plan_make(g, &p)) return -1;                                                         \
     const int64_t units = (units_of_plan);                                                         \
     const int nt = conv_threads(units, p.N * p.O * p.R * p.L);                                     \
-    const int prev = conv_blas_serial();
+    const int prev = conv_blas_serial(sizeof(T) == sizeof(double));
 
 /* The output columns [lo, hi) whose input column ow*s + off lies inside [0, size). */
 static inline void valid_range(int64_t size, int64_t off, int64_t s, int64_t n, int64_t *lo, int64_t *hi) {

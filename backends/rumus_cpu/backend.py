@@ -71,7 +71,8 @@ class CpuBackend:
             + (isa_feature(),),
             limits={"max_dims": 64, "num_threads": threads, "parallel_grain": p["grain"],
                     **({"blas_threads": blas} if isinstance(blas, int) else {})},
-            description=f"host CPU: C kernels via cffi, GEMM via numpy's BLAS; threads: {describe()}")
+            description=("host CPU: C kernels via cffi, GEMM via numpy's BLAS and RUMUS's own float32 kernel; "
+                         f"threads: {describe()}"))
 
     def adapt_kernel(self, kernel: Kernel) -> Kernel:
         return callable_kernel(self.name, kernel)  # the Backend protocol's default: callables run as they are

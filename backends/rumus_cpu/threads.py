@@ -133,6 +133,39 @@ def attach_blas(lib: Any) -> bool:
     return False
 
 
+GEMM_KERNELS = ("auto", "blas", "own")  # RUMUS_GEMM_KERNEL, in csrc/sgemm_kernel.c's mode order
+
+
+def choose_gemm_kernel(lib: Any) -> None:
+    """RUMUS_GEMM_KERNEL (read once, at load): `auto` (default) gives float32 GEMM calls to RUMUS's own
+    micro-kernel where it beats OpenBLAS (csrc/sgemm_kernel.c's rule, by shape), `blas` keeps OpenBLAS,
+    `own` takes the own kernel for every float32 call (where the CPU has AVX2 or AVX-512); for A/B runs."""
+    env = os.environ.get("RUMUS_GEMM_KERNEL", "").strip().lower() or "auto"
+    if env not in GEMM_KERNELS:
+        warnings.warn(f"RUMUS_GEMM_KERNEL={env!r} is not one of {', '.join(GEMM_KERNELS)}; using auto",
+                      RuntimeWarning, stacklevel=3)
+        env = "auto"
+    lib.rumus_sgemm_set_mode(GEMM_KERNELS.index(env))
+
+
+def gemm_kernel_description() -> str:
+    """Which kernel float32 GEMM calls get, for `rumus info`."""
+    from ._lib import ffi, lib
+    isa = ffi.string(lib.rumus_sgemm_isa_name()).decode()
+    mode = GEMM_KERNELS[int(lib.rumus_sgemm_mode())]
+    if not lib.rumus_gemm_attached():
+        return "float32 GEMM: numpy (its BLAS is not attached)"
+    if int(lib.rumus_sgemm_isa()) == 0 or mode == "blas":
+        why = " (RUMUS_GEMM_KERNEL=blas)" if mode == "blas" else " (no AVX2/AVX-512 on this CPU)"
+        return f"float32 GEMM: OpenBLAS{why}"
+    if mode == "own":
+        return f"float32 GEMM: own {isa} micro-kernel for every call (RUMUS_GEMM_KERNEL=own)"
+    min_n, max_macs = int(lib.rumus_sgemm_auto_min_n()), int(lib.rumus_sgemm_auto_max_macs())
+    upto = "" if max_macs < 0 else f" and up to {max_macs} multiply-adds"
+    return (f"float32 GEMM: own {isa} micro-kernel for calls of >= {min_n} columns{upto}, OpenBLAS otherwise "
+            "(RUMUS_GEMM_KERNEL=auto)")
+
+
 def np_blas_is(path: str) -> bool:
     """Whether `path` is the BLAS numpy itself uses (numpy's wheels bundle theirs in numpy.libs)."""
     import numpy as np
@@ -232,6 +265,7 @@ def configure(lib: Any) -> None:
     lib.rumus_pool_set_spin_us(us)
     _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
     attach_blas(lib)
+    choose_gemm_kernel(lib)
     quiet_openmp_for_later_libraries()
     set_num_threads(default_num_threads())
     if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
@@ -271,6 +305,7 @@ def policy() -> dict[str, Any]:
         "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
         "matmul_blocked": bool(lib.rumus_gemm_attached()),
+        "gemm_kernel": gemm_kernel_description(),
         "blas_threads": int(lib.rumus_get_num_threads()) if lib.rumus_blas_attached() else None,
     }
     try:
@@ -296,9 +331,9 @@ def describe() -> str:
              if p["blas_on_kernel_threads"] else f"its own {p['blas_threads']} threads (not coordinated)")
     n = p["kernel_threads"]
     g = p["grains"]
-    mm = "; matmul: independent blocks, one BLAS call each" if p["matmul_blocked"] else ""
+    mm = "; matmul: independent blocks, one single-threaded GEMM call each" if p["matmul_blocked"] else ""
     return (f"kernel threads {n} (own pool; 1 thread below "
             f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
             f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
-            f"per half of that; idle threads: {p['idle']}); BLAS {blas}: {where}{mm}; "
+            f"per half of that; idle threads: {p['idle']}); BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
             f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}")
