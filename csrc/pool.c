@@ -76,8 +76,7 @@ static pool_loop g_loop;
 static pool_slot g_slots[MAX_SLOTS] __attribute__((aligned(64)));
 /* generation (32 bits) | 1 where any thread may help, past its nt (rumus_parallel_together) (1) | nt (16) */
 static _Atomic uint64_t g_cur = 0;
-static _Atomic uint32_t g_done = 0;      /* chunks of the current loop finished (a futex word) */
-static _Atomic int g_caller_asleep = 0;  /* the caller sleeps on g_done until the last chunk is done */
+static _Atomic int64_t g_done = 0;       /* chunks of the current loop finished */
 static _Atomic uint32_t g_wake = 0;      /* bumped per loop; sleeping workers wait on it */
 static int g_workers = 0;                /* started (they never exit) */
 static int64_t g_spin_ns = 50000;
@@ -160,17 +159,7 @@ static int64_t claim(int s, uint32_t gen, int own) {
 static void run_chunk(int64_t c) {
     const pool_loop L = g_loop;
     L.fn(L.ctx, L.n * c / L.chunks, L.n * (c + 1) / L.chunks);
-    /* the loop's last chunk wakes a caller that went to sleep waiting for it (pairs with finish()) */
-    if (atomic_fetch_add_explicit(&g_done, 1, memory_order_seq_cst) + 1 == (uint32_t)L.chunks &&
-        atomic_load_explicit(&g_caller_asleep, memory_order_seq_cst)) {
-#ifdef POOL_FUTEX
-        syscall(SYS_futex, (uint32_t *)&g_done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-#else
-        pthread_mutex_lock(&g_sleep_lock);
-        pthread_cond_broadcast(&g_sleep_cond);
-        pthread_mutex_unlock(&g_sleep_lock);
-#endif
-    }
+    atomic_fetch_add_explicit(&g_done, 1, memory_order_release);
 }
 
 /* Thread `self` in loop `cur`: its own chunks in order (self < nt), then the others' from their ends, until
@@ -260,34 +249,17 @@ static uint64_t publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks,
     return cur;
 }
 
-/* The caller's part: its own chunks and any left, then wait for the chunks others took: polling for as long
-   as workers poll for loops, then asleep until the last chunk's thread wakes it. Sleeping matters where a
-   chunk's thread lost its core to another process: the caller's core then goes idle and the scheduler moves
-   the waiting thread there at once, where a polling (or sched_yield-ing) caller kept its core busy and the
-   chunk waited for the other process's time slice to end. */
-static void finish(uint64_t cur, uint32_t chunks) {
+/* The caller's part: its own chunks and any left, then wait for the chunks others took. */
+static void finish(uint64_t cur, int64_t chunks) {
     t_in_loop = 1;
     run_loop(cur, 0);
     t_in_loop = 0;
-    uint32_t done = atomic_load_explicit(&g_done, memory_order_acquire);
-    if (done >= chunks) return;
-    const int64_t until = now_ns() + g_spin_ns;
-    for (int i = 1; (done = atomic_load_explicit(&g_done, memory_order_acquire)) < chunks; i++) {
-        cpu_relax();
-        if ((i & 31) == 0 && now_ns() >= until) break;
+    for (int i = 1; atomic_load_explicit(&g_done, memory_order_acquire) < chunks; i++) {
+        if (i < 4096)
+            cpu_relax();
+        else
+            sched_yield(); /* a chunk's thread lost its core: let it (or another process) have this one */
     }
-    if (done >= chunks) return;
-    atomic_store_explicit(&g_caller_asleep, 1, memory_order_seq_cst);
-    while ((done = atomic_load_explicit(&g_done, memory_order_seq_cst)) < chunks) {
-#ifdef POOL_FUTEX
-        syscall(SYS_futex, (uint32_t *)&g_done, FUTEX_WAIT_PRIVATE, done, NULL, NULL, 0);
-#else
-        pthread_mutex_lock(&g_sleep_lock);
-        if (atomic_load_explicit(&g_done, memory_order_seq_cst) == done) pthread_cond_wait(&g_sleep_cond, &g_sleep_lock);
-        pthread_mutex_unlock(&g_sleep_lock);
-#endif
-    }
-    atomic_store_explicit(&g_caller_asleep, 0, memory_order_relaxed);
 }
 
 static int pool_usable(void) { return !g_pool_forked && !t_in_loop; }
@@ -309,7 +281,7 @@ void rumus_parallel_for(int nt, int64_t n, rumus_range_fn fn, void *ctx) {
         fn(ctx, 0, n);
         return;
     }
-    finish(publish(fn, ctx, n, chunks, nt, 0), (uint32_t)chunks);
+    finish(publish(fn, ctx, n, chunks, nt, 0), chunks);
     pthread_mutex_unlock(&g_caller);
 }
 
@@ -326,7 +298,7 @@ int rumus_parallel_together(int n, rumus_range_fn fn, void *ctx) {
     /* one chunk per part, part s worker s's own; a thread takes another's part only after its own is done
        (or, past n, when it has none), and parts that wait on each other cannot be done before all have
        started, so n threads run them at once */
-    finish(publish(fn, ctx, n, n, n, 1), (uint32_t)n);
+    finish(publish(fn, ctx, n, n, n, 1), n);
     pthread_mutex_unlock(&g_caller);
     return 1;
 }
