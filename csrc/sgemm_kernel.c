@@ -83,13 +83,6 @@ int rumus_sgemm_set_mode(int mode) {
 
 int rumus_sgemm_mode(void) { return g_mode; }
 
-/* Whether numpy's OpenBLAS runs AVX-512 kernels of its own (its core SkylakeX, Cooperlake, SapphireRapids):
-   set at load from openblas_get_corename (backends/rumus_cpu/threads.py). */
-static int g_blas_avx512 = 0;
-
-int rumus_sgemm_set_blas_avx512(int yes) { return g_blas_avx512 = yes != 0; }
-int rumus_sgemm_blas_avx512(void) { return g_blas_avx512; }
-
 /* Which float32 calls `auto` gives the own kernel, per ISA part: at least AUTO_MIN_N columns (below that a
    32-column panel is mostly padding and packing op(A) costs more than the products: OpenBLAS's narrow paths
    win) and at most AUTO_MAX_MACS multiply-adds (-1: no limit). Measured at one thread on the dev machine (Zen 5,
@@ -106,10 +99,6 @@ int64_t rumus_sgemm_auto_max_macs(void) { return AUTO_MAX_MACS[rumus_sgemm_isa()
 int rumus_sgemm_auto_routes(int64_t m, int64_t n, int64_t k) {
     const int isa = rumus_sgemm_isa();
     if (isa == ISA_NONE || n < AUTO_MIN_N[isa]) return 0;
-    /* against OpenBLAS's own AVX-512 kernels the AVX-512 part does not win: on the 16-core host (Intel Xeon,
-       OpenBLAS SkylakeX) at one thread it took 0.62-0.87x OpenBLAS's speed on the conv and MLP products and
-       ~1x on a 128-row block of 1024^2 (benchmarks/gemm_kernel.py, RESULTS.md session 9): OpenBLAS keeps them */
-    if (isa == ISA_AVX512 && g_blas_avx512) return 0;
     return AUTO_MAX_MACS[isa] < 0 || (double)m * (double)n * (double)k <= (double)AUTO_MAX_MACS[isa];
 }
 

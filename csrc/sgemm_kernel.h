@@ -10,9 +10,6 @@ const char *rumus_sgemm_isa_name(void);
 /* rumus_gemm_one's float32 route (RUMUS_GEMM_KERNEL): 0 auto (by shape), 1 OpenBLAS, 2 own; set once at load */
 int rumus_sgemm_set_mode(int mode);
 int rumus_sgemm_mode(void);
-/* whether numpy's OpenBLAS runs AVX-512 kernels itself (then `auto` leaves float32 calls to it); set at load */
-int rumus_sgemm_set_blas_avx512(int yes);
-int rumus_sgemm_blas_avx512(void);
 /* whether a float32 call of this shape goes to the own kernel now, and under `auto` */
 int rumus_sgemm_routes(int64_t m, int64_t n, int64_t k);
 int rumus_sgemm_auto_routes(int64_t m, int64_t n, int64_t k);

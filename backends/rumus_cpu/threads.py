@@ -113,20 +113,6 @@ def _symbol(dll: ctypes.CDLL, name: str) -> tuple[int, bool]:
     return 0, False
 
 
-def _openblas_core(dll: ctypes.CDLL) -> str:
-    """The kernel family OpenBLAS picked for this CPU (openblas_get_corename: Haswell, Zen, SkylakeX, ...)."""
-    addr, _ = _symbol(dll, "openblas_get_corename")
-    if not addr:
-        return ""
-    name = ctypes.CFUNCTYPE(ctypes.c_char_p)(addr)()
-    return name.decode(errors="replace") if name else ""
-
-
-# OpenBLAS's kernel families with AVX-512 GEMM kernels of their own: against them RUMUS's AVX-512 kernel does
-# not win (csrc/sgemm_kernel.c's rule), so `auto` leaves float32 calls to OpenBLAS there
-OPENBLAS_AVX512_CORES = ("skylakex", "cooperlake", "sapphirerapids")
-
-
 def attach_blas(lib: Any) -> bool:
     """Route numpy's OpenBLAS jobs onto the kernels' threads (OpenBLAS >= 0.3.27 has the callback)."""
     import numpy  # noqa: F401  (numpy loads its BLAS)
@@ -139,7 +125,6 @@ def attach_blas(lib: Any) -> bool:
         set_threads, _ = _symbol(dll, "openblas_set_num_threads")
         if set_cb and set_threads and lib.rumus_blas_attach(set_cb, set_threads):
             _state["blas"] = path
-            _state["blas_core"] = _openblas_core(dll)
             sgemm, int64 = _symbol(dll, "cblas_sgemm")
             dgemm, int64_d = _symbol(dll, "cblas_dgemm")
             if sgemm and dgemm and int64 == int64_d and np_blas_is(path):
@@ -161,7 +146,6 @@ def choose_gemm_kernel(lib: Any) -> None:
                       RuntimeWarning, stacklevel=3)
         env = "auto"
     lib.rumus_sgemm_set_mode(GEMM_KERNELS.index(env))
-    lib.rumus_sgemm_set_blas_avx512(int(str(_state.get("blas_core", "")).lower() in OPENBLAS_AVX512_CORES))
 
 
 def gemm_kernel_description() -> str:
@@ -176,9 +160,6 @@ def gemm_kernel_description() -> str:
         return f"float32 GEMM: OpenBLAS{why}"
     if mode == "own":
         return f"float32 GEMM: own {isa} micro-kernel for every call (RUMUS_GEMM_KERNEL=own)"
-    if isa == "AVX-512" and lib.rumus_sgemm_blas_avx512():
-        return (f"float32 GEMM: OpenBLAS (its own {_state.get('blas_core')} AVX-512 kernels beat RUMUS's here; "
-                "RUMUS_GEMM_KERNEL=own takes RUMUS's)")
     min_n, max_macs = int(lib.rumus_sgemm_auto_min_n()), int(lib.rumus_sgemm_auto_max_macs())
     upto = "" if max_macs < 0 else f" and up to {max_macs} multiply-adds"
     return (f"float32 GEMM: own {isa} micro-kernel for calls of >= {min_n} columns{upto}, OpenBLAS otherwise "

@@ -36,11 +36,10 @@ def _isa_params() -> list[Any]:
 @pytest.fixture
 def kernel_state() -> Iterator[None]:
     """Tests that force an ISA part or a route put the load-time state back."""
-    mode, blas_avx512 = int(lib.rumus_sgemm_mode()), int(lib.rumus_sgemm_blas_avx512())
+    mode = int(lib.rumus_sgemm_mode())
     yield
     lib.rumus_sgemm_set_isa(-1)
     lib.rumus_sgemm_set_mode(mode)
-    lib.rumus_sgemm_set_blas_avx512(blas_avx512)
 
 
 class Case:
@@ -231,7 +230,6 @@ def test_auto_rule_follows_its_published_limits(kernel_state: None) -> None:
     if lib.rumus_sgemm_isa() == 0:
         pytest.skip("no ISA part on this CPU")
     lib.rumus_sgemm_set_mode(0)
-    lib.rumus_sgemm_set_blas_avx512(0)  # numpy's OpenBLAS on AVX2-class kernels (Haswell, Zen)
     min_n, max_macs = int(lib.rumus_sgemm_auto_min_n()), int(lib.rumus_sgemm_auto_max_macs())
     assert min_n >= 1
     assert lib.rumus_sgemm_routes(32, min_n, 144) and not lib.rumus_sgemm_routes(32, min_n - 1, 144)
@@ -242,35 +240,6 @@ def test_auto_rule_follows_its_published_limits(kernel_state: None) -> None:
     assert not lib.rumus_sgemm_routes(32, 196, 144)
     lib.rumus_sgemm_set_mode(OWN)
     assert lib.rumus_sgemm_routes(32, 1, 144)
-
-
-def test_auto_leaves_float32_to_openblas_avx512_kernels(kernel_state: None) -> None:
-    # the 16-core host (Intel, OpenBLAS SkylakeX): RUMUS's AVX-512 part lost to OpenBLAS's own AVX-512 kernels
-    from rumus_cpu import threads
-    if lib.rumus_sgemm_isa() != AVX512:
-        pytest.skip("the rule concerns the AVX-512 part")
-    lib.rumus_sgemm_set_mode(0)
-    lib.rumus_sgemm_set_blas_avx512(1)
-    assert not lib.rumus_sgemm_routes(32, 196, 144) and not lib.rumus_sgemm_routes(128, 256, 784)
-    assert "OpenBLAS" in threads.gemm_kernel_description()
-    lib.rumus_sgemm_set_mode(OWN)  # the environment variable still takes RUMUS's kernel
-    assert lib.rumus_sgemm_routes(32, 196, 144)
-    lib.rumus_sgemm_set_mode(0)
-    lib.rumus_sgemm_set_blas_avx512(0)
-    assert lib.rumus_sgemm_routes(32, 196, 144)
-
-
-def test_openblas_core_is_read_at_load() -> None:
-    # the rule above rests on the name OpenBLAS gives its kernel family; threadpoolctl reads the same
-    threadpool_info = pytest.importorskip("threadpoolctl").threadpool_info
-
-    from rumus_cpu import threads
-    core = threads._state.get("blas_core")
-    if threads._state.get("blas") is None:
-        pytest.skip("numpy's OpenBLAS is not attached")
-    archs = {i.get("architecture") for i in threadpool_info() if i.get("filepath") == threads._state["blas"]}
-    assert core and core in archs, (core, archs)
-    assert lib.rumus_sgemm_blas_avx512() == int(core.lower() in threads.OPENBLAS_AVX512_CORES)
 
 
 def test_thread_counts_give_identical_bits_with_the_own_kernel(kernel_state: None) -> None:
