@@ -1,10 +1,145 @@
 /* Included by nn_conv.c once per element type T, with FN(name) adding the dtype suffix. No include guard. */
 
+/* ---- stride 1, dilation 1 in both dims (any padding and kernel size): a channel's band of input rows
+   is first laid out, with its zero padding, in a per-thread plane: plane row t is input row oh0 - ph + t
+   (t < Hb = oh1 - oh0 + kh - 1), plane column q is input column q - pw (q < Wp = Wo + kw - 1). Then im2col
+   row (c, i, j) of output row oh is the plain segment plane[(oh - oh0 + i) * Wp + j ...][0, Wo): no bounds
+   per segment, no branches per element. ---- */
+
+/* Plane rows [0, Hb) of channel xc (H x W) from input row r0 on: the input where it lies inside the
+   image, zeros elsewhere. */
+static void FN(plane_fill)(const T *xc, T *plane, int64_t H, int64_t W, int64_t r0, int64_t Hb, int64_t pw,
+                           int64_t Wp) {
+    const int64_t a = pw < 0 ? 0 : (pw > Wp ? Wp : pw); /* plane columns [a, b) lie inside the image */
+    const int64_t b = pw + W < a ? a : (pw + W > Wp ? Wp : pw + W);
+    for (int64_t t = 0; t < Hb; t++) {
+        T *row = plane + t * Wp;
+        const int64_t ih = r0 + t;
+        if (ih < 0 || ih >= H) {
+            memset(row, 0, (size_t)Wp * sizeof(T));
+            continue;
+        }
+        memset(row, 0, (size_t)a * sizeof(T));
+        memcpy(row + a, xc + ih * W + (a - pw), (size_t)(b - a) * sizeof(T));
+        memset(row + b, 0, (size_t)(Wp - b) * sizeof(T));
+    }
+}
+
+/* The inverse for the rows inside the image: plane columns [a, b) back into channel xc. */
+static void FN(plane_store)(const T *plane, T *xc, int64_t H, int64_t W, int64_t r0, int64_t Hb, int64_t pw,
+                            int64_t Wp) {
+    const int64_t a = pw < 0 ? 0 : (pw > Wp ? Wp : pw);
+    const int64_t b = pw + W < a ? a : (pw + W > Wp ? Wp : pw + W);
+    const int64_t t0 = -r0 > 0 ? -r0 : 0, t1 = H - r0 < Hb ? H - r0 : Hb;
+    for (int64_t t = t0; t < t1; t++) memcpy(xc + (r0 + t) * W + (a - pw), plane + t * Wp + a, (size_t)(b - a) * sizeof(T));
+}
+
+/* n elements from s to d: 16-byte blocks, the last one overlapping its predecessor (a pure copy, so the
+   twice-written elements get the same value). */
+static inline void FN(copy_segment)(T *restrict d, const T *restrict s, int64_t n) {
+    enum { V = 16 / sizeof(T) };
+    if (n < V) {
+        for (int64_t k = 0; k < n; k++) d[k] = s[k];
+        return;
+    }
+    int64_t k = 0;
+    for (; k + V <= n; k += V) memcpy(d + k, s + k, 16);
+    if (k < n) memcpy(d + n - V, s + n - V, 16);
+}
+
+static inline void FN(add_segment)(T *restrict d, const T *restrict s, int64_t n) {
+    for (int64_t k = 0; k < n; k++) d[k] += s[k];
+}
+
+/* A channel's kh*kw im2col rows from its plane (nb output rows of Wo), and the adjoint's additions. */
+static void FN(plane_to_rows)(const T *plane, T *cols, int64_t ld, int64_t kh, int64_t kw, int64_t Wp, int64_t Wo,
+                              int64_t nb) {
+    for (int64_t i = 0; i < kh; i++)
+        for (int64_t j = 0; j < kw; j++) {
+            T *dst = cols + (i * kw + j) * ld;
+            const T *src = plane + i * Wp + j;
+            for (int64_t t = 0; t < nb; t++) FN(copy_segment)(dst + t * Wo, src + t * Wp, Wo);
+        }
+}
+
+static void FN(rows_to_plane)(const T *cols, int64_t ld, T *plane, int64_t kh, int64_t kw, int64_t Wp, int64_t Wo,
+                              int64_t nb) {
+    for (int64_t i = 0; i < kh; i++)
+        for (int64_t j = 0; j < kw; j++) {
+            const T *src = cols + (i * kw + j) * ld;
+            T *dst = plane + i * Wp + j;
+            for (int64_t t = 0; t < nb; t++) FN(add_segment)(dst + t * Wp, src + t * Wo, Wo);
+        }
+}
+
+__attribute__((target("avx512f"))) static void FN(plane_to_rows512)(const T *plane, T *cols, int64_t ld, int64_t kh,
+                                                                    int64_t kw, int64_t Wp, int64_t Wo, int64_t nb) {
+    for (int64_t i = 0; i < kh; i++)
+        for (int64_t j = 0; j < kw; j++) {
+            T *dst = cols + (i * kw + j) * ld;
+            const T *src = plane + i * Wp + j;
+            for (int64_t t = 0; t < nb; t++) FN(seg_copy512)(dst + t * Wo, src + t * Wp, Wo);
+        }
+}
+
+__attribute__((target("avx512f"))) static void FN(rows_to_plane512)(const T *cols, int64_t ld, T *plane, int64_t kh,
+                                                                    int64_t kw, int64_t Wp, int64_t Wo, int64_t nb) {
+    for (int64_t i = 0; i < kh; i++)
+        for (int64_t j = 0; j < kw; j++) {
+            const T *src = cols + (i * kw + j) * ld;
+            T *dst = plane + i * Wp + j;
+            for (int64_t t = 0; t < nb; t++) FN(seg_add512)(dst + t * Wp, src + t * Wo, Wo);
+        }
+}
+
+/* im2col_rows for stride 1, dilation 1. Returns 0 (nothing written) where the plane had no memory. */
+static int FN(im2col_rows_s1)(const T *x, T *cols, int64_t ld, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
+    const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], ph = g[8], pw = g[9], Wo = g[13];
+    const int64_t nb = oh1 - oh0, Hb = nb + kh - 1, Wp = Wo + kw - 1;
+    if (nb <= 0 || Wo <= 0) return 1;
+    T *plane = (T *)conv_plane_scratch((size_t)(Hb * Wp) * sizeof(T));
+    if (!plane) return 0;
+    const int wide = seg512() && conv_fast_on() != 2;
+    for (int64_t c = 0; c < C; c++) {
+        FN(plane_fill)(x + c * H * W, plane, H, W, oh0 - ph, Hb, pw, Wp);
+        T *rows = cols + c * kh * kw * ld;
+        if (wide)
+            FN(plane_to_rows512)(plane, rows, ld, kh, kw, Wp, Wo, nb);
+        else
+            FN(plane_to_rows)(plane, rows, ld, kh, kw, Wp, Wo, nb);
+    }
+    return 1;
+}
+
+/* col2im_rows for stride 1, dilation 1: the channel's band is loaded into the plane, cols rows are added
+   in order r = 0, 1, ... (each element gets at most one addend per row, as in the generic code, so every
+   element sees the same additions in the same order), and the band is stored back. */
+static int FN(col2im_rows_s1)(const T *cols, int64_t ld, T *x, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
+    const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], ph = g[8], pw = g[9], Wo = g[13];
+    const int64_t nb = oh1 - oh0, Hb = nb + kh - 1, Wp = Wo + kw - 1;
+    if (nb <= 0 || Wo <= 0) return 1;
+    T *plane = (T *)conv_plane_scratch((size_t)(Hb * Wp) * sizeof(T));
+    if (!plane) return 0;
+    const int wide = seg512() && conv_fast_on() != 2;
+    for (int64_t c = 0; c < C; c++) {
+        T *xc = x + c * H * W;
+        FN(plane_fill)(xc, plane, H, W, oh0 - ph, Hb, pw, Wp);
+        const T *rows = cols + c * kh * kw * ld;
+        if (wide)
+            FN(rows_to_plane512)(rows, ld, plane, kh, kw, Wp, Wo, nb);
+        else
+            FN(rows_to_plane)(rows, ld, plane, kh, kw, Wp, Wo, nb);
+        FN(plane_store)(plane, xc, H, W, oh0 - ph, Hb, pw, Wp);
+    }
+    return 1;
+}
+
 /* im2col of one sample's channels [0, C) (x points at the first) for output rows [oh0, oh1):
    cols[r][(oh - oh0) * Wo + ow] for r = (c*kh + i)*kw + j, rows `ld` elements apart. */
 static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
     const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
     const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
+    if (sh == 1 && sw == 1 && dh == 1 && dw == 1 && conv_fast_on() && FN(im2col_rows_s1)(x, cols, ld, g, C, oh0, oh1)) return;
     for (int64_t r = 0; r < C * kh * kw; r++) {
         T *dst = cols + r * ld;
         const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
@@ -35,6 +170,7 @@ static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, i
 static void FN(col2im_rows)(const T *cols, int64_t ld, T *x, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
     const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
     const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
+    if (sh == 1 && sw == 1 && dh == 1 && dw == 1 && conv_fast_on() && FN(col2im_rows_s1)(cols, ld, x, g, C, oh0, oh1)) return;
     for (int64_t r = 0; r < C * kh * kw; r++) {
         const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
         const int64_t off = j * dw - pw;
