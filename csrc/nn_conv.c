@@ -105,7 +105,7 @@ static void *conv_plane_scratch(size_t bytes) {
     return t_plane;
 }
 
-/* The stride-1 im2col / col2im's segments (nn_conv_impl.h) with AVX-512F where the CPU has it: one
+/* The stride-1 im2col / col2im's segments (nn_conv_impl.h) with AVX-512F (seg512 below): one
    masked load and store per 16 floats (8 doubles), the segment's tail included. Adds are the same IEEE
    additions as the portable loop's, so the results do not depend on the path. */
 #define SEG512 __attribute__((target("avx512f"), always_inline)) static inline
@@ -124,7 +124,8 @@ SEG512 void seg_add512_f32(float *d, const float *s, int64_t n) {
     for (; k + 16 <= n; k += 16) _mm512_storeu_ps(d + k, _mm512_add_ps(_mm512_loadu_ps(d + k), _mm512_loadu_ps(s + k)));
     if (k < n) {
         const __mmask16 m = (__mmask16)((1u << (n - k)) - 1u);
-        _mm512_mask_storeu_ps(d + k, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, d + k), _mm512_maskz_loadu_ps(m, s + k)));
+        const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, d + k), _mm512_maskz_loadu_ps(m, s + k));
+        _mm512_mask_storeu_ps(d + k, m, sum);
     }
 }
 
@@ -142,29 +143,14 @@ SEG512 void seg_add512_f64(double *d, const double *s, int64_t n) {
     for (; k + 8 <= n; k += 8) _mm512_storeu_pd(d + k, _mm512_add_pd(_mm512_loadu_pd(d + k), _mm512_loadu_pd(s + k)));
     if (k < n) {
         const __mmask8 m = (__mmask8)((1u << (n - k)) - 1u);
-        _mm512_mask_storeu_pd(d + k, m, _mm512_add_pd(_mm512_maskz_loadu_pd(m, d + k), _mm512_maskz_loadu_pd(m, s + k)));
+        const __m512d sum = _mm512_add_pd(_mm512_maskz_loadu_pd(m, d + k), _mm512_maskz_loadu_pd(m, s + k));
+        _mm512_mask_storeu_pd(d + k, m, sum);
     }
 }
 
-/* Whether the segments may use AVX-512F: 1 yes, 0 no, -1 not asked yet (the answer is the same whoever asks). */
-static atomic_int g_seg512 = -1;
-
-static int seg512(void) {
-    int v = atomic_load_explicit(&g_seg512, memory_order_relaxed);
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx512f") ? 1 : 0;
-        atomic_store_explicit(&g_seg512, v, memory_order_relaxed);
-    }
-    return v;
-}
-
-/* TEMP A/B toggle */
-static int conv_fast_on(void) {
-    static int on = -1;
-    if (on < 0) on = getenv("RUMUS_CONV_OLD") == NULL ? 1 : (getenv("RUMUS_CONV_OLD")[0] == '2' ? 2 : 0);
-    return on;
-}
+/* Whether the segments use AVX-512F: where RUMUS's own GEMM has its AVX-512 part in force (tests lower it
+   with rumus_sgemm_set_isa to reach the portable loops). */
+static int seg512(void) { return rumus_sgemm_isa() == 2; }
 
 /* Every BLAS call here is one plain single-threaded call (the parallelism is over units). float64, and
    float32 where RUMUS's own GEMM is not in force, hold OpenBLAS at one thread for the whole kernel (one

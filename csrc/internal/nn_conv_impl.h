@@ -31,7 +31,8 @@ static void FN(plane_store)(const T *plane, T *xc, int64_t H, int64_t W, int64_t
     const int64_t a = pw < 0 ? 0 : (pw > Wp ? Wp : pw);
     const int64_t b = pw + W < a ? a : (pw + W > Wp ? Wp : pw + W);
     const int64_t t0 = -r0 > 0 ? -r0 : 0, t1 = H - r0 < Hb ? H - r0 : Hb;
-    for (int64_t t = t0; t < t1; t++) memcpy(xc + (r0 + t) * W + (a - pw), plane + t * Wp + a, (size_t)(b - a) * sizeof(T));
+    for (int64_t t = t0; t < t1; t++)
+        memcpy(xc + (r0 + t) * W + (a - pw), plane + t * Wp + a, (size_t)(b - a) * sizeof(T));
 }
 
 /* n elements from s to d: 16-byte blocks, the last one overlapping its predecessor (a pure copy, so the
@@ -99,7 +100,7 @@ static int FN(im2col_rows_s1)(const T *x, T *cols, int64_t ld, const int64_t *g,
     if (nb <= 0 || Wo <= 0) return 1;
     T *plane = (T *)conv_plane_scratch((size_t)(Hb * Wp) * sizeof(T));
     if (!plane) return 0;
-    const int wide = seg512() && conv_fast_on() != 2;
+    const int wide = seg512();
     for (int64_t c = 0; c < C; c++) {
         FN(plane_fill)(x + c * H * W, plane, H, W, oh0 - ph, Hb, pw, Wp);
         T *rows = cols + c * kh * kw * ld;
@@ -120,7 +121,7 @@ static int FN(col2im_rows_s1)(const T *cols, int64_t ld, T *x, const int64_t *g,
     if (nb <= 0 || Wo <= 0) return 1;
     T *plane = (T *)conv_plane_scratch((size_t)(Hb * Wp) * sizeof(T));
     if (!plane) return 0;
-    const int wide = seg512() && conv_fast_on() != 2;
+    const int wide = seg512();
     for (int64_t c = 0; c < C; c++) {
         T *xc = x + c * H * W;
         FN(plane_fill)(xc, plane, H, W, oh0 - ph, Hb, pw, Wp);
@@ -139,7 +140,7 @@ static int FN(col2im_rows_s1)(const T *cols, int64_t ld, T *x, const int64_t *g,
 static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
     const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
     const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
-    if (sh == 1 && sw == 1 && dh == 1 && dw == 1 && conv_fast_on() && FN(im2col_rows_s1)(x, cols, ld, g, C, oh0, oh1)) return;
+    if (sh == 1 && sw == 1 && dh == 1 && dw == 1 && FN(im2col_rows_s1)(x, cols, ld, g, C, oh0, oh1)) return;
     for (int64_t r = 0; r < C * kh * kw; r++) {
         T *dst = cols + r * ld;
         const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
@@ -170,7 +171,7 @@ static void FN(im2col_rows)(const T *x, T *cols, int64_t ld, const int64_t *g, i
 static void FN(col2im_rows)(const T *cols, int64_t ld, T *x, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
     const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], sh = g[6], sw = g[7];
     const int64_t ph = g[8], pw = g[9], dh = g[10], dw = g[11], Ho = g[12], Wo = g[13];
-    if (sh == 1 && sw == 1 && dh == 1 && dw == 1 && conv_fast_on() && FN(col2im_rows_s1)(cols, ld, x, g, C, oh0, oh1)) return;
+    if (sh == 1 && sw == 1 && dh == 1 && dw == 1 && FN(col2im_rows_s1)(cols, ld, x, g, C, oh0, oh1)) return;
     for (int64_t r = 0; r < C * kh * kw; r++) {
         const int64_t c = r / (kh * kw), i = (r / kw) % kh, j = r % kw;
         const int64_t off = j * dw - pw;

@@ -1,7 +1,8 @@
 """The C im2col / col2im (csrc/internal/nn_conv_impl.h) against numpy references, bit for bit: im2col is a
 pure copy, and col2im adds the cols rows r = 0, 1, ... in order, each element at most once per row, which the
 reference repeats. Random shapes cover the stride-1 / dilation-1 fast path (padding 0..3, kernels 1..5,
-sides 1..20) and the generic path (stride or dilation 2); both layouts, float32 and float64."""
+sides 1..20) and the generic path (stride or dilation 2); both layouts, float32 and float64, and the fast
+path's AVX-512 segments as well as its portable loops (the ISA part lowered with rumus_sgemm_set_isa)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from rumus_cpu import kernels_nn_conv as K
-from rumus_cpu._lib import ffi
+from rumus_cpu._lib import ffi, lib
 
 
 def _shapes(count: int, seed: int) -> list[tuple[int, ...]]:
@@ -31,8 +32,10 @@ def _shapes(count: int, seed: int) -> list[tuple[int, ...]]:
     return found
 
 
-SHAPES = _shapes(300, 0) + [(2, 3, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 14, 14), (1, 2, 20, 17, 5, 5, 1, 1, 3, 3, 1, 1, 22, 19),
-                            (1, 2, 1, 1, 5, 5, 1, 1, 2, 2, 1, 1, 1, 1), (1, 1, 3, 20, 1, 1, 1, 1, 0, 0, 1, 1, 3, 20)]
+SHAPES = _shapes(300, 0) + [(2, 3, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 14, 14),
+                            (1, 2, 20, 17, 5, 5, 1, 1, 3, 3, 1, 1, 22, 19),
+                            (1, 2, 1, 1, 5, 5, 1, 1, 2, 2, 1, 1, 1, 1), (1, 1, 3, 20, 1, 1, 1, 1, 0, 0, 1, 1, 3, 20),
+                            (1, 1, 3, 40, 3, 3, 1, 1, 1, 1, 1, 1, 3, 40)]  # a segment of more than 16 floats
 
 
 def _reference_windows(shape: tuple[int, ...]) -> Any:
@@ -67,9 +70,18 @@ def _col2im_reference(cols: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return x
 
 
+@pytest.fixture(params=["best", "portable"])
+def isa(request: pytest.FixtureRequest) -> Any:
+    lib.rumus_sgemm_set_isa(-1 if request.param == "best" else 0)
+    try:
+        yield request.param
+    finally:
+        lib.rumus_sgemm_set_isa(-1)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", [0, 1])
-def test_im2col_and_col2im_match_the_references_bit_for_bit(dtype: Any, layout: int) -> None:
+def test_im2col_and_col2im_match_the_references_bit_for_bit(dtype: Any, layout: int, isa: str) -> None:
     rng = np.random.default_rng(1)
     name = np.dtype(dtype).name
     for shape in SHAPES:
