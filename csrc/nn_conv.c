@@ -13,7 +13,6 @@
 
    Every pointer arrives already offset to the tensor's first element; tensors are contiguous. Work is
    split over independent units when it is large enough (rumus_threads_for, conv_threads). */
-#include <immintrin.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -22,6 +21,13 @@
 #include "nn_conv.h"
 #include "runtime.h"
 #include "sgemm_kernel.h"
+
+/* The stride-1 im2col/col2im's AVX-512F segments exist on x86-64 compilers that take per-function targets
+   (as csrc/sgemm_avx512.c); elsewhere the portable loops run. */
+#if (defined(__x86_64__) || defined(_M_X64)) && ((defined(__GNUC__) && __GNUC__ >= 8) || defined(__clang__))
+#define RUMUS_CONV_SEG512 1
+#include <immintrin.h>
+#endif
 
 /* ---- the fused convolution's plan: everything here depends on the shape alone, never on the thread
    count, so every thread count makes the same BLAS calls on the same data (bit-identical results) ---- */
@@ -105,6 +111,7 @@ static void *conv_plane_scratch(size_t bytes) {
     return t_plane;
 }
 
+#ifdef RUMUS_CONV_SEG512
 /* The stride-1 im2col / col2im's segments (nn_conv_impl.h) with AVX-512F (seg512 below): one
    masked load and store per 16 floats (8 doubles), the segment's tail included. Adds are the same IEEE
    additions as the portable loop's, so the results do not depend on the path. */
@@ -151,6 +158,9 @@ SEG512 void seg_add512_f64(double *d, const double *s, int64_t n) {
 /* Whether the segments use AVX-512F: where RUMUS's own GEMM has its AVX-512 part in force (tests lower it
    with rumus_sgemm_set_isa to reach the portable loops). */
 static int seg512(void) { return rumus_sgemm_isa() == 2; }
+#else
+static int seg512(void) { return 0; }
+#endif
 
 /* Every BLAS call here is one plain single-threaded call (the parallelism is over units). float64, and
    float32 where RUMUS's own GEMM is not in force, hold OpenBLAS at one thread for the whole kernel (one

@@ -73,6 +73,7 @@ static void FN(rows_to_plane)(const T *cols, int64_t ld, T *plane, int64_t kh, i
         }
 }
 
+#ifdef RUMUS_CONV_SEG512
 __attribute__((target("avx512f"))) static void FN(plane_to_rows512)(const T *plane, T *cols, int64_t ld, int64_t kh,
                                                                     int64_t kw, int64_t Wp, int64_t Wo, int64_t nb) {
     for (int64_t i = 0; i < kh; i++)
@@ -92,6 +93,17 @@ __attribute__((target("avx512f"))) static void FN(rows_to_plane512)(const T *col
             for (int64_t t = 0; t < nb; t++) FN(seg_add512)(dst + t * Wp, src + t * Wo, Wo);
         }
 }
+#else
+static void FN(plane_to_rows512)(const T *plane, T *cols, int64_t ld, int64_t kh, int64_t kw, int64_t Wp, int64_t Wo,
+                                 int64_t nb) {
+    FN(plane_to_rows)(plane, cols, ld, kh, kw, Wp, Wo, nb); /* not reached: seg512() is 0 here */
+}
+
+static void FN(rows_to_plane512)(const T *cols, int64_t ld, T *plane, int64_t kh, int64_t kw, int64_t Wp, int64_t Wo,
+                                 int64_t nb) {
+    FN(rows_to_plane)(cols, ld, plane, kh, kw, Wp, Wo, nb);
+}
+#endif
 
 /* im2col_rows for stride 1, dilation 1. Returns 0 (nothing written) where the plane had no memory. */
 static int FN(im2col_rows_s1)(const T *x, T *cols, int64_t ld, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
