@@ -80,21 +80,22 @@ typedef struct {
     int64_t inner;                               /* batch entries along the inner batch dim */
     int64_t a_bs[2], b_bs[2], c_bs[2], lda, ldb, ldc, esz; /* batch strides: outer, inner */
     const char *bias;                            /* NULL, or n values added to every row of C */
+    int blas;                                    /* some block goes to OpenBLAS: the caller holds a region */
 } gemm_job;
 
 int rumus_gemm_fits(int64_t a, int64_t b, int64_t c) {
     return g_int64 || (a <= INT32_MAX && b <= INT32_MAX && c <= INT32_MAX);
 }
 
-int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda, const void *B,
-                   int64_t ldb, int accumulate, void *C, int64_t ldc) {
+/* One call; `held`: the caller holds a rumus_blas_serial region across all its calls (rumus_gemm_bias and the
+   convolutions around their blocks), so an OpenBLAS call needs no region of its own (no lock per block). */
+static int gemm_one(int held, int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+                    const void *B, int64_t ldb, int accumulate, void *C, int64_t ldc) {
     const int oa = ta ? TRANS : NO_TRANS, ob = tb ? TRANS : NO_TRANS;
     if (!f64 && rumus_sgemm_routes(m, n, k) &&
         rumus_sgemm(ta, tb, m, n, k, (const float *)A, lda, (const float *)B, ldb, accumulate, (float *)C, ldc))
         return 1; /* RUMUS's own kernel where it beats OpenBLAS (csrc/sgemm_kernel.c; the rule: the shape alone) */
-    /* OpenBLAS on one thread (a counted region: free when the caller already holds one, as rumus_gemm_bias and
-       the convolutions do around their blocks) */
-    rumus_blas_serial_begin();
+    if (!held) rumus_blas_serial_begin(); /* OpenBLAS on one thread */
     if (f64) {
         const double beta = accumulate ? 1.0 : 0.0;
         if (g_int64)
@@ -112,8 +113,18 @@ int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, con
             ((sgemm32_fn)g_sgemm)(ROW_MAJOR, oa, ob, (int32_t)m, (int32_t)n, (int32_t)k, 1.0f, (const float *)A,
                                   (int32_t)lda, (const float *)B, (int32_t)ldb, beta, (float *)C, (int32_t)ldc);
     }
-    rumus_blas_serial_end();
+    if (!held) rumus_blas_serial_end();
     return 1;
+}
+
+int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda, const void *B,
+                   int64_t ldb, int accumulate, void *C, int64_t ldc) {
+    return gemm_one(0, f64, ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc);
+}
+
+int rumus_gemm_one_held(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+                        const void *B, int64_t ldb, int accumulate, void *C, int64_t ldc) {
+    return gemm_one(1, f64, ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc);
 }
 
 static void gemm_block(const gemm_job *g, int64_t u) {
@@ -124,7 +135,7 @@ static void gemm_block(const gemm_job *g, int64_t u) {
     const char *a = g->A + (bo * g->a_bs[0] + bn * g->a_bs[1] + (g->ta == NO_TRANS ? i0 * g->lda : i0)) * g->esz;
     const char *b = g->B + (bo * g->b_bs[0] + bn * g->b_bs[1] + (g->tb == NO_TRANS ? j0 : j0 * g->ldb)) * g->esz;
     char *c = g->C + (bo * g->c_bs[0] + bn * g->c_bs[1] + i0 * g->ldc + j0) * g->esz;
-    rumus_gemm_one(g->f64, g->ta == TRANS, g->tb == TRANS, mm, nn, g->k, a, g->lda, b, g->ldb, 0, c, g->ldc);
+    gemm_one(g->blas, g->f64, g->ta == TRANS, g->tb == TRANS, mm, nn, g->k, a, g->lda, b, g->ldb, 0, c, g->ldc);
     if (g->bias == NULL) return;
     /* the bias while the block is still in this core's cache (Linear's epilogue: one pass less over C) */
     if (g->f64) {
@@ -167,6 +178,7 @@ int rumus_gemm_bias(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n,
     const int64_t last_m = m - (g.mb - 1) * g.bm, last_n = n - (g.nb - 1) * g.bn;
     const int blas = f64 || !rumus_sgemm_routes(g.bm, g.bn, k) || !rumus_sgemm_routes(last_m, g.bn, k) ||
                      !rumus_sgemm_routes(g.bm, last_n, k) || !rumus_sgemm_routes(last_m, last_n, k);
+    g.blas = blas;
     if (blas) rumus_blas_serial_begin();
     /* threads from the work (one per 2^18 multiply-adds at least), never more than there are blocks */
     const int nt = rumus_threads_for_units_grain(units, batch * m * n * k, RUMUS_GRAIN_MACS);

@@ -10,3 +10,5 @@ int rumus_gemm_bias(int f64, int64_t outer, int64_t inner, int64_t m, int64_t n,
 int rumus_gemm_fits(int64_t a, int64_t b, int64_t c);
 int rumus_gemm_one(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda, const void *B,
                    int64_t ldb, int accumulate, void *C, int64_t ldc);
+int rumus_gemm_one_held(int f64, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *A, int64_t lda,
+                        const void *B, int64_t ldb, int accumulate, void *C, int64_t ldc);

@@ -252,9 +252,12 @@ void FN(rumus_col2im)(const void *colsv, void *xv, const int64_t *g) {
 /* ---- the fused convolution: im2col of a band of output rows (in cache) and one BLAS call, per unit ----
    geometry g as above plus g[15] = O (output channels), g[16] = groups; plan in conv_plan_make. */
 
-static int FN(gemm)(int ta, int tb, int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, const T *B, int64_t ldb,
-                    int accumulate, T *C, int64_t ldc) {
-    return rumus_gemm_one(sizeof(T) == sizeof(double), ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc);
+/* held: the kernel holds OpenBLAS at one thread for all its calls (conv_blas_serial) */
+static int FN(gemm)(int held, int ta, int tb, int64_t m, int64_t n, int64_t k, const T *A, int64_t lda, const T *B,
+                    int64_t ldb, int accumulate, T *C, int64_t ldc) {
+    const int f64 = sizeof(T) == sizeof(double);
+    return held ? rumus_gemm_one_held(f64, ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc)
+                : rumus_gemm_one(f64, ta, tb, m, n, k, A, lda, B, ldb, accumulate, C, ldc);
 }
 
 /* One fused kernel on the pool: its plan and operands (those a direction does not read are NULL), its
@@ -266,6 +269,7 @@ typedef struct {
     const T *x, *w, *bias, *gy;
     T *out, *part;
     atomic_int failed;
+    int held; /* conv_blas_serial's answer: OpenBLAS held at one thread for the whole kernel */
 } FN(conv_job);
 
 /* y[n, group, band] = W_group @ im2col(x[n, group], band) (+ bias[o]): every output element is one BLAS
@@ -288,7 +292,7 @@ static void FN(conv_forward_units)(void *ctx, int64_t u0, int64_t u1) {
         }
         FN(im2col_rows)(x + (n * p.C + gi * p.Cg) * p.H * p.W, cols, tw, g, p.Cg, oh0, oh1);
         T *band = y + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo;
-        FN(gemm)(0, 0, p.Og, tw, p.R, w + gi * p.Og * p.R, p.R, cols, tw, 0, band, p.L);
+        FN(gemm)(job->held, 0, 0, p.Og, tw, p.R, w + gi * p.Og * p.R, p.R, cols, tw, 0, band, p.L);
         if (bias)
             for (int64_t o = 0; o < p.Og; o++) {
                 const T b = bias[gi * p.Og + o];
@@ -300,7 +304,7 @@ static void FN(conv_forward_units)(void *ctx, int64_t u0, int64_t u1) {
 
 int FN(rumus_conv2d_fused_bias)(const void *xv, const void *wv, const void *bv, void *yv, const int64_t *g) {
     CONV_BEGIN(p.N * p.G * p.tiles)
-    FN(conv_job) job = {p, g, (const T *)xv, (const T *)wv, (const T *)bv, NULL, (T *)yv, NULL, 0};
+    FN(conv_job) job = {p, g, (const T *)xv, (const T *)wv, (const T *)bv, NULL, (T *)yv, NULL, 0, prev};
     rumus_parallel_for(nt, units, FN(conv_forward_units), &job);
     conv_blas_restore(prev);
     return !job.failed;
@@ -331,7 +335,7 @@ static void FN(conv_input_grad_units)(void *ctx, int64_t u0, int64_t u1) {
         }
         for (int64_t oh0 = 0; oh0 < p.Ho; oh0 += p.rows) {
             const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
-            FN(gemm)(1, 0, cn * kk, tw, p.Og, w + gi * p.Og * p.R + c0 * kk, p.R,
+            FN(gemm)(job->held, 1, 0, cn * kk, tw, p.Og, w + gi * p.Og * p.R + c0 * kk, p.R,
                      gy + (n * p.O + gi * p.Og) * p.L + oh0 * p.Wo, p.L, 0, cols, tw);
             FN(col2im_rows)(cols, tw, gxu, g, cn, oh0, oh1);
         }
@@ -340,7 +344,7 @@ static void FN(conv_input_grad_units)(void *ctx, int64_t u0, int64_t u1) {
 
 int FN(rumus_conv2d_fused_backward_input)(const void *gyv, const void *wv, void *gxv, const int64_t *g) {
     CONV_BEGIN(p.N * p.G * p.cblocks)
-    FN(conv_job) job = {p, g, NULL, (const T *)wv, NULL, (const T *)gyv, (T *)gxv, NULL, 0};
+    FN(conv_job) job = {p, g, NULL, (const T *)wv, NULL, (const T *)gyv, (T *)gxv, NULL, 0, prev};
     rumus_parallel_for(nt, units, FN(conv_input_grad_units), &job);
     conv_blas_restore(prev);
     return !job.failed;
@@ -373,8 +377,8 @@ static void FN(conv_weight_grad_units)(void *ctx, int64_t u0, int64_t u1) {
             for (int64_t oh0 = 0; oh0 < p.Ho; oh0 += p.rows) {
                 const int64_t oh1 = oh0 + p.rows < p.Ho ? oh0 + p.rows : p.Ho, tw = (oh1 - oh0) * p.Wo;
                 FN(im2col_rows)(x + (n * p.C + gi * p.Cg + c0) * p.H * p.W, cols, tw, g, cn, oh0, oh1);
-                FN(gemm)(0, 1, on, cn * kk, tw, gy + (n * p.O + ch) * p.L + oh0 * p.Wo, p.L, cols, tw, !first, dst,
-                         p.R);
+                FN(gemm)(job->held, 0, 1, on, cn * kk, tw, gy + (n * p.O + ch) * p.L + oh0 * p.Wo, p.L, cols, tw,
+                         !first, dst, p.R);
                 first = 0;
             }
         }
@@ -406,7 +410,7 @@ int FN(rumus_conv2d_fused_backward_weight)(const void *gyv, const void *xv, void
         conv_blas_restore(prev);
         return 0;
     }
-    FN(conv_job) job = {p, g, (const T *)xv, NULL, NULL, (const T *)gyv, gw, part, 0};
+    FN(conv_job) job = {p, g, (const T *)xv, NULL, NULL, (const T *)gyv, gw, part, 0, prev};
     rumus_parallel_for(nt, units, FN(conv_weight_grad_units), &job);
     conv_blas_restore(prev);
     if (part) {
