@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "internal/rumus.h"
@@ -46,6 +47,13 @@
 #define MAX_CHUNKS 0xFFFF   /* the chunk fields of a slot word are 16 bits */
 #define MAX_WORKERS 1023
 #define MAX_SLOTS (MAX_WORKERS + 1)
+
+/* Stepping out (a worker whose core another process takes), see worker_step_out. */
+#define STEP_OUT_LEAST_NT 4                /* loops of fewer threads keep every worker in */
+#define STEP_OUT_WINDOW_NS 20000000LL      /* two preemptions this close: the core is shared */
+#define STEP_OUT_FIRST_NS 20000000LL       /* the first time out; doubled while the core stays shared */
+#define STEP_OUT_LONGEST_NS 1000000000LL
+#define STEP_OUT_CHECK_NS 50000LL          /* look at the thread's preemptions at most this often */
 
 /* The loop being run. Written by the caller before it publishes a new generation in g_cur, read by a
    thread only after it claimed a chunk of that generation (the loop cannot end, so the caller cannot
@@ -68,8 +76,10 @@ typedef struct {
    every claim writes it. */
 typedef struct {
     _Atomic uint64_t word;
-    _Atomic int asleep; /* worker s sleeps on the futex (its bit in the wake bitset) */
-    char pad[64 - sizeof(uint64_t) - sizeof(int)];
+    _Atomic int asleep;   /* worker s sleeps on the futex (its bit in the wake bitset) */
+    _Atomic int out;      /* worker s stepped out (worker_step_out): woken only for a loop that needs every thread */
+    _Atomic int injected; /* for tests: preemptions worker s counts on top of its own (rumus_pool_inject_preemptions) */
+    char pad[64 - sizeof(uint64_t) - 3 * sizeof(int)];
 } pool_slot;
 
 static pool_loop g_loop;
@@ -85,7 +95,11 @@ static pthread_mutex_t g_caller = PTHREAD_MUTEX_INITIALIZER; /* one loop at a ti
 static pthread_mutex_t g_start = PTHREAD_MUTEX_INITIALIZER;  /* starting workers */
 static _Thread_local int t_in_loop = 0;
 static _Thread_local int t_self = 0; /* this thread's index in the pool: 0 on callers, w on worker w */
-static _Atomic int64_t g_loops = 0, g_wakes = 0;
+static _Atomic int64_t g_loops = 0, g_wakes = 0, g_step_outs = 0;
+static _Atomic int g_out = 0; /* workers stepped out now */
+static int g_step_out_least_nt = STEP_OUT_LEAST_NT; /* 0: never step out */
+static int64_t g_step_out_first_ns = STEP_OUT_FIRST_NS;
+static int g_count_injected_only = 0; /* tests: preemptions are only those injected */
 #ifndef POOL_FUTEX
 static pthread_mutex_t g_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_sleep_cond = PTHREAD_COND_INITIALIZER;
@@ -112,6 +126,14 @@ static int64_t now_ns(void) {
 /* Worker w's bit in the futex bitset: workers 32 apart share one, and one woken for nothing goes back. */
 static uint32_t wake_bit(int w) { return 1u << ((w - 1) & 31); }
 
+#ifdef POOL_FUTEX
+/* Sleep until woken, g_wake moved past `seen`, or the monotonic clock reads `deadline_ns`. */
+static void sleep_until_changed_or(int w, uint32_t seen, int64_t deadline_ns) {
+    const struct timespec at = {(time_t)(deadline_ns / 1000000000), (long)(deadline_ns % 1000000000)};
+    syscall(SYS_futex, (uint32_t *)&g_wake, FUTEX_WAIT_BITSET_PRIVATE, seen, &at, NULL, wake_bit(w));
+}
+#endif
+
 static void sleep_until_changed(int w, uint32_t seen) {
 #ifdef POOL_FUTEX
     syscall(SYS_futex, (uint32_t *)&g_wake, FUTEX_WAIT_BITSET_PRIVATE, seen, NULL, NULL, wake_bit(w));
@@ -123,12 +145,14 @@ static void sleep_until_changed(int w, uint32_t seen) {
 #endif
 }
 
-/* Wake the sleeping ones of workers 1 .. nt-1 (the loop's own threads), and no other. */
-static void wake_sleepers(int nt) {
+/* Wake the sleeping ones of workers 1 .. nt-1 (the loop's own threads), and no other; those stepped out only
+   for a loop whose parts must all run at once (any). */
+static void wake_sleepers(int nt, int any) {
     uint32_t mask = 0;
     int count = 0;
     for (int w = 1; w < nt; w++)
-        if (atomic_load_explicit(&g_slots[w].asleep, memory_order_seq_cst)) { /* pairs with the worker's store */
+        if (atomic_load_explicit(&g_slots[w].asleep, memory_order_seq_cst) && /* pairs with the worker's store */
+            (any || !atomic_load_explicit(&g_slots[w].out, memory_order_relaxed))) {
             mask |= wake_bit(w);
             count++;
         }
@@ -177,16 +201,114 @@ static void run_loop(uint64_t cur, int self) {
     }
 }
 
+/* Preemptions of the calling thread so far: involuntary context switches (another runnable thread was given
+   its core), plus those a test injected for worker `self`. */
+static int64_t preemptions(int self) {
+    int64_t n = atomic_load_explicit(&g_slots[self].injected, memory_order_relaxed);
+#ifdef RUSAGE_THREAD
+    struct rusage ru;
+    if (!g_count_injected_only && getrusage(RUSAGE_THREAD, &ru) == 0) n += (int64_t)ru.ru_nivcsw;
+#endif
+    return n;
+}
+
+/* Out until `deadline_ns`: asleep, and woken only for a loop whose parts must all run at once
+   (rumus_parallel_together: OpenBLAS's jobs wait on each other), which it runs before sleeping again. The
+   flag is set before the last look at the current loop, as in worker_main's sleep: a caller publishing such a
+   loop either sees it and wakes this worker, or published before that look. `ran`: the generation of the
+   loop it ran last (a loop of any threads published since still needs it). */
+#ifdef POOL_FUTEX
+static void sit_out(int self, uint32_t ran, int64_t deadline_ns) {
+    atomic_store_explicit(&g_slots[self].out, 1, memory_order_relaxed);
+    while (now_ns() < deadline_ns) {
+        atomic_store_explicit(&g_slots[self].asleep, 1, memory_order_seq_cst);
+        const uint32_t seen = atomic_load_explicit(&g_wake, memory_order_seq_cst);
+        const uint64_t cur = atomic_load_explicit(&g_cur, memory_order_acquire);
+        if (CUR_ANY(cur) && CUR_GEN(cur) != ran) {
+            atomic_store_explicit(&g_slots[self].asleep, 0, memory_order_relaxed);
+            ran = CUR_GEN(cur);
+            run_loop(cur, self);
+            continue;
+        }
+        sleep_until_changed_or(self, seen, deadline_ns);
+    }
+    atomic_store_explicit(&g_slots[self].asleep, 0, memory_order_relaxed);
+    atomic_store_explicit(&g_slots[self].out, 0, memory_order_relaxed);
+}
+#endif
+
+/* A worker's view of its core, for stepping out. */
+typedef struct {
+    int64_t checked_ns, preempted_ns, back_ns, out_ns, seen;
+} core_watch;
+
+/* Stepping out (issue 11's busy neighbour). A loop waits for every chunk taken, so a worker that another
+   process's thread preempts while it runs a chunk holds the loop up for that thread's whole time slice
+   (0.75-3 ms on Linux): with a spinner pinned on one of 16 cores, an MLP step of 1.5 ms took 1.25x its time
+   alone, where the core's share is 1.03x. A worker preempted twice within STEP_OUT_WINDOW_NS shares its core,
+   so it leaves the pool for a while (sleeping, never woken for a loop: its own chunks go to the others) and
+   the other process keeps that core; back, it steps out again for twice as long (up to STEP_OUT_LONGEST_NS)
+   while its core stays shared. The loop's chunks and their owners do not change, so neither do results.
+   Only loops of g_step_out_least_nt or more threads, and at most a quarter of their threads at once: on
+   a few cores one step out costs more than the sharing (measured on 2 cores: the MLP step 1.66x its time with
+   a spinner beside it, 1.45x on one thread, but the transformer step 1.72x and 1.87x), and where most
+   workers are preempted (another library's threads poll on every core) stepping out would leave the loop on
+   too few. `cur`: the loop it just ran. Returns 1 if it stepped out (and is back). */
+static int worker_step_out(int self, uint64_t cur, core_watch *cw) {
+#ifndef POOL_FUTEX
+    RUMUS_UNUSED(self);
+    RUMUS_UNUSED(cur);
+    RUMUS_UNUSED(cw);
+    return 0;
+#else
+    const int nt = CUR_NT(cur);
+    if (g_step_out_least_nt <= 0 || nt < g_step_out_least_nt) return 0;
+    const int64_t t = now_ns();
+    if (t - cw->checked_ns < STEP_OUT_CHECK_NS) return 0;
+    const int64_t p = preemptions(self), before = cw->checked_ns;
+    cw->checked_ns = t;
+    if (p < cw->seen) cw->seen = p; /* a test switched to counting injected ones only */
+    if (p <= cw->seen) return 0;
+    const int twice = p - cw->seen >= 2 && t - before <= STEP_OUT_WINDOW_NS;
+    const int shared = twice || t - cw->preempted_ns <= STEP_OUT_WINDOW_NS;
+    cw->seen = p;
+    cw->preempted_ns = t;
+    if (!shared) return 0;
+    int out = atomic_load_explicit(&g_out, memory_order_relaxed);
+    do {
+        if (out >= nt / 4) return 0;
+    } while (!atomic_compare_exchange_weak_explicit(&g_out, &out, out + 1, memory_order_relaxed, memory_order_relaxed));
+    /* back less than a second ago and shared again: twice as long */
+    cw->out_ns = cw->back_ns && t - cw->back_ns < STEP_OUT_LONGEST_NS
+                     ? (cw->out_ns * 2 < STEP_OUT_LONGEST_NS ? cw->out_ns * 2 : STEP_OUT_LONGEST_NS)
+                     : g_step_out_first_ns;
+    atomic_fetch_add_explicit(&g_step_outs, 1, memory_order_relaxed);
+    sit_out(self, CUR_GEN(cur), now_ns() + cw->out_ns);
+    atomic_fetch_sub_explicit(&g_out, 1, memory_order_relaxed);
+    cw->back_ns = cw->checked_ns = now_ns();
+    cw->seen = preemptions(self); /* the switches of its sleep are voluntary; the count starts afresh */
+    cw->preempted_ns = 0;
+    return 1;
+#endif
+}
+
 static void *worker_main(void *arg) {
     const int self = (int)(intptr_t)arg;
     t_self = self;
     t_in_loop = 1; /* a loop inside a chunk runs on this thread */
     uint32_t seen = atomic_load_explicit(&g_wake, memory_order_acquire);
+    core_watch cw = {0, 0, 0, 0, preemptions(self)};
     for (;;) {
         /* a loop takes its nt threads, no more: workers past its nt stay out (a loop split two ways right
            after one of the whole budget finds many workers still polling, and only worker 1 joins it) */
         const uint64_t cur = atomic_load_explicit(&g_cur, memory_order_acquire);
-        if (self < CUR_NT(cur) || CUR_ANY(cur)) run_loop(cur, self);
+        if (self < CUR_NT(cur) || CUR_ANY(cur)) {
+            run_loop(cur, self);
+            if (!CUR_ANY(cur) && worker_step_out(self, cur, &cw)) {
+                seen = atomic_load_explicit(&g_wake, memory_order_acquire);
+                continue;
+            }
+        }
         /* poll for the next loop for a while: kernels of one step follow each other within microseconds */
         const int64_t until = now_ns() + g_spin_ns;
         int found = 0;
@@ -245,7 +367,7 @@ static uint64_t publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks,
     atomic_fetch_add_explicit(&g_wake, 1, memory_order_seq_cst);
     atomic_fetch_add_explicit(&g_loops, 1, memory_order_relaxed);
     /* polling workers see the new loop by themselves; wake the loop's sleeping ones only */
-    wake_sleepers(nt);
+    wake_sleepers(nt, any);
     return cur;
 }
 
@@ -308,6 +430,21 @@ int64_t rumus_pool_get_spin_us(void) { return g_spin_ns / 1000; }
 int rumus_pool_workers(void) { return g_workers; }
 int64_t rumus_pool_loops(void) { return atomic_load_explicit(&g_loops, memory_order_relaxed); }
 int64_t rumus_pool_wakes(void) { return atomic_load_explicit(&g_wakes, memory_order_relaxed); }
+int64_t rumus_pool_step_outs(void) { return atomic_load_explicit(&g_step_outs, memory_order_relaxed); }
+int rumus_pool_out(void) { return atomic_load_explicit(&g_out, memory_order_relaxed); }
+
+void rumus_pool_set_step_out(int least_nt, int64_t first_us) {
+    g_step_out_least_nt = least_nt < 0 ? 0 : least_nt;
+    g_step_out_first_ns = first_us > 0 ? first_us * 1000 : STEP_OUT_FIRST_NS;
+}
+int rumus_pool_get_step_out(void) { return g_step_out_least_nt; }
+
+/* For tests: worker w counts `k` more preemptions (it looks after its next loop); only = 1: the workers count
+   only those (the machine's own preemptions would make other workers step out at moments a test cannot know). */
+void rumus_pool_count_injected_only(int only) { g_count_injected_only = only; }
+void rumus_pool_inject_preemptions(int w, int k) {
+    if (w >= 1 && w <= MAX_WORKERS) atomic_fetch_add_explicit(&g_slots[w].injected, k, memory_order_relaxed);
+}
 
 /* For tests: a loop of n units over nt threads, each unit busy for spin_ns and recording in owner[unit]
    the pool index of the thread that ran it (0: the caller). */
@@ -328,6 +465,37 @@ static void probe_range(void *ctx, int64_t u0, int64_t u1) {
 void rumus_pool_probe(int nt, int64_t n, int64_t spin_ns, int32_t *owner) {
     probe_job j = {owner, spin_ns};
     rumus_parallel_for(nt, n, probe_range, &j);
+}
+
+/* For tests: rumus_parallel_together's promise. n parts, each recording its thread's pool index in
+   owner[part] and then waiting (up to 2 s) until all n have started, as OpenBLAS's jobs wait on each other.
+   Returns how many parts gave up waiting (0: they ran at once), or -1 where the pool could not take it. */
+typedef struct {
+    int32_t *owner;
+    _Atomic int started, gave_up;
+    int n;
+} together_job;
+
+static void together_range(void *ctx, int64_t p0, int64_t p1) {
+    together_job *j = (together_job *)ctx;
+    for (int64_t p = p0; p < p1; p++) {
+        j->owner[p] = t_self;
+        atomic_fetch_add_explicit(&j->started, 1, memory_order_acq_rel);
+        const int64_t until = now_ns() + 2000000000LL;
+        while (atomic_load_explicit(&j->started, memory_order_acquire) < j->n) {
+            if (now_ns() > until) {
+                atomic_fetch_add_explicit(&j->gave_up, 1, memory_order_relaxed);
+                break;
+            }
+            cpu_relax();
+        }
+    }
+}
+
+int rumus_pool_probe_together(int n, int32_t *owner) {
+    together_job j = {owner, 0, 0, n};
+    if (!rumus_parallel_together(n, together_range, &j)) return -1;
+    return atomic_load_explicit(&j.gave_up, memory_order_relaxed);
 }
 
 /* After fork(): the workers were not copied. Every loop runs on the calling thread. */

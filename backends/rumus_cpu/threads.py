@@ -29,10 +29,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import warnings
 from typing import Any
 
 SPIN_US = 50
+STEP_OUT_LEAST_THREADS = 4  # see csrc/pool.c, worker_step_out: on fewer threads sharing the core costs less
 GOMP_SPIN_COUNT = "10000"  # libgomp's polls before sleeping, for an OpenMP library loaded after rumus (torch)
 # the kernel classes of csrc/runtime.c's rumus_grain, in its order
 GRAIN_CLASSES = ("elementwise elements", "row elements", "BLAS multiply-adds", "loop multiply-adds")
@@ -257,6 +259,13 @@ def quiet_openmp_for_later_libraries() -> None:
         del os.environ["GOMP_SPINCOUNT"]
 
 
+def step_out_least_threads() -> int:
+    """Loops of this many threads or more let a worker whose core another process shares step out
+    (csrc/pool.c, worker_step_out): RUMUS_STEP_OUT (0: never), else STEP_OUT_LEAST_THREADS."""
+    n = _env_int("RUMUS_STEP_OUT", 0, f"stepping out in loops of {STEP_OUT_LEAST_THREADS} threads or more")
+    return STEP_OUT_LEAST_THREADS if n is None else n
+
+
 def configure(lib: Any) -> None:
     """At load: the default budget, the pool's polling time, BLAS on the kernels' threads, one thread in
     fork()ed children, freed memory kept."""
@@ -264,6 +273,7 @@ def configure(lib: Any) -> None:
     us = spin_us()
     lib.rumus_pool_set_spin_us(us)
     _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
+    lib.rumus_pool_set_step_out(step_out_least_threads(), 0)
     attach_blas(lib)
     choose_gemm_kernel(lib)
     quiet_openmp_for_later_libraries()
@@ -287,6 +297,14 @@ def set_num_threads(n: int) -> None:
         pass
 
 
+def _step_out_description(lib: Any) -> str:
+    least = int(lib.rumus_pool_get_step_out())
+    if least <= 0 or not sys.platform.startswith("linux"):
+        return "never" + (" (RUMUS_STEP_OUT=0)" if least <= 0 else " (Linux only)")
+    return (f"a worker preempted twice within 20 ms sleeps 20 ms, doubling up to 1 s while its core stays shared "
+            f"(loops of >= {least} threads, at most a quarter of them out; {int(lib.rumus_pool_step_outs())} so far)")
+
+
 def get_num_threads() -> int:
     from ._lib import lib
     return int(lib.rumus_get_num_threads())
@@ -301,6 +319,7 @@ def policy() -> dict[str, Any]:
         "grain": int(lib.rumus_get_parallel_threshold()),
         "grains": {name: int(lib.rumus_grain(i)) for i, name in enumerate(GRAIN_CLASSES)},
         "idle": _state["spin"],
+        "step_out": _step_out_description(lib),
         "openmp_of_others": _state["openmp"],
         "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
@@ -335,5 +354,5 @@ def describe() -> str:
     return (f"kernel threads {n} (own pool; 1 thread below "
             f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
             f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
-            f"per half of that; idle threads: {p['idle']}); BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
+            f"per half of that; idle threads: {p['idle']}; stepping out: {p['step_out']}); BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
             f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}")

@@ -222,3 +222,79 @@ def test_each_thread_gets_the_same_chunks_loop_after_loop() -> None:
     # threads' claims interleave, 0 1 0 1 ...); the rest are loops where one thread lost its CPU for a while
     own = sum(m == [0, 0, 0, 0, 1, 1, 1, 1] for m in maps)
     assert own >= 0.5 * len(maps), maps
+
+
+STEP_OUT = r"""
+import json, os, time
+import numpy as np
+import rumus as rm
+from rumus_cpu._lib import ffi, lib
+rm.zeros(1)
+nt, first_us = int(os.environ["RUMUS_NUM_THREADS"]), int(os.environ["TEST_FIRST_US"])
+lib.rumus_pool_count_injected_only(1)   # the machine's own preemptions would make others step out too
+lib.rumus_pool_set_step_out(4, first_us)
+n = 4 * nt  # one unit per chunk, 1 ms each: every thread gets a core within a loop, even 4 threads on 2 cores
+owner = np.zeros(n, np.int32)
+ptr = ffi.cast("int32_t *", owner.ctypes.data)
+def loop():
+    owner[:] = -1
+    lib.rumus_pool_probe(nt, n, 1_000_000, ptr)
+    return sorted(set(owner.tolist()))
+for _ in range(5):                      # workers started; each looked at its count (now injected only)
+    loop(); time.sleep(0.001)
+seen_before = sorted(set().union(*[loop() for _ in range(10)]))
+lib.rumus_pool_inject_preemptions(nt - 1, 2)   # the last worker: two preemptions since its last look
+t0 = time.monotonic()
+out_loops = []
+while time.monotonic() - t0 < first_us * 0.5e-6:
+    out_loops.append(loop()); time.sleep(0.0005)
+out_now = lib.rumus_pool_out()
+# numpy's BLAS call: OpenBLAS's jobs wait on each other, so every thread runs one (the stepped-out one too)
+rng = np.random.default_rng(5)
+a = rng.standard_normal((768, 768)).astype(np.float32)
+t1 = time.monotonic()
+prod = a @ a
+blas_s = time.monotonic() - t1
+parts = np.full(nt, -1, np.int32)
+t1 = time.monotonic()
+gave_up = lib.rumus_pool_probe_together(nt, ffi.cast("int32_t *", parts.ctypes.data))
+together_s = time.monotonic() - t1
+err = float(np.abs(prod - a.astype(np.float64) @ a).max())
+time.sleep(first_us * 1e-6)
+back = sorted(set().union(*[loop() for _ in range(10)]))
+print(json.dumps({"before": seen_before, "out_loops": out_loops, "out_now": out_now, "blas_s": blas_s, "err": err,
+                  "back": back, "gave_up": gave_up, "together_s": together_s, "parts": sorted(parts.tolist()), "step_outs": lib.rumus_pool_step_outs(), "attached": lib.rumus_blas_attached()}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="stepping out needs Linux's futex and rusage")
+def test_a_worker_whose_core_is_shared_steps_out_and_comes_back() -> None:
+    # a worker preempted twice within 20 ms shares its core with another process: it sleeps (its chunks go to
+    # the others, the results do not change) and comes back when its time out ends
+    got = _run(STEP_OUT, 4, TEST_FIRST_US="400000", RUMUS_SPIN_US="2000")
+    assert got["before"] == [0, 1, 2, 3], got  # over 10 loops (on 2 cores not every thread gets a chunk of each)
+    assert got["step_outs"] == 1 and got["out_now"] == 1, got
+    # the look happens after the worker's next loop: from the second loop on it runs no chunk
+    assert len(got["out_loops"]) >= 5, got
+    assert all(3 not in m and set(m) <= {0, 1, 2} for m in got["out_loops"][1:]), got["out_loops"]
+    assert got["err"] < 2e-3, got
+    # a loop whose parts must all run at once (OpenBLAS's jobs) wakes it: every part starts, no wait for its 0.4 s
+    assert got["gave_up"] == 0 and got["parts"] == [0, 1, 2, 3] and got["together_s"] < 0.15, got
+    if got["attached"]:
+        assert got["blas_s"] < 0.15, got
+    assert got["back"] == [0, 1, 2, 3], got["back"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="stepping out needs Linux's futex and rusage")
+def test_no_worker_steps_out_of_a_loop_of_few_threads() -> None:
+    # on 2 or 3 threads one step out costs more than sharing the core (see csrc/pool.c, worker_step_out)
+    got = _run(STEP_OUT, 3, TEST_FIRST_US="400000", RUMUS_SPIN_US="2000")
+    assert got["step_outs"] == 0 and got["out_now"] == 0, got
+    assert any(2 in m for m in got["out_loops"][1:]), got["out_loops"]
+
+
+def test_rumus_step_out_zero_turns_it_off() -> None:
+    got = _run("import json, rumus as rm\nrm.zeros(1)\nfrom rumus_cpu import threads\nfrom rumus_cpu._lib import lib\n"
+               "print(json.dumps({'least': lib.rumus_pool_get_step_out(), 'said': threads.policy()['step_out']}))",
+               4, RUMUS_STEP_OUT="0")
+    assert got == {"least": 0, "said": "never (RUMUS_STEP_OUT=0)"}, got
