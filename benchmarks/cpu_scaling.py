@@ -27,7 +27,9 @@ Two more columns at the largest count, each a ratio paired within one process, t
   rounds). The slowdown should be about that core's share (1/cores), not more (no thread of ours spinning
   for a core held elsewhere, no barrier waiting on it).
 - "with torch": a third process holding both libraries: RUMUS's steps with torch idle, then with torch's own
-  step run (untimed) before each of RUMUS's, alternately every round.
+  step run (untimed) before each of RUMUS's, alternately every round. Two controls beside it: RUMUS's step with
+  RUMUS's other step before it (another working set in the caches, no torch thread), and the other side:
+  torch's step with RUMUS's same step before it, over torch's step with RUMUS idle.
 Printed: a markdown table, times in ms (lower is better) with the rumus/torch ratio at every count; per
 library the worst increase from one count to the next (goal: never more than 10%), flagged SLOWER when
 RUMUS's exceeds 10% and its spread, "noise?" when it exceeds 10% but not the spread; the spread itself (the
@@ -56,6 +58,7 @@ CASES = ["add 4M", "softmax 4096x1024", "GEMM 1024²", "conv fwd+bwd", "MLP step
          "add 128x256", "GEMM 128x784x256", "CNN conv2 fwd+bwd"]
 # the last three: pieces of the MLP and CNN steps, to see which op gets slower as threads grow
 STEPS = ["MLP step", "CNN step", "transformer step"]
+OTHER_STEP = {"MLP step": "CNN step", "CNN step": "MLP step", "transformer step": "MLP step"}  # the controls' step
 
 SAMPLE_S = 1e-3  # a sample times calls for at least this long
 LEAST_SAMPLES = 5  # per case and block; the transformer step (80-500 ms a call) gets TRANSFORMER_SAMPLES
@@ -303,27 +306,35 @@ def worker(lib: str, counts: list[int], rounds: int, budget: float, quick: bool,
            only: list[str] | None, since: float, first_round: int = 0) -> list[Round]:
     """In the library's own process: every round, every count (set at run time), every case; beside the block
     at a count in `busy_at`, the same block with the busy neighbour. lib "rumus+torch": RUMUS's steps with
-    torch idle ("torch idle") and with torch's step before each ("torch between"), alternately."""
+    torch idle ("torch idle"), with torch's step before each ("torch between"), with RUMUS's other step before
+    each ("rumus between", the control), then torch's steps with RUMUS idle and with RUMUS's step before each,
+    alternately (the order reversed every other round)."""
     if lib == "torch":
         import torch  # first: torch's libgomp settings, untouched by RUMUS
         setters: list[tuple[str, Callable[[int], object], Callable[[], int]]] = [
             ("torch", torch.set_num_threads, torch.get_num_threads)]
         cases = _torch_cases()
-    between: dict[str, Callable[[], object]] = {}
+    variants: dict[str, dict[str, Callable[[], object]]] = {}
     if lib != "torch":
         import rumus as rm
         rm.zeros(1)  # the CPU backend (and its thread policy) starts before torch is imported
         from rumus_cpu import threads as rt
         setters = [("rumus", rt.set_num_threads, rt.get_num_threads)]
         cases = _rumus_cases()
-        if lib == "rumus+torch":
-            import torch
-            setters.append(("torch", torch.set_num_threads, torch.get_num_threads))
-            other = _torch_cases()
-            cases = {k: v for k, v in cases.items() if k in STEPS}
-            between = {k: _after(other[k], v) for k, v in cases.items()}
     if only:
         cases = {k: v for k, v in cases.items() if k in only}
+    if lib == "rumus+torch":
+        import torch
+        setters.append(("torch", torch.set_num_threads, torch.get_num_threads))
+        other = _torch_cases()
+        cases = {k: v for k, v in cases.items() if k in STEPS}
+        variants = {"torch idle": cases, "torch between": {k: _after(other[k], v) for k, v in cases.items()},
+                    # controls: RUMUS's step after another RUMUS step (no torch threads, another working set), and
+                    # torch's own step with RUMUS idle and with RUMUS's step before it (the other side's slowdown)
+                    "rumus between": {k: _after(cases[OTHER_STEP[k]], v) for k, v in cases.items()
+                                      if OTHER_STEP[k] in cases},
+                    "torch: rumus idle": {k: other[k] for k in cases},
+                    "torch: rumus between": {k: _after(v, other[k]) for k, v in cases.items()}}
     hog_cpu = _hog_cpu()
     out: list[Round] = []
     for r in range(first_round, first_round + rounds):
@@ -332,22 +343,31 @@ def worker(lib: str, counts: list[int], rounds: int, budget: float, quick: bool,
             for name, setter, getter in setters:
                 _set_threads(name, setter, getter, n)
             if lib == "rumus+torch":
-                kinds = ["torch idle", "torch between"]
+                kinds = list(variants)
             else:
                 kinds = ["alone", "busy"] if n in busy_at else ["alone"]
             for kind in (kinds if r % 2 == 0 else kinds[::-1]):
-                t0 = time.time()
+                t0, outs0 = time.time(), _step_outs()
                 if kind == "busy":
                     with _hogging(hog_cpu):
                         res = _time_block(cases, budget, quick)
                 else:
-                    res = _time_block(
-                        {k: between[k] for k in cases} if kind == "torch between" else cases, budget, quick)
-                blocks.append({"threads": n, "kind": kind, "cases": res})
-                print(f"# {lib}: round {r + 1}, {n} threads, {kind}: {len(res)} cases in {time.time() - t0:.1f} s "
-                      f"({time.time() - since:.0f} s)", file=sys.stderr, flush=True)
+                    res = _time_block(variants.get(kind, cases), budget, quick)
+                outs = _step_outs() - outs0
+                blocks.append({"threads": n, "kind": kind, "cases": res, "step_outs": outs})
+                print(f"# {lib}: round {r + 1}, {n} threads, {kind}: {len(res)} cases in {time.time() - t0:.1f} s, "
+                      f"{outs} step-outs ({time.time() - since:.0f} s)", file=sys.stderr, flush=True)
         out.append(blocks)
     return out
+
+
+def _step_outs() -> int:
+    """RUMUS's pool workers that stepped out so far (csrc/pool.c: a worker whose core another thread shares);
+    0 where RUMUS's CPU backend is not loaded."""
+    if "rumus_cpu._lib" not in sys.modules:
+        return 0
+    from rumus_cpu._lib import lib
+    return int(lib.rumus_pool_step_outs())
 
 
 def _run_worker(lib: str, counts: list[int], rounds: int, budget: float, quick: bool, busy_at: list[int],
@@ -446,11 +466,14 @@ def table(raw: dict[str, Any]) -> list[str]:
     header = ["case"] + [f"{n} thr rumus / torch" for n in counts] + [
         "rumus/torch at " + str(top), "worst step rumus / torch", "spread rumus / torch"]
     header += [f"busy neighbour at {top}: rumus / torch"] if busy_col else []
-    header += [f"rumus at {top}, torch between steps"] if torch_col else []
+    header += [f"rumus at {top}, torch between steps", f"rumus at {top}, another rumus step between",
+               f"torch at {top}, rumus between steps"] if torch_col else []
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     flagged = []
     busy = {lib: _paired(libs[lib], "alone", "busy", top) for lib in ("rumus", "torch")}
-    between = _paired(libs["rumus+torch"], "torch idle", "torch between", top) if torch_col else {}
+    withs = [_paired(libs["rumus+torch"], a, b, top) for a, b in (
+        ("torch idle", "torch between"), ("torch idle", "rumus between"), ("torch: rumus idle", "torch: rumus between"))
+    ] if torch_col else []
     for case in [c for c in CASES if c in res["rumus"][counts[0]]]:
         rt = [res["rumus"][n][case][0] * 1e3 for n in counts]
         tt = [res["torch"][n][case][0] * 1e3 for n in counts]
@@ -468,8 +491,8 @@ def table(raw: dict[str, Any]) -> list[str]:
             cells.append(" / ".join(
                 f"{busy[lib][case][1] * 1e3:.3g} ({statistics.median(busy[lib][case][2]) - 1:+.0%})"
                 if case in busy[lib] else "-" for lib in ("rumus", "torch")))
-        if torch_col:
-            bt = between.get(case)
+        for paired in withs:
+            bt = paired.get(case)
             cells.append(f"{bt[1] * 1e3:.3g} ({statistics.median(bt[2]) - 1:+.0%})" if bt else "-")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("\ntimes in ms: the median over rounds of each round's median; worst step: the largest increase "
@@ -481,7 +504,10 @@ def table(raw: dict[str, Any]) -> list[str]:
                      "timed side by side in one process")
     if torch_col:
         lines.append("torch between steps: RUMUS's step with torch's step run before it, and the median over rounds "
-                     "of that over RUMUS's step with torch idle in the same process")
+                     "of that over RUMUS's step with torch idle in the same process; another rumus step between: the "
+                     "same with RUMUS's other step (" + ", ".join(f"{b} before the {a}" for a, b in OTHER_STEP.items())
+                     + ") before it, a control with no torch thread; torch, rumus between: torch's step with RUMUS's "
+                     "same step before it, over torch's step with RUMUS idle")
     lines.append("rows more than 10% slower at a higher count: " + ("; ".join(flagged) if flagged else "none"))
     return lines
 

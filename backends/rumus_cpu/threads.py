@@ -354,5 +354,6 @@ def describe() -> str:
     return (f"kernel threads {n} (own pool; 1 thread below "
             f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
             f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
-            f"per half of that; idle threads: {p['idle']}; stepping out: {p['step_out']}); BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
+            f"per half of that; idle threads: {p['idle']}; stepping out: {p['step_out']}); "
+            f"BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
             f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}")

@@ -263,7 +263,8 @@ err = float(np.abs(prod - a.astype(np.float64) @ a).max())
 time.sleep(first_us * 1e-6)
 back = sorted(set().union(*[loop() for _ in range(10)]))
 print(json.dumps({"before": seen_before, "out_loops": out_loops, "out_now": out_now, "blas_s": blas_s, "err": err,
-                  "back": back, "gave_up": gave_up, "together_s": together_s, "parts": sorted(parts.tolist()), "step_outs": lib.rumus_pool_step_outs(), "attached": lib.rumus_blas_attached()}))
+                  "back": back, "gave_up": gave_up, "together_s": together_s, "parts": sorted(parts.tolist()),
+                  "step_outs": lib.rumus_pool_step_outs(), "attached": lib.rumus_blas_attached()}))
 """
 
 
