@@ -58,7 +58,7 @@ CASES = ["add 4M", "softmax 4096x1024", "GEMM 1024²", "conv fwd+bwd", "MLP step
          "add 128x256", "GEMM 128x784x256", "CNN conv2 fwd+bwd"]
 # the last three: pieces of the MLP and CNN steps, to see which op gets slower as threads grow
 STEPS = ["MLP step", "CNN step", "transformer step"]
-OTHER_STEP = {"MLP step": "CNN step", "CNN step": "MLP step", "transformer step": "MLP step"}  # the controls' step
+PAUSE_S = 0.002
 
 SAMPLE_S = 1e-3  # a sample times calls for at least this long
 LEAST_SAMPLES = 5  # per case and block; the transformer step (80-500 ms a call) gets TRANSFORMER_SAMPLES
@@ -156,6 +156,12 @@ class _after:
         t0 = time.perf_counter()
         self.fn()
         self.elapsed += time.perf_counter() - t0
+
+
+def _pause() -> None:
+    """The third control: no step at all before the timed one, only PAUSE_S idle, longer than either library's
+    threads poll (RUMUS 50 us, torch's libgomp well under a millisecond): what waking them costs."""
+    time.sleep(PAUSE_S)
 
 
 def _transformer_rumus(nt: Any) -> Callable[[], object]:
@@ -306,9 +312,10 @@ def worker(lib: str, counts: list[int], rounds: int, budget: float, quick: bool,
            only: list[str] | None, since: float, first_round: int = 0) -> list[Round]:
     """In the library's own process: every round, every count (set at run time), every case; beside the block
     at a count in `busy_at`, the same block with the busy neighbour. lib "rumus+torch": RUMUS's steps with
-    torch idle ("torch idle"), with torch's step before each ("torch between"), with RUMUS's other step before
-    each ("rumus between", the control), then torch's steps with RUMUS idle and with RUMUS's step before each,
-    alternately (the order reversed every other round)."""
+    torch idle ("torch idle"), with torch's step before each ("torch between"), with a second RUMUS model's
+    step before each ("rumus between", a control) and after a pause ("pause between", a control), then torch's
+    steps with RUMUS idle, with RUMUS's step before each, a second torch model's, a pause; the order reversed
+    every other round."""
     if lib == "torch":
         import torch  # first: torch's libgomp settings, untouched by RUMUS
         setters: list[tuple[str, Callable[[int], object], Callable[[], int]]] = [
@@ -328,13 +335,17 @@ def worker(lib: str, counts: list[int], rounds: int, budget: float, quick: bool,
         setters.append(("torch", torch.set_num_threads, torch.get_num_threads))
         other = _torch_cases()
         cases = {k: v for k, v in cases.items() if k in STEPS}
+        # the controls: a second model of each step (same sizes, its own memory) run before the first, in
+        # each library; so "torch between" (torch's step before RUMUS's) compares with what any other model's
+        # step of that size costs RUMUS's, and "torch: rumus between" with what it costs torch's
+        own2, other2 = _rumus_cases(), _torch_cases()
         variants = {"torch idle": cases, "torch between": {k: _after(other[k], v) for k, v in cases.items()},
-                    # controls: RUMUS's step after another RUMUS step (no torch threads, another working set), and
-                    # torch's own step with RUMUS idle and with RUMUS's step before it (the other side's slowdown)
-                    "rumus between": {k: _after(cases[OTHER_STEP[k]], v) for k, v in cases.items()
-                                      if OTHER_STEP[k] in cases},
+                    "rumus between": {k: _after(own2[k], v) for k, v in cases.items()},
+                    "pause between": {k: _after(_pause, v) for k, v in cases.items()},
                     "torch: rumus idle": {k: other[k] for k in cases},
-                    "torch: rumus between": {k: _after(v, other[k]) for k, v in cases.items()}}
+                    "torch: rumus between": {k: _after(v, other[k]) for k, v in cases.items()},
+                    "torch: torch between": {k: _after(other2[k], other[k]) for k in cases},
+                    "torch: pause between": {k: _after(_pause, other[k]) for k in cases}}
     hog_cpu = _hog_cpu()
     out: list[Round] = []
     for r in range(first_round, first_round + rounds):
@@ -466,13 +477,14 @@ def table(raw: dict[str, Any]) -> list[str]:
     header = ["case"] + [f"{n} thr rumus / torch" for n in counts] + [
         "rumus/torch at " + str(top), "worst step rumus / torch", "spread rumus / torch"]
     header += [f"busy neighbour at {top}: rumus / torch"] if busy_col else []
-    header += [f"rumus at {top}, torch between steps", f"rumus at {top}, another rumus step between",
-               f"torch at {top}, rumus between steps"] if torch_col else []
+    header += [f"rumus at {top}: torch's step before / a 2nd rumus model's / a pause",
+               f"torch at {top}: rumus's step before / a 2nd torch model's / a pause"] if torch_col else []
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     flagged = []
     busy = {lib: _paired(libs[lib], "alone", "busy", top) for lib in ("rumus", "torch")}
-    withs = [_paired(libs["rumus+torch"], a, b, top) for a, b in (
-        ("torch idle", "torch between"), ("torch idle", "rumus between"), ("torch: rumus idle", "torch: rumus between"))
+    withs = [[_paired(libs["rumus+torch"], base, b, top) for b in others] for base, others in (
+        ("torch idle", ("torch between", "rumus between", "pause between")),
+        ("torch: rumus idle", ("torch: rumus between", "torch: torch between", "torch: pause between")))
     ] if torch_col else []
     for case in [c for c in CASES if c in res["rumus"][counts[0]]]:
         rt = [res["rumus"][n][case][0] * 1e3 for n in counts]
@@ -491,9 +503,10 @@ def table(raw: dict[str, Any]) -> list[str]:
             cells.append(" / ".join(
                 f"{busy[lib][case][1] * 1e3:.3g} ({statistics.median(busy[lib][case][2]) - 1:+.0%})"
                 if case in busy[lib] else "-" for lib in ("rumus", "torch")))
-        for paired in withs:
-            bt = paired.get(case)
-            cells.append(f"{bt[1] * 1e3:.3g} ({statistics.median(bt[2]) - 1:+.0%})" if bt else "-")
+        for pair in withs:
+            got = [p.get(case) for p in pair]
+            cells.append(" / ".join(f"{bt[1] * 1e3:.3g} ({statistics.median(bt[2]) - 1:+.0%})" for bt in got if bt)
+                         if all(got) else "-")
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("\ntimes in ms: the median over rounds of each round's median; worst step: the largest increase "
                  "from one thread count to the next (goal <= 10%); spread: the range between rounds' medians or the "
@@ -503,11 +516,10 @@ def table(raw: dict[str, Any]) -> list[str]:
                      f"share: {1 / raw['cpus']:.0%} of the machine): ms, and the median over rounds of busy / alone "
                      "timed side by side in one process")
     if torch_col:
-        lines.append("torch between steps: RUMUS's step with torch's step run before it, and the median over rounds "
-                     "of that over RUMUS's step with torch idle in the same process; another rumus step between: the "
-                     "same with RUMUS's other step (" + ", ".join(f"{b} before the {a}" for a, b in OTHER_STEP.items())
-                     + ") before it, a control with no torch thread; torch, rumus between: torch's step with RUMUS's "
-                     "same step before it, over torch's step with RUMUS idle")
+        lines.append("with torch (one process holding both): RUMUS's step with torch's same step run before it, "
+                     "and the median over rounds of that over RUMUS's step run back to back; beside it the controls: a "
+                     "second RUMUS model's step (same sizes, its own memory) before it, and a pause of "
+                     f"{PAUSE_S * 1e3:g} ms (its threads asleep). Then the other side, the same for torch's step")
     lines.append("rows more than 10% slower at a higher count: " + ("; ".join(flagged) if flagged else "none"))
     return lines
 
