@@ -271,7 +271,8 @@ time.sleep(first_us * 1e-6)
 back = sorted(set().union(*[loop() for _ in range(10)]))
 print(json.dumps({"before": seen_before, "out_loops": out_loops, "out_now": out_now, "blas_s": blas_s, "err": err,
                   "back": back, "gave_up": gave_up, "together_s": together_s, "parts": sorted(parts.tolist()),
-                  "same_bits": same_bits, "step_outs": lib.rumus_pool_step_outs(), "attached": lib.rumus_blas_attached()}))
+                  "same_bits": same_bits, "step_outs": lib.rumus_pool_step_outs(),
+                  "attached": lib.rumus_blas_attached()}))
 """
 
 
