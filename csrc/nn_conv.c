@@ -117,43 +117,30 @@ static void *conv_plane_scratch(size_t bytes) {
    additions as the portable loop's, so the results do not depend on the path. */
 #define SEG512 __attribute__((target("avx512f"), always_inline)) static inline
 
-SEG512 void seg_copy512_f32(float *d, const float *s, int64_t n) {
-    int64_t k = 0;
-    for (; k + 16 <= n; k += 16) _mm512_storeu_ps(d + k, _mm512_loadu_ps(s + k));
-    if (k < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - k)) - 1u);
-        _mm512_mask_storeu_ps(d + k, m, _mm512_maskz_loadu_ps(m, s + k));
+/* One type's pair: copy and add of n elements, LANES to a vector, the tail under a mask. */
+#define DEFINE_SEG512(SUF, T, V, M, LANES, LOAD, MLOAD, STORE, MSTORE, ADD)                                     \
+    SEG512 void seg_copy512_##SUF(T *d, const T *s, int64_t n) {                                               \
+        int64_t k = 0;                                                                                          \
+        for (; k + LANES <= n; k += LANES) STORE(d + k, LOAD(s + k));                                           \
+        if (k < n) {                                                                                            \
+            const M m = (M)((1u << (n - k)) - 1u);                                                              \
+            MSTORE(d + k, m, MLOAD(m, s + k));                                                                  \
+        }                                                                                                       \
+    }                                                                                                           \
+    SEG512 void seg_add512_##SUF(T *d, const T *s, int64_t n) {                                                \
+        int64_t k = 0;                                                                                          \
+        for (; k + LANES <= n; k += LANES) STORE(d + k, ADD(LOAD(d + k), LOAD(s + k)));                         \
+        if (k < n) {                                                                                            \
+            const M m = (M)((1u << (n - k)) - 1u);                                                              \
+            const V sum = ADD(MLOAD(m, d + k), MLOAD(m, s + k));                                                \
+            MSTORE(d + k, m, sum);                                                                              \
+        }                                                                                                       \
     }
-}
 
-SEG512 void seg_add512_f32(float *d, const float *s, int64_t n) {
-    int64_t k = 0;
-    for (; k + 16 <= n; k += 16) _mm512_storeu_ps(d + k, _mm512_add_ps(_mm512_loadu_ps(d + k), _mm512_loadu_ps(s + k)));
-    if (k < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - k)) - 1u);
-        const __m512 sum = _mm512_add_ps(_mm512_maskz_loadu_ps(m, d + k), _mm512_maskz_loadu_ps(m, s + k));
-        _mm512_mask_storeu_ps(d + k, m, sum);
-    }
-}
-
-SEG512 void seg_copy512_f64(double *d, const double *s, int64_t n) {
-    int64_t k = 0;
-    for (; k + 8 <= n; k += 8) _mm512_storeu_pd(d + k, _mm512_loadu_pd(s + k));
-    if (k < n) {
-        const __mmask8 m = (__mmask8)((1u << (n - k)) - 1u);
-        _mm512_mask_storeu_pd(d + k, m, _mm512_maskz_loadu_pd(m, s + k));
-    }
-}
-
-SEG512 void seg_add512_f64(double *d, const double *s, int64_t n) {
-    int64_t k = 0;
-    for (; k + 8 <= n; k += 8) _mm512_storeu_pd(d + k, _mm512_add_pd(_mm512_loadu_pd(d + k), _mm512_loadu_pd(s + k)));
-    if (k < n) {
-        const __mmask8 m = (__mmask8)((1u << (n - k)) - 1u);
-        const __m512d sum = _mm512_add_pd(_mm512_maskz_loadu_pd(m, d + k), _mm512_maskz_loadu_pd(m, s + k));
-        _mm512_mask_storeu_pd(d + k, m, sum);
-    }
-}
+DEFINE_SEG512(f32, float, __m512, __mmask16, 16, _mm512_loadu_ps, _mm512_maskz_loadu_ps, _mm512_storeu_ps,
+              _mm512_mask_storeu_ps, _mm512_add_ps)
+DEFINE_SEG512(f64, double, __m512d, __mmask8, 8, _mm512_loadu_pd, _mm512_maskz_loadu_pd, _mm512_storeu_pd,
+              _mm512_mask_storeu_pd, _mm512_add_pd)
 
 /* Whether the segments use AVX-512F: where RUMUS's own GEMM has its AVX-512 part in force (tests lower it
    with rumus_sgemm_set_isa to reach the portable loops). */
@@ -161,6 +148,19 @@ static int seg512(void) { return rumus_sgemm_isa() == 2; }
 #else
 static int seg512(void) { return 0; }
 #endif
+
+/* The stride-1 im2col / col2im band of output rows [oh0, oh1) (nn_conv_impl.h): the geometry they share; the
+   channel's input rows oh0 - ph ... lie in a plane of Hb rows of Wp columns. */
+typedef struct {
+    int64_t H, W, kh, kw, ph, pw, Wo, nb, Hb, Wp;
+} s1_band;
+
+static s1_band s1_band_of(const int64_t *g, int64_t oh0, int64_t oh1) {
+    s1_band b = {g[2], g[3], g[4], g[5], g[8], g[9], g[13], oh1 - oh0, 0, 0};
+    b.Hb = b.nb + b.kh - 1;
+    b.Wp = b.Wo + b.kw - 1;
+    return b;
+}
 
 /* Every BLAS call here is one plain single-threaded call (the parallelism is over units). float64, and
    float32 where RUMUS's own GEMM is not in force, hold OpenBLAS at one thread for the whole kernel (one

@@ -107,19 +107,18 @@ static void FN(rows_to_plane512)(const T *cols, int64_t ld, T *plane, int64_t kh
 
 /* im2col_rows for stride 1, dilation 1. Returns 0 (nothing written) where the plane had no memory. */
 static int FN(im2col_rows_s1)(const T *x, T *cols, int64_t ld, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
-    const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], ph = g[8], pw = g[9], Wo = g[13];
-    const int64_t nb = oh1 - oh0, Hb = nb + kh - 1, Wp = Wo + kw - 1;
-    if (nb <= 0 || Wo <= 0) return 1;
-    T *plane = (T *)conv_plane_scratch((size_t)(Hb * Wp) * sizeof(T));
+    const s1_band b = s1_band_of(g, oh0, oh1);
+    if (b.nb <= 0 || b.Wo <= 0) return 1;
+    T *plane = (T *)conv_plane_scratch((size_t)(b.Hb * b.Wp) * sizeof(T));
     if (!plane) return 0;
     const int wide = seg512();
     for (int64_t c = 0; c < C; c++) {
-        FN(plane_fill)(x + c * H * W, plane, H, W, oh0 - ph, Hb, pw, Wp);
-        T *rows = cols + c * kh * kw * ld;
+        FN(plane_fill)(x + c * b.H * b.W, plane, b.H, b.W, oh0 - b.ph, b.Hb, b.pw, b.Wp);
+        T *rows = cols + c * b.kh * b.kw * ld;
         if (wide)
-            FN(plane_to_rows512)(plane, rows, ld, kh, kw, Wp, Wo, nb);
+            FN(plane_to_rows512)(plane, rows, ld, b.kh, b.kw, b.Wp, b.Wo, b.nb);
         else
-            FN(plane_to_rows)(plane, rows, ld, kh, kw, Wp, Wo, nb);
+            FN(plane_to_rows)(plane, rows, ld, b.kh, b.kw, b.Wp, b.Wo, b.nb);
     }
     return 1;
 }
@@ -128,21 +127,20 @@ static int FN(im2col_rows_s1)(const T *x, T *cols, int64_t ld, const int64_t *g,
    in order r = 0, 1, ... (each element gets at most one addend per row, as in the generic code, so every
    element sees the same additions in the same order), and the band is stored back. */
 static int FN(col2im_rows_s1)(const T *cols, int64_t ld, T *x, const int64_t *g, int64_t C, int64_t oh0, int64_t oh1) {
-    const int64_t H = g[2], W = g[3], kh = g[4], kw = g[5], ph = g[8], pw = g[9], Wo = g[13];
-    const int64_t nb = oh1 - oh0, Hb = nb + kh - 1, Wp = Wo + kw - 1;
-    if (nb <= 0 || Wo <= 0) return 1;
-    T *plane = (T *)conv_plane_scratch((size_t)(Hb * Wp) * sizeof(T));
+    const s1_band b = s1_band_of(g, oh0, oh1);
+    if (b.nb <= 0 || b.Wo <= 0) return 1;
+    T *plane = (T *)conv_plane_scratch((size_t)(b.Hb * b.Wp) * sizeof(T));
     if (!plane) return 0;
     const int wide = seg512();
     for (int64_t c = 0; c < C; c++) {
-        T *xc = x + c * H * W;
-        FN(plane_fill)(xc, plane, H, W, oh0 - ph, Hb, pw, Wp);
-        const T *rows = cols + c * kh * kw * ld;
+        T *xc = x + c * b.H * b.W;
+        FN(plane_fill)(xc, plane, b.H, b.W, oh0 - b.ph, b.Hb, b.pw, b.Wp);
+        const T *rows = cols + c * b.kh * b.kw * ld;
         if (wide)
-            FN(rows_to_plane512)(rows, ld, plane, kh, kw, Wp, Wo, nb);
+            FN(rows_to_plane512)(rows, ld, plane, b.kh, b.kw, b.Wp, b.Wo, b.nb);
         else
-            FN(rows_to_plane)(rows, ld, plane, kh, kw, Wp, Wo, nb);
-        FN(plane_store)(plane, xc, H, W, oh0 - ph, Hb, pw, Wp);
+            FN(rows_to_plane)(rows, ld, plane, b.kh, b.kw, b.Wp, b.Wo, b.nb);
+        FN(plane_store)(plane, xc, b.H, b.W, oh0 - b.ph, b.Hb, b.pw, b.Wp);
     }
     return 1;
 }
