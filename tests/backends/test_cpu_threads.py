@@ -203,7 +203,7 @@ print(json.dumps({"policy": threads.policy(), "phys": threads.physical_cores()})
 
 
 def _policy(env: dict[str, str]) -> dict[str, Any]:
-    base = {k: v for k, v in os.environ.items() if k not in ("RUMUS_NUM_THREADS", "RUMUS_SPIN_US")}
+    base = {k: v for k, v in os.environ.items() if k not in ("RUMUS_NUM_THREADS", "RUMUS_SPIN_US", "RUMUS_STEP_OUT")}
     proc = subprocess.run([sys.executable, "-c", POLICY_SCRIPT], capture_output=True, text=True, timeout=300,
                           env={**base, **env})
     assert proc.returncode == 0, proc.stderr
@@ -216,6 +216,14 @@ def test_default_budget_is_every_physical_core_and_the_env_overrides_it() -> Non
     assert got["policy"]["idle"] == f"poll {threads.SPIN_US} us, then sleep"
     assert _policy({"RUMUS_NUM_THREADS": "5"})["policy"]["kernel_threads"] == 5
     assert _policy({"RUMUS_SPIN_US": "7"})["policy"]["idle"] == "poll 7 us, then sleep (RUMUS_SPIN_US)"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="stepping out needs Linux")
+def test_the_policy_names_stepping_out_and_the_env_sets_its_threshold() -> None:
+    said = _policy({})["policy"]["step_out"]
+    assert said.startswith("a worker preempted twice within 20 ms sleeps") and ">= 4 threads" in said, said
+    assert ">= 6 threads" in _policy({"RUMUS_STEP_OUT": "6"})["policy"]["step_out"]
+    assert _policy({"RUMUS_STEP_OUT": "0"})["policy"]["step_out"] == "never (RUMUS_STEP_OUT=0)"
 
 
 def test_a_bad_rumus_num_threads_warns_and_uses_every_core(monkeypatch: pytest.MonkeyPatch) -> None:
