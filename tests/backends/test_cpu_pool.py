@@ -220,10 +220,18 @@ def test_each_thread_gets_the_same_chunks_loop_after_loop() -> None:
     # next when it arrived (1 or 2), and the same data met a different core from one loop to the next.
     maps = _run(OWNERS, 2, RUMUS_SPIN_US="2000")["maps"]
     assert all(set(m) <= {0, 1} for m in maps), maps
-    # each thread exactly its own run, in at least half the loops (first-come made this pattern rare: the two
-    # threads' claims interleave, 0 1 0 1 ...); the rest are loops where one thread lost its CPU for a while
-    own = sum(m == [0, 0, 0, 0, 1, 1, 1, 1] for m in maps)
-    assert own >= 0.5 * len(maps), maps
+    # in every loop, however late a thread came: each run's front went to its owner, its back to the other
+    # thread (taken from the end); first-come claims interleave, 0 1 0 1 ...
+    def owner_then_other(run: list[int], owner: int) -> bool:
+        k = next((i for i, t in enumerate(run) if t != owner), len(run))
+        return all(t != owner for t in run[k:])
+    assert all(owner_then_other(m[:4], 0) and owner_then_other(m[4:], 1) for m in maps), maps
+    # each thread exactly its own run, in at least half the loops; the rest are loops where one thread lost its
+    # CPU for a while. Only where the worker got a CPU in most loops (on a loaded machine it often gets none
+    # while the caller runs all 8 chunks, which says nothing about ownership)
+    if sum(1 in m for m in maps) >= 0.75 * len(maps):
+        own = sum(m == [0, 0, 0, 0, 1, 1, 1, 1] for m in maps)
+        assert own >= 0.5 * len(maps), maps
 
 
 STEP_OUT = r"""
@@ -280,24 +288,25 @@ print(json.dumps({"before": seen_before, "out_loops": out_loops, "out_now": out_
 def test_a_worker_whose_core_is_shared_steps_out_and_comes_back() -> None:
     # a worker preempted twice within 20 ms shares its core with another process: it sleeps (its chunks go to
     # the others, the results do not change) and comes back when its time out ends
-    got = _run(STEP_OUT, 4, TEST_FIRST_US="400000", RUMUS_SPIN_US="2000")
+    got = _run(STEP_OUT, 4, TEST_FIRST_US="1000000", RUMUS_SPIN_US="2000")
     assert got["before"] == [0, 1, 2, 3], got  # over 10 loops (on 2 cores not every thread gets a chunk of each)
     assert got["step_outs"] == 1 and got["out_now"] == 1, got
     # the look happens after the worker's next loop: from the second loop on it runs no chunk
     assert len(got["out_loops"]) >= 5, got
     assert all(3 not in m and set(m) <= {0, 1, 2} for m in got["out_loops"][1:]), got["out_loops"]
     assert got["err"] < 2e-3 and got["same_bits"], got
-    # a loop whose parts must all run at once (OpenBLAS's jobs) wakes it: every part starts, no wait for its 0.4 s
-    assert got["gave_up"] == 0 and got["parts"] == [0, 1, 2, 3] and got["together_s"] < 0.15, got
+    # a loop whose parts must all run at once (OpenBLAS's jobs) wakes it: every part starts, no wait for the
+    # rest of its 1 s out (half of it is left at this point)
+    assert got["gave_up"] == 0 and got["parts"] == [0, 1, 2, 3] and got["together_s"] < 0.3, got
     if got["attached"]:
-        assert got["blas_s"] < 0.15, got
+        assert got["blas_s"] < 0.3, got
     assert got["back"] == [0, 1, 2, 3], got["back"]
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="stepping out needs Linux's futex and rusage")
 def test_no_worker_steps_out_of_a_loop_of_few_threads() -> None:
     # on 2 or 3 threads one step out costs more than sharing the core (see csrc/pool.c, worker_step_out)
-    got = _run(STEP_OUT, 3, TEST_FIRST_US="400000", RUMUS_SPIN_US="2000")
+    got = _run(STEP_OUT, 3, TEST_FIRST_US="200000", RUMUS_SPIN_US="2000")
     assert got["step_outs"] == 0 and got["out_now"] == 0, got
     assert any(2 in m for m in got["out_loops"][1:]), got["out_loops"]
 
