@@ -27,9 +27,10 @@ Two more columns at the largest count, each a ratio paired within one process, t
   rounds). The slowdown should be about that core's share (1/cores), not more (no thread of ours spinning
   for a core held elsewhere, no barrier waiting on it).
 - "with torch": a third process holding both libraries: RUMUS's steps with torch idle, then with torch's own
-  step run (untimed) before each of RUMUS's, alternately every round. Two controls beside it: RUMUS's step with
-  RUMUS's other step before it (another working set in the caches, no torch thread), and the other side:
-  torch's step with RUMUS's same step before it, over torch's step with RUMUS idle.
+  step run (untimed) before each of RUMUS's, alternately every round. Two controls beside it: a second RUMUS
+  model's step (same sizes, its own memory, no torch thread) before RUMUS's, and a PAUSE_S pause (threads
+  asleep, caches kept). And the other side: torch's step after RUMUS's same step, after a second torch model's
+  and after a pause, each over torch's steps back to back.
 Printed: a markdown table, times in ms (lower is better) with the rumus/torch ratio at every count; per
 library the worst increase from one count to the next (goal: never more than 10%), flagged SLOWER when
 RUMUS's exceeds 10% and its spread, "noise?" when it exceeds 10% but not the spread; the spread itself (the

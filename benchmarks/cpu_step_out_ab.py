@@ -18,20 +18,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cpu_scaling  # noqa: E402
-
-
-def _median_time(fn: Callable[[], object], calls: int) -> float:
-    fn()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     cpus = sorted(os.sched_getaffinity(0))[-args.spinners:]
 
     def block() -> dict[str, float]:
-        return {k: _median_time(v, 7 if "transformer" in k else 150) for k, v in cases.items()}
+        # cpu_scaling's timing: median of batched samples, ~0.3 s per step (the transformer: 5 calls at least)
+        return {k: cpu_scaling._time(v, 0.3, 5)[0] for k, v in cases.items()}
 
     ratios: dict[int, list[dict[str, float]]] = {0: [], 4: []}
     for r in range(args.rounds):

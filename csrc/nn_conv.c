@@ -85,31 +85,26 @@ static int conv_threads(int64_t units, int64_t macs) {
     return nt < 1 ? 1 : (int)nt;
 }
 
-/* Each thread's im2col band, kept between calls (the kernels' threads live as long as the process). */
-static _Thread_local void *t_scratch = NULL;
-static _Thread_local size_t t_scratch_size = 0;
+/* A per-thread buffer that only grows, kept between calls (the kernels' threads live as long as the process). */
+typedef struct {
+    void *p;
+    size_t size;
+} thread_buffer;
 
-static void *conv_scratch(size_t bytes) {
-    if (bytes > t_scratch_size) {
-        free(t_scratch);
-        t_scratch = malloc(bytes);
-        t_scratch_size = t_scratch ? bytes : 0;
+static void *thread_buffer_get(thread_buffer *b, size_t bytes) {
+    if (bytes > b->size) {
+        free(b->p);
+        b->p = malloc(bytes);
+        b->size = b->p ? bytes : 0;
     }
-    return t_scratch;
+    return b->p;
 }
 
-/* Each thread's zero-padded plane for the stride-1 im2col / col2im (nn_conv_impl.h), kept likewise. */
-static _Thread_local void *t_plane = NULL;
-static _Thread_local size_t t_plane_size = 0;
+static _Thread_local thread_buffer t_scratch; /* each thread's im2col band */
+static _Thread_local thread_buffer t_plane;   /* its zero-padded plane for the stride-1 im2col / col2im */
 
-static void *conv_plane_scratch(size_t bytes) {
-    if (bytes > t_plane_size) {
-        free(t_plane);
-        t_plane = malloc(bytes);
-        t_plane_size = t_plane ? bytes : 0;
-    }
-    return t_plane;
-}
+static void *conv_scratch(size_t bytes) { return thread_buffer_get(&t_scratch, bytes); }
+static void *conv_plane_scratch(size_t bytes) { return thread_buffer_get(&t_plane, bytes); }
 
 #ifdef RUMUS_CONV_SEG512
 /* The stride-1 im2col / col2im's segments (nn_conv_impl.h) with AVX-512F (seg512 below): one

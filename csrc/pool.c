@@ -97,9 +97,10 @@ static _Thread_local int t_in_loop = 0;
 static _Thread_local int t_self = 0; /* this thread's index in the pool: 0 on callers, w on worker w */
 static _Atomic int64_t g_loops = 0, g_wakes = 0, g_step_outs = 0;
 static _Atomic int g_out = 0; /* workers stepped out now */
-static int g_step_out_least_nt = STEP_OUT_LEAST_NT; /* 0: never step out */
-static int64_t g_step_out_first_ns = STEP_OUT_FIRST_NS;
-static int g_count_injected_only = 0; /* tests: preemptions are only those injected */
+/* set from Python (rumus_pool_set_step_out, tests) while workers read them: atomics, relaxed */
+static _Atomic int g_step_out_least_nt = STEP_OUT_LEAST_NT; /* 0: never step out */
+static _Atomic int64_t g_step_out_first_ns = STEP_OUT_FIRST_NS;
+static _Atomic int g_count_injected_only = 0; /* tests: preemptions are only those injected */
 #ifndef POOL_FUTEX
 static pthread_mutex_t g_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_sleep_cond = PTHREAD_COND_INITIALIZER;
@@ -203,11 +204,13 @@ static void run_loop(uint64_t cur, int self) {
 
 /* Preemptions of the calling thread so far: involuntary context switches (another runnable thread was given
    its core), plus those a test injected for worker `self`. */
+static int injected_only(void) { return atomic_load_explicit(&g_count_injected_only, memory_order_relaxed); }
+
 static int64_t preemptions(int self) {
     int64_t n = atomic_load_explicit(&g_slots[self].injected, memory_order_relaxed);
 #ifdef RUSAGE_THREAD
     struct rusage ru;
-    if (!g_count_injected_only && getrusage(RUSAGE_THREAD, &ru) == 0) n += (int64_t)ru.ru_nivcsw;
+    if (!injected_only() && getrusage(RUSAGE_THREAD, &ru) == 0) n += (int64_t)ru.ru_nivcsw;
 #endif
     return n;
 }
@@ -261,8 +264,8 @@ static int worker_step_out(int self, uint64_t cur, core_watch *cw) {
     RUMUS_UNUSED(cw);
     return 0;
 #else
-    const int nt = CUR_NT(cur);
-    if (g_step_out_least_nt <= 0 || nt < g_step_out_least_nt) return 0;
+    const int nt = CUR_NT(cur), least = atomic_load_explicit(&g_step_out_least_nt, memory_order_relaxed);
+    if (least <= 0 || nt < least) return 0;
     const int64_t t = now_ns();
     if (t - cw->checked_ns < STEP_OUT_CHECK_NS) return 0;
     const int64_t p = preemptions(self), before = cw->checked_ns;
@@ -270,7 +273,7 @@ static int worker_step_out(int self, uint64_t cur, core_watch *cw) {
     if (p < cw->seen) cw->seen = p; /* a test switched to counting injected ones only */
     if (p <= cw->seen) return 0;
     /* (a test's injected preemptions count as close together however slowly a loaded machine runs its loops) */
-    const int twice = p - cw->seen >= 2 && (g_count_injected_only || t - before <= STEP_OUT_WINDOW_NS);
+    const int twice = p - cw->seen >= 2 && (injected_only() || t - before <= STEP_OUT_WINDOW_NS);
     const int shared = twice || t - cw->preempted_ns <= STEP_OUT_WINDOW_NS;
     cw->seen = p;
     cw->preempted_ns = t;
@@ -282,7 +285,7 @@ static int worker_step_out(int self, uint64_t cur, core_watch *cw) {
     /* back less than a second ago and shared again: twice as long */
     cw->out_ns = cw->back_ns && t - cw->back_ns < STEP_OUT_LONGEST_NS
                      ? (cw->out_ns * 2 < STEP_OUT_LONGEST_NS ? cw->out_ns * 2 : STEP_OUT_LONGEST_NS)
-                     : g_step_out_first_ns;
+                     : atomic_load_explicit(&g_step_out_first_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_step_outs, 1, memory_order_relaxed);
     sit_out(self, CUR_GEN(cur), now_ns() + cw->out_ns);
     atomic_fetch_sub_explicit(&g_out, 1, memory_order_relaxed);
@@ -435,14 +438,17 @@ int64_t rumus_pool_step_outs(void) { return atomic_load_explicit(&g_step_outs, m
 int rumus_pool_out(void) { return atomic_load_explicit(&g_out, memory_order_relaxed); }
 
 void rumus_pool_set_step_out(int least_nt, int64_t first_us) {
-    g_step_out_least_nt = least_nt < 0 ? 0 : least_nt;
-    g_step_out_first_ns = first_us > 0 ? first_us * 1000 : STEP_OUT_FIRST_NS;
+    atomic_store_explicit(&g_step_out_least_nt, least_nt < 0 ? 0 : least_nt, memory_order_relaxed);
+    const int64_t first_ns = first_us > 0 ? first_us * 1000 : STEP_OUT_FIRST_NS;
+    atomic_store_explicit(&g_step_out_first_ns, first_ns, memory_order_relaxed);
 }
-int rumus_pool_get_step_out(void) { return g_step_out_least_nt; }
+int rumus_pool_get_step_out(void) { return atomic_load_explicit(&g_step_out_least_nt, memory_order_relaxed); }
 
 /* For tests: worker w counts `k` more preemptions (it looks after its next loop); only = 1: the workers count
    only those (the machine's own preemptions would make other workers step out at moments a test cannot know). */
-void rumus_pool_count_injected_only(int only) { g_count_injected_only = only; }
+void rumus_pool_count_injected_only(int only) {
+    atomic_store_explicit(&g_count_injected_only, only, memory_order_relaxed);
+}
 void rumus_pool_inject_preemptions(int w, int k) {
     if (w >= 1 && w <= MAX_WORKERS) atomic_fetch_add_explicit(&g_slots[w].injected, k, memory_order_relaxed);
 }
