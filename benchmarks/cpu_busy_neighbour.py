@@ -94,10 +94,11 @@ def main(argv: list[str] | None = None) -> int:
           "expected on a quiet machine | |")
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows(raw)))
-    outs = {k: [b.get("step_outs", 0) for rd in raw["libs"]["rumus"] for b in rd if b["kind"] == k]
-            for k in ("alone", "busy")}
-    print(f"\nRUMUS workers stepped out (csrc/pool.c): {sum(outs['busy'])} in {len(outs['busy'])} busy blocks, "
-          f"{sum(outs['alone'])} in {len(outs['alone'])} blocks alone")
+    for key, what in (("step_outs", "stepped out"), ("moves", "moved off the caller's CPU")):
+        got = {k: [b.get(key, 0) for rd in raw["libs"]["rumus"] for b in rd if b["kind"] == k]
+               for k in ("alone", "busy")}
+        print(f"\nRUMUS workers {what} (csrc/pool.c): {sum(got['busy'])} in {len(got['busy'])} busy blocks, "
+              f"{sum(got['alone'])} in {len(got['alone'])} blocks alone")
     print(f"\nbusy: another process spinning on CPU {raw['hog_cpu']} of {cpus}; ms: medians over rounds; ratios "
           "taken within each round; 'within' allows 10% over the expected ratio for noise")
     return 0

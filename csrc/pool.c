@@ -20,13 +20,16 @@
    computed whole, by one thread).
 
    Waiting workers spin for g_spin_ns (RUMUS_SPIN_US; ~50 us bridges the gap between two kernels of a
-   step) and then sleep on a futex (Linux) or a condition variable. One caller at a time uses the pool;
+   step) and then sleep on a futex (Linux) or a condition variable; a caller waiting for chunks others
+   run does the same (see finish). A worker that wakes on the caller's CPU moves to another (see
+   keep_off_callers_cpu). One caller at a time uses the pool;
    a second thread calling at the same moment, a loop inside a loop, and a fork()ed child run on the
    calling thread. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -79,14 +82,17 @@ typedef struct {
     _Atomic int asleep;   /* worker s sleeps on the futex (its bit in the wake bitset) */
     _Atomic int out;      /* worker s stepped out (worker_step_out): woken only for a loop that needs every thread */
     _Atomic int injected; /* for tests: preemptions worker s counts on top of its own (rumus_pool_inject_preemptions) */
-    char pad[64 - sizeof(uint64_t) - 3 * sizeof(int)];
+    _Atomic int cpu;      /* the CPU thread s started its last loop on (-1: none yet) */
+    _Atomic int fake_on_callers; /* for tests: at its next loop worker s takes itself to be on the caller's CPU */
+    char pad[64 - sizeof(uint64_t) - 5 * sizeof(int)];
 } pool_slot;
 
 static pool_loop g_loop;
 static pool_slot g_slots[MAX_SLOTS] __attribute__((aligned(64)));
 /* generation (32 bits) | 1 where any thread may help, past its nt (rumus_parallel_together) (1) | nt (16) */
 static _Atomic uint64_t g_cur = 0;
-static _Atomic int64_t g_done = 0;       /* chunks of the current loop finished */
+static _Atomic uint32_t g_done = 0;      /* chunks of the current loop finished (a futex word) */
+static _Atomic int g_caller_asleep = 0;  /* the caller sleeps on g_done until the last chunk is done */
 static _Atomic uint32_t g_wake = 0;      /* bumped per loop; sleeping workers wait on it */
 static int g_workers = 0;                /* started (they never exit) */
 static int64_t g_spin_ns = 50000;
@@ -95,12 +101,13 @@ static pthread_mutex_t g_caller = PTHREAD_MUTEX_INITIALIZER; /* one loop at a ti
 static pthread_mutex_t g_start = PTHREAD_MUTEX_INITIALIZER;  /* starting workers */
 static _Thread_local int t_in_loop = 0;
 static _Thread_local int t_self = 0; /* this thread's index in the pool: 0 on callers, w on worker w */
-static _Atomic int64_t g_loops = 0, g_wakes = 0, g_step_outs = 0;
+static _Atomic int64_t g_loops = 0, g_wakes = 0, g_step_outs = 0, g_moves = 0;
 static _Atomic int g_out = 0; /* workers stepped out now */
 /* set from Python (rumus_pool_set_step_out, tests) while workers read them: atomics, relaxed */
 static _Atomic int g_step_out_least_nt = STEP_OUT_LEAST_NT; /* 0: never step out */
 static _Atomic int64_t g_step_out_first_ns = STEP_OUT_FIRST_NS;
 static _Atomic int g_count_injected_only = 0; /* tests: preemptions are only those injected */
+static _Atomic int g_keep_apart = 1;          /* workers move off the caller's CPU (keep_off_callers_cpu) */
 #ifndef POOL_FUTEX
 static pthread_mutex_t g_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t g_sleep_cond = PTHREAD_COND_INITIALIZER;
@@ -184,7 +191,14 @@ static int64_t claim(int s, uint32_t gen, int own) {
 static void run_chunk(int64_t c) {
     const pool_loop L = g_loop;
     L.fn(L.ctx, L.n * c / L.chunks, L.n * (c + 1) / L.chunks);
-    atomic_fetch_add_explicit(&g_done, 1, memory_order_release);
+    /* the last chunk wakes a sleeping caller; seq_cst against its flag-then-look (see finish) */
+    const uint32_t done = atomic_fetch_add_explicit(&g_done, 1, memory_order_seq_cst) + 1;
+#ifdef POOL_FUTEX
+    if (done == (uint32_t)L.chunks && atomic_load_explicit(&g_caller_asleep, memory_order_seq_cst))
+        syscall(SYS_futex, (uint32_t *)&g_done, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+#else
+    RUMUS_UNUSED(done);
+#endif
 }
 
 /* Thread `self` in loop `cur`: its own chunks in order (self < nt), then the others' from their ends, until
@@ -296,6 +310,55 @@ static int worker_step_out(int self, uint64_t cur, core_watch *cw) {
 #endif
 }
 
+/* The CPU the calling thread runs on (-1 where unknown). */
+static int current_cpu(void) {
+#if defined(__linux__)
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+
+/* Keeping off the caller's CPU (issue 11's busy neighbour on few cores). The caller runs the step's Python
+   and its own chunks, so a step goes at the caller's speed: a worker sharing its CPU halves it. Linux's
+   wake-up placement puts a worker there whenever no CPU is idle: with another process spinning on one of
+   2 cores, a woken worker found the other core taken by the caller and queued behind it, and the two
+   stayed there (one CPU for two threads, while the spinner had a core to itself): the transformer step took
+   1.62x its time alone (median of 5 rounds; the core's share is 1.33x), the caller waiting for a CPU 35% of
+   the step. So a worker that starts a loop on the caller's CPU moves: its allowed CPUs less the caller's
+   and, where some are left, less those the loop's other workers started their last loop on; then its
+   mask as it was, so the scheduler may move it again later. Measured the same way: 1.42x, the caller
+   waiting ~1% (as with every thread pinned by hand). Not when the loop has more threads than the CPUs it
+   may use (some share one anyway), nor where the process may run on one CPU. The chunks do not change, so
+   neither do results. */
+static void keep_off_callers_cpu(int self, uint64_t cur, int caller_cpu) {
+    int cpu = current_cpu();
+    if (atomic_exchange_explicit(&g_slots[self].fake_on_callers, 0, memory_order_relaxed)) cpu = caller_cpu;
+    atomic_store_explicit(&g_slots[self].cpu, cpu, memory_order_relaxed);
+#if defined(__linux__)
+    if (cpu < 0 || cpu != caller_cpu || cpu >= CPU_SETSIZE || !atomic_load_explicit(&g_keep_apart, memory_order_relaxed))
+        return;
+    cpu_set_t allowed, to, unused;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(cpu, &allowed)) return;
+    const int nt = CUR_NT(cur);
+    if (CPU_COUNT(&allowed) < (nt > 2 ? nt : 2)) return;
+    to = allowed;
+    CPU_CLR(cpu, &to);
+    unused = to;
+    for (int s = 1; s < nt; s++) {
+        const int c = s == self ? -1 : atomic_load_explicit(&g_slots[s].cpu, memory_order_relaxed);
+        if (c >= 0 && c < CPU_SETSIZE) CPU_CLR(c, &unused);
+    }
+    if (CPU_COUNT(&unused) > 0) to = unused;
+    if (sched_setaffinity(0, sizeof to, &to) != 0) return; /* moves this thread before it returns */
+    sched_setaffinity(0, sizeof allowed, &allowed);
+    atomic_store_explicit(&g_slots[self].cpu, current_cpu(), memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_moves, 1, memory_order_relaxed);
+#else
+    RUMUS_UNUSED(cur);
+#endif
+}
+
 static void *worker_main(void *arg) {
     const int self = (int)(intptr_t)arg;
     t_self = self;
@@ -307,6 +370,7 @@ static void *worker_main(void *arg) {
            after one of the whole budget finds many workers still polling, and only worker 1 joins it) */
         const uint64_t cur = atomic_load_explicit(&g_cur, memory_order_acquire);
         if (self < CUR_NT(cur) || CUR_ANY(cur)) {
+            keep_off_callers_cpu(self, cur, atomic_load_explicit(&g_slots[0].cpu, memory_order_relaxed));
             run_loop(cur, self);
             if (!CUR_ANY(cur) && worker_step_out(self, cur, &cw)) {
                 seen = atomic_load_explicit(&g_wake, memory_order_acquire);
@@ -360,6 +424,7 @@ static int ensure_workers(int want) {
    wake those of the nt - 1 workers that sleep; the caller holds g_caller. Returns the published word. */
 static uint64_t publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks, int nt, int any) {
     g_loop = (pool_loop){fn, ctx, n, chunks};
+    atomic_store_explicit(&g_slots[0].cpu, current_cpu(), memory_order_relaxed);
     atomic_store_explicit(&g_done, 0, memory_order_relaxed);
     const uint64_t gen = (uint64_t)(CUR_GEN(atomic_load_explicit(&g_cur, memory_order_relaxed)) + 1u);
     for (int s = 0; s < nt; s++) {
@@ -375,16 +440,32 @@ static uint64_t publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks,
     return cur;
 }
 
-/* The caller's part: its own chunks and any left, then wait for the chunks others took. */
+/* The caller's part: its own chunks and any left, then wait for the chunks others took: polling for
+   g_spin_ns, then asleep until the last chunk's thread wakes it. (It used to sched_yield() in a loop, which
+   returns at once when no other thread waits for this CPU: a worker preempted on another CPU while holding
+   a chunk got no help from it, and the caller kept its core busy for nothing.) */
 static void finish(uint64_t cur, int64_t chunks) {
     t_in_loop = 1;
     run_loop(cur, 0);
     t_in_loop = 0;
-    for (int i = 1; atomic_load_explicit(&g_done, memory_order_acquire) < chunks; i++) {
-        if (i < 4096)
+    const int64_t until = now_ns() + g_spin_ns;
+    for (int i = 1;; i++) {
+        const uint32_t done = atomic_load_explicit(&g_done, memory_order_acquire);
+        if (done >= (uint32_t)chunks) return;
+        if ((i & 31) != 0 || now_ns() < until) {
             cpu_relax();
-        else
-            sched_yield(); /* a chunk's thread lost its core: let it (or another process) have this one */
+            continue;
+        }
+#ifdef POOL_FUTEX
+        /* asleep, then a last look: the last chunk's thread either sees the flag and wakes it, or counted
+           before the look (and a count after the look makes the futex call return at once) */
+        atomic_store_explicit(&g_caller_asleep, 1, memory_order_seq_cst);
+        const uint32_t seen = atomic_load_explicit(&g_done, memory_order_seq_cst);
+        if (seen < (uint32_t)chunks) syscall(SYS_futex, (uint32_t *)&g_done, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+        atomic_store_explicit(&g_caller_asleep, 0, memory_order_relaxed);
+#else
+        sched_yield();
+#endif
     }
 }
 
@@ -436,6 +517,12 @@ int64_t rumus_pool_loops(void) { return atomic_load_explicit(&g_loops, memory_or
 int64_t rumus_pool_wakes(void) { return atomic_load_explicit(&g_wakes, memory_order_relaxed); }
 int64_t rumus_pool_step_outs(void) { return atomic_load_explicit(&g_step_outs, memory_order_relaxed); }
 int rumus_pool_out(void) { return atomic_load_explicit(&g_out, memory_order_relaxed); }
+int64_t rumus_pool_moves(void) { return atomic_load_explicit(&g_moves, memory_order_relaxed); }
+void rumus_pool_set_keep_apart(int on) { atomic_store_explicit(&g_keep_apart, on != 0, memory_order_relaxed); }
+int rumus_pool_get_keep_apart(void) { return atomic_load_explicit(&g_keep_apart, memory_order_relaxed); }
+void rumus_pool_fake_on_callers_cpu(int w) {
+    if (w >= 1 && w <= MAX_WORKERS) atomic_store_explicit(&g_slots[w].fake_on_callers, 1, memory_order_relaxed);
+}
 
 void rumus_pool_set_step_out(int least_nt, int64_t first_us) {
     atomic_store_explicit(&g_step_out_least_nt, least_nt < 0 ? 0 : least_nt, memory_order_relaxed);
@@ -456,7 +543,7 @@ void rumus_pool_inject_preemptions(int w, int k) {
 /* For tests: a loop of n units over nt threads, each unit busy for spin_ns and recording in owner[unit]
    the pool index of the thread that ran it (0: the caller). */
 typedef struct {
-    int32_t *owner;
+    int32_t *owner, *cpu;
     int64_t spin_ns;
 } probe_job;
 
@@ -464,13 +551,20 @@ static void probe_range(void *ctx, int64_t u0, int64_t u1) {
     const probe_job *j = (const probe_job *)ctx;
     for (int64_t u = u0; u < u1; u++) {
         j->owner[u] = t_self;
+        if (j->cpu) j->cpu[u] = current_cpu();
         const int64_t until = now_ns() + j->spin_ns;
         while (now_ns() < until) cpu_relax();
     }
 }
 
 void rumus_pool_probe(int nt, int64_t n, int64_t spin_ns, int32_t *owner) {
-    probe_job j = {owner, spin_ns};
+    probe_job j = {owner, NULL, spin_ns};
+    rumus_parallel_for(nt, n, probe_range, &j);
+}
+
+/* The same, recording in cpu[unit] the CPU its thread ran it on. */
+void rumus_pool_probe_cpus(int nt, int64_t n, int64_t spin_ns, int32_t *owner, int32_t *cpu) {
+    probe_job j = {owner, cpu, spin_ns};
     rumus_parallel_for(nt, n, probe_range, &j);
 }
 

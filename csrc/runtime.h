@@ -27,6 +27,13 @@ int rumus_pool_out(void);
 void rumus_pool_inject_preemptions(int w, int k);
 void rumus_pool_count_injected_only(int only);
 int rumus_pool_probe_together(int n, int32_t *owner);
+/* keeping off the caller's CPU (a worker that starts a loop there moves): on/off, moves so far; for tests a
+   worker that takes itself to be there at its next loop, and a probe that records each unit's CPU */
+void rumus_pool_set_keep_apart(int on);
+int rumus_pool_get_keep_apart(void);
+int64_t rumus_pool_moves(void);
+void rumus_pool_fake_on_callers_cpu(int w);
+void rumus_pool_probe_cpus(int nt, int64_t n, int64_t spin_ns, int32_t *owner, int32_t *cpu);
 /* glibc: large buffers from the heap, freed memory kept for the next step (see runtime.c) */
 int rumus_malloc_keep(int64_t mmap_max, int64_t keep);
 /* one thread budget: OpenBLAS's jobs run on the kernels' threads (see runtime.c) */

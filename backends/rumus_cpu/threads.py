@@ -17,6 +17,9 @@
   threads and 2.2 ms at 1. The backend's own GEMMs do not use OpenBLAS's threading at all
   (csrc/gemm_blocked.c: independent blocks, one single-threaded call each, the same blocks at every thread
   count); the callback serves numpy code elsewhere in the process.
+- Keeping apart: a worker that starts a loop on the CPU the calling thread runs on moves to another
+  (csrc/pool.c, keep_off_callers_cpu; RUMUS_KEEP_APART=0 turns it off). With another process busy on one
+  of 2 cores, Linux put both threads on the free core and the step ran at half speed.
 - PyTorch in the same process keeps its own OpenMP threads; RUMUS's workers sleep after SPIN_US, so they
   do not hold cores while torch runs.
 - Freed memory (glibc): buffers up to 32 MiB come from the heap and up to RUMUS_MALLOC_KEEP_MB (default
@@ -266,6 +269,13 @@ def step_out_least_threads() -> int:
     return STEP_OUT_LEAST_THREADS if n is None else n
 
 
+def keep_apart() -> bool:
+    """Whether a worker that starts a loop on the caller's CPU moves off it (csrc/pool.c,
+    keep_off_callers_cpu): RUMUS_KEEP_APART=0 says no; on by default."""
+    n = _env_int("RUMUS_KEEP_APART", 0, "workers keeping off the caller's CPU")
+    return n is None or n > 0
+
+
 def configure(lib: Any) -> None:
     """At load: the default budget, the pool's polling time, BLAS on the kernels' threads, one thread in
     fork()ed children, freed memory kept."""
@@ -274,6 +284,7 @@ def configure(lib: Any) -> None:
     lib.rumus_pool_set_spin_us(us)
     _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
     lib.rumus_pool_set_step_out(step_out_least_threads(), 0)
+    lib.rumus_pool_set_keep_apart(int(keep_apart()))
     attach_blas(lib)
     choose_gemm_kernel(lib)
     quiet_openmp_for_later_libraries()
@@ -305,6 +316,15 @@ def _step_out_description(lib: Any) -> str:
             f"(loops of >= {least} threads, at most a quarter of them out; {int(lib.rumus_pool_step_outs())} so far)")
 
 
+def _keep_apart_description(lib: Any) -> str:
+    if not lib.rumus_pool_get_keep_apart():
+        return "off (RUMUS_KEEP_APART=0)"
+    if not sys.platform.startswith("linux"):
+        return "off (Linux only)"
+    return (f"a worker that starts a loop on the caller's CPU moves to another "
+            f"({int(lib.rumus_pool_moves())} moves so far)")
+
+
 def get_num_threads() -> int:
     from ._lib import lib
     return int(lib.rumus_get_num_threads())
@@ -320,6 +340,7 @@ def policy() -> dict[str, Any]:
         "grains": {name: int(lib.rumus_grain(i)) for i, name in enumerate(GRAIN_CLASSES)},
         "idle": _state["spin"],
         "step_out": _step_out_description(lib),
+        "keep_apart": _keep_apart_description(lib),
         "openmp_of_others": _state["openmp"],
         "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
@@ -354,6 +375,7 @@ def describe() -> str:
     return (f"kernel threads {n} (own pool; 1 thread below "
             f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
             f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
-            f"per half of that; idle threads: {p['idle']}; stepping out: {p['step_out']}); "
+            f"per half of that; idle threads: {p['idle']}; stepping out: {p['step_out']}; "
+            f"keeping apart: {p['keep_apart']}); "
             f"BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
             f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}")

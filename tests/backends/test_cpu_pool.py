@@ -316,3 +316,57 @@ def test_rumus_step_out_zero_turns_it_off() -> None:
                "print(json.dumps({'least': lib.rumus_pool_get_step_out(), 'said': threads.policy()['step_out']}))",
                4, RUMUS_STEP_OUT="0")
     assert got == {"least": 0, "said": "never (RUMUS_STEP_OUT=0)"}, got
+
+
+KEEP_APART = r"""
+import json, os, threading
+import numpy as np
+import rumus as rm
+from rumus_cpu._lib import ffi, lib
+from rumus_cpu import threads
+rm.zeros(1)
+main = threading.get_native_id()
+everywhere = os.sched_getaffinity(0)
+n = 8
+owner, cpu = np.zeros(n, np.int32), np.zeros(n, np.int32)
+def loop():
+    owner[:], cpu[:] = -1, -1
+    lib.rumus_pool_probe_cpus(2, n, 2_000_000, ffi.cast("int32_t *", owner.ctypes.data),
+                              ffi.cast("int32_t *", cpu.ctypes.data))
+    return owner.tolist(), cpu.tolist()
+loop()                                      # the worker started
+caller_cpu = min(everywhere)
+os.sched_setaffinity(0, {caller_cpu})       # this (the calling) thread only
+worker = [int(t) for t in os.listdir("/proc/self/task") if int(t) != main]
+moves0 = lib.rumus_pool_moves()
+lib.rumus_pool_fake_on_callers_cpu(1)       # at its next loop worker 1 takes itself to be on the caller's CPU
+owners, cpus = loop()
+moved = lib.rumus_pool_moves() - moves0
+masks = [sorted(os.sched_getaffinity(t)) for t in worker]
+os.sched_setaffinity(0, everywhere)
+print(json.dumps({"owners": owners, "cpus": cpus, "caller_cpu": caller_cpu, "moved": moved, "masks": masks,
+                  "everywhere": sorted(everywhere), "said": threads.policy()["keep_apart"]}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                    reason="moving off the caller's CPU needs Linux and two CPUs")
+def test_a_worker_on_the_callers_cpu_moves_off_it_and_keeps_its_mask() -> None:
+    # a worker that starts a loop on the caller's CPU moves to another (csrc/pool.c, keep_off_callers_cpu):
+    # Linux queues a woken worker behind the caller when the other cores are busy, and the step runs at half
+    # speed. The move is a passing affinity change: after it the worker may run anywhere it could before.
+    got = _run(KEEP_APART, 2, RUMUS_SPIN_US="2000")
+    assert got["moved"] == 1, got
+    ran = [c for o, c in zip(got["owners"], got["cpus"]) if o == 1]
+    assert ran and got["caller_cpu"] not in ran, got        # 8 units of 2 ms: the worker runs some, elsewhere
+    assert all(c == got["caller_cpu"] for o, c in zip(got["owners"], got["cpus"]) if o == 0), got
+    assert got["masks"] and all(m == got["everywhere"] for m in got["masks"]), got
+    assert got["said"].startswith("a worker that starts a loop on the caller's CPU moves") and "1 moves" in got["said"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
+                    reason="moving off the caller's CPU needs Linux and two CPUs")
+def test_rumus_keep_apart_zero_turns_it_off() -> None:
+    got = _run(KEEP_APART, 2, RUMUS_SPIN_US="2000", RUMUS_KEEP_APART="0")
+    assert got["moved"] == 0 and got["said"] == "off (RUMUS_KEEP_APART=0)", got
+    assert sorted(set(got["owners"])) == [0, 1], got  # the loop itself runs as before
