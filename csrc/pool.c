@@ -21,7 +21,7 @@
 
    Waiting workers spin for g_spin_ns (RUMUS_SPIN_US; ~50 us bridges the gap between two kernels of a
    step) and then sleep on a futex (Linux) or a condition variable; a caller waiting for chunks others
-   run does the same (see finish). A worker that wakes on the caller's CPU moves to another (see
+   run sleeps after a millisecond (see finish). A worker that wakes on the caller's CPU moves to another (see
    keep_off_callers_cpu). One caller at a time uses the pool;
    a second thread calling at the same moment, a loop inside a loop, and a fork()ed child run on the
    calling thread. */
@@ -57,6 +57,7 @@
 #define STEP_OUT_FIRST_NS 20000000LL       /* the first time out; doubled while the core stays shared */
 #define STEP_OUT_LONGEST_NS 1000000000LL
 #define STEP_OUT_CHECK_NS 50000LL          /* look at the thread's preemptions at most this often */
+#define CALLER_SLEEP_AFTER_NS 1000000LL    /* a caller waits this long for others' chunks before sleeping */
 
 /* The loop being run. Written by the caller before it publishes a new generation in g_cur, read by a
    thread only after it claimed a chunk of that generation (the loop cannot end, so the caller cannot
@@ -441,19 +442,27 @@ static uint64_t publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks,
 }
 
 /* The caller's part: its own chunks and any left, then wait for the chunks others took: polling for
-   g_spin_ns, then asleep until the last chunk's thread wakes it. (It used to sched_yield() in a loop, which
-   returns at once when no other thread waits for this CPU: a worker preempted on another CPU while holding
-   a chunk got no help from it, and the caller kept its core busy for nothing.) */
+   g_spin_ns, then yielding its CPU to any thread waiting for it, and after CALLER_SLEEP_AFTER_NS asleep
+   until the last chunk's thread wakes it: a chunk that late is held by a worker that lost its CPU for a time
+   slice, and the caller's CPU may serve another thread meanwhile. (It used to sched_yield() for as long as
+   it waited, which returns at once when no thread waits for this CPU: it kept the CPU busy for nothing.)
+   Not asleep sooner: on a VM waking a thread that sleeps costs up to tens of microseconds. */
 static void finish(uint64_t cur, int64_t chunks) {
     t_in_loop = 1;
     run_loop(cur, 0);
     t_in_loop = 0;
-    const int64_t until = now_ns() + g_spin_ns;
+    int64_t since = 0;
     for (int i = 1;; i++) {
-        const uint32_t done = atomic_load_explicit(&g_done, memory_order_acquire);
-        if (done >= (uint32_t)chunks) return;
-        if ((i & 31) != 0 || now_ns() < until) {
+        if (atomic_load_explicit(&g_done, memory_order_acquire) >= (uint32_t)chunks) return;
+        if ((i & 31) != 0) {
             cpu_relax();
+            continue;
+        }
+        const int64_t t = now_ns();
+        if (since == 0) since = t;
+        if (t - since < g_spin_ns) continue;
+        if (t - since < CALLER_SLEEP_AFTER_NS) {
+            sched_yield();
             continue;
         }
 #ifdef POOL_FUTEX
