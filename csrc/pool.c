@@ -322,19 +322,21 @@ static int current_cpu(void) {
 
 /* Keeping off the caller's CPU (issue 11's busy neighbour on few cores). The caller runs the step's Python
    and its own chunks, so a step goes at the caller's speed: a worker sharing its CPU halves it. Linux's
-   wake-up placement puts a worker there whenever no CPU is idle: with another process spinning on one of
-   2 cores, a woken worker found the other core taken by the caller and queued behind it, and the two
-   stayed there (one CPU for two threads, while the spinner had a core to itself): the transformer step took
-   1.62x its time alone (median of 5 rounds; the core's share is 1.33x), the caller waiting for a CPU 35% of
-   the step. So a worker that starts a loop on the caller's CPU moves: its allowed CPUs less the caller's
-   and, where some are left, less those the loop's other workers started their last loop on; then its
-   mask as it was, so the scheduler may move it again later. Measured the same way: 1.42x, the caller
-   waiting ~1% (as with every thread pinned by hand). Not when the loop has more threads than the CPUs it
-   may use (some share one anyway), nor where the process may run on one CPU. The chunks do not change, so
-   neither do results. */
+   wake-up placement puts a woken worker there whenever no CPU is idle, and the load balancer leaves two tasks
+   on one CPU against one on another: with a process spinning on one of 2 cores, the worker queued behind the
+   caller, the spinner kept a core to itself, and the caller waited for a CPU 35% of a transformer step (busy /
+   alone 1.71x, the core's share 1.33x). So a worker that starts a loop on the caller's CPU moves: to its
+   allowed CPUs less the caller's and, where some are left, less those the loop's other workers started their
+   last loop on; then back to its mask as it was (read now: a user's own affinity stands), so the scheduler
+   may move it again later. Measured paired (benchmarks/cpu_pool_ab.py --setting keep_apart): 1.45x on the dev
+   machine, 1.31x on 2 of the 16-core host's CPUs (1.77x off); as good as every thread pinned by hand. Not when
+   the loop has more threads than the CPUs it may use (some share one anyway), nor where the process may run
+   on one CPU. The chunks do not change, so neither do results. */
 static void keep_off_callers_cpu(int self, uint64_t cur, int caller_cpu) {
     int cpu = current_cpu();
-    if (atomic_exchange_explicit(&g_slots[self].fake_on_callers, 0, memory_order_relaxed)) cpu = caller_cpu;
+    if (atomic_load_explicit(&g_slots[self].fake_on_callers, memory_order_relaxed) &&
+        atomic_exchange_explicit(&g_slots[self].fake_on_callers, 0, memory_order_relaxed))
+        cpu = caller_cpu;
     atomic_store_explicit(&g_slots[self].cpu, cpu, memory_order_relaxed);
 #if defined(__linux__)
     if (cpu < 0 || cpu != caller_cpu || cpu >= CPU_SETSIZE || !atomic_load_explicit(&g_keep_apart, memory_order_relaxed))
@@ -553,7 +555,7 @@ void rumus_pool_inject_preemptions(int w, int k) {
    the pool index of the thread that ran it (0: the caller). */
 typedef struct {
     int32_t *owner, *cpu;
-    int64_t spin_ns;
+    int64_t spin_ns, caller_spin_ns; /* busy per unit: on a worker, on the caller */
 } probe_job;
 
 static void probe_range(void *ctx, int64_t u0, int64_t u1) {
@@ -561,19 +563,26 @@ static void probe_range(void *ctx, int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; u++) {
         j->owner[u] = t_self;
         if (j->cpu) j->cpu[u] = current_cpu();
-        const int64_t until = now_ns() + j->spin_ns;
+        const int64_t until = now_ns() + (t_self == 0 ? j->caller_spin_ns : j->spin_ns);
         while (now_ns() < until) cpu_relax();
     }
 }
 
 void rumus_pool_probe(int nt, int64_t n, int64_t spin_ns, int32_t *owner) {
-    probe_job j = {owner, NULL, spin_ns};
+    probe_job j = {owner, NULL, spin_ns, spin_ns};
     rumus_parallel_for(nt, n, probe_range, &j);
 }
 
 /* The same, recording in cpu[unit] the CPU its thread ran it on. */
 void rumus_pool_probe_cpus(int nt, int64_t n, int64_t spin_ns, int32_t *owner, int32_t *cpu) {
-    probe_job j = {owner, cpu, spin_ns};
+    probe_job j = {owner, cpu, spin_ns, spin_ns};
+    rumus_parallel_for(nt, n, probe_range, &j);
+}
+
+/* The same with units busy for caller_spin_ns on the caller and spin_ns on a worker: a caller left waiting
+   for a worker's long chunk. */
+void rumus_pool_probe_uneven(int nt, int64_t n, int64_t caller_spin_ns, int64_t spin_ns, int32_t *owner) {
+    probe_job j = {owner, NULL, spin_ns, caller_spin_ns};
     rumus_parallel_for(nt, n, probe_range, &j);
 }
 

@@ -370,3 +370,35 @@ def test_rumus_keep_apart_zero_turns_it_off() -> None:
     got = _run(KEEP_APART, 2, RUMUS_SPIN_US="2000", RUMUS_KEEP_APART="0")
     assert got["moved"] == 0 and got["said"] == "off (RUMUS_KEEP_APART=0)", got
     assert sorted(set(got["owners"])) == [0, 1], got  # the loop itself runs as before
+
+
+CALLER_WAITS = r"""
+import json, time
+import numpy as np
+import rumus as rm
+from rumus_cpu._lib import ffi, lib
+rm.zeros(1)
+owner = np.zeros(2, np.int32)
+ptr = ffi.cast("int32_t *", owner.ctypes.data)
+lib.rumus_pool_probe(2, 2, 1_000_000, ptr)  # the worker started (and polls: RUMUS_SPIN_US)
+got = []
+for _ in range(3):
+    owner[:] = -1
+    t0, c0 = time.perf_counter(), time.thread_time()
+    lib.rumus_pool_probe_uneven(2, 2, 5_000_000, 300_000_000, ptr)  # the caller's unit 5 ms, the worker's 300 ms
+    got.append({"wall": time.perf_counter() - t0, "cpu": time.thread_time() - c0, "owner": owner.tolist()})
+print(json.dumps({"runs": got}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
+                    reason="the caller sleeps on a futex on Linux; needs two CPUs")
+def test_a_caller_waiting_for_a_long_chunk_sleeps_instead_of_holding_its_cpu() -> None:
+    # the caller polls, yields, and after 1 ms sleeps until the last chunk's thread wakes it: waiting 295 ms for
+    # the worker's unit costs it a few ms of CPU (it used to yield in a loop, the whole wait on the CPU)
+    runs = _run(CALLER_WAITS, 2, RUMUS_SPIN_US="1000")["runs"]
+    waited = [r for r in runs if r["owner"] == [0, 1]]  # the worker took its unit (on a loaded machine it may not)
+    assert waited, runs
+    for r in waited:
+        assert r["wall"] >= 0.29, r              # it did wait for the worker's unit, and returned after it
+        assert r["cpu"] < 0.05, r                # 5 ms of its own unit, ~1 ms of polling, then asleep
