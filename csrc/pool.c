@@ -29,7 +29,6 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
-#include <stdlib.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
