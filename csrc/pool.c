@@ -24,7 +24,7 @@
    run sleeps after a millisecond (see finish). A worker that wakes on the caller's CPU moves to another (see
    keep_off_callers_cpu). One caller at a time uses the pool;
    a second thread calling at the same moment, a loop inside a loop, and a fork()ed child run on the
-   calling thread. */
+   calling thread. The tests' probe loops are in pool_probes.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -35,6 +35,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "internal/pool_thread.h"
 #include "internal/rumus.h"
 #include "runtime.h"
 
@@ -116,20 +117,6 @@ static pthread_cond_t g_sleep_cond = PTHREAD_COND_INITIALIZER;
 #define CUR_GEN(c) ((uint32_t)((c) >> 32))
 #define CUR_ANY(c) ((int)(((c) >> 16) & 1))
 #define CUR_NT(c) ((int)((c)&0xFFFF))
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static int64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 /* Worker w's bit in the futex bitset: workers 32 apart share one, and one woken for nothing goes back. */
 static uint32_t wake_bit(int w) { return 1u << ((w - 1) & 31); }
@@ -237,7 +224,7 @@ static int64_t preemptions(int self) {
 #ifdef POOL_FUTEX
 static void sit_out(int self, uint32_t ran, int64_t deadline_ns) {
     atomic_store_explicit(&g_slots[self].out, 1, memory_order_relaxed);
-    while (now_ns() < deadline_ns) {
+    while (rumus_now_ns() < deadline_ns) {
         atomic_store_explicit(&g_slots[self].asleep, 1, memory_order_seq_cst);
         const uint32_t seen = atomic_load_explicit(&g_wake, memory_order_seq_cst);
         const uint64_t cur = atomic_load_explicit(&g_cur, memory_order_acquire);
@@ -280,7 +267,7 @@ static int worker_step_out(int self, uint64_t cur, core_watch *cw) {
 #else
     const int nt = CUR_NT(cur), least = atomic_load_explicit(&g_step_out_least_nt, memory_order_relaxed);
     if (least <= 0 || nt < least) return 0;
-    const int64_t t = now_ns();
+    const int64_t t = rumus_now_ns();
     if (t - cw->checked_ns < STEP_OUT_CHECK_NS) return 0;
     const int64_t p = preemptions(self), before = cw->checked_ns;
     cw->checked_ns = t;
@@ -301,21 +288,12 @@ static int worker_step_out(int self, uint64_t cur, core_watch *cw) {
                      ? (cw->out_ns * 2 < STEP_OUT_LONGEST_NS ? cw->out_ns * 2 : STEP_OUT_LONGEST_NS)
                      : atomic_load_explicit(&g_step_out_first_ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&g_step_outs, 1, memory_order_relaxed);
-    sit_out(self, CUR_GEN(cur), now_ns() + cw->out_ns);
+    sit_out(self, CUR_GEN(cur), rumus_now_ns() + cw->out_ns);
     atomic_fetch_sub_explicit(&g_out, 1, memory_order_relaxed);
-    cw->back_ns = cw->checked_ns = now_ns();
+    cw->back_ns = cw->checked_ns = rumus_now_ns();
     cw->seen = preemptions(self); /* the switches of its sleep are voluntary; the count starts afresh */
     cw->preempted_ns = 0;
     return 1;
-#endif
-}
-
-/* The CPU the calling thread runs on (-1 where unknown). */
-static int current_cpu(void) {
-#if defined(__linux__)
-    return sched_getcpu();
-#else
-    return -1;
 #endif
 }
 
@@ -332,7 +310,7 @@ static int current_cpu(void) {
    the loop has more threads than the CPUs it may use (some share one anyway), nor where the process may run
    on one CPU. The chunks do not change, so neither do results. */
 static void keep_off_callers_cpu(int self, uint64_t cur, int caller_cpu) {
-    int cpu = current_cpu();
+    int cpu = rumus_current_cpu();
     if (atomic_load_explicit(&g_slots[self].fake_on_callers, memory_order_relaxed) &&
         atomic_exchange_explicit(&g_slots[self].fake_on_callers, 0, memory_order_relaxed))
         cpu = caller_cpu;
@@ -354,7 +332,7 @@ static void keep_off_callers_cpu(int self, uint64_t cur, int caller_cpu) {
     if (CPU_COUNT(&unused) > 0) to = unused;
     if (sched_setaffinity(0, sizeof to, &to) != 0) return; /* moves this thread before it returns */
     sched_setaffinity(0, sizeof allowed, &allowed);
-    atomic_store_explicit(&g_slots[self].cpu, current_cpu(), memory_order_relaxed);
+    atomic_store_explicit(&g_slots[self].cpu, rumus_current_cpu(), memory_order_relaxed);
     atomic_fetch_add_explicit(&g_moves, 1, memory_order_relaxed);
 #else
     RUMUS_UNUSED(cur);
@@ -380,7 +358,7 @@ static void *worker_main(void *arg) {
             }
         }
         /* poll for the next loop for a while: kernels of one step follow each other within microseconds */
-        const int64_t until = now_ns() + g_spin_ns;
+        const int64_t until = rumus_now_ns() + g_spin_ns;
         int found = 0;
         for (int i = 1;; i++) {
             const uint32_t w = atomic_load_explicit(&g_wake, memory_order_acquire);
@@ -389,8 +367,8 @@ static void *worker_main(void *arg) {
                 found = 1;
                 break;
             }
-            cpu_relax();
-            if ((i & 31) == 0 && now_ns() >= until) break;
+            rumus_cpu_relax();
+            if ((i & 31) == 0 && rumus_now_ns() >= until) break;
         }
         if (found) continue;
         /* asleep, then a last look at g_wake (in the futex call): a loop published in between either sees the
@@ -426,7 +404,7 @@ static int ensure_workers(int want) {
    wake those of the nt - 1 workers that sleep; the caller holds g_caller. Returns the published word. */
 static uint64_t publish(rumus_range_fn fn, void *ctx, int64_t n, int64_t chunks, int nt, int any) {
     g_loop = (pool_loop){fn, ctx, n, chunks};
-    atomic_store_explicit(&g_slots[0].cpu, current_cpu(), memory_order_relaxed);
+    atomic_store_explicit(&g_slots[0].cpu, rumus_current_cpu(), memory_order_relaxed);
     atomic_store_explicit(&g_done, 0, memory_order_relaxed);
     const uint64_t gen = (uint64_t)(CUR_GEN(atomic_load_explicit(&g_cur, memory_order_relaxed)) + 1u);
     for (int s = 0; s < nt; s++) {
@@ -456,10 +434,10 @@ static void finish(uint64_t cur, int64_t chunks) {
     for (int i = 1;; i++) {
         if (atomic_load_explicit(&g_done, memory_order_acquire) >= (uint32_t)chunks) return;
         if ((i & 31) != 0) {
-            cpu_relax();
+            rumus_cpu_relax();
             continue;
         }
-        const int64_t t = now_ns();
+        const int64_t t = rumus_now_ns();
         if (since == 0) since = t;
         if (t - since < g_spin_ns) continue;
         if (t - since < CALLER_SLEEP_AFTER_NS) {
@@ -526,6 +504,7 @@ int rumus_pool_workers(void) { return g_workers; }
 int64_t rumus_pool_loops(void) { return atomic_load_explicit(&g_loops, memory_order_relaxed); }
 int64_t rumus_pool_wakes(void) { return atomic_load_explicit(&g_wakes, memory_order_relaxed); }
 int64_t rumus_pool_step_outs(void) { return atomic_load_explicit(&g_step_outs, memory_order_relaxed); }
+int rumus_pool_self(void) { return t_self; }
 int rumus_pool_out(void) { return atomic_load_explicit(&g_out, memory_order_relaxed); }
 int64_t rumus_pool_moves(void) { return atomic_load_explicit(&g_moves, memory_order_relaxed); }
 void rumus_pool_set_keep_apart(int on) { atomic_store_explicit(&g_keep_apart, on != 0, memory_order_relaxed); }
@@ -548,72 +527,6 @@ void rumus_pool_count_injected_only(int only) {
 }
 void rumus_pool_inject_preemptions(int w, int k) {
     if (w >= 1 && w <= MAX_WORKERS) atomic_fetch_add_explicit(&g_slots[w].injected, k, memory_order_relaxed);
-}
-
-/* For tests: a loop of n units over nt threads, each unit busy for spin_ns and recording in owner[unit]
-   the pool index of the thread that ran it (0: the caller). */
-typedef struct {
-    int32_t *owner, *cpu;
-    int64_t spin_ns, caller_spin_ns; /* busy per unit: on a worker, on the caller */
-} probe_job;
-
-static void probe_range(void *ctx, int64_t u0, int64_t u1) {
-    const probe_job *j = (const probe_job *)ctx;
-    for (int64_t u = u0; u < u1; u++) {
-        j->owner[u] = t_self;
-        if (j->cpu) j->cpu[u] = current_cpu();
-        const int64_t until = now_ns() + (t_self == 0 ? j->caller_spin_ns : j->spin_ns);
-        while (now_ns() < until) cpu_relax();
-    }
-}
-
-void rumus_pool_probe(int nt, int64_t n, int64_t spin_ns, int32_t *owner) {
-    probe_job j = {owner, NULL, spin_ns, spin_ns};
-    rumus_parallel_for(nt, n, probe_range, &j);
-}
-
-/* The same, recording in cpu[unit] the CPU its thread ran it on. */
-void rumus_pool_probe_cpus(int nt, int64_t n, int64_t spin_ns, int32_t *owner, int32_t *cpu) {
-    probe_job j = {owner, cpu, spin_ns, spin_ns};
-    rumus_parallel_for(nt, n, probe_range, &j);
-}
-
-/* The same with units busy for caller_spin_ns on the caller and spin_ns on a worker: a caller left waiting
-   for a worker's long chunk. */
-void rumus_pool_probe_uneven(int nt, int64_t n, int64_t caller_spin_ns, int64_t spin_ns, int32_t *owner) {
-    probe_job j = {owner, NULL, spin_ns, caller_spin_ns};
-    rumus_parallel_for(nt, n, probe_range, &j);
-}
-
-/* For tests: rumus_parallel_together's promise. n parts, each recording its thread's pool index in
-   owner[part] and then waiting (up to 2 s) until all n have started, as OpenBLAS's jobs wait on each other.
-   Returns how many parts gave up waiting (0: they ran at once), or -1 where the pool could not take it. */
-typedef struct {
-    int32_t *owner;
-    _Atomic int started, gave_up;
-    int n;
-} together_job;
-
-static void together_range(void *ctx, int64_t p0, int64_t p1) {
-    together_job *j = (together_job *)ctx;
-    for (int64_t p = p0; p < p1; p++) {
-        j->owner[p] = t_self;
-        atomic_fetch_add_explicit(&j->started, 1, memory_order_acq_rel);
-        const int64_t until = now_ns() + 2000000000LL;
-        while (atomic_load_explicit(&j->started, memory_order_acquire) < j->n) {
-            if (now_ns() > until) {
-                atomic_fetch_add_explicit(&j->gave_up, 1, memory_order_relaxed);
-                break;
-            }
-            cpu_relax();
-        }
-    }
-}
-
-int rumus_pool_probe_together(int n, int32_t *owner) {
-    together_job j = {owner, 0, 0, n};
-    if (!rumus_parallel_together(n, together_range, &j)) return -1;
-    return atomic_load_explicit(&j.gave_up, memory_order_relaxed);
 }
 
 /* After fork(): the workers were not copied. Every loop runs on the calling thread. */

@@ -33,9 +33,10 @@ void rumus_pool_set_keep_apart(int on);
 int rumus_pool_get_keep_apart(void);
 int64_t rumus_pool_moves(void);
 void rumus_pool_fake_on_callers_cpu(int w);
-void rumus_pool_probe_cpus(int nt, int64_t n, int64_t spin_ns, int32_t *owner, int32_t *cpu);
-/* for tests: units busy for caller_spin_ns on the caller and spin_ns on a worker */
-void rumus_pool_probe_uneven(int nt, int64_t n, int64_t caller_spin_ns, int64_t spin_ns, int32_t *owner);
+/* for tests (pool_probes.c): units busy for caller_spin_ns on the caller and spin_ns on a worker, each
+   recording its thread and (cpu not NULL) its CPU */
+void rumus_pool_probe_where(int nt, int64_t n, int64_t caller_spin_ns, int64_t spin_ns, int32_t *owner,
+                            int32_t *cpu);
 /* glibc: large buffers from the heap, freed memory kept for the next step (see runtime.c) */
 int rumus_malloc_keep(int64_t mmap_max, int64_t keep);
 /* one thread budget: OpenBLAS's jobs run on the kernels' threads (see runtime.c) */

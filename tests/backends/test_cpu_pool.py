@@ -331,8 +331,8 @@ n = 8
 owner, cpu = np.zeros(n, np.int32), np.zeros(n, np.int32)
 def loop():
     owner[:], cpu[:] = -1, -1
-    lib.rumus_pool_probe_cpus(2, n, 2_000_000, ffi.cast("int32_t *", owner.ctypes.data),
-                              ffi.cast("int32_t *", cpu.ctypes.data))
+    lib.rumus_pool_probe_where(2, n, 2_000_000, 2_000_000, ffi.cast("int32_t *", owner.ctypes.data),
+                               ffi.cast("int32_t *", cpu.ctypes.data))
     return owner.tolist(), cpu.tolist()
 loop()                                      # the worker started
 caller_cpu = min(everywhere)
@@ -385,7 +385,7 @@ got = []
 for _ in range(3):
     owner[:] = -1
     t0, c0 = time.perf_counter(), time.thread_time()
-    lib.rumus_pool_probe_uneven(2, 2, 5_000_000, 300_000_000, ptr)  # the caller's unit 5 ms, the worker's 300 ms
+    lib.rumus_pool_probe_where(2, 2, 5_000_000, 300_000_000, ptr, ffi.NULL)  # caller's unit 5 ms, worker's 300 ms
     got.append({"wall": time.perf_counter() - t0, "cpu": time.thread_time() - c0, "owner": owner.tolist()})
 print(json.dumps({"runs": got}))
 """
