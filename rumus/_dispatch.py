@@ -34,6 +34,11 @@ _tracer: Any = None
 # rm.compile sets this while it captures a function: _capture.record(schema, kernel, out_args, in_args, attrs,
 # inputs, outputs) notes every kernel launch (rumus/compile/capture.py). One global read per dispatch when unset.
 _capture: Any = None
+# backend_api.trace_dispatch() sets this to a list and every dispatch appends (op name, backend name, route):
+# route "kernel" (a backend kernel ran), "composite" (the core's composite ran), "decomposition" (the backend
+# has no kernel for (op, dtype) and the core's decomposition ran). The conformance suite reads it to tell
+# ok-by-kernel from ok-by-decomposition. One global read per dispatch when unset.
+_route_log: list[tuple[str, str, str]] | None = None
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
@@ -127,6 +132,8 @@ class Op:
             from .amp.policy import cast_inputs  # late binding: autocast casts with ops that dispatch here
             args = tuple(cast_inputs(schema, args))
         if self._composite is not None and not self._has_fused_kernel(args):
+            if _route_log is not None:
+                _route_log.append((self.name, _backend_name_of(args), "composite"))
             if _tracer is not None and schema.onnx is not None:
                 return list(_tracer.composite(self._composite, schema, args, attrs))
             res = self._composite(*args, **attrs)
@@ -176,6 +183,8 @@ class Op:
             outputs = [empty(s, d, device, backend) for s, d in zip(out_shapes, out_dtypes)]
             out_args = [o._arg for o in outputs]
         kernel(out_args, in_args, attrs)
+        if _route_log is not None:
+            _route_log.append((self.name, backend.name, "kernel"))
         if _capture is not None:
             _capture.record(schema, kernel, out_args, in_args, attrs, inputs, outputs)
         if _tracer is not None:
@@ -334,6 +343,11 @@ def _plan_key(backend_name: str, inputs: Sequence[Tensor], attrs: dict[str, Any]
         except TypeError:
             return None
     return key
+
+
+def _backend_name_of(args: Sequence[Any]) -> str:
+    t = next((a for a in args if isinstance(a, Tensor)), None)
+    return t._storage.backend.name if t is not None else _runtime.default_device().backend
 
 
 def _refuse_tracked_inplace(name: str, written: Sequence[Tensor]) -> None:

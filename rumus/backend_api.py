@@ -13,19 +13,20 @@ the ports (OpSchema, Backend, TensorArg, registries, hooks) live in `rumus_contr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from rumus_contracts import Backend, Candidate, Device, DType, Kernel, LoadedPlugins, OpSchema, load_plugins
 
-from . import _runtime
+from . import _dispatch, _runtime
 from ._creation import from_storage as _from_storage
 from .tensor import Tensor
 
 __all__ = [
     "Candidate", "LoadedPlugins", "backend", "default_device", "from_storage", "kernel", "load_fresh",
-    "op_schema", "plugins", "set_default_device",
+    "op_schema", "plugins", "set_default_device", "trace_dispatch",
 ]
 
 
@@ -73,3 +74,19 @@ def load_fresh(extra: Sequence[Candidate] = ()) -> LoadedPlugins:
     validation as the process's own load, which stays untouched. For testing a plugin before
     installing it: `load_fresh([Candidate("mine", "my_pkg.plugin", False)]).failures`."""
     return load_plugins([(_runtime.CORE_PLUGIN, _runtime.CorePlugin())], extra=list(extra))
+
+
+@contextmanager
+def trace_dispatch() -> Iterator[list[tuple[str, str, str]]]:
+    """Record every dispatch inside the block as (op name, backend name, route), route one of "kernel"
+    (a backend's kernel ran), "composite" (the core's composite ran) or "decomposition" (the backend has
+    no kernel for that (op, dtype), so the core's decomposition ran). Nested ops of a composite or a
+    decomposition are recorded too, after their parent. Not thread-safe: for tests and the conformance
+    suite, which run one op at a time."""
+    previous = _dispatch._route_log
+    log: list[tuple[str, str, str]] = []
+    _dispatch._route_log = log
+    try:
+        yield log
+    finally:
+        _dispatch._route_log = previous

@@ -11,7 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from adversarial_cases import CLASSES  # noqa: E402
+from classes import CLASSES  # noqa: E402
 
 
 def main() -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from adversarial_cases import CLASSES
+from classes import CLASSES
 
 
 @pytest.mark.parametrize("label", sorted(CLASSES))
