@@ -26,6 +26,9 @@ Formula = Callable[..., Any]
 FORMULAS: dict[str, tuple[Formula, bool, bool]] = {}
 # composite ops implemented in the core: name -> python function taking (*tensors, **attrs)
 COMPOSITES: dict[str, Callable[..., Any]] = {}
+# decompositions of non-primitive ops: name -> python function taking (*tensors, **attrs); run when the
+# backend has no kernel for (op, dtype). Filled by rumus.decompositions (one module per op family).
+DECOMPOSITIONS: dict[str, Callable[..., Any]] = {}
 
 # ONNX export (rumus.onnx) sets this to observe every dispatched op: _tracer(schema, inputs, outputs, attrs),
 # and _tracer.composite(fn, schema, args, attrs) for composites that have an ONNX lowering of their own.

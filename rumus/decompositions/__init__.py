@@ -1,0 +1,45 @@
+"""Decompositions: every op that is not a primitive, written with core ops (DESIGN.md section 9).
+
+The dispatcher runs an op's decomposition when the backend of its inputs has no kernel for (op, dtype),
+so a backend that provides only the primitives (`rumus_contracts.PRIMITIVES`) still runs every op; a
+backend's own kernel for a decomposed op is an optimisation, held to the same reference by the
+conformance suite. A decomposition is registered per op name:
+
+    @register("softmax")
+    def softmax(x: Tensor, *, dim: int) -> Tensor: ...
+
+It receives the op's inputs as tensors and its attributes bound by the schema (defaults filled in),
+and returns what the op returns (a tuple for several outputs; for an in-place op it writes its
+mutated inputs with in-place core ops and returns None). Gradients come from the ops it calls.
+Each family lives in a module of its own in this package; every module here is imported once, when
+the package is (so a new family is one new file).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from .._dispatch import DECOMPOSITIONS
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def register(name: str) -> Callable[[F], F]:
+    """Register `fn` as the decomposition of op `name` (one per op: a second one is a mistake)."""
+    def wrap(fn: F) -> F:
+        if name in DECOMPOSITIONS:
+            raise AssertionError(f"op {name!r} has two decompositions: {DECOMPOSITIONS[name]} and {fn}")
+        DECOMPOSITIONS[name] = fn
+        return fn
+    return wrap
+
+
+def _import_families() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{info.name}")
+
+
+_import_families()
