@@ -16,16 +16,19 @@ import io
 import json
 import math
 import os
+import re
 import zipfile
 from collections.abc import Mapping
 from typing import IO, Any, Union
 
 import numpy as np
 
-from rumus_contracts import DTypeError, FormatError, RumusError, parse_dtype
+from rumus_contracts import DTypeError, FileError, FormatError, RumusError, parse_dtype
 
 from ..tensor import Tensor
-from .files import atomic_write
+from . import json_safe, limits
+from .files import atomic_write, read_regular_file
+from .zip_safe import SafeZip
 
 FileLike = Union[str, "os.PathLike[str]", IO[bytes]]
 _ROOT = "rumus_checkpoint"
@@ -38,7 +41,10 @@ class _Encoder:
         self.payloads: list[bytes] = []
         self._seen: dict[int, int] = {}  # the same tensor saved twice is stored once
 
-    def node(self, obj: Any, where: str) -> Any:
+    def node(self, obj: Any, where: str, depth: int = 0) -> Any:
+        if depth > limits.MAX_TREE_DEPTH:
+            raise RumusError(f"save: {where} is nested more than {limits.MAX_TREE_DEPTH} containers deep "
+                             f"(rumus.io.limits.MAX_TREE_DEPTH); a checkpoint this deep could not be loaded")
         if isinstance(obj, np.generic):
             obj = obj.item()  # numpy scalars (np.float32 losses, np.int64 counters) save as Python numbers
         if obj is None or isinstance(obj, (bool, str)):
@@ -52,11 +58,12 @@ class _Encoder:
         if isinstance(obj, np.ndarray):
             raise RumusError(f"save: {where} is a numpy array; wrap it with rumus.from_numpy to save it")
         if isinstance(obj, Mapping):
-            return {"dict": [[self.node(k, f"{where} key"), self.node(v, f"{where}[{k!r}]")] for k, v in obj.items()]}
+            return {"dict": [[self.node(k, f"{where} key", depth + 1), self.node(v, f"{where}[{k!r}]", depth + 1)]
+                             for k, v in obj.items()]}
         if isinstance(obj, tuple):
-            return {"tuple": [self.node(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
+            return {"tuple": [self.node(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
         if isinstance(obj, list):
-            return {"list": [self.node(v, f"{where}[{i}]") for i, v in enumerate(obj)]}
+            return {"list": [self.node(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
         raise RumusError(f"save: {where} is a {type(obj).__name__}; a checkpoint holds only tensors, dicts, "
                          f"lists, tuples, numbers, strings, bools and None (save its state_dict() instead)")
 
@@ -84,75 +91,125 @@ def save(obj: Any, f: FileLike) -> None:
             z.writestr(f"{_ROOT}/data/{i}", data)
     if isinstance(f, (str, os.PathLike)):
         atomic_write(f, buf.getvalue())
-    else:
+        return
+    try:
         f.write(buf.getvalue())
+    except OSError as exc:
+        if isinstance(exc, RumusError):
+            raise
+        raise FileError(f"{getattr(f, 'name', '<file object>')}: cannot write it: {exc}") from None
 
 
 # ---- decoding ------------------------------------------------------------------------------------------
+_TREE_LIMITS = json_safe.JsonLimits(max_bytes=limits.MAX_METADATA_BYTES, max_depth=3 * limits.MAX_TREE_DEPTH + 8,
+                                    max_int_digits=20)
+_INT_TEXT = re.compile(r"-?[0-9]+")
+_NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+_TENSOR_FIELDS = {"tensor", "dtype", "shape", "requires_grad"}
+
+
 class _Decoder:
-    def __init__(self, z: zipfile.ZipFile, device: Any, name: str) -> None:
+    """tree.json -> objects. Every node is checked for its exact form; a tensor key referenced twice must
+    carry the same dtype and shape, and yields the same tensor (shared references stay shared)."""
+
+    def __init__(self, z: SafeZip, device: Any, name: str) -> None:
         self.z, self.device, self.name = z, device, name
-        self._cache: dict[int, Tensor] = {}
+        self._cache: dict[int, tuple[Any, Tensor]] = {}
+
+    def _bad(self, what: str) -> FormatError:
+        return FormatError(f"{self.name}: corrupt checkpoint tree ({what})")
 
     def node(self, n: Any) -> Any:
         if n is None or isinstance(n, (bool, float)):
             return n
         if isinstance(n, int):
             return n
-        if not isinstance(n, dict) or len(n) < 1:
-            raise FormatError(f"{self.name}: corrupt checkpoint tree (unexpected {type(n).__name__})")
+        if not isinstance(n, dict) or not n:
+            raise self._bad(f"unexpected {type(n).__name__}")
         if "tensor" in n:
             return self._tensor(n)
+        if len(n) != 1:
+            raise self._bad(f"a node with the keys {sorted(n)[:4]}")
         (kind, v), = n.items()
         if kind == "str" and isinstance(v, str):
             return v
-        if kind == "int":
+        if kind == "int" and isinstance(v, str) and len(v) <= limits.MAX_INT_DIGITS and _INT_TEXT.fullmatch(v):
             return int(v)
-        if kind == "float":
-            return float(v)
-        if kind == "list":
-            return [self.node(x) for x in v]
-        if kind == "tuple":
-            return tuple(self.node(x) for x in v)
-        if kind == "dict":
-            return {self.node(k): self.node(x) for k, x in v}
-        raise FormatError(f"{self.name}: corrupt checkpoint tree (unknown node kind {kind!r})")
+        if kind == "float" and isinstance(v, str) and v in _NON_FINITE:
+            return _NON_FINITE[v]
+        if kind in ("list", "tuple") and isinstance(v, list):
+            items = [self.node(x) for x in v]
+            return items if kind == "list" else tuple(items)
+        if kind == "dict" and isinstance(v, list):
+            out: dict[Any, Any] = {}
+            for pair in v:
+                if not (isinstance(pair, list) and len(pair) == 2):
+                    raise self._bad("a dict item that is not a [key, value] pair")
+                key = self.node(pair[0])
+                try:
+                    seen = key in out
+                except TypeError:
+                    raise self._bad(f"a dict key of type {type(key).__name__}, which cannot be a key") from None
+                if seen:
+                    raise self._bad(f"the dict key {key!r:.40} appears twice")
+                out[key] = self.node(pair[1])
+            return out
+        raise self._bad(f"a {kind!r:.20} node holding a {type(v).__name__}")
 
     def _tensor(self, n: dict[str, Any]) -> Tensor:
         from .._creation import from_storage
-        key = int(n["tensor"])
+        if set(n) != _TENSOR_FIELDS:
+            raise self._bad(f"a tensor node with the keys {sorted(n)[:6]}")
+        key, dtype_name, shape_list, requires_grad = n["tensor"], n["dtype"], n["shape"], n["requires_grad"]
+        if type(key) is not int or key < 0 or not isinstance(dtype_name, str) or type(requires_grad) is not bool:
+            raise self._bad("a tensor node's key, dtype or requires_grad has the wrong type")
+        if not (isinstance(shape_list, list) and len(shape_list) <= limits.MAX_RANK
+                and all(type(d) is int and 0 <= d < 2**63 for d in shape_list)):
+            raise self._bad(f"tensor {key}: shape {str(shape_list)[:60]} is not at most {limits.MAX_RANK} "
+                            f"non-negative ints")
+        signature = (dtype_name, tuple(shape_list), requires_grad)
         if key in self._cache:
-            return self._cache[key]
+            if self._cache[key][0] != signature:
+                raise self._bad(f"tensor {key} is referenced with two different dtypes, shapes or requires_grad")
+            return self._cache[key][1]
         try:
-            dtype = parse_dtype(n["dtype"])
-            shape = tuple(int(s) for s in n["shape"])
-            raw = self.z.read(f"{_ROOT}/data/{key}")
-        except (KeyError, RumusError, TypeError, ValueError) as exc:
-            raise FormatError(f"{self.name}: corrupt checkpoint (tensor {key}: {exc})") from None
+            dtype = parse_dtype(dtype_name)
+        except RumusError as exc:
+            raise self._bad(f"tensor {key}: {exc}") from None
+        if dtype.is_packed:
+            raise self._bad(f"tensor {key}: packed dtype {dtype}, which checkpoints do not hold")
+        if requires_grad and not dtype.is_floating:
+            raise self._bad(f"tensor {key}: a {dtype} tensor requires grad")
+        shape = tuple(shape_list)
         np_dtype = dtype.numpy.newbyteorder("<")
-        count = int(np.prod(shape, dtype=np.int64))
-        if len(raw) != count * np_dtype.itemsize:
-            raise FormatError(f"{self.name}: tensor {key} holds {len(raw)} bytes, its shape {shape} and dtype "
-                              f"{dtype} need {count * np_dtype.itemsize}")
-        host = np.frombuffer(raw, dtype=np_dtype).astype(dtype.numpy).reshape(shape)
-        t = from_storage(host, dtype, self.device)
-        if n.get("requires_grad"):
+        need = math.prod(shape) * np_dtype.itemsize
+        member = f"{_ROOT}/data/{key}"
+        if self.z.size(member) != need:
+            raise FormatError(f"{self.name}: tensor {key} holds {self.z.size(member)} bytes, its shape {shape} and "
+                              f"dtype {dtype} need {need}")
+        raw = self.z.read(member)
+        host = np.frombuffer(raw, dtype=np_dtype)
+        if dtype.name == "bool" and host.size and int(host.view(np.uint8).max()) > 1:
+            raise FormatError(f"{self.name}: tensor {key}: bool data holds bytes other than 0 and 1")
+        t = from_storage(host.astype(dtype.numpy).reshape(shape), dtype, self.device)
+        if requires_grad:
             t.requires_grad_(True)
-        self._cache[key] = t
+        self._cache[key] = (signature, t)
         return t
 
 
 def _read_bytes(f: FileLike) -> tuple[bytes, str]:
     if isinstance(f, (str, os.PathLike)):
-        name = os.fspath(f)
-        try:
-            with open(name, "rb") as fh:
-                return fh.read(), name
-        except FileNotFoundError:
+        return read_regular_file(f), os.fspath(f)
+    try:
+        data = f.read()
+    except OSError as exc:
+        if isinstance(exc, RumusError):
             raise
-        except OSError as exc:
-            raise RumusError(f"cannot read {name}: {exc}") from None
-    return f.read(), getattr(f, "name", "<file object>")
+        raise FileError(f"{getattr(f, 'name', '<file object>')}: cannot read it: {exc}") from None
+    if not isinstance(data, (bytes, bytearray)):
+        raise RumusError("load: the file object must be opened in binary mode ('rb')")
+    return bytes(data), str(getattr(f, "name", "<file object>"))
 
 
 def load(f: FileLike, map_location: Any = None, weights_only: bool = True, device: Any = None) -> Any:
@@ -168,9 +225,8 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True, devic
     dev = device if device is not None else _device_of(map_location)
     data, name = _read_bytes(f)
     if data[:4] == b"PK\x03\x04":
-        z = zipfile.ZipFile(io.BytesIO(data))
-        names = z.namelist()
-        if f"{_ROOT}/tree.json" in names:
+        z = SafeZip(data, name)
+        if f"{_ROOT}/tree.json" in z.names():
             return _load_rumus(z, dev, name)
         from .torch_pickle import load_torch_zip
         return load_torch_zip(z, dev, name)
@@ -182,12 +238,10 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True, devic
     raise FormatError(f"{name}: not a RUMUS checkpoint, a PyTorch checkpoint or a safetensors file")
 
 
-def _load_rumus(z: zipfile.ZipFile, dev: Any, name: str) -> Any:
-    try:
-        tree = json.loads(z.read(f"{_ROOT}/tree.json"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise FormatError(f"{name}: corrupt checkpoint tree: {exc}") from None
-    if not isinstance(tree, dict) or tree.get("format") != "rumus-checkpoint":
+def _load_rumus(z: SafeZip, dev: Any, name: str) -> Any:
+    raw = z.read(f"{_ROOT}/tree.json", limits.MAX_METADATA_BYTES, "rumus.io.limits.MAX_METADATA_BYTES")
+    tree = json_safe.loads(raw, f"{name}: {_ROOT}/tree.json", _TREE_LIMITS)
+    if not isinstance(tree, dict) or tree.get("format") != "rumus-checkpoint" or "root" not in tree:
         raise FormatError(f"{name}: not a RUMUS checkpoint")
     if tree.get("version") != _FORMAT_VERSION:
         raise FormatError(f"{name}: checkpoint format version {tree.get('version')} is not supported by this "
@@ -196,14 +250,10 @@ def _load_rumus(z: zipfile.ZipFile, dev: Any, name: str) -> Any:
 
 
 def _load_safetensors(data: bytes, dev: Any, name: str) -> dict[str, Tensor]:
-    from safetensors.numpy import load as st_load
-
-    from .._creation import from_numpy
-    try:
-        arrays = st_load(data)
-    except Exception as exc:  # safetensors raises its own error types for corrupt headers/data
-        raise FormatError(f"{name}: corrupt safetensors file: {exc}") from None
-    return {k: from_numpy(np.asarray(v, order="C"), device=dev) for k, v in arrays.items()}
+    from .._creation import from_storage
+    from .safetensors import parse  # the hardened reader: bfloat16 and float16 bit for bit
+    arrays, _ = parse(data, name)
+    return {k: from_storage(arr, parse_dtype(dtype), dev) for k, (dtype, arr) in arrays.items()}
 
 
 def _device_of(map_location: Any) -> Any:

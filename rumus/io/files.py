@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, BinaryIO
@@ -146,8 +147,10 @@ class AtomicFile:
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if exc_type is None:
             self.commit()
-        else:
-            self.discard()
+            return
+        self.discard()
+        if isinstance(exc, OSError) and not isinstance(exc, FileError):  # disk full, quota, I/O error
+            raise _file_error(exc, self.path, "write") from None
 
     def __del__(self) -> None:
         # never commit implicitly: an AtomicFile dropped while open is an error path
@@ -166,11 +169,47 @@ def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:
 
 @contextmanager
 def open_for_reading(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
-    """open(path, 'rb') whose OS failures are MissingFile / FileError naming the path."""
+    """open(path, 'rb') of a regular file; OS failures are MissingFile / FileError naming the path.
+
+    A FIFO, a device (/dev/zero, also through a symlink) or a directory is refused before any byte is
+    read: such a path has no size to bound a read by, and opening a FIFO would block. The file is opened
+    non-blocking and checked with fstat, so a path swapped after a check cannot slip through."""
     name = os.fspath(path)
     try:
-        f = open(name, "rb")
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise _file_error(exc, str(name), "read") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise FileError(f"{name}: not a regular file ({_kind(mode)}); RUMUS reads files only from regular "
+                            f"files, whose size bounds the read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
     with f:
         yield f
+
+
+def _kind(mode: int) -> str:
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return what
+    return "not a plain file"
+
+
+def read_regular_file(path: str | os.PathLike[str]) -> bytes:
+    """All bytes of a regular file (its size, from fstat, bounds the read); FileError / MissingFile else."""
+    with open_for_reading(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        try:
+            data = f.read(size + 1)
+        except OSError as exc:
+            raise _file_error(exc, os.fspath(path), "read") from None
+    if len(data) > size:  # it grew while being read: a file still being written
+        raise FileError(f"{os.fspath(path)}: the file grew while it was read; read it once its writer is done")
+    return data

@@ -23,7 +23,7 @@ from rumus_contracts import DType, DTypeError, FormatError, RumusError, parse_dt
 
 from ..tensor import Tensor
 from . import json_safe
-from .files import atomic_write, open_for_reading
+from .files import atomic_write, read_regular_file
 
 MAX_HEADER_BYTES = 100 << 20  # the safetensors reference implementation's own limit
 MAX_RANK = 64
@@ -163,9 +163,7 @@ def parse(data: bytes, where: str) -> tuple[dict[str, tuple[str, np.ndarray]], d
 def load_file(path: str | os.PathLike[str], device: Any = None) -> dict[str, Tensor]:
     """{name: Tensor} of a safetensors file; MissingFile if absent, FormatError if malformed."""
     from .._creation import from_storage
-    with open_for_reading(path) as f:
-        data = f.read()
-    arrays, _ = parse(data, os.fspath(path))
+    arrays, _ = parse(read_regular_file(path), os.fspath(path))
     return {k: from_storage(arr, _dtype(name), device) for k, (name, arr) in arrays.items()}
 
 

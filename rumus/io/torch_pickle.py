@@ -1,45 +1,57 @@
 """Read PyTorch's `torch.save` files without PyTorch and without running code from them.
 
-A torch checkpoint is a pickle, and a pickle may name any callable to run (`os.system` included). This
-unpickler admits, by name, only what PyTorch's own `weights_only=True` rule admits for tensors: the tensor
-and parameter rebuild functions, the typed storage classes, `OrderedDict`, `torch.Size`, `torch.device`,
-dtypes and plain containers and numbers. Anything else raises FormatError before it is called — torch is
-never imported, so even its allowed names are our own stand-ins.
+A torch checkpoint is a pickle, and a pickle may name any callable to run (`os.system` included) or
+rewrite any object it can reach. It is read here by `pickle_vm.RestrictedUnpickler` (an opcode
+interpreter, not `pickle.Unpickler`) with the globals table below: the tensor and parameter rebuild
+functions, the typed storage classes, `OrderedDict`, `torch.Size`, `torch.device`, dtypes and plain
+containers and numbers. torch is never imported, so even its allowed names are our own stand-ins.
 
-Two layouts: the zip format (PyTorch >= 1.6: `<dir>/data.pkl` + one file `<dir>/data/<key>` per storage)
-and the legacy format (several pickles in a row followed by the raw storages).
+Every tensor is checked against its storage before it exists: size, stride and offset non-negative,
+the last element it reads inside the storage, a view that reads elements more than once bounded by
+`limits.MAX_VIEW_ELEMENTS`. Tensors are views of one RUMUS storage per file storage (as torch.load gives),
+so a stride-0 expand stays a view and tensors that shared a storage still share it.
+
+Two layouts: the zip format (PyTorch >= 1.6: `<dir>/data.pkl` + one entry `<dir>/data/<key>` per
+storage) and the legacy format (several pickles in a row followed by the raw storages).
 """
 
 from __future__ import annotations
 
-import io
-import pickle
-import zipfile
+import math
+import struct
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
-from rumus_contracts import FormatError, RumusError, parse_dtype
+from rumus_contracts import DType, FormatError, parse_dtype
 
 from ..tensor import Tensor
+from . import limits
+from .pickle_vm import RestrictedUnpickler, check_exhausted
+from .zip_safe import SafeZip
 
 # torch storage class name -> (RUMUS dtype name, numpy dtype of the bytes in the file)
 _STORAGES: dict[str, tuple[str, str]] = {
     "FloatStorage": ("float32", "<f4"), "DoubleStorage": ("float64", "<f8"), "HalfStorage": ("float16", "<f2"),
     "BFloat16Storage": ("bfloat16", "<u2"), "LongStorage": ("int64", "<i8"), "IntStorage": ("int32", "<i4"),
     "ShortStorage": ("int16", "<i2"), "CharStorage": ("int8", "i1"), "ByteStorage": ("uint8", "u1"),
-    "BoolStorage": ("bool", "?"),
+    "BoolStorage": ("bool", "u1"),
 }
 _DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "double": "float64",
            "float16": "float16", "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64",
            "int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8", "uint8": "uint8",
            "bool": "bool"}
 
+_BUILTINS: dict[str, Any] = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,
+                             "bytearray": bytearray}
+
 
 class _StorageType:
-    """Stand-in for torch.FloatStorage & co.: only carries the element type."""
+    """Stand-in for torch.FloatStorage & co.: only carries the element type (a fresh one per GLOBAL)."""
+
+    __slots__ = ("name", "dtype", "file_dtype")
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -47,151 +59,189 @@ class _StorageType:
 
 
 class _Storage:
-    """A storage read from the file: a flat host array in the file's element type."""
+    """A storage of the file: its element type, element count and (once read) a RUMUS tensor over it."""
 
-    def __init__(self, array: np.ndarray | None, storage_type: _StorageType, key: str = "") -> None:
-        self.array, self.type, self.key = array, storage_type, key  # array None: read later (legacy files)
-
-
-class _Pending:
-    """A tensor of a legacy file whose storage bytes come after the pickle: rebuilt once they are read."""
-
-    def __init__(self, storage: _Storage, args: tuple[Any, ...]) -> None:
-        self.storage, self.args = storage, args
-        self.parameter: bool | None = None  # a Parameter's requires_grad, once wrapped in one
+    def __init__(self, stype: _StorageType, key: str, numel: int, base: Tensor | None) -> None:
+        self.type, self.key, self.numel, self.base = stype, key, numel, base  # base None: not read yet
 
 
-class _Size(tuple):  # type: ignore[type-arg]
-    """torch.Size -> a plain tuple."""
-
-    def __new__(cls, *args: Any) -> tuple[int, ...]:  # type: ignore[misc]
-        return tuple(*args)
+class _Deferred:
+    """What a tensor of a legacy file is on the first pass, before its storage bytes are read."""
 
 
-def _rebuild_tensor_v2(storage: _Storage, offset: int, size: tuple[int, ...], stride: tuple[int, ...],
-                       requires_grad: bool = False, backward_hooks: Any = None, metadata: Any = None) -> Any:
-    from .._creation import from_storage
-    if not isinstance(storage, _Storage):
-        raise FormatError("torch checkpoint: a tensor is rebuilt from something that is not a storage")
-    if storage.array is None:
-        return _Pending(storage, (offset, size, stride, requires_grad))
-    arr = storage.array
-    itemsize = arr.dtype.itemsize
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    if len(size) != len(stride) or any(s < 0 for s in size) or any(s < 0 for s in stride) or offset < 0:
-        raise FormatError(f"torch checkpoint: bad tensor layout size={size} stride={stride} offset={offset}")
-    if all(size):
-        last = offset + sum((n - 1) * s for n, s in zip(size, stride))
-        if last >= arr.size:
-            raise FormatError(f"torch checkpoint: a tensor of size {size} reads past the end of its storage "
-                              f"({arr.size} elements)")
-        view = np.lib.stride_tricks.as_strided(arr[offset:], size, tuple(s * itemsize for s in stride))
-    else:
-        view = np.zeros(size, arr.dtype)
-    dtype = parse_dtype(storage.type.dtype)
-    t = from_storage(np.array(view, dtype=dtype.numpy, order="C"), dtype, _DEVICE[0])
-    return t.requires_grad_(True) if requires_grad and dtype.is_floating else t
+def _size(*args: Any) -> tuple[int, ...]:
+    """torch.Size(seq) -> a plain tuple of ints."""
+    if len(args) != 1 or not isinstance(args[0], (tuple, list)):
+        raise FormatError("torch checkpoint: torch.Size takes one sequence")
+    return tuple(_int(v, "a torch.Size dim") for v in args[0])
 
 
-def _rebuild_parameter(data: Any, requires_grad: bool, backward_hooks: Any = None, *state: Any) -> Any:
-    from ..nn.parameter import Parameter
-    if isinstance(data, _Pending):
-        data.parameter = bool(requires_grad)
-        return data
-    if not isinstance(data, Tensor):
-        raise FormatError("torch checkpoint: a parameter is rebuilt from something that is not a tensor")
-    return Parameter(data, requires_grad=requires_grad)
+def _int(v: Any, what: str) -> int:
+    if type(v) is not int:
+        raise FormatError(f"torch checkpoint: {what} is a {type(v).__name__}, not an int")
+    return v
 
 
 def _device(spec: Any, index: Any = None) -> str:
-    return str(spec) if index is None else f"{spec}:{index}"
+    if not isinstance(spec, str) or (index is not None and type(index) is not int):
+        raise FormatError("torch checkpoint: a torch.device of something that is not a device name")
+    return spec if index is None else f"{spec}:{index}"
 
 
-_DEVICE: list[Any] = [None]  # the device tensors are loaded onto, set per load (loads are not reentrant)
+def _encode(text: Any, encoding: Any = "latin1") -> bytes:
+    """_codecs.encode as protocol-2 pickles use it for bytes objects: latin-1 text -> bytes only."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise FormatError("torch checkpoint: _codecs.encode is allowed only for latin-1 bytes")
+    return text.encode("latin-1")
 
 
-def _allowed(module: str, name: str) -> Any:
-    if module == "collections" and name == "OrderedDict":
-        return OrderedDict
-    if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
-        return _rebuild_tensor_v2
-    if module == "torch._utils" and name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
-        return _rebuild_parameter
-    if module == "torch" and name in _STORAGES:
-        return _StorageType(name)
-    if module == "torch" and name == "Size":
-        return _Size
-    if module == "torch" and name == "device":
-        return _device
-    if module == "torch" and name in _DTYPES:
-        return parse_dtype(_DTYPES[name])
-    if module == "builtins" and name in ("set", "frozenset", "complex", "slice"):
-        return {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice}[name]
-    return None
+def check_layout(size: Any, stride: Any, offset: Any, numel_storage: int, where: str) -> tuple[tuple[int, ...],
+                                                                                                tuple[int, ...], int]:
+    """size/stride/offset as ints, every element they address inside a storage of `numel_storage`."""
+    if not isinstance(size, (tuple, list)) or not isinstance(stride, (tuple, list)):
+        raise FormatError(f"{where}: a tensor's size and stride must be sequences")
+    size_t = tuple(_int(s, "a tensor's size") for s in size)
+    stride_t = tuple(_int(s, "a tensor's stride") for s in stride)
+    offset = _int(offset, "a tensor's storage offset")
+    if len(size_t) != len(stride_t) or len(size_t) > limits.MAX_RANK:
+        raise FormatError(f"{where}: a tensor of size {size_t!s:.80} has stride {stride_t!s:.80} (rank at most "
+                          f"{limits.MAX_RANK}, one stride per dim)")
+    if any(s < 0 for s in size_t) or any(s < 0 for s in stride_t) or offset < 0:
+        raise FormatError(f"{where}: a tensor has a negative size, stride or offset (size={size_t!s:.80} "
+                          f"stride={stride_t!s:.80} offset={offset})")
+    numel = math.prod(size_t)
+    if numel == 0:
+        if offset > numel_storage:
+            raise FormatError(f"{where}: an empty tensor's offset {offset} lies past its {numel_storage}-element "
+                              f"storage")
+        return size_t, stride_t, offset
+    last = offset + sum((n - 1) * s for n, s in zip(size_t, stride_t))
+    if last >= numel_storage:
+        raise FormatError(f"{where}: a tensor of size {size_t!s:.80}, stride {stride_t!s:.80}, offset {offset} reads "
+                          f"element {last}, past the end of its {numel_storage}-element storage")
+    if numel > numel_storage and numel > limits.MAX_VIEW_ELEMENTS:
+        raise FormatError(f"{where}: a tensor of size {size_t!s:.80} ({numel} elements) re-reads its "
+                          f"{numel_storage}-element storage; views that large are refused "
+                          f"(rumus.io.limits.MAX_VIEW_ELEMENTS = {limits.MAX_VIEW_ELEMENTS})")
+    return size_t, stride_t, offset
 
 
-class _RestrictedUnpickler(pickle.Unpickler):
-    def __init__(self, file: IO[bytes], load_storage: Callable[[_StorageType, str, int], np.ndarray | None],
-                 name: str) -> None:
-        super().__init__(file)
-        self._load_storage, self._name = load_storage, name
-        self._storages: dict[str, _Storage] = {}
+class _Reader:
+    """One load: the globals table, the storage rule and the rebuild functions, bound to this file."""
 
-    def find_class(self, module: str, name: str) -> Any:
-        obj = _allowed(module, name)
-        if obj is None:
-            raise FormatError(f"{self._name}: the checkpoint names '{module}.{name}', which is not a tensor, "
-                              f"container or number; refusing to load it (nothing from it was run). Only load "
-                              f"files you trust with PyTorch itself, and re-save plain state_dicts")
-        return obj
+    def __init__(self, name: str, device: Any, read_storage: Callable[[_StorageType, str, int], np.ndarray | None]):
+        self.name, self.device, self._read_storage = name, device, read_storage
+        self.storages: dict[tuple[str, str], _Storage] = {}
 
-    def persistent_load(self, pid: Any) -> Any:
-        if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"
-                and isinstance(pid[1], _StorageType)):
-            raise FormatError(f"{self._name}: unknown persistent reference {pid!r:.80}")
-        stype, key, numel = pid[1], str(pid[2]), int(pid[4])
-        if key not in self._storages:
-            if pid[5:6] not in ((), (None,)):
-                raise FormatError(f"{self._name}: storage views of pre-1.0 PyTorch files are not supported; "
-                                  f"re-save the checkpoint with a recent PyTorch")
-            self._storages[key] = _Storage(self._load_storage(stype, key, numel), stype, key)
-        return self._storages[key]
+    # ---- globals -----------------------------------------------------------------------------------
+    def globals_table(self, module: str, name: str) -> Any:
+        if module == "collections" and name == "OrderedDict":
+            return OrderedDict
+        if module == "torch._utils" and name in ("_rebuild_tensor_v2", "_rebuild_tensor"):
+            return self.rebuild_tensor
+        if module == "torch._utils" and name in ("_rebuild_parameter", "_rebuild_parameter_with_state"):
+            return self.rebuild_parameter
+        if module == "torch" and name in _STORAGES:
+            return _StorageType(name)
+        if module == "torch" and name == "Size":
+            return _size
+        if module == "torch" and name == "device":
+            return _device
+        if module == "torch" and name in _DTYPES:
+            return parse_dtype(_DTYPES[name])  # a value only: no opcode can change it (see pickle_vm)
+        if module == "_codecs" and name == "encode":
+            return _encode
+        if module in ("builtins", "__builtin__") and name in _BUILTINS:
+            return _BUILTINS[name]
+        return None
 
+    # ---- storages ----------------------------------------------------------------------------------
+    def persistent_load(self, pid: Any) -> _Storage:
+        if not (type(pid) is tuple and len(pid) in (5, 6) and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType) and isinstance(pid[2], str) and type(pid[4]) is int):
+            raise FormatError(f"{self.name}: unknown persistent reference {pid!r:.80} (only storages are allowed)")
+        stype, key, numel = pid[1], pid[2], pid[4]
+        if len(pid) == 6 and pid[5] is not None:
+            raise FormatError(f"{self.name}: storage views of pre-1.0 PyTorch files are not supported; "
+                              f"re-save the checkpoint with a recent PyTorch")
+        if numel < 0:
+            raise FormatError(f"{self.name}: storage {key!r:.40} has a negative size {numel}")
+        found = self.storages.get((key, stype.name))
+        if found is not None:
+            if found.numel != numel:
+                raise FormatError(f"{self.name}: storage {key!r:.40} is referenced with sizes {found.numel} "
+                                  f"and {numel}")
+            return found
+        array = self._read_storage(stype, key, numel)
+        base = None
+        if array is not None:
+            dtype = parse_dtype(stype.dtype)
+            if dtype.name == "bool" and array.size and int(array.max()) > 1:
+                raise FormatError(f"{self.name}: bool storage {key!r:.40} holds bytes other than 0 and 1")
+            from .._creation import from_storage
+            base = from_storage(np.asarray(array, dtype=dtype.numpy), dtype, self.device)
+        storage = _Storage(stype, key, numel, base)
+        self.storages[(key, stype.name)] = storage
+        return storage
 
-def _unpickle(data: bytes, loader: Callable[[_StorageType, str, int], np.ndarray | None], name: str,
-              device: Any) -> tuple[Any, _RestrictedUnpickler]:
-    u = _RestrictedUnpickler(io.BytesIO(data), loader, name)
-    _DEVICE[0] = device
-    try:
+    # ---- rebuild functions --------------------------------------------------------------------------
+    def rebuild_tensor(self, storage: Any, offset: Any, size: Any, stride: Any, requires_grad: Any = False,
+                       backward_hooks: Any = None, metadata: Any = None) -> Tensor | _Deferred:
+        if not isinstance(storage, _Storage):
+            raise FormatError(f"{self.name}: a tensor is rebuilt from something that is not a storage")
+        size_t, stride_t, off = check_layout(size, stride, offset, storage.numel, self.name)
+        if type(requires_grad) is not bool:
+            raise FormatError(f"{self.name}: a tensor's requires_grad is a {type(requires_grad).__name__}")
+        dtype: DType = parse_dtype(storage.type.dtype)
+        if requires_grad and not dtype.is_floating:
+            raise FormatError(f"{self.name}: a {dtype} tensor requires grad; only floating-point tensors can")
+        if storage.base is None:
+            return _Deferred()
+        from .._tensor_base import make_tensor
+        t = make_tensor(storage.base._storage, size_t, stride_t, off)
+        return t.requires_grad_(True) if requires_grad else t
+
+    def rebuild_parameter(self, data: Any, requires_grad: Any, backward_hooks: Any = None, *state: Any) -> Any:
+        if isinstance(data, _Deferred):
+            return data
+        if not isinstance(data, Tensor):
+            raise FormatError(f"{self.name}: a parameter is rebuilt from something that is not a tensor")
+        if type(requires_grad) is not bool:
+            raise FormatError(f"{self.name}: a parameter's requires_grad is a {type(requires_grad).__name__}")
+        if requires_grad and not data.dtype.is_floating:
+            raise FormatError(f"{self.name}: a {data.dtype} parameter requires grad; only floating-point ones can")
+        from ..nn.parameter import Parameter
+        return Parameter(data, requires_grad=requires_grad)
+
+    def unpickle(self, data: bytes | memoryview, pos: int = 0) -> tuple[Any, RestrictedUnpickler]:
+        u = RestrictedUnpickler(data, pos, self.globals_table, self.persistent_load, self.name)
         return u.load(), u
-    except (RumusError, FileNotFoundError):
-        raise
-    except Exception as exc:  # a truncated or corrupt pickle raises many kinds of errors
-        raise FormatError(f"{name}: corrupt PyTorch checkpoint: {type(exc).__name__}: {exc}") from None
-    finally:
-        _DEVICE[0] = None
 
 
-def load_torch_zip(z: zipfile.ZipFile, device: Any, name: str) -> Any:
-    pkls = [n for n in z.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+def load_torch_zip(z: SafeZip, device: Any, name: str) -> Any:
+    pkls = [n for n in z.names() if n.endswith("/data.pkl") and n.count("/") == 1]
     if len(pkls) != 1:
         raise FormatError(f"{name}: a zip file that is neither a RUMUS checkpoint nor a PyTorch one "
                           f"(no single <dir>/data.pkl)")
     root = pkls[0][: -len("data.pkl")]
-    if f"{root}byteorder" in z.namelist() and z.read(f"{root}byteorder").strip() != b"little":
+    if f"{root}byteorder" in z.names() and z.read(f"{root}byteorder", 64, "a byteorder entry").strip() != b"little":
         raise FormatError(f"{name}: big-endian PyTorch checkpoints are not supported")
 
     def storage(stype: _StorageType, key: str, numel: int) -> np.ndarray:
-        try:
-            raw = z.read(f"{root}data/{key}")
-        except KeyError:
-            raise FormatError(f"{name}: storage {key} is missing from the archive") from None
-        arr = np.frombuffer(raw, dtype=np.dtype(stype.file_dtype))
-        if arr.size < numel:
-            raise FormatError(f"{name}: storage {key} holds {arr.size} elements, {numel} were promised")
-        return arr
+        member = f"{root}data/{key}"
+        dt = np.dtype(stype.file_dtype)
+        need = numel * dt.itemsize
+        if z.size(member) < need:
+            raise FormatError(f"{name}: storage {key!r:.40} holds {z.size(member)} bytes, its {numel} "
+                              f"{stype.dtype} elements need {need}")
+        raw = z.read(member)
+        return np.frombuffer(raw, dtype=dt, count=numel)
 
-    return _unpickle(z.read(pkls[0]), storage, name, device)[0]
+    reader = _Reader(name, device, storage)
+    data = z.read(pkls[0], limits.MAX_METADATA_BYTES, "rumus.io.limits.MAX_METADATA_BYTES")
+    obj, u = reader.unpickle(data)
+    check_exhausted(u, "the checkpoint's pickle")
+    return obj
 
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -199,63 +249,56 @@ _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 
 def load_torch_legacy(data: bytes, device: Any, name: str) -> Any:
     """Pre-1.6 layout: pickles of magic, protocol, sys_info, the object, the storage keys; then each storage
-    as an int64 element count and its bytes. Storages come after the object, so tensors are rebuilt last."""
-    f = io.BytesIO(data)
-    pending: dict[str, tuple[_StorageType, int]] = {}
+    as an int64 element count and its bytes. Storages come after the object, so the object's pickle is read
+    twice: once to learn which storages it uses, then, with them read, to rebuild it (shared references
+    and all) exactly as the zip format is."""
+    view = memoryview(data)
 
-    def later(stype: _StorageType, key: str, numel: int) -> np.ndarray | None:
-        pending[key] = (stype, numel)
+    def no_storage(stype: _StorageType, key: str, numel: int) -> None:
         return None
 
-    def next_pickle(what: str) -> Any:
-        u = _RestrictedUnpickler(f, later, name)
-        _DEVICE[0] = device
-        try:
-            return u.load()
-        except (RumusError, FileNotFoundError):
-            raise
-        except Exception as exc:
-            raise FormatError(f"{name}: not a readable PyTorch checkpoint ({what}: {type(exc).__name__}: "
-                              f"{exc})") from None
-        finally:
-            _DEVICE[0] = None
+    def plain(pos: int) -> tuple[Any, int]:
+        obj, u = _Reader(name, device, no_storage).unpickle(view, pos)
+        return obj, u.end
 
-    if next_pickle("magic number") != _LEGACY_MAGIC:
+    magic, pos = plain(0)
+    if magic != _LEGACY_MAGIC:
         raise FormatError(f"{name}: not a PyTorch checkpoint (wrong magic number)")
-    next_pickle("protocol version")
-    info = next_pickle("system info")
+    _, pos = plain(pos)
+    info, pos = plain(pos)
     if isinstance(info, dict) and not info.get("little_endian", True):
         raise FormatError(f"{name}: big-endian PyTorch checkpoints are not supported")
-    obj = next_pickle("object")
-    keys = next_pickle("storage keys")
-    arrays: dict[str, np.ndarray] = {}
+    object_at = pos
+    first = _Reader(name, device, no_storage)
+    pos = first.unpickle(view, object_at)[1].end
+    keys, pos = plain(pos)
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+        raise FormatError(f"{name}: corrupt PyTorch checkpoint (the storage keys are not distinct strings)")
+    used = {key: st for (key, _), st in first.storages.items()}
+    if set(used) - set(keys):
+        raise FormatError(f"{name}: the checkpoint uses storages its key list does not have")
+    arrays: dict[str, bytes] = {}
     for key in keys:
-        stype, numel = pending[str(key)]
+        if len(data) - pos < 8:
+            raise FormatError(f"{name}: storage {key!r:.40} is truncated")
+        (count,) = struct.unpack_from("<q", data, pos)
+        st = used.get(key)
+        itemsize = np.dtype(st.type.file_dtype).itemsize if st is not None else 1
+        if count < 0 or count * itemsize > len(data) - pos - 8:
+            raise FormatError(f"{name}: storage {key!r:.40} claims {count} elements; the file has "
+                              f"{len(data) - pos - 8} bytes left")
+        arrays[key] = data[pos + 8: pos + 8 + count * itemsize]
+        pos += 8 + count * itemsize
+    if pos != len(data):
+        raise FormatError(f"{name}: {len(data) - pos} bytes follow the last storage (a corrupt or spliced file)")
+
+    def storage(stype: _StorageType, key: str, numel: int) -> np.ndarray:
+        raw = arrays.get(key)
         dt = np.dtype(stype.file_dtype)
-        head = f.read(8)
-        count = int(np.frombuffer(head, "<i8")[0]) if len(head) == 8 else -1
-        raw = f.read(max(count, 0) * dt.itemsize)
-        if count < numel or len(raw) != count * dt.itemsize:
-            raise FormatError(f"{name}: storage {key} is truncated")
-        arrays[str(key)] = np.frombuffer(raw, dtype=dt)
-    _DEVICE[0] = device
-    try:
-        return _resolve(obj, arrays)
-    finally:
-        _DEVICE[0] = None
+        if raw is None or len(raw) < numel * dt.itemsize:
+            raise FormatError(f"{name}: storage {key!r:.40} holds fewer than the {numel} elements promised")
+        return np.frombuffer(raw, dtype=dt, count=numel)
 
+    second = _Reader(name, device, storage)
+    return second.unpickle(view, object_at)[0]
 
-def _resolve(obj: Any, arrays: dict[str, np.ndarray]) -> Any:
-    if isinstance(obj, _Pending):
-        st = obj.storage
-        t = _rebuild_tensor_v2(_Storage(arrays[st.key], st.type), *obj.args)
-        return t if obj.parameter is None else _rebuild_parameter(t, obj.parameter)
-    if isinstance(obj, OrderedDict):
-        return OrderedDict((k, _resolve(v, arrays)) for k, v in obj.items())
-    if isinstance(obj, dict):
-        return {k: _resolve(v, arrays) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_resolve(v, arrays) for v in obj]
-    if isinstance(obj, tuple):
-        return tuple(_resolve(v, arrays) for v in obj)
-    return obj
