@@ -9,7 +9,7 @@ each dispatched op is turned into ONNX nodes by its schema's lowering (`OpSchema
 tensor the trace did not make becomes an initializer named by its state-dict key (or a constant). Composite ops
 are traced as their constituent ops unless they declare a lowering of their own (mean, var, std do: their
 divisor must follow dynamic axes). The graph passes onnx's full checker and strict shape inference before it
-is written (atomically; weights over 2 GB go to `path + ".data"`).
+is written (atomically; weights over 2 GB go to a data file beside it).
 
 What tracing cannot see, it cannot export: control flow on tensor values, Python numbers computed from
 shapes (`x.sum() / x.shape[0]` freezes the divisor), kernel-level in-place writes (refused with an error).

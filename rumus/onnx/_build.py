@@ -3,9 +3,6 @@ for models over 2 GB)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -82,33 +79,13 @@ def initializer_bytes(initializers: Mapping[str, tuple[np.ndarray, DType]]) -> i
 
 
 def check_and_save(model: Any, path: str, external_data: bool) -> Any:
-    """Full checker + strict shape inference, then an atomic write: everything goes to a temporary folder
-    next to `path` and is moved into place only once it is complete and valid."""
+    """Full checker + strict shape inference, then an atomic write (see `_atomic_save`)."""
     onnx = _onnx()
-    target = os.path.abspath(path)
-    folder = os.path.dirname(target) or "."
-    tmp = tempfile.mkdtemp(prefix=".rumus-onnx-", dir=folder)
-    try:
-        tmp_model = os.path.join(tmp, os.path.basename(target))
-        data_name = os.path.basename(target) + ".data"
-        if external_data:
-            onnx.save_model(model, tmp_model, save_as_external_data=True, all_tensors_to_one_file=True,
-                            location=data_name, size_threshold=1024)
-            onnx.checker.check_model(tmp_model, full_check=True)
-            inferred = onnx.shape_inference.infer_shapes_path(tmp_model, tmp_model + ".inferred",
-                                                             check_type=True, strict_mode=True)
-            del inferred
-            os.replace(tmp_model + ".inferred", tmp_model)
-        else:
-            try:
-                model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
-                onnx.checker.check_model(model, full_check=True)
-            except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
-                raise OnnxExportError(f"the exported graph failed onnx's checker: {exc}") from None
-            onnx.save_model(model, tmp_model)
-        if external_data:
-            os.replace(os.path.join(tmp, data_name), os.path.join(folder, data_name))
-        os.replace(tmp_model, target)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return model
+    if not external_data:
+        try:
+            model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+            onnx.checker.check_model(model, full_check=True)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
+            raise OnnxExportError(f"the exported graph failed onnx's checker: {exc}") from None
+    from ._atomic_save import save_atomically
+    return save_atomically(model, path, external_data)

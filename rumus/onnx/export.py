@@ -66,7 +66,9 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
     dynamic_axes: {input name: {axis: "symbol"} or [axes]}; initializers carry state-dict keys. opset_version
     defaults to the newest the installed onnx package defines (`default_opset()`).
     The model is traced in eval mode (restored afterwards). external_data: None writes the weights to
-    `path + ".data"` only when the model exceeds protobuf's 2 GB limit; True/False force it.
+    an external data file beside `path` (named `<path>.<pid>-<random>.data`, unique to this export so that
+    the old model keeps loading until the new one replaces it) only when the model exceeds protobuf's 2 GB
+    limit; True/False force it.
     """
     if opset_version is None:
         opset_version = default_opset()

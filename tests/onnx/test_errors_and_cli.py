@@ -107,12 +107,19 @@ def test_ambiguous_example_sizes_are_refused(tmp_path: Any) -> None:
                        dynamic_axes={"x": [0]})
 
 
+def _data_file(model_path: Any) -> Any:
+    """The one external data file an exported model refers to (its name is unique to each export)."""
+    from rumus.onnx._atomic_save import referenced_data_files
+    (name,) = referenced_data_files(str(model_path))
+    return model_path.parent / name
+
+
 def test_external_data_round_trip(tmp_path: Any) -> None:
     from _helpers import run_ort
     model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 5))
     x = rm.randn(3, 64)
     rm.onnx.export(model, (x,), str(tmp_path / "big.onnx"), input_names=["x"], external_data=True)
-    assert (tmp_path / "big.onnx.data").stat().st_size >= 64 * 64 * 4
+    assert _data_file(tmp_path / "big.onnx").stat().st_size >= 64 * 64 * 4
     assert (tmp_path / "big.onnx").stat().st_size < 64 * 64 * 4
     with rm.no_grad():
         want = model(x).numpy()
@@ -162,7 +169,7 @@ def test_models_over_the_protobuf_limit_go_to_external_data(tmp_path: Any, monke
     monkeypatch.setattr(_build, "PROTOBUF_LIMIT", 2**24 + 1024)
     model = nn.Linear(32, 32)
     rm.onnx.export(model, (rm.randn(3, 32),), str(tmp_path / "auto.onnx"))
-    assert (tmp_path / "auto.onnx.data").exists()
+    assert _data_file(tmp_path / "auto.onnx").exists()
     x = rm.randn(3, 32)
     np.testing.assert_allclose(rm.onnx.load(str(tmp_path / "auto.onnx"))(x).numpy(), model(x).numpy(), rtol=1e-6)
 
@@ -196,7 +203,7 @@ def test_training_mode_is_restored_and_export_uses_eval(tmp_path: Any) -> None:
 def test_truncated_external_data_is_a_format_error(tmp_path: Any) -> None:
     model = nn.Linear(64, 64)
     rm.onnx.export(model, (rm.randn(3, 64),), str(tmp_path / "e.onnx"), external_data=True)
-    data = tmp_path / "e.onnx.data"
+    data = _data_file(tmp_path / "e.onnx")
     data.write_bytes(data.read_bytes()[:100])
     with pytest.raises(FormatError):
         rm.onnx.load(str(tmp_path / "e.onnx"))
