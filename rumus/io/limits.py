@@ -9,7 +9,7 @@ from __future__ import annotations
 # Bytes that compressed zip entries of one file may inflate to, all entries together. torch.save and
 # rumus.save store their entries uncompressed (their size is then bounded by the file itself), so only
 # a re-zipped or hostile file ever meets this bound.
-MAX_INFLATED_BYTES = 1 << 30
+MAX_INFLATED_BYTES = 256 << 20
 
 # Bytes of one metadata entry: a checkpoint's pickle (`data.pkl`) or object tree (`tree.json`).
 MAX_METADATA_BYTES = 256 << 20
