@@ -162,7 +162,7 @@ class _Decoder:
             raise self._bad(f"a tensor node with the keys {sorted(n)[:6]}")
         key, dtype_name, shape_list, requires_grad = n["tensor"], n["dtype"], n["shape"], n["requires_grad"]
         if type(key) is not int or key < 0 or not isinstance(dtype_name, str) or type(requires_grad) is not bool:
-            raise self._bad("a tensor node's key, dtype or requires_grad has the wrong type")
+            raise self._bad("a tensor node's key (an int >= 0), dtype (a name) or requires_grad (a bool) is wrong")
         if not (isinstance(shape_list, list) and len(shape_list) <= limits.MAX_RANK
                 and all(type(d) is int and 0 <= d < 2**63 for d in shape_list)):
             raise self._bad(f"tensor {key}: shape {str(shape_list)[:60]} is not at most {limits.MAX_RANK} "

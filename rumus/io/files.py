@@ -14,12 +14,13 @@ through `AtomicFile`, so all of them share one rule:
 from __future__ import annotations
 
 import errno
+import io
 import os
 import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, BinaryIO
+from typing import IO, Any, BinaryIO
 
 from rumus_contracts import FileError, MissingFile
 
@@ -87,6 +88,31 @@ def _file_error(exc: OSError, path: str, doing: str) -> FileError:
     return FileError(f"{path}: cannot {doing} it: {reason}")
 
 
+class _TempWriter(io.BufferedWriter):
+    """The temp file's writer: an OSError of a write or flush (disk full, quota) is a FileError naming the
+    target, whichever writer streams into it."""
+
+    def __init__(self, raw: io.FileIO, target: str) -> None:
+        super().__init__(raw)
+        self._target = target
+
+    def write(self, data: Any) -> int:
+        try:
+            return super().write(data)
+        except OSError as exc:
+            raise _as_file_error(exc, self._target) from None
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as exc:
+            raise _as_file_error(exc, self._target) from None
+
+
+def _as_file_error(exc: OSError, target: str) -> OSError:
+    return exc if isinstance(exc, FileError) else _file_error(exc, target, "write")
+
+
 class AtomicFile:
     """A file being written under a temp name; `commit()` renames it onto the target, `discard()` drops it.
 
@@ -102,7 +128,7 @@ class AtomicFile:
             fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except OSError as exc:
             raise _file_error(exc, self.path, "write") from None
-        self.file: BinaryIO = os.fdopen(fd, "wb")
+        self.file: BinaryIO = _TempWriter(io.FileIO(fd, "wb"), self.path)  # type: ignore[assignment]
         self.state = "open"
 
     def commit(self) -> None:
@@ -120,7 +146,7 @@ class AtomicFile:
             os.replace(self.tmp, self.path)
         except BaseException as exc:
             self.discard()
-            if isinstance(exc, OSError):
+            if isinstance(exc, OSError) and not isinstance(exc, FileError):
                 raise _file_error(exc, self.path, "write") from None
             raise
         self.state = "committed"

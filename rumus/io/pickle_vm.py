@@ -152,14 +152,14 @@ class RestrictedUnpickler:
             elif code == _op(P.BINFLOAT):
                 stack.append(struct.unpack(">d", self._read(8))[0])
             elif code in (_op(P.BINUNICODE), _op(P.SHORT_BINUNICODE), _op(P.BINUNICODE8)):
-                n = {_op(P.BINUNICODE): "<I", _op(P.SHORT_BINUNICODE): "<B", _op(P.BINUNICODE8): "<Q"}[code]
-                stack.append(self._read(self._u(n)).decode("utf-8", "surrogatepass"))
+                fmt = {_op(P.BINUNICODE): "<I", _op(P.SHORT_BINUNICODE): "<B", _op(P.BINUNICODE8): "<Q"}[code]
+                stack.append(self._read(self._u(fmt)).decode("utf-8", "surrogatepass"))
             elif code in (_op(P.SHORT_BINSTRING), _op(P.BINSTRING)):  # protocol-2 str of Python 2: latin-1 text
                 n = self._read(1)[0] if code == _op(P.SHORT_BINSTRING) else self._u("<i")
                 stack.append(self._read(n).decode("latin-1"))
             elif code in (_op(P.SHORT_BINBYTES), _op(P.BINBYTES), _op(P.BINBYTES8)):
-                n = {_op(P.SHORT_BINBYTES): "<B", _op(P.BINBYTES): "<I", _op(P.BINBYTES8): "<Q"}[code]
-                stack.append(self._read(self._u(n)))
+                fmt = {_op(P.SHORT_BINBYTES): "<B", _op(P.BINBYTES): "<I", _op(P.BINBYTES8): "<Q"}[code]
+                stack.append(self._read(self._u(fmt)))
             # ---- containers
             elif code == _op(P.EMPTY_TUPLE):
                 stack.append(())
@@ -169,9 +169,9 @@ class RestrictedUnpickler:
                 k = {_op(P.TUPLE1): 1, _op(P.TUPLE2): 2, _op(P.TUPLE3): 3}[code]
                 if len(stack) < k or any(v is _MARK for v in stack[-k:]):
                     raise FormatError(f"{self._name}: corrupt pickle (a tuple of missing values)")
-                items = tuple(stack[-k:])
+                packed = tuple(stack[-k:])
                 del stack[-k:]
-                stack.append(items)
+                stack.append(packed)
             elif code == _op(P.EMPTY_LIST):
                 stack.append([])
             elif code == _op(P.LIST):

@@ -275,15 +275,14 @@ def load_torch_legacy(data: bytes, device: Any, name: str) -> Any:
     if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
         raise FormatError(f"{name}: corrupt PyTorch checkpoint (the storage keys are not distinct strings)")
     used = {key: st for (key, _), st in first.storages.items()}
-    if set(used) - set(keys):
-        raise FormatError(f"{name}: the checkpoint uses storages its key list does not have")
+    if set(used) != set(keys):  # torch writes exactly the storages the object uses
+        raise FormatError(f"{name}: the checkpoint's storage key list does not match the storages it uses")
     arrays: dict[str, bytes] = {}
     for key in keys:
         if len(data) - pos < 8:
             raise FormatError(f"{name}: storage {key!r:.40} is truncated")
         (count,) = struct.unpack_from("<q", data, pos)
-        st = used.get(key)
-        itemsize = np.dtype(st.type.file_dtype).itemsize if st is not None else 1
+        itemsize = np.dtype(used[key].type.file_dtype).itemsize
         if count < 0 or count * itemsize > len(data) - pos - 8:
             raise FormatError(f"{name}: storage {key!r:.40} claims {count} elements; the file has "
                               f"{len(data) - pos - 8} bytes left")

@@ -493,6 +493,110 @@ def mutated_files() -> Iterator[Case]:
                 yield Case(name, "loaded something else than the original without an error")
 
 
+# ---- 6b. hostile fields: tree.json and legacy streams --------------------------------------------------
+def _rumus_zip(tree: Any, entries: dict[str, bytes] | None = None, raw_tree: bytes | None = None) -> bytes:
+    import json
+    import zipfile
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("rumus_checkpoint/tree.json", raw_tree if raw_tree is not None else json.dumps(tree))
+        for name, data in (entries or {}).items():
+            z.writestr(f"rumus_checkpoint/data/{name}", data)
+    return buf.getvalue()
+
+
+def _tree(root: Any) -> dict[str, Any]:
+    return {"format": "rumus-checkpoint", "version": 1, "root": root}
+
+
+def _t(key: Any = 0, dtype: Any = "float32", shape: Any = (4,), rg: Any = False) -> dict[str, Any]:
+    return {"tensor": key, "dtype": dtype, "shape": list(shape) if isinstance(shape, tuple) else shape,
+            "requires_grad": rg}
+
+
+def hostile_fields() -> Iterator[Case]:
+    data = {"0": F32_BYTES}
+    deep: Any = {"str": "x"}
+    for _ in range(400):
+        deep = {"list": [deep]}
+    trees: dict[str, Any] = {
+        "unknown node kind": _tree({"code": "os.system"}),
+        "int holding a list": _tree({"int": [1]}),
+        "int of 5000 digits": _tree({"int": "9" * 5000}),
+        "int with junk": _tree({"int": "12ab"}),
+        "float that is not non-finite text": _tree({"float": "1e999999"}),
+        "float holding a dict": _tree({"float": {}}),
+        "str holding a number": _tree({"str": 5}),
+        "list holding a string": _tree({"list": "abc"}),
+        "dict holding a number": _tree({"dict": 5}),
+        "dict item of three": _tree({"dict": [[{"str": "a"}, 1, 2]]}),
+        "dict key a list": _tree({"dict": [[{"list": []}, 1]]}),
+        "dict key twice": _tree({"dict": [[{"str": "a"}, 1], [{"str": "a"}, 2]]}),
+        "node with two kinds": _tree({"str": "a", "list": []}),
+        "empty node": _tree({}),
+        "nested 400 deep": _tree(deep),
+        "tensor key negative": _tree(_t(key=-1)),
+        "tensor key a string": _tree(_t(key="0")),
+        "tensor key a bool": _tree(_t(key=True)),
+        "tensor of unknown dtype": _tree(_t(dtype="float128")),
+        "tensor of packed dtype q8(32)": _tree(_t(dtype="q8(32)")),
+        "tensor of packed dtype int4(32)": _tree(_t(dtype="int4(32)")),
+        "tensor of fixed dtype": _tree(_t(dtype="fixed_i16(8)")),
+        "tensor dtype a list": _tree(_t(dtype=["float32"])),
+        "tensor negative shape": _tree(_t(shape=(-1, -4))),
+        "tensor shape of floats": _tree(_t(shape=[2.0, 2.0])),
+        "tensor shape 2**64": _tree(_t(shape=(2**64,))),
+        "tensor of rank 65": _tree(_t(shape=(1,) * 65)),
+        "tensor shape larger than its bytes": _tree(_t(shape=(5,))),
+        "tensor shape smaller than its bytes": _tree(_t(shape=(3,))),
+        "tensor whose data entry is missing": _tree(_t(key=7)),
+        "int tensor requiring grad": _tree(_t(dtype="int32", rg=True)),
+        "requires_grad a string": _tree(_t(rg="yes")),
+        "tensor node with an extra field": _tree({**_t(), "code": 1}),
+        "one tensor key, two shapes": _tree({"list": [_t(shape=(4,)), _t(shape=(2, 2))]}),
+        "no root": {"format": "rumus-checkpoint", "version": 1},
+        "version 2": {**_tree(None), "version": 2},
+        "tree a list": [1, 2],
+    }
+    for name, tree in trees.items():
+        yield _expect(lambda tree=tree: _rm_load(_rumus_zip(tree, data)), FormatError, f"tree.json: {name}")
+    bools = _rumus_zip(_tree(_t(dtype="bool", shape=(2,))), {"0": b"\x01\x02"})
+    yield _expect(lambda: _rm_load(bools), FormatError, "tree.json: bool tensor holding byte 2")
+    for raw, name in ((b"\xff\xfe", "not UTF-8"), (b'{"format": NaN}', "NaN"), (b"[" * 100_000, "100000 brackets"),
+                      (b'{"a": 1, "a": 2}', "duplicate top-level key")):
+        yield _expect(lambda raw=raw: _rm_load(_rumus_zip(None, data, raw)), FormatError, f"tree.json: {name}")
+    shared = _rm_load(_rumus_zip(_tree({"list": [_t(), _t()]}), data))
+    yield Case("tree.json: one tensor key twice is one tensor", None if shared[0] is shared[1] else "two copies")
+    # the legacy stream's own fields
+    t = h.pickle_of(h.tensor(0, (4,), (1,), legacy=True))
+    good = h.torch_legacy(t, [("0", 4, F32_BYTES)])
+    import pickle
+    magic_len = len(pickle.dumps(h.LEGACY_MAGIC, protocol=2))
+    streams = {
+        "wrong magic": pickle.dumps(12345, protocol=2) + good[magic_len:],
+        "big-endian sys info": good.replace(b"\x88", b"\x89", 1) if b"little_endian" in good else good,
+        "storage count negative": good[:-24] + struct.pack("<q", -4) + good[-16:],
+        "storage count 2**62": good[:-24] + struct.pack("<q", 2**62) + good[-16:],
+        "storage count 3 of 4 promised": good[:-24] + struct.pack("<q", 3) + good[-16:-4],
+        "trailing bytes": good + b"\x00" * 8,
+        "truncated storage": good[:-3],
+        "key list not a list": good.replace(pickle.dumps(["0"], protocol=2), pickle.dumps("0", protocol=2)),
+        "key list with an unused key": good.replace(pickle.dumps(["0"], protocol=2), pickle.dumps(["0", "1"],
+                                                                                                  protocol=2)),
+        "key list missing the used key": good.replace(pickle.dumps(["0"], protocol=2), pickle.dumps([], protocol=2)),
+        "storage view metadata (pre-1.0)": h.torch_legacy(h.pickle_of(
+            h.glob("torch._utils", "_rebuild_tensor_v2")
+            + h.tup(h.tup(h.text("storage"), h.glob("torch", "FloatStorage"), h.text("0"), h.text("cpu"), h.num(4),
+                          h.tup(h.text("1"), h.num(0), h.num(2))) + b"Q",
+                    h.num(0), h.tup(h.num(2)), h.tup(h.num(1)), b"\x89", h.ordered_dict()) + b"R"),
+            [("0", 4, F32_BYTES)]),
+    }
+    for name, stream in streams.items():
+        yield _expect(lambda stream=stream: _rm_load(stream), FormatError, f"legacy: {name}")
+    back = _rm_load(good)
+    yield Case("legacy: the untouched stream loads", None if back.tolist() == [0.0, 1.0, 2.0, 3.0] else "wrong")
+
+
 # ---- 7. paths that are not regular files ------------------------------------------------------------
 def non_regular_paths() -> Iterator[Case]:
     with tempfile.TemporaryDirectory() as d:
@@ -536,15 +640,22 @@ class _FullFile:
         return getattr(self._f, name)
 
 
+class _FullRaw(io.FileIO):
+    """The raw file under AtomicFile's writer, on a full disk."""
+
+    def write(self, data: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
 @contextlib.contextmanager
 def _disk_full(where: str) -> Iterator[None]:
     import onnx
-    real_fdopen, real_fsync, real_replace, real_save = os.fdopen, os.fsync, os.replace, onnx.save_model
+    real_fileio, real_fsync, real_replace, real_save = io.FileIO, os.fsync, os.replace, onnx.save_model
 
     def enospc(*a: Any, **k: Any) -> Any:
         raise OSError(errno.ENOSPC, "No space left on device")
     if where == "write":
-        os.fdopen = lambda *a, **k: _FullFile(real_fdopen(*a, **k))  # type: ignore[assignment]
+        io.FileIO = _FullRaw  # type: ignore[misc]
         onnx.save_model = enospc
     elif where == "fsync":
         os.fsync = enospc
@@ -554,7 +665,7 @@ def _disk_full(where: str) -> Iterator[None]:
     try:
         yield
     finally:
-        os.fdopen, os.fsync, os.replace, onnx.save_model = real_fdopen, real_fsync, real_replace, real_save
+        io.FileIO, os.fsync, os.replace, onnx.save_model = real_fileio, real_fsync, real_replace, real_save  # type: ignore[misc]
 
 
 def _leftovers(d: str, keep: set[str]) -> list[str]:
@@ -569,6 +680,7 @@ def disk_full() -> Iterator[Case]:
         "rm.save": ("c.pt", lambda p, v: rm.save({"w": rm.full((3,), v)}, p), lambda p: float(rm.load(p)["w"][0])),
         "rm.io.save_file": ("s.safetensors", lambda p, v: save_file({"w": rm.full((3,), v)}, p),
                             lambda p: float(load_file(p)["w"][0])),
+        ".rrec RecordWriter": ("d.rrec", _write_rrec, _read_rrec),
         "onnx export": ("m.onnx", lambda p, v: _export(model, x, p, v, False), lambda p: _ort_bias(p)),
         "onnx export, external data": ("e.onnx", lambda p, v: _export(model, x, p, v, True), lambda p: _ort_bias(p)),
     }
@@ -593,6 +705,22 @@ def disk_full() -> Iterator[Case]:
                 yield Case(f"{label}: ENOSPC at {where}", problem)
     full = _FullFile(io.BytesIO())
     yield _expect(lambda: rm.save({"w": rm.ones(2)}, full), FileError, "rm.save to a file object on a full disk")
+
+
+def _write_rrec(path: str, value: float) -> None:
+    from rumus.data.rrec_writer import RecordWriter
+    with RecordWriter(path) as w:
+        for _ in range(3):
+            w.append(np.full(1000, value, np.float32), np.float32(value))
+
+
+def _read_rrec(path: str) -> float:
+    from rumus.data.rrec_reader import RecordFile
+    f = RecordFile(path)
+    try:
+        return float(f.arrays(0)[0][0])
+    finally:
+        f.close()
 
 
 def _export(model: Any, x: Any, path: str, bias: float, external: bool) -> None:
@@ -743,6 +871,7 @@ CLASSES: dict[str, Callable[[], Iterator[Case]]] = {
     "33 .pt stride-0 expands and huge views": huge_views,
     "33 zip bombs (declared and actual sizes)": zip_bombs,
     "33 mutated rumus.save/torch.save/safetensors": mutated_files,
+    "33 hostile tree.json and legacy .pt fields": hostile_fields,
     "33 non-regular paths (/dev/zero, FIFO, dir)": non_regular_paths,
     "33 disk full (ENOSPC) on every writer": disk_full,
     "33 ONNX external data, crash between renames": onnx_external_data,

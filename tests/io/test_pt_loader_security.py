@@ -122,18 +122,11 @@ def test_dev_zero_and_fifos_are_refused_without_reading(tmp_path: Path) -> None:
 def test_disk_full_is_a_file_error_and_keeps_the_previous_file(tmp_path: Path, monkeypatch: Any) -> None:
     path = tmp_path / "c.pt"
     rm.save({"w": rm.ones(3)}, path)
-    real = os.fdopen
 
-    class Full:
-        def __init__(self, f: Any) -> None:
-            self._f = f
-
-        def write(self, data: bytes) -> int:
+    class FullDisk(io.FileIO):
+        def write(self, data: Any) -> int:
             raise OSError(errno.ENOSPC, "No space left on device")
-
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._f, name)
-    monkeypatch.setattr(os, "fdopen", lambda *a, **k: Full(real(*a, **k)))
+    monkeypatch.setattr(io, "FileIO", FullDisk)
     with pytest.raises(FileError, match="No space left"):
         rm.save({"w": rm.zeros(3)}, path)
     monkeypatch.undo()
