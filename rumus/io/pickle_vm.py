@@ -125,11 +125,11 @@ class RestrictedUnpickler:
             elif code == _op(P.MARK):
                 stack.append(_MARK)
             elif code == _op(P.POP):
-                stack.pop()
+                self._pop(stack)
             elif code == _op(P.POP_MARK):
                 self._pop_mark(stack)
             elif code == _op(P.DUP):
-                stack.append(stack[-1])
+                stack.append(self._top(stack))
             # ---- constants
             elif code == _op(P.NONE):
                 stack.append(None)
@@ -154,9 +154,9 @@ class RestrictedUnpickler:
             elif code in (_op(P.BINUNICODE), _op(P.SHORT_BINUNICODE), _op(P.BINUNICODE8)):
                 fmt = {_op(P.BINUNICODE): "<I", _op(P.SHORT_BINUNICODE): "<B", _op(P.BINUNICODE8): "<Q"}[code]
                 stack.append(self._read(self._u(fmt)).decode("utf-8", "surrogatepass"))
-            elif code in (_op(P.SHORT_BINSTRING), _op(P.BINSTRING)):  # protocol-2 str of Python 2: latin-1 text
+            elif code in (_op(P.SHORT_BINSTRING), _op(P.BINSTRING)):  # a Python 2 str: UTF-8 text, as torch reads it
                 n = self._read(1)[0] if code == _op(P.SHORT_BINSTRING) else self._u("<i")
-                stack.append(self._read(n).decode("latin-1"))
+                stack.append(self._read(n).decode("utf-8"))
             elif code in (_op(P.SHORT_BINBYTES), _op(P.BINBYTES), _op(P.BINBYTES8)):
                 fmt = {_op(P.SHORT_BINBYTES): "<B", _op(P.BINBYTES): "<I", _op(P.BINBYTES8): "<Q"}[code]
                 stack.append(self._read(self._u(fmt)))
@@ -188,13 +188,13 @@ class RestrictedUnpickler:
             elif code == _op(P.FROZENSET):
                 stack.append(frozenset(self._pop_mark(stack)))
             elif code == _op(P.APPEND):
-                value = stack.pop()
+                value = self._pop(stack)
                 self._target(stack, list, "APPEND").append(value)
             elif code == _op(P.APPENDS):
                 items = self._pop_mark(stack)
                 self._target(stack, list, "APPENDS").extend(items)
             elif code == _op(P.SETITEM):
-                value, key = stack.pop(), stack.pop()
+                value, key = self._pop(stack), self._pop(stack)
                 self._set_items(self._target(stack, dict, "SETITEM"), [key, value])
             elif code == _op(P.SETITEMS):
                 items = self._pop_mark(stack)
@@ -218,12 +218,12 @@ class RestrictedUnpickler:
                 module = self._line()
                 stack.append(self._global(module, self._line()))
             elif code == _op(P.STACK_GLOBAL):
-                name, module = stack.pop(), stack.pop()
+                name, module = self._pop(stack), self._pop(stack)
                 if not (isinstance(module, str) and isinstance(name, str)):
                     raise FormatError(f"{self._name}: corrupt pickle (STACK_GLOBAL of non-strings)")
                 stack.append(self._global(module, name))
             elif code == _op(P.REDUCE):
-                args, func = stack.pop(), stack.pop()
+                args, func = self._pop(stack), self._pop(stack)
                 if id(func) not in self._callables or not callable(func):
                     raise FormatError(f"{self._name}: the pickle calls {type(func).__name__!s:.40}, which is not an "
                                       f"allowed rebuild function; refusing to load it")
@@ -231,13 +231,18 @@ class RestrictedUnpickler:
                     raise FormatError(f"{self._name}: corrupt pickle (REDUCE arguments are not a tuple)")
                 stack.append(func(*args))
             elif code == _op(P.BUILD):
-                state = stack.pop()
+                state = self._pop(stack)
                 self._build(self._top(stack), state)
             elif code in (_op(P.BINPERSID),):
-                stack.append(self._persistent_load(stack.pop()))
+                stack.append(self._persistent_load(self._pop(stack)))
             else:
                 raise FormatError(f"{self._name}: the pickle uses opcode {bytes([code])!r} at byte {at}, which "
                                   f"torch.save never writes and RUMUS does not run (weights-only loading)")
+
+    def _pop(self, stack: list[Any]) -> Any:
+        if not stack or stack[-1] is _MARK:
+            raise FormatError(f"{self._name}: corrupt pickle (an opcode takes a value the stack does not hold)")
+        return stack.pop()
 
     def _top(self, stack: list[Any]) -> Any:
         if not stack or stack[-1] is _MARK:

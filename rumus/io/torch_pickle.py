@@ -44,8 +44,17 @@ _DTYPES = {"float32": "float32", "float": "float32", "float64": "float64", "doub
            "int32": "int32", "int": "int32", "int16": "int16", "short": "int16", "int8": "int8", "uint8": "uint8",
            "bool": "bool"}
 
+def _bytearray(*args: Any) -> bytearray:
+    """bytearray of bytes (or latin-1 text) only: bytearray(2**40) would allocate a terabyte."""
+    if len(args) == 1 and isinstance(args[0], bytes):
+        return bytearray(args[0])
+    if len(args) == 2 and isinstance(args[0], str) and args[1] in ("latin1", "latin-1"):
+        return bytearray(args[0].encode("latin-1"))
+    raise FormatError("torch checkpoint: bytearray is allowed only of bytes")
+
+
 _BUILTINS: dict[str, Any] = {"set": set, "frozenset": frozenset, "complex": complex, "slice": slice,
-                             "bytearray": bytearray}
+                             "bytearray": _bytearray}
 
 
 class _StorageType:

@@ -173,6 +173,12 @@ def pickle_build_on_globals() -> Iterator[Case]:
         "GET of a memo never stored": h.pickle_of(b"h\x07"),
         "STOP with two values": b"\x80\x02NN.",
         "empty stream": b"",
+        "APPEND of the MARK sentinel": h.pickle_of(b"](a"),
+        "DUP of an empty stack": h.pickle_of(b"2"),
+        "bytearray(2**40)": h.pickle_of(h.glob("builtins", "bytearray"), h.tup(h.num(2**40)), b"R"),
+        "set of unhashable lists": h.pickle_of(h.glob("builtins", "set"), h.tup(b"](]]e"), b"R"),
+        "torch.Size of a string": h.pickle_of(h.glob("torch", "Size"), h.tup(h.text("abc")), b"R"),
+        "Python 2 str not UTF-8": h.pickle_of(b"U\x02\xff\xfe"),
     }
     for name, pkl in hostile.items():
         yield _expect(lambda pkl=pkl: _rm_load(z(pkl, {"0": F32_BYTES})), FormatError, name, _dtype_intact)
