@@ -347,6 +347,13 @@ def _refused_naming(fn: Callable[[], object], limit: str, name: str) -> Case:
     return Case(name, "accepted")
 
 
+def _crc_zeros(nbytes: int) -> int:
+    crc, chunk = 0, bytes(1 << 20)
+    for _ in range(nbytes >> 20):
+        crc = zlib.crc32(chunk, crc)
+    return crc
+
+
 def zip_bombs() -> Iterator[Case]:
     pkl = h.pickle_of(h.tensor(0, (4,), (1,)))
     head = {"archive/data.pkl": pkl, "archive/byteorder": b"little"}
@@ -357,12 +364,24 @@ def zip_bombs() -> Iterator[Case]:
         bomb = h.zip_with_raw_entry(head, "archive/data/0", small, 1 << 20, crc, declared)
         yield _refused_naming(lambda b=bomb: _rm_load(b), "MAX_INFLATED_BYTES",
                               f"torch storage entry declaring {declared >> 20} MiB ({len(bomb) >> 10} KiB file)")
+    # the real thing at the default bound: 512 MiB of zeros in a ~500 KiB file
+    real = h.deflate_zeros(512 << 20)
+    bomb = h.zip_with_raw_entry(head, "archive/data/0", real, 512 << 20, _crc_zeros(512 << 20))
+    yield _refused_naming(lambda: _rm_load(bomb), "MAX_INFLATED_BYTES",
+                          f"torch storage inflating {len(bomb) >> 10} KiB -> 512 MiB (default bound)")
     # a real bomb: 64 MiB of zeros in ~64 KiB, with the bound lowered to 32 MiB
     real = h.deflate_zeros(64 << 20)
-    bomb = h.zip_with_raw_entry(head, "archive/data/0", real, 64 << 20, zlib.crc32(bytes(64 << 20)))
+    bomb = h.zip_with_raw_entry(head, "archive/data/0", real, 64 << 20, _crc_zeros(64 << 20))
     with _limit("MAX_INFLATED_BYTES", 32 << 20):
         yield _refused_naming(lambda: _rm_load(bomb), "MAX_INFLATED_BYTES",
                               f"torch storage inflating {len(real) >> 10} KiB -> 64 MiB, bound 32 MiB")
+    honest = h.zip_with_raw_entry({"archive/data.pkl": h.pickle_of(h.tensor(0, (1 << 18,), (1,), numel=1 << 18)),
+                                   "archive/byteorder": b"little"}, "archive/data/0", small, 1 << 20, crc)
+    try:
+        ok = _rm_load(honest).shape == (1 << 18,) and not _rm_load(honest).numpy().any()
+        yield Case("an honest compressed 1 MiB storage loads", None if ok else "wrong values")
+    except BaseException as exc:  # noqa: BLE001
+        yield Case("an honest compressed 1 MiB storage loads", f"raised {type(exc).__name__}: {str(exc)[:80]}")
     # a header that declares less than the stream holds: never inflated past the declared size (CRC fails)
     liar = h.zip_with_raw_entry(head, "archive/data/0", small, 1 << 20, crc, 16)
     yield _expect(lambda: _rm_load(liar), FormatError, "storage entry declaring 16 bytes over a 1 MiB stream")
