@@ -6,8 +6,12 @@ payload `rumus_checkpoint/data/<i>` per tensor. Loading parses JSON and copies b
 can name code to run, unlike a pickle. `load` also reads PyTorch's `torch.save` files (through the
 restricted unpickler in torch_pickle.py) and plain safetensors files, so `rumus.load(path)` opens all three.
 
-Writes to a path are atomic (temporary file next to the target, then rename), so a crash mid-save leaves
-the previous checkpoint intact.
+Reading is strict: a path must be a regular file (no FIFO, no /dev/zero), the zip is read through
+`zip_safe` (bounded inflation, FormatError on any damage), tree.json through `json_safe` (bounded depth),
+and every node, tensor field and payload size is checked before anything is allocated; a hostile or
+damaged file is a FormatError naming the problem. Writes to a path are atomic (temporary file next to
+the target, then rename), so a crash mid-save leaves the previous checkpoint intact; a failed write
+(disk full) is a FileError.
 """
 
 from __future__ import annotations

@@ -206,8 +206,12 @@ class _Reader:
             raise FormatError(f"{self.name}: a {dtype} tensor requires grad; only floating-point tensors can")
         if storage.base is None:
             return _Deferred()
-        from .._tensor_base import make_tensor
-        t = make_tensor(storage.base._storage, size_t, stride_t, off)
+        if math.prod(size_t) == 0:  # reads nothing: its own empty storage, whatever offset the file names
+            from .._creation import from_storage
+            t = from_storage(np.zeros(size_t, dtype=dtype.numpy), dtype, self.device)
+        else:
+            from .._tensor_base import make_tensor
+            t = make_tensor(storage.base._storage, size_t, stride_t, off)
         return t.requires_grad_(True) if requires_grad else t
 
     def rebuild_parameter(self, data: Any, requires_grad: Any, backward_hooks: Any = None, *state: Any) -> Any:
