@@ -95,6 +95,11 @@ def _checked_external(tmp_model: str) -> None:
     os.replace(tmp_model + ".inferred", tmp_model)
 
 
+def _fsync(path: str) -> None:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
 def save_atomically(model: Any, path: str, external_data: bool) -> Any:
     """Write `model` (already checked when it has no external data) to `path` by the steps above."""
     onnx = _onnx()
@@ -115,13 +120,13 @@ def save_atomically(model: Any, path: str, external_data: bool) -> Any:
                             location=data_name, size_threshold=0)
             _checked_external(tmp_model)
             if os.path.exists(os.path.join(tmp, data_name)):  # a model without weights writes no data file
+                _fsync(os.path.join(tmp, data_name))
                 moved = os.path.join(folder, data_name)
                 os.replace(os.path.join(tmp, data_name), moved)
         else:
             onnx.save_model(model, tmp_model)
         previous = referenced_data_files(target)
-        with open(tmp_model, "rb+") as f:
-            os.fsync(f.fileno())
+        _fsync(tmp_model)
         os.replace(tmp_model, target)
         committed = True
     except OSError as exc:
