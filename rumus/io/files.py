@@ -128,7 +128,7 @@ class AtomicFile:
             fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         except OSError as exc:
             raise _file_error(exc, self.path, "write") from None
-        self.file: BinaryIO = _TempWriter(io.FileIO(fd, "wb"), self.path)  # type: ignore[assignment]
+        self.file: BinaryIO = _TempWriter(io.FileIO(fd, "wb"), self.path)
         self.state = "open"
 
     def commit(self) -> None:
