@@ -1,0 +1,124 @@
+"""Decompositions of max_pool2d, avg_pool2d and their backward ops (rumus_contracts.ops.nn_pool).
+
+Each window is read with the im2col `index_select` of the convolutions (`_nn_windows`), as
+[N, C, kh*kw, Ho*Wo]: max pooling reduces it with `amax` (padding reads as -inf, so it never wins;
+`amax` propagates NaN, so NaN wins), average pooling with `sum` and a host-computed divisor per output
+(PyTorch's count_include_pad / divisor_override / ceil_mode rules, the same function the kernels use).
+
+max_pool2d_backward gives each window's gradient to the element PyTorch's CPU kernel picks: a later
+element wins if it is greater or NaN, so the last NaN of a window if it holds one, else the first
+element equal to the maximum (a window of -inf values picks its first element inside the plane).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from rumus_contracts import Device
+from rumus_contracts.ops.nn_pool import pool_output_shape
+
+from .. import _math as M
+from .. import _views
+from .._creation import from_host
+from .._tensor_base import Tensor
+from ..ops import get as _op
+from . import register
+from ._nn_windows import Geometry, gather, host_tables, scatter, windows
+
+
+def _geometry(op: str, shape: tuple[int, ...], attrs: dict[str, Any]) -> Geometry:
+    _, _, ho, wo = pool_output_shape(op, shape, attrs)
+    (kh, kw), (sh, sw), (ph, pw) = (tuple(int(v) for v in attrs[k]) for k in ("kernel_size", "stride", "padding"))
+    dh, dw = (int(v) for v in attrs.get("dilation", (1, 1)))
+    return Geometry(shape[2], shape[3], kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)
+
+
+# ---- average pooling --------------------------------------------------------------------------------
+
+def _host_divisors(g: Geometry, count_include_pad: bool, divisor_override: int | None) -> np.ndarray:
+    """[P] divisors: the window clipped to the padded input (count_include_pad) or to the input."""
+    if divisor_override:
+        return np.full(g.positions, float(divisor_override))
+    rows, cols = host_tables(g)
+    r0, c0 = rows[0], cols[0]  # each window's first row and column
+    r1, c1 = np.minimum(r0 + g.kh, g.h + g.ph), np.minimum(c0 + g.kw, g.w + g.pw)
+    if count_include_pad:
+        return ((r1 - r0) * (c1 - c0)).astype(np.float64)
+    inner = (np.minimum(r1, g.h) - np.maximum(r0, 0)) * (np.minimum(c1, g.w) - np.maximum(c0, 0))
+    return inner.astype(np.float64)
+
+
+@lru_cache(maxsize=64)
+def _divisors(g: Geometry, count_include_pad: bool, divisor_override: int | None, dtype_name: str,
+              device: Device) -> Tensor:
+    from rumus_contracts import parse_dtype
+    return from_host(_host_divisors(g, count_include_pad, divisor_override), parse_dtype(dtype_name), device)
+
+
+def _avg_attrs(kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool) -> dict[str, Any]:
+    return {"kernel_size": kernel_size, "stride": stride, "padding": padding, "ceil_mode": ceil_mode}
+
+
+@register("avg_pool2d")
+def avg_pool2d(x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, count_include_pad: bool,
+               divisor_override: int | None) -> Tensor:
+    g = _geometry("avg_pool2d", x.shape, _avg_attrs(kernel_size, stride, padding, ceil_mode))
+    sums = _op("sum")(gather(x, windows(g, x.device), 0.0), dims=(2,))  # [N, C, 1, P]
+    div = _divisors(g, bool(count_include_pad), divisor_override, x.dtype.name, x.device)
+    return _views.reshape(M.div(sums, div), (x.shape[0], x.shape[1], g.ho, g.wo))
+
+
+@register("avg_pool2d_backward")
+def avg_pool2d_backward(grad: Tensor, *, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
+                        count_include_pad: bool, divisor_override: int | None, input_size: Any) -> Tensor:
+    n, c = grad.shape[0], grad.shape[1]
+    g = _geometry("avg_pool2d_backward", (n, c, *(int(v) for v in input_size)), _avg_attrs(kernel_size, stride, padding, ceil_mode))
+    div = _divisors(g, bool(count_include_pad), divisor_override, grad.dtype.name, grad.device)
+    share = M.div(_views.reshape(grad, (n, c, 1, g.positions)), div)
+    return scatter(_views.expand(share, (n, c, g.kernel, g.positions)), windows(g, grad.device))
+
+
+# ---- max pooling ------------------------------------------------------------------------------------
+
+def _max_attrs(kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool) -> dict[str, Any]:
+    return {"kernel_size": kernel_size, "stride": stride, "padding": padding, "dilation": dilation,
+            "ceil_mode": ceil_mode}
+
+
+@register("max_pool2d")
+def max_pool2d(x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool) -> Tensor:
+    g = _geometry("max_pool2d", x.shape, _max_attrs(kernel_size, stride, padding, dilation, ceil_mode))
+    best = _op("amax")(gather(x, windows(g, x.device), float("-inf")), dims=(2,))
+    return _views.reshape(best, (x.shape[0], x.shape[1], g.ho, g.wo))
+
+
+@lru_cache(maxsize=64)
+def _offsets(kernel: int, dtype_name: str, device: Device) -> Tensor:
+    """[K, 1]: 0, 1, ..., K-1 (kernel offsets, exact in every float dtype for the kernels pooling uses)."""
+    from rumus_contracts import parse_dtype
+    return from_host(np.arange(kernel, dtype=np.float64).reshape(kernel, 1), parse_dtype(dtype_name), device)
+
+
+@register("max_pool2d_backward")
+def max_pool2d_backward(grad: Tensor, x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
+                        ceil_mode: bool) -> Tensor:
+    n, c = x.shape[0], x.shape[1]
+    g = _geometry("max_pool2d_backward", x.shape, _max_attrs(kernel_size, stride, padding, dilation, ceil_mode))
+    win = windows(g, x.device)
+    x = x.detach()  # the choice of element is not differentiated
+    cols = gather(x, win, float("-inf"))  # [N, C, K, P]
+    inside = _views.reshape(win.inside, (g.kernel, g.positions))
+    k = _offsets(g.kernel, x.dtype.name, x.device)
+    top = _op("amax")(cols, dims=(2,))  # NaN where the window holds one
+    # first element equal to the maximum: the largest K - k among them (0 if none: top is NaN)
+    first = M.sub(float(g.kernel), _op("amax")(M.where(M.logical_and(M.eq(cols, top), inside),
+                                                       M.sub(float(g.kernel), k), 0.0), dims=(2,)))
+    # last NaN: the largest k + 1 among them (0 if none)
+    last_nan = _op("amax")(M.where(M.isnan(cols), M.add(k, 1.0), 0.0), dims=(2,))
+    pick = M.where(M.gt(last_nan, 0.0), M.sub(last_nan, 1.0), first)  # [N, C, 1, P]; K: no element
+    chosen = M.eq(k, pick)  # [N, C, K, P]
+    share = M.where(chosen, _views.reshape(grad, (n, c, 1, g.positions)), 0.0)
+    return scatter(share, win)
