@@ -80,7 +80,8 @@ def _dropped(p: Tensor, dropout_p: float, seed: int, offset: int) -> Tensor:
 def flash_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, key_bias: Tensor, *, is_causal: bool,
                     scale: float | None, dropout_p: float, seed: int, offset: int) -> tuple[Tensor, Tensor]:
     dtype = q.dtype
-    q, k, v, bias, key_bias = _wide(q, k, v, bias, key_bias)
+    # no gradient flows to the biases, as in the op's contract (its differentiable inputs are q, k, v)
+    q, k, v, bias, key_bias = _wide(q, k, v, bias.detach(), key_bias.detach())
     p, lse = _probs(q, k, bias, key_bias, is_causal, scale)
     out = _op("matmul")(_dropped(p, dropout_p, seed, offset), v)
     return _as(out, dtype), _as(_views.reshape(lse, tuple(q.shape[:3])), dtype)

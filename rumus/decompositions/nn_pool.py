@@ -1,13 +1,15 @@
 """Decompositions of max_pool2d, avg_pool2d and their backward ops (rumus_contracts.ops.nn_pool).
 
 Each window is read with the im2col `index_select` of the convolutions (`_nn_windows`), as
-[N, C, kh*kw, Ho*Wo]: max pooling reduces it with `amax` (padding reads as -inf, so it never wins;
-`amax` propagates NaN, so NaN wins), average pooling with `sum` and a host-computed divisor per output
-(PyTorch's count_include_pad / divisor_override / ceil_mode rules, the same function the kernels use).
+[N, C, kh*kw, Ho*Wo] (padding reads as 0 for averages, as -inf for maxima, so it never wins). Average
+pooling reduces it with `sum` and divides by a host-computed divisor per output (PyTorch's
+count_include_pad / divisor_override / ceil_mode rules, as the kernels apply them).
 
-max_pool2d_backward gives each window's gradient to the element PyTorch's CPU kernel picks: a later
-element wins if it is greater or NaN, so the last NaN of a window if it holds one, else the first
-element equal to the maximum (a window of -inf values picks its first element inside the plane).
+Max pooling picks each window's element as PyTorch's CPU kernel does (a later element wins if it is
+greater or NaN): the last NaN of a window if it holds one, else the first element equal to the maximum
+(a window of -inf values picks its first element inside the plane). The pick is found with `amax`
+reductions over the kernel offsets; max_pool2d reads it with `gather`, so its gradient reaches that
+element alone, and max_pool2d_backward adds each window's gradient there (ties are never shared).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import Device
+from rumus_contracts import Device, int64
 from rumus_contracts.ops.nn_pool import pool_output_shape
 
 from .. import _math as M
@@ -26,7 +28,7 @@ from .._creation import from_host
 from .._tensor_base import Tensor
 from ..ops import get as _op
 from . import register
-from ._nn_windows import Geometry, gather, host_tables, scatter, windows
+from ._nn_windows import Geometry, Windows, gather, host_tables, scatter, windows
 
 
 def _geometry(op: str, shape: tuple[int, ...], attrs: dict[str, Any]) -> Geometry:
@@ -75,7 +77,8 @@ def avg_pool2d(x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, ceil_m
 def avg_pool2d_backward(grad: Tensor, *, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
                         count_include_pad: bool, divisor_override: int | None, input_size: Any) -> Tensor:
     n, c = grad.shape[0], grad.shape[1]
-    g = _geometry("avg_pool2d_backward", (n, c, *(int(v) for v in input_size)), _avg_attrs(kernel_size, stride, padding, ceil_mode))
+    shape = (n, c, *(int(v) for v in input_size))
+    g = _geometry("avg_pool2d_backward", shape, _avg_attrs(kernel_size, stride, padding, ceil_mode))
     div = _divisors(g, bool(count_include_pad), divisor_override, grad.dtype.name, grad.device)
     share = M.div(_views.reshape(grad, (n, c, 1, g.positions)), div)
     return scatter(_views.expand(share, (n, c, g.kernel, g.positions)), windows(g, grad.device))
@@ -88,11 +91,17 @@ def _max_attrs(kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_
             "ceil_mode": ceil_mode}
 
 
-@register("max_pool2d")
-def max_pool2d(x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool) -> Tensor:
-    g = _geometry("max_pool2d", x.shape, _max_attrs(kernel_size, stride, padding, dilation, ceil_mode))
-    best = _op("amax")(gather(x, windows(g, x.device), float("-inf")), dims=(2,))
-    return _views.reshape(best, (x.shape[0], x.shape[1], g.ho, g.wo))
+def _pick(cols: Tensor, inside: Tensor, k: Tensor) -> Tensor:
+    """[N, C, 1, P]: the kernel offset of each window's chosen element as a float (K where the window
+    has no element inside the plane): the last NaN if it holds one, else the first maximum."""
+    kernel = float(k.shape[0])
+    top = _op("amax")(cols, dims=(2,))  # NaN where the window holds one
+    # first element equal to the maximum: the largest K - k among them (0 if none: top is NaN)
+    first = M.sub(kernel, _op("amax")(M.where(M.logical_and(M.eq(cols, top), inside), M.sub(kernel, k), 0.0),
+                                      dims=(2,)))
+    # last NaN: the largest k + 1 among them (0 if none)
+    last_nan = _op("amax")(M.where(M.isnan(cols), M.add(k, 1.0), 0.0), dims=(2,))
+    return M.where(M.gt(last_nan, 0.0), M.sub(last_nan, 1.0), first)
 
 
 @lru_cache(maxsize=64)
@@ -102,23 +111,31 @@ def _offsets(kernel: int, dtype_name: str, device: Device) -> Tensor:
     return from_host(np.arange(kernel, dtype=np.float64).reshape(kernel, 1), parse_dtype(dtype_name), device)
 
 
+def _windows_of(op: str, x: Tensor, attrs: dict[str, Any]) -> tuple[Geometry, Windows, Tensor, Tensor]:
+    """(geometry, windows, x's windows [N, C, K, P] with -inf outside the plane, the kernel offsets [K, 1])."""
+    g = _geometry(op, x.shape, attrs)
+    win = windows(g, x.device)
+    return g, win, gather(x, win, float("-inf")), _offsets(g.kernel, x.dtype.name, x.device)
+
+
+@register("max_pool2d")
+def max_pool2d(x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_mode: bool) -> Tensor:
+    # the chosen element is read with gather (not amax), so the gradient goes to that one element, as
+    # max_pool2d_backward gives it, and ties are not shared
+    g, win, cols, k = _windows_of("max_pool2d", x, _max_attrs(kernel_size, stride, padding, dilation, ceil_mode))
+    inside = _views.reshape(win.inside, (g.kernel, g.positions))
+    pick = _pick(cols.detach(), inside, k)
+    index = M.cast(M.minimum(pick, float(g.kernel - 1)), int64)  # a window with no element reads -inf anyway
+    best = _op("gather")(cols, index, dim=2)
+    return _views.reshape(best, (x.shape[0], x.shape[1], g.ho, g.wo))
+
+
 @register("max_pool2d_backward")
 def max_pool2d_backward(grad: Tensor, x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                         ceil_mode: bool) -> Tensor:
     n, c = x.shape[0], x.shape[1]
-    g = _geometry("max_pool2d_backward", x.shape, _max_attrs(kernel_size, stride, padding, dilation, ceil_mode))
-    win = windows(g, x.device)
-    x = x.detach()  # the choice of element is not differentiated
-    cols = gather(x, win, float("-inf"))  # [N, C, K, P]
-    inside = _views.reshape(win.inside, (g.kernel, g.positions))
-    k = _offsets(g.kernel, x.dtype.name, x.device)
-    top = _op("amax")(cols, dims=(2,))  # NaN where the window holds one
-    # first element equal to the maximum: the largest K - k among them (0 if none: top is NaN)
-    first = M.sub(float(g.kernel), _op("amax")(M.where(M.logical_and(M.eq(cols, top), inside),
-                                                       M.sub(float(g.kernel), k), 0.0), dims=(2,)))
-    # last NaN: the largest k + 1 among them (0 if none)
-    last_nan = _op("amax")(M.where(M.isnan(cols), M.add(k, 1.0), 0.0), dims=(2,))
-    pick = M.where(M.gt(last_nan, 0.0), M.sub(last_nan, 1.0), first)  # [N, C, 1, P]; K: no element
-    chosen = M.eq(k, pick)  # [N, C, K, P]
+    attrs = _max_attrs(kernel_size, stride, padding, dilation, ceil_mode)
+    g, win, cols, k = _windows_of("max_pool2d_backward", x.detach(), attrs)  # the choice is not differentiated
+    chosen = M.eq(k, _pick(cols, _views.reshape(win.inside, (g.kernel, g.positions)), k))  # [N, C, K, P]
     share = M.where(chosen, _views.reshape(grad, (n, c, 1, g.positions)), 0.0)
     return scatter(share, win)
