@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from rumus_contracts import Device, DType, bool_, float32
+from rumus_contracts import Device, bool_
 from rumus_contracts.ops.attention import default_scale
 
 from .. import _math as M
@@ -26,17 +26,8 @@ from .._creation import from_host
 from .._tensor_base import Tensor
 from ..ops import get as _op
 from . import register
+from ._precision import narrow, widen
 from .nn_dropout import keep_mask
-
-_HALF = ("float16", "bfloat16")
-
-
-def _wide(*ts: Tensor) -> list[Tensor]:
-    return [M.cast(t, float32) if t.dtype.name in _HALF else t for t in ts]
-
-
-def _as(t: Tensor, dtype: DType) -> Tensor:
-    return t if t.dtype == dtype else M.cast(t, dtype)
 
 
 @lru_cache(maxsize=32)
@@ -81,10 +72,10 @@ def flash_attention(q: Tensor, k: Tensor, v: Tensor, bias: Tensor, key_bias: Ten
                     scale: float | None, dropout_p: float, seed: int, offset: int) -> tuple[Tensor, Tensor]:
     dtype = q.dtype
     # no gradient flows to the biases, as in the op's contract (its differentiable inputs are q, k, v)
-    q, k, v, bias, key_bias = _wide(q, k, v, bias.detach(), key_bias.detach())
+    q, k, v, bias, key_bias = widen(q, k, v, bias.detach(), key_bias.detach())
     p, lse = _probs(q, k, bias, key_bias, is_causal, scale)
     out = _op("matmul")(_dropped(p, dropout_p, seed, offset), v)
-    return _as(out, dtype), _as(_views.reshape(lse, tuple(q.shape[:3])), dtype)
+    return narrow(out, dtype), narrow(_views.reshape(lse, tuple(q.shape[:3])), dtype)
 
 
 @register("flash_attention_backward")
@@ -92,7 +83,7 @@ def flash_attention_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, dout:
                              key_bias: Tensor, *, is_causal: bool, scale: float | None, dropout_p: float, seed: int,
                              offset: int) -> tuple[Tensor, Tensor, Tensor]:
     dtype = q.dtype
-    q, k, v, dout, bias, key_bias = _wide(q, k, v, dout, bias, key_bias)
+    q, k, v, dout, bias, key_bias = widen(q, k, v, dout, bias, key_bias)
     p, _ = _probs(q, k, bias, key_bias, is_causal, scale)
     c = default_scale(q.shape[-1], scale)
     dv = _op("matmul")(_views.matrix_transpose(_dropped(p, dropout_p, seed, offset)), dout)
@@ -100,4 +91,4 @@ def flash_attention_backward(q: Tensor, k: Tensor, v: Tensor, out: Tensor, dout:
     ds = M.mul(p, M.sub(dp, _op("sum")(M.mul(p, dp), dims=(3,))))
     dq = M.mul(_op("matmul")(ds, k), c)
     dk = M.mul(_op("matmul")(_views.matrix_transpose(ds), q), c)
-    return _as(dq, dtype), _as(dk, dtype), _as(dv, dtype)
+    return narrow(dq, dtype), narrow(dk, dtype), narrow(dv, dtype)

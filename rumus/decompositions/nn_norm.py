@@ -12,24 +12,12 @@ constants (the op's differentiable inputs are x, weight and bias).
 
 from __future__ import annotations
 
-from rumus_contracts import DType, float32
-
 from .. import _math as M
 from .. import _views
 from .._tensor_base import Tensor
 from ..ops import get as _op
 from . import register
-
-_HALF = ("float16", "bfloat16")
-
-
-def _wide(*ts: Tensor) -> list[Tensor]:
-    """The tensors in float32 when they are half precision (unchanged otherwise)."""
-    return [M.cast(t, float32) if t.dtype.name in _HALF else t for t in ts]
-
-
-def _as(t: Tensor, dtype: DType) -> Tensor:
-    return t if t.dtype == dtype else M.cast(t, dtype)
+from ._precision import narrow, widen
 
 
 def _count(x: Tensor, dims: tuple[int, ...]) -> int:
@@ -78,21 +66,21 @@ def _over_lead(t: Tensor, lead: tuple[int, ...], shape: tuple[int, ...]) -> Tens
 @register("layer_norm")
 def layer_norm(x: Tensor, weight: Tensor, bias: Tensor, *, eps: float) -> Tensor:
     dtype = x.dtype
-    x, weight, bias = _wide(x, weight, bias)
+    x, weight, bias = widen(x, weight, bias)
     xhat, _ = _standardize(x, _trailing(x, weight)[0], eps)
-    return _as(M.add(M.mul(xhat, weight), bias), dtype)
+    return narrow(M.add(M.mul(xhat, weight), bias), dtype)
 
 
 @register("layer_norm_backward")
 def layer_norm_backward(grad: Tensor, x: Tensor, weight: Tensor, *, eps: float) -> tuple[Tensor, Tensor, Tensor]:
     dtype = x.dtype
-    grad, x, weight = _wide(grad, x, weight)
+    grad, x, weight = widen(grad, x, weight)
     dims, lead = _trailing(x, weight)
     xhat, rstd = _standardize(x, dims, eps)
     gx = _norm_backward(xhat, rstd, M.mul(grad, weight), dims, centred=True)
     gw = _over_lead(M.mul(grad, xhat), lead, weight.shape)
     gb = _over_lead(grad, lead, weight.shape)
-    return _as(gx, dtype), _as(gw, dtype), _as(gb, dtype)
+    return narrow(gx, dtype), narrow(gw, dtype), narrow(gb, dtype)
 
 
 def _rms(x: Tensor, dims: tuple[int, ...], eps: float) -> Tensor:
@@ -102,19 +90,19 @@ def _rms(x: Tensor, dims: tuple[int, ...], eps: float) -> Tensor:
 @register("rms_norm")
 def rms_norm(x: Tensor, weight: Tensor, *, eps: float) -> Tensor:
     dtype = x.dtype
-    x, weight = _wide(x, weight)
-    return _as(M.mul(M.mul(x, _rms(x, _trailing(x, weight)[0], eps)), weight), dtype)
+    x, weight = widen(x, weight)
+    return narrow(M.mul(M.mul(x, _rms(x, _trailing(x, weight)[0], eps)), weight), dtype)
 
 
 @register("rms_norm_backward")
 def rms_norm_backward(grad: Tensor, x: Tensor, weight: Tensor, *, eps: float) -> tuple[Tensor, Tensor]:
     dtype = x.dtype
-    grad, x, weight = _wide(grad, x, weight)
+    grad, x, weight = widen(grad, x, weight)
     dims, lead = _trailing(x, weight)
     rinv = _rms(x, dims, eps)
     xhat = M.mul(x, rinv)
     gx = _norm_backward(xhat, rinv, M.mul(grad, weight), dims, centred=False)
-    return _as(gx, dtype), _as(_over_lead(M.mul(grad, xhat), lead, weight.shape), dtype)
+    return narrow(gx, dtype), narrow(_over_lead(M.mul(grad, xhat), lead, weight.shape), dtype)
 
 
 # ---- per-channel ops over x [N, C, *] ------------------------------------------------------------
@@ -136,23 +124,23 @@ def _grouped(x: Tensor, groups: int) -> Tensor:
 @register("group_norm")
 def group_norm(x: Tensor, weight: Tensor, bias: Tensor, *, num_groups: int, eps: float) -> Tensor:
     dtype = x.dtype
-    x, weight, bias = _wide(x, weight, bias)
+    x, weight, bias = widen(x, weight, bias)
     xhat = _views.reshape(_standardize(_grouped(x, num_groups), (2,), eps)[0], x.shape)
-    return _as(M.add(M.mul(xhat, _per_channel(weight, x.ndim)), _per_channel(bias, x.ndim)), dtype)
+    return narrow(M.add(M.mul(xhat, _per_channel(weight, x.ndim)), _per_channel(bias, x.ndim)), dtype)
 
 
 @register("group_norm_backward")
 def group_norm_backward(grad: Tensor, x: Tensor, weight: Tensor, *, num_groups: int,
                         eps: float) -> tuple[Tensor, Tensor, Tensor]:
     dtype = x.dtype
-    grad, x, weight = _wide(grad, x, weight)
+    grad, x, weight = widen(grad, x, weight)
     xhat, rstd = _standardize(_grouped(x, num_groups), (2,), eps)
     gxhat = _grouped(M.mul(grad, _per_channel(weight, x.ndim)), num_groups)
     gx = _views.reshape(_norm_backward(xhat, rstd, gxhat, (2,), centred=True), x.shape)
     dims = _channel_dims(x)
     gw = _views.reshape(_sum(M.mul(grad, _views.reshape(xhat, x.shape)), dims), weight.shape)
     gb = _views.reshape(_sum(grad, dims), weight.shape)
-    return _as(gx, dtype), _as(gw, dtype), _as(gb, dtype)
+    return narrow(gx, dtype), narrow(gw, dtype), narrow(gb, dtype)
 
 
 def _stats(x: Tensor) -> tuple[Tensor, Tensor]:
@@ -166,31 +154,31 @@ def _stats(x: Tensor) -> tuple[Tensor, Tensor]:
 @register("batch_norm_stats")
 def batch_norm_stats(x: Tensor) -> tuple[Tensor, Tensor]:
     dtype = x.dtype
-    (x,) = _wide(x)
+    (x,) = widen(x)
     mean, var = _stats(x)
     c = (x.shape[1],)
-    return _as(_views.reshape(mean, c), dtype), _as(_views.reshape(var, c), dtype)
+    return narrow(_views.reshape(mean, c), dtype), narrow(_views.reshape(var, c), dtype)
 
 
 @register("batch_norm")
 def batch_norm(x: Tensor, weight: Tensor, bias: Tensor, mean: Tensor, var: Tensor, *, eps: float,
                training: bool) -> Tensor:
     dtype = x.dtype
-    x, weight, bias, mean, var = _wide(x, weight, bias, mean, var)
+    x, weight, bias, mean, var = widen(x, weight, bias, mean, var)
     nd = x.ndim
     if training and _count(x, tuple(range(nd))):
         m4, v4 = _stats(x)
     else:
         m4, v4 = _per_channel(mean.detach(), nd), _per_channel(var.detach(), nd)
     scale = M.mul(M.rsqrt(M.add(v4, eps)), _per_channel(weight, nd))
-    return _as(M.add(M.mul(M.sub(x, m4), scale), _per_channel(bias, nd)), dtype)
+    return narrow(M.add(M.mul(M.sub(x, m4), scale), _per_channel(bias, nd)), dtype)
 
 
 @register("batch_norm_backward")
 def batch_norm_backward(grad: Tensor, x: Tensor, weight: Tensor, mean: Tensor, var: Tensor, *, eps: float,
                         training: bool) -> tuple[Tensor, Tensor, Tensor]:
     dtype = x.dtype
-    grad, x, weight, mean, var = _wide(grad, x, weight, mean, var)
+    grad, x, weight, mean, var = widen(grad, x, weight, mean, var)
     nd, dims = x.ndim, _channel_dims(x)
     invstd = M.rsqrt(M.add(var, eps))
     xhat = M.mul(M.sub(x, _per_channel(mean, nd)), _per_channel(invstd, nd))
@@ -202,4 +190,4 @@ def batch_norm_backward(grad: Tensor, x: Tensor, weight: Tensor, mean: Tensor, v
     else:
         gx = M.mul(grad, scale)
     c = weight.shape
-    return _as(gx, dtype), _as(_views.reshape(gw, c), dtype), _as(_views.reshape(gb, c), dtype)
+    return narrow(gx, dtype), narrow(_views.reshape(gw, c), dtype), narrow(_views.reshape(gb, c), dtype)

@@ -29,6 +29,7 @@ from .._tensor_base import Tensor
 from ..ops import get as _op
 from . import register
 from ._nn_windows import Geometry, Windows, gather, host_tables, scatter, windows
+from ._precision import narrow, widen
 
 
 def _geometry(op: str, shape: tuple[int, ...], attrs: dict[str, Any]) -> Geometry:
@@ -67,21 +68,25 @@ def _avg_attrs(kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool) -> 
 @register("avg_pool2d")
 def avg_pool2d(x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool, count_include_pad: bool,
                divisor_override: int | None) -> Tensor:
+    dtype = x.dtype
+    (x,) = widen(x)
     g = _geometry("avg_pool2d", x.shape, _avg_attrs(kernel_size, stride, padding, ceil_mode))
     sums = _op("sum")(gather(x, windows(g, x.device), 0.0), dims=(2,))  # [N, C, 1, P]
     div = _divisors(g, bool(count_include_pad), divisor_override, x.dtype.name, x.device)
-    return _views.reshape(M.div(sums, div), (x.shape[0], x.shape[1], g.ho, g.wo))
+    return narrow(_views.reshape(M.div(sums, div), (x.shape[0], x.shape[1], g.ho, g.wo)), dtype)
 
 
 @register("avg_pool2d_backward")
 def avg_pool2d_backward(grad: Tensor, *, kernel_size: Any, stride: Any, padding: Any, ceil_mode: bool,
                         count_include_pad: bool, divisor_override: int | None, input_size: Any) -> Tensor:
+    dtype = grad.dtype
+    (grad,) = widen(grad)
     n, c = grad.shape[0], grad.shape[1]
     shape = (n, c, *(int(v) for v in input_size))
     g = _geometry("avg_pool2d_backward", shape, _avg_attrs(kernel_size, stride, padding, ceil_mode))
     div = _divisors(g, bool(count_include_pad), divisor_override, grad.dtype.name, grad.device)
     share = M.div(_views.reshape(grad, (n, c, 1, g.positions)), div)
-    return scatter(_views.expand(share, (n, c, g.kernel, g.positions)), windows(g, grad.device))
+    return narrow(scatter(_views.expand(share, (n, c, g.kernel, g.positions)), windows(g, grad.device)), dtype)
 
 
 # ---- max pooling ------------------------------------------------------------------------------------
@@ -133,9 +138,11 @@ def max_pool2d(x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, dilati
 @register("max_pool2d_backward")
 def max_pool2d_backward(grad: Tensor, x: Tensor, *, kernel_size: Any, stride: Any, padding: Any, dilation: Any,
                         ceil_mode: bool) -> Tensor:
+    dtype = x.dtype
+    grad, x = widen(grad, x)  # shared maxima add up in float32
     n, c = x.shape[0], x.shape[1]
     attrs = _max_attrs(kernel_size, stride, padding, dilation, ceil_mode)
     g, win, cols, k = _windows_of("max_pool2d_backward", x.detach(), attrs)  # the choice is not differentiated
     chosen = M.eq(k, _pick(cols, _views.reshape(win.inside, (g.kernel, g.positions)), k))  # [N, C, K, P]
     share = M.where(chosen, _views.reshape(grad, (n, c, 1, g.positions)), 0.0)
-    return scatter(share, win)
+    return narrow(scatter(share, win), dtype)

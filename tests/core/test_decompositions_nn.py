@@ -65,7 +65,7 @@ def test_every_kernel_op_of_the_nn_modules_is_covered() -> None:
     assert set(OPS) <= set(DECOMPOSITIONS)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("name", OPS)
 def test_matches_reference_and_cpu_kernel(name: str, dtype: str) -> None:
     schema = _schema(name)
