@@ -18,7 +18,7 @@ import rumus.decompositions  # noqa: F401  (registers every family)
 from rumus._dispatch import DECOMPOSITIONS
 from rumus._runtime import plugins
 from rumus_conformance import cases
-from rumus_conformance.harness import compare
+from rumus_conformance.harness import compare, make_input
 from rumus_conformance.tolerances import forward_tolerance, gradient_tolerance
 from rumus_contracts import OpRegistry, OpSchema, Sample, parse_dtype
 from rumus_contracts.ops import activation, attention, nn, nn_conv, nn_linear, nn_norm, nn_pool
@@ -86,6 +86,24 @@ def test_matches_reference_and_cpu_kernel(name: str, dtype: str) -> None:
                 if msg:
                     failures.append(msg)
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_strided_inputs_give_the_same_result(name: str) -> None:
+    """Inputs as strided, offset views (every other element of a wider buffer) give the contiguous result:
+    a decomposition may be handed what the dispatcher would have copied for a kernel."""
+    schema = _schema(name)
+    dtype = parse_dtype("float64")
+    seen = 0
+    for sample in cases.samples(schema)[:3]:
+        attrs = schema.bind_attrs(dict(sample.attrs))
+        plain = _outputs(DECOMPOSITIONS[name](*[make_input(a, dtype, None, "cpu", False) for a in sample.inputs],
+                                              **attrs))
+        strided = [make_input(a, dtype, None, "cpu", True) for a in sample.inputs]
+        seen += any(not t.is_contiguous() for t in strided)
+        for a, b in zip(plain, _outputs(DECOMPOSITIONS[name](*strided, **attrs))):
+            np.testing.assert_allclose(_f64(b), _f64(a), rtol=1e-13, atol=1e-13, err_msg=sample.name)
+    assert seen
 
 
 # ---- gradients --------------------------------------------------------------------------------------
