@@ -46,12 +46,13 @@ def _host_divisors(g: Geometry, count_include_pad: bool, divisor_override: int |
     if divisor_override:
         return np.full(g.positions, float(divisor_override))
     rows, cols = host_tables(g)
-    r0, c0 = rows[0], cols[0]  # each window's first row and column
+    r0: np.ndarray = rows[0]  # each window's first row and column
+    c0: np.ndarray = cols[0]
     r1, c1 = np.minimum(r0 + g.kh, g.h + g.ph), np.minimum(c0 + g.kw, g.w + g.pw)
-    if count_include_pad:
-        return ((r1 - r0) * (c1 - c0)).astype(np.float64)
-    inner = (np.minimum(r1, g.h) - np.maximum(r0, 0)) * (np.minimum(c1, g.w) - np.maximum(c0, 0))
-    return inner.astype(np.float64)
+    if not count_include_pad:  # the window clipped to the input
+        r0, c0, r1, c1 = np.maximum(r0, 0), np.maximum(c0, 0), np.minimum(r1, g.h), np.minimum(c1, g.w)
+    out: np.ndarray = ((r1 - r0) * (c1 - c0)).astype(np.float64)
+    return out
 
 
 @lru_cache(maxsize=64)
