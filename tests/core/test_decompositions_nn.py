@@ -17,6 +17,7 @@ import rumus as rm
 import rumus.decompositions  # noqa: F401  (registers every family)
 from rumus._dispatch import DECOMPOSITIONS
 from rumus._runtime import plugins
+from rumus.backend_api import trace_dispatch
 from rumus_conformance import cases
 from rumus_conformance.harness import compare, make_input
 from rumus_conformance.tolerances import forward_tolerance, gradient_tolerance
@@ -35,6 +36,13 @@ GRAD_OPS = (
     "layer_norm", "rms_norm", "group_norm", "batch_norm", "conv2d", "conv2d_backward_input", "conv2d_backward_weight",
     "avg_pool2d", "avg_pool2d_backward", "max_pool2d", "flash_attention", "dropout",
 )
+# every op the decompositions (and the gradients through them) dispatch: primitives all
+# (the expression table's elementwise ops, sum/amax, matmul, copy/fill, where, the indexing ops)
+PRIMITIVES_CALLED = frozenset({
+    "add", "sub", "mul", "div", "neg", "exp", "log", "rsqrt", "eq", "gt", "minimum", "isnan", "isfinite",
+    "logical_and", "logical_not", "sum", "amax", "matmul", "copy", "fill", "where", "gather", "scatter_add",
+    "index_select", "index_add",
+})
 MAX_GRAD_ELEMENTS = 400  # finite differences cost two reference calls per element: keep the file fast
 
 
@@ -63,6 +71,25 @@ def test_every_kernel_op_of_the_nn_modules_is_covered() -> None:
     kernel_ops = {n for n in registry.names() if not registry.get(n).composite and not registry.get(n).broadcast}
     assert kernel_ops == set(OPS)
     assert set(OPS) <= set(DECOMPOSITIONS)
+
+
+@pytest.mark.parametrize("name", OPS)
+def test_decompositions_call_only_primitives(name: str) -> None:
+    """Forward (float64 and float16, which is widened to float32) and backward through the decomposition."""
+    import rumus_contracts
+    allowed = set(PRIMITIVES_CALLED) & set(getattr(rumus_contracts, "PRIMITIVES", PRIMITIVES_CALLED))
+    schema = _schema(name)
+    diff = schema.differentiable_idx
+    called: set[str] = set()
+    for dtype in ("float64", "float16"):
+        for sample in cases.samples(schema)[:3]:
+            tensors = _tensors(sample.inputs, dtype, diff if dtype == "float64" else ())
+            with trace_dispatch() as log:
+                out = _outputs(DECOMPOSITIONS[name](*tensors, **schema.bind_attrs(dict(sample.attrs))))[0]
+                if out.requires_grad:
+                    out.backward(rm.ones_like(out))
+            called |= {op for op, _, _ in log}
+    assert called and called <= allowed, sorted(called - allowed)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
