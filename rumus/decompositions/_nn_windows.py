@@ -77,6 +77,8 @@ def gather(x: Tensor, win: Windows, fill: float) -> Tensor:
     """x [N, C, H, W] -> [N, C, K, P]: every window's elements, `fill` where a window leaves the plane."""
     g = win.geometry
     n, c = x.shape[0], x.shape[1]
+    if g.h * g.w == 0:  # an empty plane (the output is all padding): there is nothing to index
+        return M.add(zeros(n, c, g.kernel, g.positions, dtype=x.dtype, device=x.device), fill)
     flat = _views.reshape(x, (n, c, g.h * g.w))
     cols = _op("index_select")(flat, win.index, dim=2)
     cols = M.where(win.inside, cols, fill)
@@ -87,6 +89,8 @@ def scatter(cols: Tensor, win: Windows) -> Tensor:
     """The adjoint of gather (fill 0): cols [N, C, K, P] summed into [N, C, H, W] at the window positions."""
     g = win.geometry
     n, c = cols.shape[0], cols.shape[1]
+    if g.h * g.w == 0:
+        return zeros(n, c, g.h, g.w, dtype=cols.dtype, device=cols.device)
     flat = M.where(win.inside, _views.reshape(cols, (n, c, g.kernel * g.positions)), 0.0)
     out = zeros(n, c, g.h * g.w, dtype=cols.dtype, device=cols.device)
     out = _op("index_add")(out, win.index, flat, dim=2, alpha=1.0)

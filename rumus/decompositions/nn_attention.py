@@ -19,6 +19,7 @@ import numpy as np
 
 from rumus_contracts import Device, bool_
 from rumus_contracts.ops.attention import default_scale
+from rumus_contracts.ops.nn import dropout_keep
 
 from .. import _math as M
 from .. import _views
@@ -27,7 +28,6 @@ from .._tensor_base import Tensor
 from ..ops import get as _op
 from . import register
 from ._precision import narrow, widen
-from .nn_dropout import keep_mask
 
 
 @lru_cache(maxsize=32)
@@ -59,11 +59,20 @@ def _probs(q: Tensor, k: Tensor, bias: Tensor, key_bias: Tensor, is_causal: bool
     return p, lse
 
 
+def _keep_mask(shape: tuple[int, ...], p: float, seed: int, offset: int, device: Device) -> Tensor:
+    """The dropout op's keep mask over `shape` (row-major element index), from the contract's own function
+    on the host: the counter-based hash needs 32-bit xor and shifts, which the primitives do not have."""
+    n = 1
+    for s in shape:
+        n *= s
+    return from_host(dropout_keep(n, float(p), int(seed), int(offset)).reshape(shape), bool_, device)
+
+
 def _dropped(p: Tensor, dropout_p: float, seed: int, offset: int) -> Tensor:
     """P with the dropout op's mask over [B, H, L, S] applied and the survivors scaled by 1 / (1 - p)."""
     if float(dropout_p) == 0.0:
         return p
-    keep = keep_mask(tuple(p.shape), dropout_p, seed, offset, p.device)
+    keep = _keep_mask(tuple(p.shape), dropout_p, seed, offset, p.device)
     return M.where(keep, M.mul(p, 1.0 / (1.0 - float(dropout_p))), 0.0)
 
 
