@@ -1,5 +1,5 @@
 """Sliding windows over the H*W planes of an [N, C, H, W] tensor, for the convolution and pooling
-decompositions (im2col through `index_select`, col2im through `index_add`).
+decompositions (im2col through `gather`, col2im through `scatter_add`: primitives both).
 
 A window geometry (input size, kernel, stride, padding, dilation, output size) becomes one int64 index
 of K*P flat plane positions (K = kh*kw kernel offsets, P = Ho*Wo outputs, offset-major) and a bool mask
@@ -73,6 +73,12 @@ def windows(g: Geometry, device: Device) -> Windows:
     return Windows(g, from_host(index, int64, device), from_host(inside.reshape(-1), bool_, device))
 
 
+def _per_plane(win: Windows, n: int, c: int) -> Tensor:
+    """The window index for every one of the n*c planes, [N, C, K*P] (a broadcast view of the one index)."""
+    size = win.geometry.kernel * win.geometry.positions
+    return _views.expand(_views.reshape(win.index, (1, 1, size)), (n, c, size))
+
+
 def gather(x: Tensor, win: Windows, fill: float) -> Tensor:
     """x [N, C, H, W] -> [N, C, K, P]: every window's elements, `fill` where a window leaves the plane."""
     g = win.geometry
@@ -80,7 +86,7 @@ def gather(x: Tensor, win: Windows, fill: float) -> Tensor:
     if g.h * g.w == 0:  # an empty plane (the output is all padding): there is nothing to index
         return M.add(zeros(n, c, g.kernel, g.positions, dtype=x.dtype, device=x.device), fill)
     flat = _views.reshape(x, (n, c, g.h * g.w))
-    cols = _op("index_select")(flat, win.index, dim=2)
+    cols = _op("gather")(flat, _per_plane(win, n, c), dim=2)
     cols = M.where(win.inside, cols, fill)
     return _views.reshape(cols, (n, c, g.kernel, g.positions))
 
@@ -93,5 +99,5 @@ def scatter(cols: Tensor, win: Windows) -> Tensor:
         return zeros(n, c, g.h, g.w, dtype=cols.dtype, device=cols.device)
     flat = M.where(win.inside, _views.reshape(cols, (n, c, g.kernel * g.positions)), 0.0)
     out = zeros(n, c, g.h * g.w, dtype=cols.dtype, device=cols.device)
-    out = _op("index_add")(out, win.index, flat, dim=2, alpha=1.0)
+    out = _op("scatter_add")(out, _per_plane(win, n, c), flat, dim=2)
     return _views.reshape(out, (n, c, g.h, g.w))

@@ -1,5 +1,5 @@
 """float16 / bfloat16 inputs of the nn decompositions are computed in float32 and rounded once at the
-end, as the fused kernels do: a chain of ops each rounding to half precision (an index_add summing
+end, as the fused kernels do: a chain of ops each rounding to half precision (a scatter_add summing
 window contributions, a mean, a softmax) would fall outside the tolerances the kernels are held to."""
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Decompositions of conv2d and its two adjoints (rumus_contracts.ops.nn_conv) as im2col + matmul.
 
-The windows of x are read with one `index_select` over each H*W plane (zeros where they reach the
+The windows of x are read with one `gather` over each H*W plane (zeros where they reach the
 padding), giving cols [N, groups, C/groups*kh*kw, Ho*Wo] as a free reshape; each group is then one
 batched matmul with the weight [groups, O/groups, C/groups*kh*kw]. The input gradient is the same
-matmul transposed followed by col2im (`index_add`), the weight gradient the matmul of the gradient
+matmul transposed followed by col2im (`scatter_add`), the weight gradient the matmul of the gradient
 with cols. Every step is a differentiable core op, so second derivatives come for free. Half precision
 runs in float32 (`_precision`).
 """

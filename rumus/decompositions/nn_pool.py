@@ -1,6 +1,6 @@
 """Decompositions of max_pool2d, avg_pool2d and their backward ops (rumus_contracts.ops.nn_pool).
 
-Each window is read with the im2col `index_select` of the convolutions (`_nn_windows`), as
+Each window is read with the im2col `gather` of the convolutions (`_nn_windows`), as
 [N, C, kh*kw, Ho*Wo] (padding reads as 0 for averages, as -inf for maxima, so it never wins). Average
 pooling reduces it with `sum` and divides by a host-computed divisor per output (PyTorch's
 count_include_pad / divisor_override / ceil_mode rules, as the kernels apply them).

@@ -39,11 +39,10 @@ GRAD_OPS = (
     "avg_pool2d", "avg_pool2d_backward", "max_pool2d", "flash_attention",
 )
 # every op the decompositions (and the gradients through them) dispatch: primitives all
-# (the expression table's elementwise ops, sum/amax, matmul, copy/fill, where, the indexing ops)
+# (the expression table's elementwise ops, sum/amax, matmul, copy/fill, where, gather/scatter_add)
 PRIMITIVES_CALLED = frozenset({
     "add", "sub", "mul", "div", "neg", "exp", "log", "rsqrt", "eq", "gt", "minimum", "isnan", "isfinite",
     "logical_and", "logical_not", "sum", "amax", "matmul", "copy", "fill", "where", "gather", "scatter_add",
-    "index_select", "index_add",
 })
 MAX_GRAD_ELEMENTS = 400  # finite differences cost two reference calls per element: keep the file fast
 
