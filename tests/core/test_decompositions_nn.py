@@ -6,7 +6,9 @@ attention rows)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -292,3 +294,63 @@ def test_flash_attention_fully_masked_row() -> None:
     for g, w in zip(got, want):
         assert np.all(np.isfinite(_f64(g)))
         np.testing.assert_allclose(_f64(g), w, rtol=1e-10, atol=1e-12)
+
+
+# ---- the dispatcher's route: a backend with the primitives alone ---------------------------------
+
+BACKWARD_OPS = ("conv2d_backward_input", "conv2d_backward_weight", "max_pool2d_backward", "avg_pool2d_backward",
+                "layer_norm_backward", "rms_norm_backward", "group_norm_backward", "batch_norm_backward",
+                "flash_attention_backward")
+
+
+def _model_step() -> tuple[float, list[np.ndarray]]:
+    """Every forward op decomposed here, called through the dispatcher as the functional layer calls
+    them, in one float64 model: (loss, gradients of the inputs and parameters)."""
+    rng = np.random.default_rng(0)
+
+    def leaf(*shape: int, lo: float = -1.0, hi: float = 1.0) -> rm.Tensor:
+        return rm.tensor(rng.uniform(lo, hi, shape), dtype=rm.float64, requires_grad=True)
+
+    x, w1, w2 = leaf(2, 3, 9, 8), leaf(4, 3, 3, 3), leaf(6, 2, 3, 3)
+    gamma, beta = leaf(4, lo=0.5, hi=1.5), leaf(4)
+    gn_w, gn_b, ln_w, ln_b, rms_w = leaf(6, lo=0.5, hi=1.5), leaf(6), leaf(6, lo=0.5, hi=1.5), leaf(6), leaf(6)
+    ops = rm.ops
+    h = ops.conv2d(x, w1, padding=(1, 1))
+    mean, var = ops.batch_norm_stats.multi(h.detach())
+    h = ops.relu(ops.batch_norm(h, gamma, beta, mean, var, training=True))
+    h = ops.max_pool2d(h, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
+    h = ops.group_norm(ops.conv2d(h, w2, stride=(2, 2), padding=(2, 2), dilation=(2, 2), groups=2), gn_w, gn_b,
+                       num_groups=3)
+    h = ops.avg_pool2d(h, kernel_size=(2, 2), stride=(2, 2), ceil_mode=True, count_include_pad=False)
+    seq = ops.layer_norm(h.flatten(2).transpose(1, 2).contiguous(), ln_w, ln_b).unsqueeze(1)  # [N, 1, T, 6]
+    zero = rm.zeros((), dtype=rm.float64)
+    att, _ = ops.flash_attention.multi(seq, seq, seq, zero, zero, is_causal=True, dropout_p=0.25, seed=5)
+    out = ops.rms_norm(att, rms_w)
+    loss = rm.sum(out * out)
+    loss.backward()
+    leaves = (x, w1, w2, gamma, beta, gn_w, gn_b, ln_w, ln_b, rms_w)
+    return float(loss.item()), [_f64(t.grad) for t in leaves]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("hide", ["everything but the primitives", "the backward ops"])
+def test_a_model_through_the_dispatcher_fallback_matches_the_kernels(hide: str) -> None:
+    """The model's loss and gradients with kernels hidden from the cpu backend equal the kernels' own:
+    hiding every non-primitive runs the forward decompositions (gradients from their ops), hiding the
+    backward ops runs the forward kernels and the backward ops' decompositions (their formulas' calls)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    helper = pytest.importorskip("primitives_only")  # the primitive tier's test helper (tests/core)
+    from rumus_contracts import PRIMITIVES
+    want_loss, want_grads = _model_step()
+    hidden = helper.only_primitives() if hide.startswith("everything") else helper.hidden_kernels(BACKWARD_OPS)
+    with hidden, trace_dispatch() as log:
+        loss, grads = _model_step()
+    decomposed = {op for op, _, route in log if route == "decomposition"}
+    if hide.startswith("everything"):
+        assert set(GRAD_OPS) - {"conv2d_backward_input", "conv2d_backward_weight", "avg_pool2d_backward"} \
+            | {"batch_norm_stats"} <= decomposed, decomposed
+        assert {op for op, _, route in log if route == "kernel"} <= PRIMITIVES
+    else:
+        assert set(BACKWARD_OPS) <= decomposed, set(BACKWARD_OPS) - decomposed
+    np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
+    for got, want in zip(grads, want_grads):
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
