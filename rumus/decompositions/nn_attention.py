@@ -17,10 +17,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from rumus_contracts import Device, bool_
+from rumus_contracts import Device, RumusError, bool_
 from rumus_contracts.ops.attention import default_scale
 from rumus_contracts.ops.nn import dropout_keep
 
+from .. import _dispatch
 from .. import _math as M
 from .. import _views
 from .._creation import from_host
@@ -61,7 +62,13 @@ def _probs(q: Tensor, k: Tensor, bias: Tensor, key_bias: Tensor, is_causal: bool
 
 def _keep_mask(shape: tuple[int, ...], p: float, seed: int, offset: int, device: Device) -> Tensor:
     """The dropout op's keep mask over `shape` (row-major element index), from the contract's own function
-    on the host: the counter-based hash needs 32-bit xor and shifts, which the primitives do not have."""
+    on the host: the counter-based hash needs 32-bit xor and shifts, which the primitives do not have.
+    rm.compile's replay draws a new seed for each recorded dropout kernel, but an uploaded mask would be
+    replayed as captured (the same mask on every step), so a capture refuses it."""
+    if _dispatch._capture is not None:
+        raise RumusError("flash_attention with dropout_p > 0 cannot be captured by rm.compile on a backend "
+                         "without its flash_attention kernels: the decomposition's keep mask is computed on the "
+                         "host and would be replayed unchanged. Compile with dropout_p=0 or run it eagerly")
     n = 1
     for s in shape:
         n *= s

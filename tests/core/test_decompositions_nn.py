@@ -354,3 +354,23 @@ def test_a_model_through_the_dispatcher_fallback_matches_the_kernels(hide: str) 
     np.testing.assert_allclose(loss, want_loss, rtol=1e-12)
     for got, want in zip(grads, want_grads):
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12)
+
+
+def test_attention_dropout_refuses_a_compile_capture() -> None:
+    """The host-computed keep mask would be frozen into rm.compile's replay (which draws new seeds only for
+    kernels): a capture is refused instead of replaying one mask on every step."""
+    q = rm.tensor(np.ones((1, 1, 2, 3)), dtype=rm.float64)
+    zero = rm.zeros((), dtype=rm.float64)
+    attrs = _schema("flash_attention").bind_attrs({"dropout_p": 0.5})
+
+    def attend(p: float) -> rm.Tensor:
+        out: rm.Tensor = DECOMPOSITIONS["flash_attention"](q, q, q, zero, zero, **{**attrs, "dropout_p": p})[0]
+        return out
+
+    dropping, plain = rm.compile(lambda: attend(0.5)), rm.compile(lambda: attend(0.0))
+    dropping()  # the first call runs eagerly, the second is captured
+    with pytest.raises(rm.RumusError, match="rm.compile"):
+        dropping()
+    for _ in range(3):  # no mask: captured and replayed
+        np.testing.assert_allclose(_f64(plain()), 1.0)
+    assert plain.replays == 1
