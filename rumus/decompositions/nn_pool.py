@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import Device, int64
+from rumus_contracts import Device, float32, int64, parse_dtype
 from rumus_contracts.ops.nn_pool import pool_output_shape
 
 from .. import _math as M
@@ -58,7 +58,6 @@ def _host_divisors(g: Geometry, count_include_pad: bool, divisor_override: int |
 @lru_cache(maxsize=64)
 def _divisors(g: Geometry, count_include_pad: bool, divisor_override: int | None, dtype_name: str,
               device: Device) -> Tensor:
-    from rumus_contracts import parse_dtype
     return from_host(_host_divisors(g, count_include_pad, divisor_override), parse_dtype(dtype_name), device)
 
 
@@ -98,7 +97,7 @@ def _max_attrs(kernel_size: Any, stride: Any, padding: Any, dilation: Any, ceil_
 
 
 def _pick(cols: Tensor, inside: Tensor, k: Tensor) -> Tensor:
-    """[N, C, 1, P]: the kernel offset of each window's chosen element as a float (K where the window
+    """[N, C, 1, P]: the kernel offset of each window's chosen element as a float32 (K where the window
     has no element inside the plane): the last NaN if it holds one, else the first maximum."""
     kernel = float(k.shape[0])
     top = _op("amax")(cols, dims=(2,))  # NaN where the window holds one
@@ -111,17 +110,16 @@ def _pick(cols: Tensor, inside: Tensor, k: Tensor) -> Tensor:
 
 
 @lru_cache(maxsize=64)
-def _offsets(kernel: int, dtype_name: str, device: Device) -> Tensor:
-    """[K, 1]: 0, 1, ..., K-1 (kernel offsets, exact in every float dtype for the kernels pooling uses)."""
-    from rumus_contracts import parse_dtype
-    return from_host(np.arange(kernel, dtype=np.float64).reshape(kernel, 1), parse_dtype(dtype_name), device)
+def _offsets(kernel: int, device: Device) -> Tensor:
+    """[K, 1]: 0, 1, ..., K-1 in float32 (exact to 2^24; half precision would round offsets past 256)."""
+    return from_host(np.arange(kernel, dtype=np.float64).reshape(kernel, 1), float32, device)
 
 
 def _windows_of(op: str, x: Tensor, attrs: dict[str, Any]) -> tuple[Geometry, Windows, Tensor, Tensor]:
     """(geometry, windows, x's windows [N, C, K, P] with -inf outside the plane, the kernel offsets [K, 1])."""
     g = _geometry(op, x.shape, attrs)
     win = windows(g, x.device)
-    return g, win, gather(x, win, float("-inf")), _offsets(g.kernel, x.dtype.name, x.device)
+    return g, win, gather(x, win, float("-inf")), _offsets(g.kernel, x.device)
 
 
 @register("max_pool2d")

@@ -273,6 +273,18 @@ def test_empty_planes_give_what_the_kernel_gives(name: str, inputs: list[tuple[i
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_max_pool_with_more_kernel_offsets_than_half_precision_counts(dtype: str) -> None:
+    """An 18x18 window has 324 offsets, past bfloat16's exact integers (256): the pick stays exact, and
+    rounding to bfloat16 makes ties, which go to the first maximum as in the kernel."""
+    a = _schema("max_pool2d").bind_attrs({"kernel_size": (18, 18), "stride": (1, 1)})
+    x0 = np.random.default_rng(4).permutation(800).reshape(2, 1, 20, 20).astype(np.float64)
+    x, g = _tensors([x0, np.random.default_rng(5).uniform(-1, 1, (2, 1, 3, 3))], dtype)
+    np.testing.assert_array_equal(_f64(DECOMPOSITIONS["max_pool2d"](x, **a)), _f64(rm.ops.max_pool2d(x, **a)))
+    np.testing.assert_array_equal(_f64(DECOMPOSITIONS["max_pool2d_backward"](g, x, **a)),
+                                  _f64(rm.ops.max_pool2d_backward(g, x, **a)))
+
+
 def test_flash_attention_fully_masked_row() -> None:
     """A row whose every score is -inf gives out = 0 and lse = -inf, and no gradient, as the kernel does."""
     rng = np.random.default_rng(8)
