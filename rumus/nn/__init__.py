@@ -30,3 +30,5 @@ _FAMILIES = (activation, attention, containers, conv, dropout, linear, loss, mod
 # the star and `as` imports instead (it takes only a literal __all__, hiding every name it misses).
 if not TYPE_CHECKING:
     __all__ = ["functional", "init", "utils", *(name for family in _FAMILIES for name in family.__all__)]
+
+from . import modules, parallel  # noqa: E402,F401  (torch.nn.modules.* and torch.nn.parallel paths)
