@@ -1,4 +1,8 @@
 """torch.nn.modules as a package: `torch.nn.modules.<submodule>.<Name>` resolves to rumus.nn's class."""
 
-from . import activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold, instancenorm, linear, loss, module, normalization, padding, pixelshuffle, pooling, rnn, sparse, transformer, upsampling, utils  # noqa: F401
+from . import (  # noqa: F401
+    activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,
+    instancenorm, linear, loss, module, normalization, padding, pixelshuffle, pooling, rnn, sparse,
+    transformer, upsampling, utils,
+)
 from .module import Module as Module

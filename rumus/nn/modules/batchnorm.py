@@ -3,5 +3,6 @@
 from ._layout import reexport
 
 __all__ = reexport(globals(), [
-    "BatchNorm1d", "LazyBatchNorm1d", "BatchNorm2d", "LazyBatchNorm2d", "BatchNorm3d", "LazyBatchNorm3d", "SyncBatchNorm",
+    "BatchNorm1d", "LazyBatchNorm1d", "BatchNorm2d", "LazyBatchNorm2d", "BatchNorm3d", "LazyBatchNorm3d",
+    "SyncBatchNorm",
 ])

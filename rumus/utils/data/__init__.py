@@ -7,7 +7,7 @@ from ...data import *  # noqa: F401, F403
 from ...data import __all__ as _data_all
 from . import dataloader, dataset, distributed, sampler  # noqa: F401
 
-__all__ = [*_data_all, "DistributedSampler", "dataloader", "dataset", "distributed", "sampler"]
+__all__ = [*_data_all, "DistributedSampler", "dataloader", "dataset", "distributed", "sampler"]  # noqa: F405
 
 
 def __getattr__(name: str) -> Any:

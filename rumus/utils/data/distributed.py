@@ -3,7 +3,7 @@ rumus.distributed imports rumus.nn, which imports this package while it loads.""
 
 from typing import Any
 
-__all__ = ["DistributedSampler"]
+__all__ = ["DistributedSampler"]  # noqa: F822  (bound by __getattr__)
 
 
 def __getattr__(name: str) -> Any:
