@@ -118,6 +118,7 @@ _install_torch_names(globals())  # rumus.float/long/..., cuda, tril, einsum, ...
 
 from .compile import compile as compile  # noqa: E402  (issue 16: capture once, replay without Python, fuse)
 
+from . import serialization  # noqa: E402,F401  (torch.serialization's path)
 save = io.save  # whole checkpoints; rumus.load also reads torch.save and safetensors files
 load = io.load
 
