@@ -151,3 +151,42 @@ def test_data_parallel_wraps_and_prefixes_state_dict(lib: ModuleType) -> None:
         lib.nn.parallel.DataParallel(lib.nn.Linear(3, 2))
     assert sorted(m.state_dict()) == ["module.bias", "module.weight"]
     assert tuple(m(_x(lib)).shape) == (5, 2)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_bool_stays_bool_through_triu_and_tril(lib: ModuleType) -> None:
+    ones = lib.ones(4, 4, dtype=lib.bool)
+    up, low = lib.triu(ones, diagonal=1), lib.tril(ones, -1)
+    assert up.dtype == lib.bool and low.dtype == lib.bool
+    assert _np(up).tolist() == np.triu(np.ones((4, 4), bool), 1).tolist()
+    assert _np(low).tolist() == np.tril(np.ones((4, 4), bool), -1).tolist()
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_an_out_of_range_index_raises_index_error(lib: ModuleType) -> None:
+    with pytest.raises(IndexError):
+        lib.zeros(3)[5]
+    with pytest.raises(IndexError):
+        lib.zeros(2, 3)[:, -4]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_dropout2d_on_a_2d_input_warns_and_drops_elementwise(lib: ModuleType) -> None:
+    lib.manual_seed(0)
+    x = lib.ones(64, 32)
+    with pytest.warns(UserWarning, match="2-D input to dropout2d"):
+        y = lib.nn.Dropout2d(0.5)(x)
+    kept = _np(y) != 0
+    assert 0.3 < kept.mean() < 0.7
+    assert not (kept.all(axis=1) | ~kept.any(axis=1)).all()  # not whole rows: element-wise, as torch's
+    np.testing.assert_allclose(_np(y)[kept], 2.0)
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_creation_overloads(lib: ModuleType) -> None:
+    assert tuple(lib.randint(10, (3,)).shape) == (3,)
+    assert tuple(lib.randint(2, 5, (2, 2)).shape) == (2, 2)
+    assert tuple(lib.zeros(size=(2, 3)).shape) == (2, 3)
+    assert tuple(lib.empty(size=[4]).shape) == (4,)
+    assert tuple(lib.randn(size=(1, 2)).shape) == (1, 2)
+    assert lib.randint(10, (100,)).max().item() < 10
