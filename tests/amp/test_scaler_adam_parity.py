@@ -91,6 +91,7 @@ def test_state_dict_round_trip_and_the_old_int_step() -> None:
     for _ in range(2):  # unscaled steps: the int count
         (ours(x) ** 2).mean().backward()
         opt.step()
+        opt.zero_grad()
         (theirs(tx) ** 2).mean().backward()
         topt.step()
         topt.zero_grad()
