@@ -98,6 +98,17 @@ class Tensor(TensorBase):
         host = self._storage.backend.to_numpy(self._arg)
         return (_rebuild, (host, self.dtype, str(self.device), self.requires_grad))
 
+    def share_memory_(self) -> Tensor:
+        """Move this CPU tensor's storage into shared memory (in place), so processes that receive it
+        through rumus.multiprocessing write the same numbers (Hogwild); a no-op if it already is."""
+        from ._shared_memory import share_  # late binding: shared memory sits above the tensor class
+        return share_(self)
+
+    def is_shared(self) -> bool:
+        """Whether this tensor's storage is in shared memory (share_memory_)."""
+        from ._shared_memory import is_shared  # late binding: see share_memory_
+        return is_shared(self)
+
     def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
         """A copy with its own storage, on the same device, requires_grad kept, `.grad` deep-copied (torch's
         rule); only leaves can be copied, as in torch."""
