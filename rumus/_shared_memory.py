@@ -59,7 +59,8 @@ def reduce_shared(t: Tensor) -> tuple[Any, tuple[Any, ...]]:
     """How rumus.multiprocessing sends a tensor: by segment name when shared, else by value."""
     seg = _SEGMENTS.get(t._storage)
     if seg is None:
-        return t.__reduce__()  # type: ignore[return-value]
+        by_value: tuple[Any, tuple[Any, ...]] = t.__reduce__()
+        return by_value
     s = t._storage
     return (_attach, (seg.name, s.numel, s.dtype, str(s.device), tuple(t.shape), tuple(t._strides), t._offset,
                       t.requires_grad, type(t)))

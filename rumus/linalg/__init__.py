@@ -236,7 +236,7 @@ class _Cholesky(Function):
 def cholesky(A: Tensor, *, upper: bool = False) -> Tensor:
     _square("cholesky", A)
     low = _Cholesky.apply(A)
-    return V.matrix_transpose(low) if upper else low  # type: ignore[no-any-return]
+    return V.matrix_transpose(low) if upper else low
 
 
 class QRResult(NamedTuple):
@@ -453,7 +453,7 @@ def vector_norm(x: Tensor, ord: float = 2, dim: Any = None, keepdim: bool = Fals
         return M.amin(M.abs(x), dims, keepdim=keepdim)
     if ord == 0:
         return M.sum(M.ne(x, M._t(0, x)).to(x.dtype), dims, keepdim=keepdim)
-    return _core_norm(x, float(ord), dims, keepdim)  # type: ignore[no-any-return]
+    return _core_norm(x, float(ord), dims, keepdim)
 
 
 def matrix_norm(A: Tensor, ord: Any = "fro", dim: tuple[int, int] = (-2, -1), keepdim: bool = False, *,

@@ -78,7 +78,7 @@ class ProcessContext:
 
 def start_processes(fn: Callable[..., Any], args: tuple[Any, ...] = (), nprocs: int = 1, join: bool = True,
                     daemon: bool = False, start_method: str = "spawn") -> ProcessContext | None:
-    ctx = _mp.get_context(start_method)
+    ctx: Any = _mp.get_context(start_method)
     errors = ctx.SimpleQueue()
     procs = []
     for rank in range(nprocs):

@@ -83,14 +83,14 @@ def _pool1d(x: Tensor, kernel: int, stride: int, padding: int, fill: float, redu
         raise ShapeError(f"pool1d: expected 2D or 3D input, got shape {tuple(x.shape)}")
     if padding:
         x = pad(x, (padding, padding), "constant", fill)
-    win = x.unfold(-1, kernel, stride)  # type: ignore[attr-defined]
+    win = x.unfold(-1, kernel, stride)
     if reduce == "max":
         return M.amax(win, -1)
     if count_include_pad or not padding:
         return M.mean(win, -1)
     ones = pad(_creation.ones(x.shape[-1] - 2 * padding, dtype=x.dtype, device=x.device), (padding, padding),
                "constant", 0.0)
-    counts = M.sum(ones.unfold(-1, kernel, stride), -1)  # type: ignore[attr-defined]
+    counts = M.sum(ones.unfold(-1, kernel, stride), -1)
     return M.div(M.sum(win, -1), counts)
 
 

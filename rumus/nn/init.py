@@ -132,7 +132,7 @@ def eye_(t: Tensor) -> Tensor:
     """The identity in a 2-D tensor (torch.nn.init.eye_)."""
     if t.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    return _write(t, np.eye(*t.shape))
+    return _write(t, np.eye(t.shape[0], t.shape[1]))
 
 
 def dirac_(t: Tensor, groups: int = 1) -> Tensor:

@@ -88,7 +88,7 @@ class PReLU(Module):
                                                device=device))
 
     def forward(self, x: Tensor) -> Tensor:
-        w = self.weight
+        w: Tensor = self.weight
         if self.num_parameters > 1 and x.ndim >= 2:
             w = w.reshape((1, -1) + (1,) * (x.ndim - 2))
         return M.add(M.relu(x), M.mul(w, M.minimum(x, M._t(0.0, x))))
@@ -249,6 +249,8 @@ class _InstanceNorm(Module):
             raise ValueError(f"{type(self).__name__}: track_running_stats=True is not supported")
         self.num_features, self.eps, self.momentum, self.affine = num_features, eps, momentum, affine
         self.track_running_stats = False
+        self.weight: Parameter | None
+        self.bias: Parameter | None
         if affine:
             self.weight = Parameter(_creation.ones(num_features, dtype=dtype, device=device))
             self.bias = Parameter(_creation.zeros(num_features, dtype=dtype, device=device))

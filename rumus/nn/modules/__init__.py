@@ -5,4 +5,3 @@ from . import (  # noqa: F401
     instancenorm, linear, loss, module, normalization, padding, pixelshuffle, pooling, rnn, sparse,
     transformer, upsampling, utils,
 )
-from .module import Module as Module

@@ -9,7 +9,8 @@ from typing import Any
 
 
 def reexport(namespace: dict[str, Any], torch_names: list[str]) -> list[str]:
-    from .. import __dict__ as nn_names  # late binding: rumus.nn imports this package last
+    import sys
+    nn_names = vars(sys.modules["rumus.nn"])  # rumus.nn imports this package last, so its names are bound
 
     found = [n for n in torch_names if n in nn_names]
     for n in found:
