@@ -70,6 +70,7 @@ def mlp_step(batch: int = 128) -> list[tuple[str, ...]]:
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad()
 
     tm = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 256),
                              torch.nn.ReLU(), torch.nn.Linear(256, 10))

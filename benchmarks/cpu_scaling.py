@@ -257,6 +257,7 @@ def _cnn_rumus() -> Callable[[], object]:
     def step() -> None:  # nn_cnn's rm_step, which leaves the gradients to accumulate
         F.cross_entropy(model(x), y).backward()
         opt.step()
+        opt.zero_grad()
     return step
 
 

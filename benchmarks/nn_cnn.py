@@ -62,6 +62,7 @@ def _models(batch: int, device: Any, torch_device: str) -> tuple[Callable[[], No
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad()
         sync_rm()
 
     def torch_step() -> None:

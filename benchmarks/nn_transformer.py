@@ -85,6 +85,7 @@ def _backward_and_step(loss: Any, opt: Any, scaler: Any) -> float:
     else:
         loss.backward()
         opt.step()
+        opt.zero_grad()
     return float(loss.item())
 
 
@@ -150,6 +151,7 @@ def transformer_step_benchmark(device: str | None = None, with_torch: bool = Tru
             loss = F.cross_entropy(logits.reshape(-1, c["vocab"]), r_tgt)
             loss.backward()
             opt.step()
+            opt.zero_grad()
             return float(loss.item())
         with rm.autocast(dev.split(":")[0], dtype=getattr(rm, autocast)):
             logits = model(r_idx, r_pos)

@@ -97,6 +97,7 @@ def _lm_step(device: str, autocast: str | None = None) -> Callable[[], object]:
                 loss = F.cross_entropy(model(idx, pos).reshape(-1, c["vocab"]), tgt)
             loss.backward()
         opt.step()
+        opt.zero_grad()
     return step
 
 

@@ -211,6 +211,7 @@ def mlp_training_step(ctx: Context, steps: int = 50) -> list[Row]:
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad()
         return float(loss.item())
 
     for _ in range(5):

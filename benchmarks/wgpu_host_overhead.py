@@ -183,6 +183,7 @@ def _mlp(b: Bench) -> tuple[Callable[[], float], Callable[[], Any]]:
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad()
         return loss
 
     def step() -> float:

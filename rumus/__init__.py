@@ -118,6 +118,11 @@ _install_torch_names(globals())  # rumus.float/long/..., cuda, tril, einsum, ...
 
 from .compile import compile as compile  # noqa: E402  (issue 16: capture once, replay without Python, fuse)
 
+from . import serialization  # noqa: E402,F401  (torch.serialization's path)
+from . import distributions  # noqa: E402,F401  (torch.distributions)
+from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: shared-memory tensors between processes)
+from . import linalg  # noqa: E402,F401  (torch.linalg: decompositions and solves with autograd, norms)
+globals().update(linalg.TORCH_ALIASES)  # torch.det, torch.inverse, torch.svd (U, S, V), ...
 save = io.save  # whole checkpoints; rumus.load also reads torch.save and safetensors files
 load = io.load
 

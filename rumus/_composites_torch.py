@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rumus_contracts import DTypeError, RumusError, ShapeError, int64
+from rumus_contracts import DTypeError, RumusError, ShapeError, bool_, int64
 from rumus_contracts.shapes import normalize_dim
 
 from . import _creation
@@ -42,6 +42,8 @@ def _triangle(name: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
     keep = (c - r <= diagonal) if lower else (c - r >= diagonal)
     mask = _creation.tensor(keep.tolist() if rows * cols else np.zeros((rows, cols), bool), dtype="bool",
                             device=x.device)
+    if x.dtype == bool_:  # bool stays bool, as in torch (an attn_mask built with triu)
+        return M.logical_and(x, mask)
     return M.where(mask, x, M._t(0, x))
 
 

@@ -33,6 +33,17 @@ def _device(device: Any) -> Device:
     return _runtime.default_device() if device is None else Device.parse(device)
 
 
+def _size_arg(size: tuple[Any, ...], kw: dict[str, Any], where: str) -> tuple[Any, ...]:
+    """torch's `size=` keyword (zeros(size=(2, 3))) beside the positional sizes; any other keyword is refused."""
+    if "size" in kw:
+        if size:
+            raise ArgumentTypeError(f"{where}() got sizes both positionally and as size=")
+        size = (kw.pop("size"),)
+    if kw:
+        raise ArgumentTypeError(f"{where}() got an unexpected keyword argument {next(iter(kw))!r}")
+    return size
+
+
 def _size_int(value: Any, what: str, where: str) -> int:
     """An int (or anything with __index__, as PyTorch accepts); floats, strings, ... are refused."""
     try:
@@ -188,15 +199,21 @@ def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requ
     return out.requires_grad_(True) if requires_grad else out
 
 
-def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kw: Any) -> Tensor:
+    size = _size_arg(size, kw, "zeros")
     return full(_shape(size, "zeros"), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad)
 
 
-def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+         **kw: Any) -> Tensor:
+    size = _size_arg(size, kw, "ones")
     return full(_shape(size, "ones"), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad)
 
 
-def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
+          **kw: Any) -> Tensor:
+    size = _size_arg(size, kw, "empty")
     from ._dispatch import empty as _empty
     shape, dt = _shape(size, "empty"), parse_dtype(dtype or float32)
     out = _sized(shape, dt, lambda: _empty(shape, dt, _device(device)))
@@ -261,21 +278,26 @@ def _gen(generator: Generator | None) -> np.random.Generator:
 
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-         requires_grad: bool = False) -> Tensor:
+         requires_grad: bool = False, **kw: Any) -> Tensor:
+    size = _size_arg(size, kw, "rand")
     shape, dt = _shape(size, "rand"), parse_dtype(dtype or float32)
     return _sized(shape, dt, lambda: from_host(_gen(generator).random(shape), dt, _device(device), requires_grad))
 
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
-          requires_grad: bool = False) -> Tensor:
+          requires_grad: bool = False, **kw: Any) -> Tensor:
+    size = _size_arg(size, kw, "randn")
     shape, dt = _shape(size, "randn"), parse_dtype(dtype or float32)
     return _sized(shape, dt, lambda: from_host(_gen(generator).standard_normal(shape), dt, _device(device),
                                               requires_grad))
 
 
-def randint(low: int, high: int | None = None, size: Sequence[int] = (), generator: Generator | None = None,
-            dtype: Any = None, device: Any = None) -> Tensor:
-    if high is None:
+def randint(low: int, high: Any = None, size: Sequence[int] = (), generator: Generator | None = None,
+            dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch's overloads: randint(high, size) and randint(low, high, size); `size` may also be a keyword."""
+    if isinstance(high, (tuple, list)) or (hasattr(high, "__len__") and not isinstance(high, (str, bytes))):
+        low, high, size = 0, low, high  # randint(high, size)
+    elif high is None:
         low, high = 0, low
     low, high = _size_int(low, "low", "randint"), _size_int(high, "high", "randint")
     if high <= low:

@@ -12,6 +12,7 @@ from . import _composites_torch as C
 from . import _creation
 from . import _math as M
 from . import _torch_api as A
+from . import _torch_functions as TF
 from .tensor import Tensor
 
 
@@ -62,6 +63,7 @@ METHODS: dict[str, Any] = {
     "take_along_dim": C.take_along_dim, "multinomial": C.multinomial, "argsort": C.argsort, "sort": C.sort,
     "msort": C.msort, "topk": C.topk, "kthvalue": C.kthvalue,
     "where": lambda self, condition, other: A.where(condition, self, other),
+    **TF.METHODS,
 }
 
 FUNCTIONS: dict[str, Any] = {
@@ -75,6 +77,7 @@ FUNCTIONS: dict[str, Any] = {
     "meshgrid": C.meshgrid, "einsum": C.einsum, "multinomial": C.multinomial, "argsort": C.argsort,
     "sort": C.sort, "msort": C.msort, "topk": C.topk, "kthvalue": C.kthvalue,
     **A.DTYPE_ALIASES,
+    **TF.FUNCTIONS,
 }
 
 
@@ -84,7 +87,7 @@ def install(namespace: dict[str, Any]) -> None:
     for name, fn in METHODS.items():
         if name in ("sum", "where") or name not in vars(Tensor):
             M.METHODS[name] = fn
-            if name.startswith("__") or name in vars(Tensor):
+            if name.startswith("__") or name in vars(Tensor) or isinstance(fn, property):
                 setattr(Tensor, name, fn)
     namespace.update(FUNCTIONS)
     C._register_composites()

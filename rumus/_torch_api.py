@@ -88,20 +88,9 @@ def get_default_dtype() -> Any:
 
 
 # ---- device queries --------------------------------------------------------------------------------------
-def _no_cuda(*args: Any, **kwargs: Any) -> Any:
-    from rumus_contracts import BackendUnavailable
-    raise BackendUnavailable("CUDA is not a RUMUS backend: check rumus.cuda.is_available() (False) and use "
-                             "'cpu' or 'wgpu' (RUMUS_BACKEND picks the default device)")
-
-
-cuda = SimpleNamespace(
-    is_available=lambda: False, device_count=lambda: 0, is_bf16_supported=lambda: False,
-    manual_seed=lambda seed: None, manual_seed_all=lambda seed: None, synchronize=lambda *a: None,
-    empty_cache=lambda: None, current_device=_no_cuda, get_device_name=_no_cuda, set_device=_no_cuda,
-)
-backends = SimpleNamespace(mps=SimpleNamespace(is_available=lambda: False, is_built=lambda: False),
-                           cudnn=SimpleNamespace(benchmark=False, deterministic=False, enabled=False))
-mps = SimpleNamespace(is_available=lambda: False)
+from . import backends as backends  # noqa: E402  (torch.backends' path: accepted flags)
+from . import cuda as cuda  # noqa: E402  (torch.cuda's path: no CUDA device)
+from .backends import mps as mps  # noqa: E402
 
 
 def _accelerator_available() -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rumus_contracts import RumusError, ShapeError, contiguous_strides
+from rumus_contracts import IndexOutOfRange, RumusError, ShapeError, contiguous_strides
 from rumus_contracts.shapes import normalize_dim
 
 from . import _advanced_index
@@ -268,7 +268,7 @@ def _index_layout(t: Tensor, index: Any) -> tuple[tuple[int, ...], tuple[int, ..
             except (AttributeError, TypeError):
                 raise RumusError(f"unsupported index {item!r} of type {type(item).__name__}") from None
             if not -size <= i < size:
-                raise ShapeError(f"index {i} is out of bounds for dim {d} with size {size} (shape {t.shape})")
+                raise IndexOutOfRange(f"index {i} is out of bounds for dim {d} with size {size} (shape {t.shape})")
             offset += (i % size) * stride
         d += 1
     shape.extend(t.shape[d:])

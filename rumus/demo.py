@@ -128,6 +128,7 @@ def _train(out: str, epochs: int, batch_size: int, lr: float, seed: int, progres
             scaler.scale(loss).backward()
             scaler.step(opt)
             scaler.update()
+            opt.zero_grad()
             total = total + loss.detach() * float(len(idx))
             bar.update(1)
             if i == steps - 1 or i % 10 == 0:

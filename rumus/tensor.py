@@ -8,6 +8,8 @@ of the core: it imports the op modules and binds them as methods. Methods are th
 
 from __future__ import annotations
 
+import copy
+
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -90,10 +92,44 @@ class Tensor(TensorBase):
         return self._storage.backend.to_numpy(self._arg)
 
     def __reduce__(self) -> Any:
-        # pickling (DataLoader workers, multiprocessing) goes through host memory
+        # pickling (DataLoader workers, multiprocessing, torch.save-style whole objects) copies the data by
+        # value through host memory; as torch's, the result is a leaf and .grad is not carried
         from ._creation import _rebuild
         host = self._storage.backend.to_numpy(self._arg)
         return (_rebuild, (host, self.dtype, str(self.device), self.requires_grad))
+
+    def share_memory_(self) -> Tensor:
+        """Move this CPU tensor's storage into shared memory (in place), so processes that receive it
+        through rumus.multiprocessing write the same numbers (Hogwild); a no-op if it already is."""
+        from ._shared_memory import share_  # late binding: shared memory sits above the tensor class
+        return share_(self)
+
+    def is_shared(self) -> bool:
+        """Whether this tensor's storage is in shared memory (share_memory_)."""
+        from ._shared_memory import is_shared  # late binding: see share_memory_
+        return is_shared(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tensor:
+        """A copy with its own storage, on the same device, requires_grad kept, `.grad` deep-copied (torch's
+        rule); only leaves can be copied, as in torch."""
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment; detach() it first, or deep-copy the leaves it came from")
+        hit = memo.get(id(self))
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        from .autograd.grad_mode import no_grad
+        with no_grad():
+            new = self._copy_as_leaf()
+        memo[id(self)] = new
+        if self.grad is not None and type(self) is Tensor:
+            new.grad = copy.deepcopy(self.grad, memo)
+        return new
+
+    def _copy_as_leaf(self) -> Tensor:
+        """This tensor's data in new storage as a leaf with the same requires_grad (Parameter overrides)."""
+        new = self.clone()
+        return new.requires_grad_(True) if self.requires_grad else new
 
     def item(self) -> Any:
         if self.numel() != 1:

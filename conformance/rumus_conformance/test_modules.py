@@ -37,6 +37,7 @@ def train_xor(device: str, steps: int = 200) -> tuple[XorMLP, float, rm.Tensor]:
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad()
     assert loss is not None
     return model, float(loss.item()), x
 

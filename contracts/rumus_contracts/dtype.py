@@ -29,6 +29,11 @@ class DType:
         object.__setattr__(self, "_np", np.dtype(self.storage))
         object.__setattr__(self, "_hash", hash((self.name, self.storage, self.kind, self.param)))
 
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # rebuilt from its fields, so the hash is this process's: string hashes differ between processes, and
+        # a dtype unpickled with its sender's cached hash would miss every registry lookup in the receiver
+        return (DType, (self.name, self.storage, self.kind, self.param))
+
     # dtypes key every kernel-cache lookup: hash once, compare by identity first
     def __hash__(self) -> int:
         return self._hash

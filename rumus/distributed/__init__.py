@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from rumus_contracts.communicator import Communicator, CommunicatorError, ReduceOp, Work
 
-from .collectives import all_gather, all_reduce, barrier, broadcast, recv, reduce_scatter, send
+from .collectives import recv, send
 from .ddp import DistributedDataParallel
 from .fsdp import FullyShardedDataParallel
 from .inprocess import InProcessCommunicator, InProcessGroup, spawn
 from .pipeline import PipelineStage, one_f_one_b
+from .process_group import (
+    all_gather, all_gather_into_tensor, all_reduce, barrier, broadcast, destroy_process_group, get_backend, group,
+    init_process_group, is_available, is_gloo_available, is_initialized, is_mpi_available, is_nccl_available,
+    new_group, reduce_scatter,
+)
 from .sampler import DistributedSampler
 from .state import current_communicator, get_communicator, set_process_communicator
 from .tensor_parallel import ColumnParallelLinear, ParallelSelfAttention, RowParallelLinear, VocabParallelEmbedding
@@ -31,11 +36,11 @@ def init_mpi(timeout_s: float | None = None) -> Communicator:
     return comm
 
 
-def get_rank() -> int:
+def get_rank(group: object = None) -> int:
     return get_communicator().rank
 
 
-def get_world_size() -> int:
+def get_world_size(group: object = None) -> int:
     return get_communicator().world_size
 
 
@@ -45,5 +50,6 @@ __all__ = [
     "ReduceOp",
     "RowParallelLinear", "VocabParallelEmbedding", "Work", "all_gather", "all_reduce", "barrier", "broadcast",
     "get_communicator", "get_rank", "get_world_size", "init_mpi", "one_f_one_b", "recv", "reduce_scatter", "send",
-    "spawn",
+    "spawn", "all_gather_into_tensor", "destroy_process_group", "get_backend", "group", "init_process_group",
+    "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available", "new_group",
 ]

@@ -76,10 +76,21 @@ def _tensors(x: Any) -> Iterator[Tensor]:
 
 
 class DistributedDataParallel(Module):
-    """Wrap `module` so that backward averages its gradients over every rank of `comm`."""
+    """Wrap `module` so that backward averages its gradients over every rank of `comm`.
 
-    def __init__(self, module: Module, comm: Communicator | None = None, bucket_cap_mb: float = 25.0,
-                 broadcast_buffers: bool = True) -> None:
+    torch's arguments are accepted: `device_ids` / `output_device` (each rank already runs on its own device:
+    `rumus launch --device wgpu` gives rank r `wgpu:<local rank>`), `process_group` (a communicator, or None
+    for the default); `find_unused_parameters`, `gradient_as_bucket_view` and `static_graph` are accepted and
+    need no setting here: which parameters a backward reaches is read from the autograd graph at forward."""
+
+    def __init__(self, module: Module, comm: Any = None, bucket_cap_mb: float | None = 25.0,
+                 broadcast_buffers: bool = True, *, device_ids: Any = None, output_device: Any = None,
+                 dim: int = 0, process_group: Communicator | None = None, find_unused_parameters: bool = False,
+                 gradient_as_bucket_view: bool = False, static_graph: bool = False, **torch_options: Any) -> None:
+        if isinstance(comm, (list, tuple)) or (comm is not None and not isinstance(comm, Communicator)):
+            comm = None  # torch's second positional argument is device_ids (see the docstring)
+        comm = comm if comm is not None else process_group
+        bucket_cap_mb = 25.0 if bucket_cap_mb is None else bucket_cap_mb
         super().__init__()
         self.module = module
         object.__setattr__(self, "comm", get_communicator(comm))

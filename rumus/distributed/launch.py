@@ -46,8 +46,21 @@ def rank_device(kind: str, env: dict[str, str]) -> str:
     return f"{kind}:{local}" if kind == "wgpu" else kind
 
 
+def torchrun_env(env: dict[str, str]) -> dict[str, str]:
+    """torchrun's variables for this rank, from Open MPI's (scripts read RANK, WORLD_SIZE, LOCAL_RANK)."""
+    rank = env.get("OMPI_COMM_WORLD_RANK", env.get("PMI_RANK", "0"))
+    return {
+        "RANK": rank, "WORLD_SIZE": env.get("OMPI_COMM_WORLD_SIZE", env.get("PMI_SIZE", "1")),
+        "LOCAL_RANK": env.get("OMPI_COMM_WORLD_LOCAL_RANK", env.get("MPI_LOCALRANKID", "0")),
+        "LOCAL_WORLD_SIZE": env.get("OMPI_COMM_WORLD_LOCAL_SIZE", "1"),
+        "GROUP_RANK": env.get("OMPI_COMM_WORLD_NODE_RANK", "0"),
+        "MASTER_ADDR": env.get("MASTER_ADDR", "127.0.0.1"), "MASTER_PORT": env.get("MASTER_PORT", "29500"),
+    }
+
+
 def rank_main(argv: list[str]) -> int:
     """Entry of one rank (started by mpirun)."""
+    os.environ.update(torchrun_env(dict(os.environ)))
     os.environ["RUMUS_BACKEND"] = rank_device(os.environ.get("RUMUS_DIST_DEVICE", "cpu"), dict(os.environ))
     from . import init_mpi
     init_mpi()  # installs abort-on-error before the script runs

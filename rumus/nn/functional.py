@@ -20,7 +20,7 @@ from ..tensor import Tensor
 # The families: each module's __all__ is its public names, so a new function is public where it is written
 # (star imports are re-exports to mypy --strict and IDEs).
 from . import _functional_act, _functional_attention, _functional_loss
-from . import functional_conv, functional_dropout, functional_norm, functional_torch
+from . import functional_conv, functional_dropout, functional_norm, functional_torch, functional_vision
 from ._functional_act import *  # noqa: F403
 from ._functional_attention import *  # noqa: F403
 from ._functional_loss import *  # noqa: F403
@@ -28,9 +28,10 @@ from .functional_conv import *  # noqa: F403
 from .functional_dropout import *  # noqa: F403
 from .functional_norm import *  # noqa: F403
 from .functional_torch import *  # noqa: F403
+from .functional_vision import *  # noqa: F403
 
 _FAMILIES = (_functional_act, _functional_attention, _functional_loss, functional_conv, functional_dropout,
-             functional_norm, functional_torch)
+             functional_norm, functional_torch, functional_vision)
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:

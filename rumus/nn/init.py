@@ -107,3 +107,55 @@ def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.
         vals[bad] = rng.normal(mean, std, int(bad.sum()))
         bad = (vals < a) | (vals > b)
     return _write(t, vals)
+
+
+def orthogonal_(t: Tensor, gain: float = 1.0, generator: Generator | None = None) -> Tensor:
+    """A (semi-)orthogonal matrix over the flattened trailing dims, scaled by gain (torch's QR recipe:
+    the sign of R's diagonal fixes Q so the distribution is uniform)."""
+    if t.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if t.numel() == 0:
+        return t
+    rows = t.shape[0]
+    cols = t.numel() // rows
+    flat = (generator or default_generator).rng.normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _write(t, (gain * q).reshape(t.shape))
+
+
+def eye_(t: Tensor) -> Tensor:
+    """The identity in a 2-D tensor (torch.nn.init.eye_)."""
+    if t.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _write(t, np.eye(t.shape[0], t.shape[1]))
+
+
+def dirac_(t: Tensor, groups: int = 1) -> Tensor:
+    """Conv weights [out, in, *k] that pass each of the first channels through unchanged (torch's dirac_)."""
+    if t.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    out_per_group = t.shape[0] // groups
+    vals = np.zeros(t.shape)
+    centre = tuple(k // 2 for k in t.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, t.shape[1])):
+            vals[(g * out_per_group + d, d, *centre)] = 1.0
+    return _write(t, vals)
+
+
+def sparse_(t: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
+    """A 2-D tensor with `sparsity` of each column's entries zero and the rest N(0, std)."""
+    if t.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rng = (generator or default_generator).rng
+    rows, cols = t.shape
+    vals = rng.normal(0.0, std, (rows, cols))
+    zeros = int(math.ceil(sparsity * rows))
+    for c in range(cols):
+        vals[rng.permutation(rows)[:zeros], c] = 0.0
+    return _write(t, vals)

@@ -178,6 +178,13 @@ class Module:
                 if b is not None:
                     yield (f"{mp}.{name}" if mp else name), b
 
+    def share_memory(self) -> Module:
+        """Move every parameter and buffer into shared memory (Tensor.share_memory_), so processes given this
+        module through rumus.multiprocessing train the same weights (Hogwild). Gradients are not shared."""
+        for t in [*self.parameters(), *self.buffers()]:
+            t.share_memory_()
+        return self
+
     def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
         for _, b in self.named_buffers(recurse=recurse):
             yield b

@@ -29,7 +29,15 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
     def __reduce_ex__(self, proto: Any) -> Any:
-        raise TypeError("pickle Parameters through state_dict() and rumus.io.save_file")
+        # by value, as torch pickles a Parameter: the class and requires_grad survive, .grad does not
+        return (_rebuild_parameter, (self.detach(), self.requires_grad))
+
+    def _copy_as_leaf(self) -> Tensor:
+        return Parameter(self.detach().clone(), self.requires_grad)
+
+
+def _rebuild_parameter(data: Tensor, requires_grad: bool) -> Parameter:
+    return Parameter(data, requires_grad)
 
 
 class Buffer(Tensor):
@@ -46,6 +54,12 @@ class Buffer(Tensor):
 
     def __init__(self, data: Tensor, persistent: bool = True) -> None:
         pass
+
+    def __reduce_ex__(self, proto: Any) -> Any:
+        return (Buffer, (self.detach(), self.persistent))
+
+    def _copy_as_leaf(self) -> Tensor:
+        return Buffer(self.detach().clone(), self.persistent)
 
 
 def weight_and_bias(weight_shape: tuple[int, ...], bias_size: int | None, device: Any,

@@ -1,4 +1,4 @@
-"""Optimizers (PyTorch's names and update rules); step() drains its parameters' gradients."""
+"""Optimizers (PyTorch's names, update rules and gradient rules: step() leaves .grad, zero_grad() clears it)."""
 
 from .adadelta import Adadelta
 from .adagrad import Adagrad

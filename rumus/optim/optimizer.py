@@ -1,7 +1,11 @@
-"""Optimizer base: PyTorch-style param_groups; step() drains the gradients of its own parameters.
+"""Optimizer base: PyTorch-style param_groups and PyTorch's gradient rules.
 
-Draining (setting .grad to None once consumed) means two optimizers over disjoint parameter sets (a GAN)
-never touch each other's gradients, and a parameter that got no gradient is simply skipped.
+As in torch, step() reads each parameter's .grad and leaves it in place (code that logs gradient norms
+after the step sees them); `zero_grad()` clears them (`set_to_none=False` zeroes them in place).
+Parameters that don't require grad may be passed (`model.parameters()` of a partly frozen model) and are
+skipped, as is any parameter that got no gradient. Draining — setting each .grad to None once the step
+consumed it, so two optimizers over disjoint parameter sets never see each other's gradients even
+without zero_grad — is RUMUS's addition, opted into per optimizer with `opt.drain_grads = True`.
 
 Mixed precision (issue 13): `master_weights=True` (or `enable_master_weights()`) keeps a float32 copy of
 every float16/bfloat16 parameter in its state ("master_param"); the update runs on the copy with the
@@ -35,6 +39,7 @@ class Optimizer:
         self.state: dict[int, dict[str, Any]] = {}
         self.master_weights = False
         self._found_inf: Tensor | None = None  # GradScaler: a float32 device flag, not 0 when this step is skipped
+        self.drain_grads = False  # True: step() sets each consumed .grad to None (see the module docstring)
         params = list(params)
         if not params:
             raise RumusError(f"{type(self).__name__} got an empty parameter list")
@@ -49,8 +54,9 @@ class Optimizer:
         for p in g["params"]:
             if not isinstance(p, Tensor):
                 raise RumusError(f"{type(self).__name__}: parameters must be tensors, got {type(p).__name__}")
-            if not p.requires_grad:
-                raise RumusError(f"{type(self).__name__}: a parameter of shape {p.shape} does not require grad")
+            if p.grad_fn is not None:  # torch: "can't optimize a non-leaf Tensor"
+                raise ValueError(f"{type(self).__name__}: can't optimize a non-leaf Tensor (shape {p.shape}); pass "
+                                 f"the leaf parameters (e.g. model.parameters()) or .detach().requires_grad_()")
         seen = {id(p) for grp in self.param_groups for p in grp["params"]}
         if any(id(p) in seen for p in g["params"]):
             raise RumusError(f"{type(self).__name__}: a parameter appears in more than one param group")
@@ -59,9 +65,14 @@ class Optimizer:
 
     @host_region  # rm.compile re-runs it on every replay (Python state: .grad set to None)
     def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's gradient: None (the default, as torch's), or zeros in place."""
         for g in self.param_groups:
             for p in g["params"]:
-                p.grad = None
+                if set_to_none or p.grad is None:
+                    p.grad = None
+                else:
+                    with no_grad():
+                        p.grad = p.grad.detach().zero_()
 
     @host_region  # rm.compile re-runs it on every replay (step counts, lr and state advance in Python)
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -136,7 +147,8 @@ class Optimizer:
                             update_unless(skip, self, target, grad, group, state)
                         if target is not p:
                             p.copy_(target)  # the model's parameter: the master rounded to its dtype
-                        p.grad = None  # drained
+                        if self.drain_grads:
+                            p.grad = None
             finally:  # the parameters updated so far count this step, even if a later one raised
                 self._finish_step()
 

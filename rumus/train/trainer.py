@@ -146,6 +146,7 @@ class Trainer:
         if self.max_grad_norm is not None:
             clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
         self.optimizer.step()
+        self.optimizer.zero_grad()  # the next accumulation window starts from nothing (torch's loop)
         self.global_step += 1
         if self.scheduler is not None and self.scheduler_interval == "step":
             self.scheduler.step()

@@ -32,6 +32,7 @@ class _Loop:
         self.scaler.scale(loss).backward()
         self.scaler.step(self.opt)
         self.scaler.update()
+        self.opt.zero_grad()
         return loss
 
 

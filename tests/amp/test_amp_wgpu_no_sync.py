@@ -42,6 +42,7 @@ def test_skip_backoff_and_recovery_with_the_sync_counter_unchanged() -> None:
             model[0].weight.grad[0, 0] = math.inf
         scaler.step(opt)
         scaler.update()
+        opt.zero_grad()
         return loss
 
     step(False)

@@ -23,6 +23,7 @@ def test_small_updates_accumulate_in_the_master_copy() -> None:
         (mastered.float() * -1.0).sum().backward()  # gradient -1: each step adds 1e-4
         assert mastered.grad.dtype == rm.float16
         opt_master.step()
+        opt_master.zero_grad()
     assert mastered.dtype == rm.float16
     master = opt_master.state[id(mastered)]["master_param"]
     assert master.dtype == rm.float32
@@ -46,6 +47,7 @@ def test_half_model_with_master_weights_trains_a3_and_checkpoints_in_its_dtype(t
         scaler.scale(loss).backward()
         scaler.step(opt)
         scaler.update()
+        opt.zero_grad()
     final = float(loss.item())
     assert final < 0.15, f"A3 with a {low} model and master weights: final loss {final}"
     assert all(p.dtype == low for p in model.parameters())

@@ -91,6 +91,7 @@ def test_state_dict_round_trip_and_the_old_int_step() -> None:
     for _ in range(2):  # unscaled steps: the int count
         (ours(x) ** 2).mean().backward()
         opt.step()
+        opt.zero_grad()
         (theirs(tx) ** 2).mean().backward()
         topt.step()
         topt.zero_grad()
@@ -190,6 +191,7 @@ def test_a_scaled_step_is_one_fused_kernel_per_parameter(device: str, amsgrad: b
                 stats = backend.stats(0)
             scaler.step(opt)
             scaler.update()
+            opt.zero_grad()
             assert calls["adam_step_dev_"] == 6 and calls["adam_step_count_"] == 1, dict(calls)
             if k:  # the first step also fills the new state (moments, counts) with zeros
                 assert sum(calls.values()) <= 6 + 5, dict(calls)  # + the flag's fill, 1/scale, unscale, update
@@ -219,6 +221,7 @@ def test_master_weights_skip_leaves_the_half_model_and_its_master_alone() -> Non
         before = [(a, None if m is None else m.numpy().copy()) for a, m in before]
         scaler.step(opt)
         scaler.update()
+        opt.zero_grad()
         for p, (value, master) in zip(model.parameters(), before):
             changed = not np.array_equal(p.float().numpy(), value)
             assert changed == (k != 1), f"step {k}: parameter changed={changed}"

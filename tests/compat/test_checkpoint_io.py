@@ -27,6 +27,7 @@ def test_nested_checkpoint_round_trips_through_a_path(tmp_path: Path) -> None:
     opt = rm.optim.Adam(net.parameters(), lr=0.01)
     net(rm.randn(5, 4)).sum().backward()
     opt.step()
+    opt.zero_grad()
     ckpt = {"model": net.state_dict(), "optim": opt.state_dict(), "epoch": 7, "loss": 0.125, "best": float("inf"),
             "name": "mlp", "flags": [True, None], "shape": (2, 3), "big": 2**62 + 1,
             "ints": rm.arange(6).reshape(2, 3), "mask": rm.tensor([True, False]),
@@ -119,6 +120,7 @@ def test_torch_optimizer_state_loads(tmp_path: Path) -> None:
     opt = torch.optim.Adam([p], lr=0.1)
     p.sum().backward()
     opt.step()
+    opt.zero_grad()
     torch.save({"optimizer": opt.state_dict(), "epoch": 2}, tmp_path / "o.pt")
     back = rm.load(tmp_path / "o.pt")
     st = back["optimizer"]["state"][0]

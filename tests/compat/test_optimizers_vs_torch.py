@@ -127,6 +127,7 @@ def test_lbfgs_needs_a_closure() -> None:
     opt = rm.optim.LBFGS([rm.zeros(2, requires_grad=True)])
     with pytest.raises(rm.RumusError, match="closure"):
         opt.step()
+        opt.zero_grad()
 
 
 def test_bad_hyper_parameters_raise_value_error() -> None:

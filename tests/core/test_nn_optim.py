@@ -47,9 +47,10 @@ def test_linear_matches_numpy():
     np.testing.assert_allclose(lin(x).numpy(), want, rtol=1e-5, atol=1e-6)
 
 
-def test_optimizer_drains_its_own_gradients_only():
+def test_a_draining_optimizer_drains_its_own_gradients_only():
     a, b = nn.Linear(2, 2), nn.Linear(2, 2)
     opt_a = rm.optim.SGD(a.parameters(), lr=0.1)
+    opt_a.drain_grads = True  # RUMUS's opt-in; torch's rule (grads kept) is the default
     x = rm.randn(3, 2)
     (a(x).sum() + b(x).sum()).backward()
     w_before = a.weight.numpy().copy()
@@ -74,6 +75,7 @@ def test_sgd_momentum_matches_torch_formula():
     for _ in range(3):
         (p * p).sum().backward()
         opt.step()
+        opt.zero_grad()
         g = 2 * ref_p + 0.01 * ref_p
         buf = g if buf is None else 0.9 * buf + g
         ref_p = ref_p - 0.1 * (g + 0.9 * buf)

@@ -195,7 +195,8 @@ def test_record_dataset_through_the_loader(tmp_path, workers, mode):
 
 
 def test_bad_arguments():
-    for kwargs in ({"batch_size": 0}, {"num_workers": -1}, {"prefetch_factor": 0}, {"worker_mode": "fiber"}):
+    for kwargs in ({"batch_size": 0}, {"num_workers": -1}, {"prefetch_factor": 0, "num_workers": 1},
+                   {"worker_mode": "fiber"}):
         with pytest.raises(rm.RumusError):
             DataLoader(_ids(), **kwargs)
 

@@ -78,4 +78,5 @@ def train_ddp(comm: Communicator, bucket_cap_mb: float = 25.0, accumulate: bool 
         else:
             nn.functional.mse_loss(model(rm.from_numpy(xs)), rm.from_numpy(ys)).backward()
         opt.step()
+        opt.zero_grad()
     return params(model.module)

@@ -43,6 +43,7 @@ def test_fsdp_keeps_no_full_parameter_between_steps_and_optimizer_state_is_shard
         unit(rm.ones(3, 6)).sum().backward()
         grad_numel = unit.flat_param.grad.numel()
         opt.step()  # (drains .grad)
+        opt.zero_grad()
         state_sizes = [int(v.numel()) for st in opt.state.values() for v in st.values()
                        if isinstance(v, rm.Tensor) and v.ndim > 0]
         return [n for n, _ in unit.named_parameters()], grad_numel, state_sizes

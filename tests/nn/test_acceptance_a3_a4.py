@@ -99,6 +99,7 @@ def test_a4_tiny_gpt_learns_the_pattern_and_generates_it():
         loss = F.cross_entropy(logits.reshape(BATCH * SEQ, VOCAB), y.reshape(BATCH * SEQ))
         loss.backward()
         opt.step()
+        opt.zero_grad()
     final = float(loss.item())
     print(f"A4 final loss {final:.4f}")
     assert final < 1.0, f"A4 final loss {final} is not below 1.0"

@@ -50,6 +50,7 @@ def test_a2_mini_lenet(seed: int) -> None:
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad()
     final = loss.item()
     assert np.isfinite(final) and final < 0.05, f"final loss {final}"
     with rm.no_grad():

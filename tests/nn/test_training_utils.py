@@ -47,9 +47,11 @@ def test_gradient_accumulation_equals_one_full_batch_step(opt_name):
     for _ in range(3):
         F.cross_entropy(full(x), y).backward()
         opt_full.step()
-        for half in (slice(0, 8), slice(8, 16)):  # grads accumulate until step() drains them
+        opt_full.zero_grad()
+        for half in (slice(0, 8), slice(8, 16)):  # grads accumulate until zero_grad()
             (F.cross_entropy(accum(x[half]), y[half]) * 0.5).backward()
         opt_acc.step()
+        opt_acc.zero_grad()
     for a, b in zip(params(full), params(accum)):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -126,7 +128,9 @@ def test_scheduler_matches_torch(name):
         assert opt_r.param_groups[0]["lr"] == pytest.approx(opt_t.param_groups[0]["lr"], rel=1e-12, abs=1e-15)
         assert tuple(opt_r.param_groups[0]["betas"]) == pytest.approx(tuple(opt_t.param_groups[0]["betas"]))
         opt_r.step()
+        opt_r.zero_grad()
         opt_t.step()
+        opt_t.zero_grad()
         s_r.step()
         s_t.step()
 
@@ -143,6 +147,7 @@ def test_sequential_lr_matches_torch_and_state_dict_round_trips_through_json():
         lrs_r.append(s_r.get_last_lr()[0])
         lrs_t.append(s_t.get_last_lr()[0])
         opt_t.step()
+        opt_t.zero_grad()
         s_r.step()
         s_t.step()
     np.testing.assert_allclose(lrs_r, lrs_t, rtol=1e-12, atol=1e-15)

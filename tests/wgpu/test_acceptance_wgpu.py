@@ -24,6 +24,7 @@ def _step(model, x, y, opt, loss_fn) -> float:
     loss = loss_fn(model(x), y)
     loss.backward()
     opt.step()
+    opt.zero_grad()
     return float(loss.item())
 
 

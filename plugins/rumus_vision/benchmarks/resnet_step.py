@@ -44,6 +44,7 @@ def child(backend: str, mode: str, batch: int, size: int, steps: int) -> dict[st
         loss = rm.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        opt.zero_grad()
         return loss.item()  # the one host sync per step
 
     if backend == "cpu":

@@ -1,0 +1,9 @@
+"""torch.backends.mkl's path: `is_available()` is False (RUMUS does not link mkl); flags set here are
+kept and change nothing."""
+
+enabled = False
+
+
+def is_available() -> bool:
+    """False: RUMUS does not use mkl."""
+    return False

@@ -1,0 +1,7 @@
+"""torch.nn.modules.channelshuffle's path: the names of it that rumus.nn has."""
+
+from ._layout import reexport
+
+__all__ = reexport(globals(), [
+    "ChannelShuffle",
+])

@@ -1,0 +1,7 @@
+"""torch.nn.modules.fold's path: the names of it that rumus.nn has."""
+
+from ._layout import reexport
+
+__all__ = reexport(globals(), [
+    "Fold", "Unfold",
+])
