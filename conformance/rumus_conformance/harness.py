@@ -210,9 +210,9 @@ def mismatch(name: str, got: np.ndarray, want: np.ndarray, out_dtype: DType, rto
         if not np.array_equal(g, cast):
             wrong = g != cast
             gap = np.abs(g.astype(np.float64) - cast.astype(np.float64))
-            idx = tuple(np.unravel_index(int(np.argmax(np.where(wrong, gap, -1.0))), g.shape))
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(np.where(wrong, gap, -1.0))), g.shape))
             return Mismatch(f"{name}: {int(wrong.sum())} of {wrong.size} elements differ; worst at {idx}: got "
-                            f"{g[idx]}, expected {cast[idx]} (exact)", math.inf, float(gap[idx]), None)
+                            f"{g[idx].item()}, expected {cast[idx].item()} (exact)", math.inf, float(gap[idx]), None)
         return None
     want = want.astype(np.float64)
     same = (np.isnan(got) & np.isnan(want)) | (got == want)  # equal infinities too (inf - inf is NaN)
@@ -224,12 +224,13 @@ def mismatch(name: str, got: np.ndarray, want: np.ndarray, out_dtype: DType, rto
         with np.errstate(invalid="ignore", divide="ignore"):
             # NaN where a number was due (or the reverse) is as wrong as it gets
             excess = np.where(bad, np.nan_to_num(diff / bound, nan=np.inf, posinf=np.inf), -1.0)
-        idx = tuple(np.unravel_index(int(np.argmax(excess)), excess.shape))
+        idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape))
         err, ref = float(diff[idx]), float(want[idx])
         rel = err / abs(ref) if ref != 0 and math.isfinite(ref) else None
         rel_text = f", rel {rel:.3g}" if rel is not None else ""
-        return Mismatch(f"{name}: {int(bad.sum())} of {bad.size} elements differ; worst at {idx}: got {got[idx]!r}, "
-                        f"expected {want[idx]!r} (abs error {err:.3g}{rel_text}; rtol {rtol}, atol {atol})",
+        return Mismatch(f"{name}: {int(bad.sum())} of {bad.size} elements differ; worst at {idx}: got "
+                        f"{float(got[idx])!r}, expected {ref!r} (abs error {err:.3g}{rel_text}; "
+                        f"rtol {rtol}, atol {atol})",
                         float(excess[idx]), err, rel)
     return None
 
