@@ -16,7 +16,8 @@ from .outcomes import (
 )
 
 WIDTH = 120
-_RANK = {OK_KERNEL: 1, OK_DECOMPOSED: 2, SKIP: 3, XFAIL: 4, MISSING: 5, UNTESTED: 6, FAIL: 7, XPASS: 7}
+# a skipped check (nothing to check) does not hide the passed checks of its cell
+_RANK = {SKIP: 1, OK_KERNEL: 2, OK_DECOMPOSED: 3, XFAIL: 4, MISSING: 5, UNTESTED: 6, FAIL: 7, XPASS: 7}
 LABEL = {OK_KERNEL: "ok", OK_DECOMPOSED: "dec", SKIP: "skip", XFAIL: "xf", MISSING: "MISS", UNTESTED: "UNT",
          FAIL: "FAIL", XPASS: "XPAS"}
 _SHORT = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
