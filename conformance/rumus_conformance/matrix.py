@@ -13,6 +13,7 @@ from collections import defaultdict
 from .harness import backend_name, claims
 from .outcomes import (
     FAIL, MISSING, NO_DTYPE, OK_DECOMPOSED, OK_KERNEL, RESULTS, SKIP, UNTESTED, XFAIL, XPASS, CellResult, Results,
+    is_primitive,
 )
 
 WIDTH = 120
@@ -99,7 +100,9 @@ def _missing_section(results: Results) -> list[str]:
     for prim, cells in ranked:
         named = ", ".join(f"{op}/{column(d)}" for op, d in cells[:_EXAMPLES])
         more = f", +{len(cells) - _EXAMPLES} more" if len(cells) > _EXAMPLES else ""
-        lines.append(f"  {prim.ljust(w)}  {len(cells):4d} cell{'s' if len(cells) != 1 else ' '}  {named}{more}")
+        # an op outside the primitives is missing only while the core has no decomposition for it
+        kind = "  (not a primitive: the core lacks its decomposition)" if is_primitive(prim) is False else ""
+        lines.append(f"  {prim.ljust(w)}  {len(cells):4d} cell{'s' if len(cells) != 1 else ' '}  {named}{more}{kind}")
     return lines
 
 

@@ -130,6 +130,14 @@ class Results:
         self.tests.clear()
 
 
+def is_primitive(op: str) -> bool | None:
+    """Whether `op` is one of the primitives every backend must provide (rumus_contracts.PRIMITIVES),
+    rather than an op whose decomposition the core lacks; None where the contracts list no primitives."""
+    import rumus_contracts
+    primitives = getattr(rumus_contracts, "PRIMITIVES", None)
+    return None if primitives is None else op in primitives
+
+
 def _num(x: float | None) -> float | str | None:
     if x is None:
         return None

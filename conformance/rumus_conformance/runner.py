@@ -61,14 +61,14 @@ def report(backend: str, status: int) -> dict[str, Any]:
     """The whole run as data: every cell, the counts, the ranked missing primitives, the other tests."""
     from rumus import backend_api as api
 
-    from .outcomes import RESULTS
+    from .outcomes import RESULTS, is_primitive
     cells = sorted(RESULTS.cells.values(), key=lambda c: c.key)
     return {
         "backend": backend,
         "exit_status": status,
         "counts": RESULTS.counts(),
-        "missing_primitives": [{"op": prim, "cells": len(where), "unlocks": [f"{op}/{d}" for op, d in where]}
-                               for prim, where in RESULTS.missing_ranked()],
+        "missing_primitives": [{"op": prim, "cells": len(where), "unlocks": [f"{op}/{d}" for op, d in where],
+                                "primitive": is_primitive(prim)} for prim, where in RESULTS.missing_ranked()],
         "cells": [c.as_json() for c in cells],
         "other_tests": RESULTS.tests,
         "plugin_failures": api.plugins().all_failures(),

@@ -55,3 +55,15 @@ def test_labels_and_missing_primitives_ranked_by_cells():
 def test_column_names():
     assert [column(d) for d in ("float32", "bfloat16", "uint8", "bool", "fixed_i16(15)", "q8(32)", "int4(64)")] == \
         ["f32", "bf16", "u8", "bool", "fx16", "q8", "i4"]
+
+
+def test_a_missing_op_outside_the_primitives_is_marked(monkeypatch):
+    import rumus_contracts
+    monkeypatch.setattr(rumus_contracts, "PRIMITIVES", frozenset({"amax"}), raising=False)
+    results = Results()
+    results.record(CellResult("logsumexp", "float32", "forward", MISSING, missing=("amax",)))
+    results.record(CellResult("cross_entropy", "float32", "forward", MISSING, missing=("log_softmax",)))
+    lines = render(results, "cpu").splitlines()
+    amax = next(line for line in lines if line.split()[:1] == ["amax"])
+    log_softmax = next(line for line in lines if line.split()[:1] == ["log_softmax"])
+    assert "not a primitive" not in amax and "not a primitive" in log_softmax
