@@ -41,6 +41,7 @@ class Worker:
         self.rate = TokenRate()
         self.tokens_total = 0
         self.error: str | None = None
+        self.calling = 0  # 1 while a call() (an embedding request) runs on this thread
         self._live: dict[int, Handle] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rumus-engine", daemon=True)
@@ -111,10 +112,13 @@ class Worker:
                 self.engine.cancel(h.seq)
         elif cmd == "call":
             fn, fut, loop = arg
+            self.calling = 1
             try:
                 result, ok = fn(), True
             except Exception as exc:
                 result, ok = exc, False
+            finally:
+                self.calling = 0
             loop.call_soon_threadsafe(_settle, fut, result, ok)
 
     def _step(self) -> None:
@@ -135,7 +139,8 @@ class Worker:
                 h.loop.call_soon_threadsafe(h.out.put_nowait, ("token", token))
             if ev.finished:
                 del self._live[ev.seq.id]
-                h.loop.call_soon_threadsafe(h.out.put_nowait, ("done", ev.seq.finish_reason))
+                end = ("error", ev.error) if ev.error is not None else ("done", ev.seq.finish_reason)
+                h.loop.call_soon_threadsafe(h.out.put_nowait, end)
                 if h.on_done is not None:
                     h.loop.call_soon_threadsafe(h.on_done, h)
         self.tokens_total += produced
