@@ -414,6 +414,9 @@ def to_device(x: Tensor, device: Any) -> Tensor:
     if _dispatch._capture is not None:  # rm.compile: a device move reads values on the host
         _dispatch._capture.host_read(f"moving a tensor to {dev}")
     host = x._storage.backend.to_numpy(x._arg)
+    if x.dtype.is_packed:  # q8 / int4 words move as they are: the packing is the same on every backend
+        from ._creation import from_storage
+        return from_storage(host, x.dtype, dev)
     out = from_host(host, x.dtype, dev) if x.dtype.name != "bfloat16" else from_host(x.numpy(), x.dtype, dev)
     if grad_state.enabled and x.requires_grad:
         out.requires_grad = True

@@ -211,6 +211,10 @@ class Tensor(TensorBase):
                 device = a
         out = self
         if dtype is not None and parse_dtype(dtype) != self.dtype:
+            if self.dtype.is_packed:
+                raise DTypeError(f"cannot cast packed {self.dtype} words to {parse_dtype(dtype)}: their values are "
+                                 f"codes, not numbers; dequantize (QLinear.dequantized_weight(), "
+                                 f"rumus.ops.q8_dequantize / int4_dequantize). Moving them (.to(device)) is fine")
             out = _math.cast(out, parse_dtype(dtype))
         if device is not None:
             out = _math.to_device(out, device)
