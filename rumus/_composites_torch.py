@@ -107,7 +107,7 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: int | None = None) -> Tensor
     d = normalize_dim("repeat_interleave", dim, x.ndim)
     if isinstance(repeats, int):
         if repeats < 0:
-            raise RumusError(f"repeat_interleave: repeats must be non-negative, got {repeats}")
+            raise ShapeError(f"repeat_interleave: repeats must be non-negative, got {repeats}")
         _creation.check_size("repeat_interleave", [*x.shape[:d], x.shape[d] * repeats, *x.shape[d + 1:]],
                              builtins.max(x.element_size(), 8))
         reps = np.full(x.shape[d], repeats, dtype=np.int64)
@@ -116,7 +116,7 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: int | None = None) -> Tensor
         if reps.size == 1:
             reps = np.full(x.shape[d], int(reps[0]), dtype=np.int64)
     if reps.size != x.shape[d] or (reps.size and reps.min() < 0):
-        raise RumusError(f"repeat_interleave: repeats must be non-negative and match dim {d} of size "
+        raise ShapeError(f"repeat_interleave: repeats must be non-negative and match dim {d} of size "
                          f"{x.shape[d]}, got {reps.tolist()[:16]}")
     total = builtins.sum(int(r) for r in reps)  # Python ints: no int64 overflow on absurd repeats
     out_shape = [*x.shape[:d], total, *x.shape[d + 1:]]
@@ -358,14 +358,14 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, gene
     """Draw category indices from (unnormalised) weights; one row per distribution. Sampling runs on the
     host from rumus's generator (a sync, like reading a loss)."""
     from .random import default_generator
-    p = np.asarray(probs.detach().to(dtype="float64").numpy())
+    p = np.asarray(probs.detach().numpy(), dtype=np.float64)  # on the host: any backend, float64 or not
     rows = p.reshape(-1, p.shape[-1]) if p.ndim else None
     if rows is None or p.ndim > 2:
         raise ShapeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {tuple(probs.shape)}")
     if (rows < 0).any() or not np.isfinite(rows).all() or (rows.sum(1) <= 0).any():
         raise RumusError("multinomial: probabilities must be finite, non-negative and not all zero")
     if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
-        raise RumusError(f"multinomial: num_samples must be a positive int, got {num_samples!r}")
+        raise ShapeError(f"multinomial: num_samples must be a positive int, got {num_samples!r}")
     # the int64 result and the float64 uniforms numpy draws for it
     _creation.check_size("multinomial", (*p.shape[:-1], num_samples), 16)
     if not replacement and num_samples > int((rows > 0).sum(1).min()):

@@ -188,12 +188,12 @@ def queue_limit() -> Iterator[Case]:
     s = srv.server
     try:
         conn = s.connect()
-        conn.request("POST", "/v1/completions", body=json.dumps({"prompt": "q", "max_tokens": 240, "stream": True}))
+        conn.request("POST", "/v1/completions", body=json.dumps({"prompt": "q", "max_tokens": 250, "stream": True}))
         resp = conn.getresponse()
         resp.readline()  # its first token arrived: it is running
         waiting: list[Any] = []
         t = threading.Thread(target=lambda: waiting.append(s.request(
-            "POST", "/v1/generate", {"token_ids": [3], "max_new_tokens": 200}, timeout=300)))
+            "POST", "/v1/generate", {"token_ids": [3], "max_new_tokens": 250}, timeout=300)))
         t.start()
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and s.request("GET", "/health")[2]["queued"] < 1:
@@ -205,11 +205,11 @@ def queue_limit() -> Iterator[Case]:
                 if case.problem is None and headers.get("retry-after") != "1":
                     case = Case(case.name, "no Retry-After header")
                 yield case
-        # many embeddings at once against a free server: never more accepted than the limit allows
-        conn.close()
+        conn.close()  # the stream is cancelled; the waiting request then runs
+
         t.join(300)
         yield Case("the waiting request was served", None if waiting and waiting[0][0] == 200 else f"{waiting}")
-        yield from _embedding_burst(s)
+        yield from _embedding_burst(s)  # many at once against a free server: never more queued than allowed
         status, _, reply = s.request("POST", "/v1/completions", {"prompt": "z", "max_tokens": 2})
         yield Case("served again after the bursts", None if status == 200 else f"{status}: {reply}")
     finally:
@@ -219,7 +219,8 @@ def queue_limit() -> Iterator[Case]:
 
 def _embedding_burst(s: ServerProcess, n: int = 24) -> Iterator[Case]:
     """n concurrent embeddings of long inputs: /health's queued count never passes --max-queue, each answer
-    is 200 or 429, and the server keeps answering /health while they run."""
+    is 200 or 429, and the server keeps answering /health while they run (how many get 429 depends on
+    timing, so it is not asserted; the held-queue cases above are the deterministic 429s)."""
     results: list[int] = []
     seen: list[int] = []
     threads = [threading.Thread(target=lambda: results.append(s.request(
@@ -232,7 +233,6 @@ def _embedding_burst(s: ServerProcess, n: int = 24) -> Iterator[Case]:
     for t in threads:
         t.join()
     yield Case("embedding burst: 200 or 429 only", None if set(results) <= {200, 429} else f"{results}")
-    yield Case("embedding burst: some refused with 429", None if 429 in results else f"all accepted: {results}")
     yield Case("embedding burst: queued never above --max-queue",
                None if max(seen, default=0) <= 1 else f"queued reached {max(seen)}")
 
