@@ -34,9 +34,10 @@ def _disagreeing() -> dict[str, Callable[[int], Any]]:
     wide = rm.int32 if os.environ.get("RUMUS_BACKEND", "cpu").startswith("wgpu") else rm.float64  # wgpu: no f64
     big = 5_000_000  # more than one 4 MiB chunk: a size mismatch would also be a chunk-count mismatch
     return {
-        "all_reduce dtype float32/int64": lambda r: dist.all_reduce(rm.ones(4) if r == 0 else rm.ones(4, dtype=rm.int64)),
+        "all_reduce dtype float32/int64": lambda r: dist.all_reduce(rm.ones(4, dtype=rm.int64 if r else rm.float32)),
         "all_reduce dtype float32/float64": lambda r: dist.all_reduce(rm.ones(4, dtype=wide if r else rm.float32)),
-        "all_reduce dtype float16/bfloat16": lambda r: dist.all_reduce(rm.ones(4, dtype=rm.bfloat16 if r else rm.float16)),
+        "all_reduce dtype float16/bfloat16":
+            lambda r: dist.all_reduce(rm.ones(4, dtype=rm.bfloat16 if r else rm.float16)),
         "all_reduce size 4/7": lambda r: dist.all_reduce(rm.ones(4 + 3 * r)),
         "all_reduce size 5/5M": lambda r: dist.all_reduce(rm.ones(5 if r == 0 else big)),
         "all_reduce same numel other shape": lambda r: dist.all_reduce(rm.ones(2, 3) if r == 0 else rm.ones(3, 2)),

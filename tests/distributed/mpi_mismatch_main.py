@@ -1,7 +1,6 @@
 """Run by `rumus launch -n 2 mpi_mismatch_main.py`: the ranks pass disagreeing tensors to each collective;
 every rank must raise CommunicatorError (caught here and printed), then a matching call still works."""
 
-import numpy as np
 
 import rumus as rm
 import rumus.distributed as dist
