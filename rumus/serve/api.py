@@ -83,7 +83,8 @@ class Server:
 
     @property
     def queue_depth(self) -> int:
-        return max(0, self.in_flight - self.worker.running - self.worker.calling)
+        """Accepted and not being worked on: sequences not yet in the batch + embeddings waiting their turn."""
+        return max(0, len(self.live) - self.worker.running) + max(0, self.embedding_calls - self.worker.calling)
 
     async def _admit(self, request: Request, parse: Any) -> Any:
         """Body -> parsed request, or raise the error response to send."""
@@ -97,11 +98,18 @@ class Server:
         except BadRequest as exc:
             raise _Reply(self._error(400, str(exc))) from None
 
-    def _check_capacity(self) -> None:
-        """capacity = the running batch + the queue, counted here (not from the engine thread's view, which
-        lags by up to one step) so the limit holds exactly however fast requests arrive; every endpoint
-        that puts work on the engine thread counts."""
-        if self.in_flight >= self.engine.scheduler.max_running + self.max_queue:
+    def _check_capacity(self, embedding: bool) -> None:
+        """At most --max-queue requests wait, whatever the endpoint: generation waits beyond the running batch
+        (max_running sequences), embeddings beyond the one being computed. An embedding that could start at
+        once is still refused while the queue is full, because it takes its turn on the engine thread that
+        the waiting requests need. Counted here, not from the engine thread's view (which lags by up to one
+        step), so the limit holds exactly however fast requests arrive."""
+        waiting = max(0, len(self.live) - self.engine.scheduler.max_running) + max(0, self.embedding_calls - 1)
+        if embedding:
+            admit = waiting < self.max_queue or (waiting == 0 and self.embedding_calls == 0)
+        else:
+            admit = len(self.live) < self.engine.scheduler.max_running or waiting < self.max_queue
+        if not admit:
             raise _Reply(self._error(429, f"the queue is full ({self.max_queue} requests waiting); retry later",
                                      {"Retry-After": str(self.retry_after_s)}))
 
@@ -110,7 +118,7 @@ class Server:
             self.engine.check(prompt, params, length_field)  # reads only constants of the engine: safe from this thread
         except RumusError as exc:
             raise _Reply(self._error(400, str(exc))) from None
-        self._check_capacity()
+        self._check_capacity(embedding=False)
         h = Handle(prompt, params, asyncio.get_running_loop(), on_done=self.live.discard)
         self.live.add(h)
         self.worker.submit(h)
@@ -219,7 +227,7 @@ class Server:
                 return self._error(400, f"input {i} is {len(t)} tokens; the limit is {limit} tokens (the model's "
                                         f"context length)")
         try:
-            self._check_capacity()
+            self._check_capacity(embedding=True)
         except _Reply as r:
             return r.response
         self.embedding_calls += 1

@@ -169,3 +169,43 @@ def test_a_tiny_temperature_samples_the_top_token_instead_of_nan() -> None:
     for bad in (float("nan"), float("inf"), -1e-300, 100.5):
         with pytest.raises(rm.RumusError, match="temperature"):
             SamplingParams(temperature=bad)
+
+
+def test_worker_calls_take_turns_with_generation_instead_of_running_back_to_back(model: GPT2LMHeadModel) -> None:
+    """Embedding requests (worker calls) queued behind a generating request: between any two calls at least
+    one engine step runs while the request still generates, so a burst of embeddings cannot stall it."""
+    import asyncio
+    import time as _time
+
+    from rumus.serve.worker import Handle, Worker
+    eng = Engine(model, block_size=4)
+    worker = Worker(eng)
+    worker.start()
+    seen: list[int] = []
+
+    def slow_call() -> int:
+        _time.sleep(0.005)  # any duration: the engine then steps for as long before the next call
+        seen.append(eng.tokens_generated)
+        return len(seen)
+
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        h = Handle([1, 2, 3], greedy(40), loop)
+        worker.submit(h)
+        while eng.tokens_generated == 0:
+            await asyncio.sleep(0.001)
+        results = await asyncio.gather(*[worker.call(slow_call, loop) for _ in range(6)])
+        assert sorted(results) == [1, 2, 3, 4, 5, 6]
+        kinds = []
+        while True:
+            kind, _ = await h.out.get()
+            kinds.append(kind)
+            if kind != "token":
+                return kinds
+    try:
+        kinds = asyncio.run(scenario())
+    finally:
+        worker.stop()
+    assert kinds.count("token") == 40 and kinds[-1] == "done"
+    during = [n for n in seen if n < 40]
+    assert len(during) >= 2 and all(b > a for a, b in zip(during, during[1:])), seen
