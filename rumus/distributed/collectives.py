@@ -71,7 +71,7 @@ def _code(text: str) -> int:
 
 
 _DTYPE_NAMES = {_code(str(d)): d.name for d in PLAIN_DTYPES}
-_WHAT_NAMES = {_code(w): w for w in ("all_reduce", "broadcast", "all_gather", "reduce_scatter")}
+_WHAT_NAMES = {_code(w): w for w in ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "send")}
 _OP_NAMES = {_code(o.value): o.name for o in ReduceOp}
 
 
@@ -168,13 +168,27 @@ def reduce_scatter(t: Tensor, op: ReduceOp = ReduceOp.SUM, comm: Communicator | 
 
 
 def send(t: Tensor, dst: int, tag: int = 0, comm: Communicator | None = None) -> None:
-    get_communicator(comm).send(to_host(t), dst, tag)
+    """Send `t` to rank `dst`: its signature (dtype, shape) first, on the same tag (messages between two ranks
+    on one tag arrive in order), so the receiver can refuse a buffer that does not match."""
+    c = get_communicator(comm)
+    host = to_host(t)
+    c.send(_signature("send", t, None, c.rank), dst, tag)
+    c.send(host, dst, tag)
 
 
 def recv(t: Tensor, src: int, tag: int = 0, comm: Communicator | None = None) -> Tensor:
-    """Receive into `t` (in place) and return it."""
+    """Receive into `t` (in place) and return it; CommunicatorError naming both sides when `src` sent a tensor
+    of another dtype or shape (the payload is then not read)."""
+    c = get_communicator(comm)
     host = to_host(t)
-    get_communicator(comm).recv(host, src, tag)
+    sig = np.empty(_SIG_LEN, np.int64)
+    c.recv(sig, src, tag)
+    mine = _signature("send", t, None, src)
+    if not np.array_equal(sig, mine):
+        raise CommunicatorError(f"recv on rank {c.rank}: rank {src} sent {_describe(sig)[5:]} on tag {tag}, the "
+                                f"receive buffer is {_describe(mine)[5:]}; send and recv must use the same dtype "
+                                f"and shape")
+    c.recv(host, src, tag)
     write_back(t, host)
     return t
 

@@ -73,6 +73,17 @@ def distributed_in_process() -> Iterator[Case]:
             continue
         bad = [m for m in messages if "the ranks disagree" not in m or "rank 1:" not in m]
         yield Case(name, None if not bad else f"a rank said: {bad[0][:120]}")
+    def p2p(comm: Any) -> str:
+        if comm.rank == 0:
+            dist.send(rm.ones(3), dst=1, tag=2)
+            return "sent"
+        try:
+            dist.recv(rm.zeros(2, 2), src=0, tag=2)
+        except dist.CommunicatorError as exc:
+            return str(exc)
+        return "accepted"
+    said = dist.spawn(p2p, 2, timeout_s=60)[1]
+    yield Case("recv of (2, 2) from a send of (3,)", None if "rank 0 sent float32 (3,)" in said else said[:120])
     ok = dist.spawn(lambda c: dist.all_reduce(rm.full((3,), float(c.rank + 1))).wait() or None, 2)  # type: ignore[func-returns-value]
     yield Case("agreeing all_reduce still works", None if ok == [None, None] else f"{ok}")
 

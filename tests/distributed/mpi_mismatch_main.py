@@ -2,6 +2,8 @@
 every rank must raise CommunicatorError (caught here and printed), then a matching call still works."""
 
 
+import numpy as np
+
 import rumus as rm
 import rumus.distributed as dist
 
@@ -26,6 +28,17 @@ for name, fn in cases.items():
     except dist.CommunicatorError as exc:
         ok = "the ranks disagree" in str(exc) and "rank 0:" in str(exc) and "rank 1:" in str(exc)
         print(f"rank {r} {name}: {'REFUSED' if ok else 'UNCLEAR ' + str(exc)}", flush=True)
+# point to point: rank 1 expects 4 int64 where rank 0 sends 3 float32; only the receiver can tell
+if r == 0:
+    dist.send(rm.ones(3), dst=1, tag=5)  # the sender cannot know: only rank 1 reports a verdict
+else:
+    try:
+        dist.recv(rm.zeros(4, dtype=rm.int64), src=0, tag=5)
+        print("rank 1 recv mismatch: ACCEPTED", flush=True)
+    except dist.CommunicatorError as exc:
+        ok = "rank 0 sent float32 (3,)" in str(exc) and "int64 (4,)" in str(exc)
+        print(f"rank 1 recv mismatch: {'REFUSED' if ok else 'UNCLEAR ' + str(exc)}", flush=True)
+    comm.recv(np.empty(3, np.float32), 0, 5)  # the payload that was not read, so nothing is left unmatched
 t = rm.full((4,), float(r + 1))
 dist.all_reduce(t)
 print(f"rank {r} after: {t.numpy().tolist()}", flush=True)

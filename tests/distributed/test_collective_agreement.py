@@ -83,3 +83,19 @@ def test_matching_collectives_are_unchanged() -> None:
 
 # Real MPI ranks: tests/adversarial/cases_misc.py's class "collectives with disagreeing ranks (mpirun -n 2)"
 # runs mpi_mismatch_main.py under `rumus launch -n 2` (once, in test_adversarial_classes.py).
+
+
+def test_a_recv_whose_buffer_does_not_match_the_send_names_both() -> None:
+    def rank(comm: InProcessCommunicator) -> str:
+        if comm.rank == 0:
+            dist.send(rm.ones(3), dst=1, tag=4)
+            dist.send(rm.arange(3, dtype=rm.float32), dst=1, tag=6)
+            return "sent"
+        try:
+            dist.recv(rm.zeros(3, dtype=rm.int64), src=0, tag=4)
+        except CommunicatorError as exc:
+            return str(exc) + " | " + str(dist.recv(rm.zeros(3), src=0, tag=6).numpy().tolist())
+        return "accepted"
+    said = spawn(rank, 2)[1]
+    assert "rank 0 sent float32 (3,) on tag 4, the receive buffer is int64 (3,)" in said
+    assert said.endswith("| [0.0, 1.0, 2.0]")  # another tag is unaffected
