@@ -171,7 +171,34 @@ def dataloader_workers() -> Iterator[Case]:
             yield Case(name, f"raised {type(exc).__name__}: {str(exc)[:100]}")
             continue
         yield Case(name, "the epoch completed")
+    for mode in ("thread", "process"):
+        for label, kw in (("sys.exit in worker_init_fn", {"worker_init_fn": _init_exits}),
+                          ("sys.exit in collate_fn", {"collate_fn": _collate_exits})):
+            try:
+                list(DataLoader(_Hostile("none"), batch_size=4, num_workers=2, worker_mode=mode, timeout=60, **kw))
+                yield Case(f"{label} ({mode})", "the epoch completed")
+            except WorkerError as exc:
+                yield Case(f"{label} ({mode})", None if "worker" in str(exc) and "SystemExit" in str(exc)
+                           else f"unclear: {str(exc)[:120]}")
+            except BaseException as exc:  # noqa: BLE001
+                yield Case(f"{label} ({mode})", f"raised {type(exc).__name__}: {str(exc)[:100]}")
+    try:
+        list(DataLoader(_Hostile("lock"), batch_size=4, num_workers=2, worker_mode="process", timeout=60,
+                        multiprocessing_context="spawn", collate_fn=_keep))
+        yield Case("unpicklable sample (spawned workers)", "the epoch completed")
+    except WorkerError as exc:
+        yield Case("unpicklable sample (spawned workers)", None if "_thread.lock" in str(exc) else str(exc)[:120])
+    except BaseException as exc:  # noqa: BLE001
+        yield Case("unpicklable sample (spawned workers)", f"raised {type(exc).__name__}: {str(exc)[:100]}")
     yield from _exit_status_of_a_training_script()
+
+
+def _init_exits(worker_id: int) -> None:
+    sys.exit(0)
+
+
+def _collate_exits(samples: list[Any]) -> Any:
+    sys.exit(0)
 
 
 def _exit_status_of_a_training_script() -> Iterator[Case]:
