@@ -182,14 +182,6 @@ def dataloader_workers() -> Iterator[Case]:
                            else f"unclear: {str(exc)[:120]}")
             except BaseException as exc:  # noqa: BLE001
                 yield Case(f"{label} ({mode})", f"raised {type(exc).__name__}: {str(exc)[:100]}")
-    try:
-        list(DataLoader(_Hostile("lock"), batch_size=4, num_workers=2, worker_mode="process", timeout=60,
-                        multiprocessing_context="spawn", collate_fn=_keep))
-        yield Case("unpicklable sample (spawned workers)", "the epoch completed")
-    except WorkerError as exc:
-        yield Case("unpicklable sample (spawned workers)", None if "_thread.lock" in str(exc) else str(exc)[:120])
-    except BaseException as exc:  # noqa: BLE001
-        yield Case("unpicklable sample (spawned workers)", f"raised {type(exc).__name__}: {str(exc)[:100]}")
     yield from _exit_status_of_a_training_script()
 
 

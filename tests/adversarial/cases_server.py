@@ -217,14 +217,14 @@ def queue_limit() -> Iterator[Case]:
     yield Case("no traceback in the server log", f"{len(tracebacks)} tracebacks" if tracebacks else None)
 
 
-def _embedding_burst(s: ServerProcess, n: int = 24) -> Iterator[Case]:
+def _embedding_burst(s: ServerProcess, n: int = 16) -> Iterator[Case]:
     """n concurrent embeddings of long inputs: /health's queued count never passes --max-queue, each answer
     is 200 or 429, and the server keeps answering /health while they run (how many get 429 depends on
     timing, so it is not asserted; the held-queue cases above are the deterministic 429s)."""
     results: list[int] = []
     seen: list[int] = []
     threads = [threading.Thread(target=lambda: results.append(s.request(
-        "POST", "/v1/embeddings", {"input": ["w" * 200] * 64}, timeout=300)[0])) for _ in range(n)]
+        "POST", "/v1/embeddings", {"input": ["w" * 200] * 16}, timeout=300)[0])) for _ in range(n)]
     for t in threads:
         t.start()
     while any(t.is_alive() for t in threads):
