@@ -39,6 +39,8 @@ def std(x: Tensor, dims: tuple[int, ...] = (), correction: int = 1) -> Tensor:
 def logsumexp(x: Tensor, dims: tuple[int, ...] = ()) -> Tensor:
     if not dims:
         return M.add(x, 0.0)
+    if any(x.shape[d] == 0 for d in dims):  # the sum of no terms is 0: log gives -inf, as in PyTorch
+        return M.log(_op("sum")(M.exp(x), dims=dims))
     m = _op("amax")(x.detach(), dims=dims)  # the shift is a constant: gradients flow through exp/log only
     # An infinite max would make x - m NaN (inf - inf); shift by 0 there instead, as PyTorch does, so a
     # slice of -inf gives -inf and a slice holding +inf gives +inf. NaN still propagates.

@@ -37,6 +37,7 @@ def _triangle(name: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
     if x.ndim < 2:
         raise ShapeError(f"{name}: input tensor must have at least 2 dimensions, got shape {tuple(x.shape)}")
     rows, cols = x.shape[-2], x.shape[-1]
+    _creation.check_size(name, x.shape, x.element_size())  # the output; the host mask is at most as big
     r = np.arange(rows)[:, None]
     c = np.arange(cols)[None, :]
     keep = (c - r <= diagonal) if lower else (c - r >= diagonal)
@@ -107,14 +108,21 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: int | None = None) -> Tensor
         x, dim = x.flatten(), 0
     d = normalize_dim("repeat_interleave", dim, x.ndim)
     if isinstance(repeats, int):
+        if repeats < 0:
+            raise ShapeError(f"repeat_interleave: repeats must be non-negative, got {repeats}")
+        _creation.check_size("repeat_interleave", [*x.shape[:d], x.shape[d] * repeats, *x.shape[d + 1:]],
+                             builtins.max(x.element_size(), 8))
         reps = np.full(x.shape[d], repeats, dtype=np.int64)
     else:
         reps = np.asarray(repeats.tolist() if isinstance(repeats, Tensor) else repeats, dtype=np.int64).reshape(-1)
         if reps.size == 1:
             reps = np.full(x.shape[d], int(reps[0]), dtype=np.int64)
     if reps.size != x.shape[d] or (reps.size and reps.min() < 0):
-        raise RumusError(f"repeat_interleave: repeats must be non-negative and match dim {d} of size "
-                         f"{x.shape[d]}, got {reps.tolist()}")
+        raise ShapeError(f"repeat_interleave: repeats must be non-negative and match dim {d} of size "
+                         f"{x.shape[d]}, got {reps.tolist()[:16]}")
+    total = builtins.sum(int(r) for r in reps)  # Python ints: no int64 overflow on absurd repeats
+    out_shape = [*x.shape[:d], total, *x.shape[d + 1:]]
+    _creation.check_size("repeat_interleave", out_shape, builtins.max(x.element_size(), 8))  # and its int64 index
     return index_select(x, d, _idx(np.repeat(np.arange(x.shape[d]), reps), x))
 
 
@@ -352,12 +360,16 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, gene
     """Draw category indices from (unnormalised) weights; one row per distribution. Sampling runs on the
     host from rumus's generator (a sync, like reading a loss)."""
     from .random import default_generator
-    p = np.asarray(probs.detach().to(dtype="float64").numpy())
+    p = np.asarray(probs.detach().numpy(), dtype=np.float64)  # on the host: any backend, float64 or not
     rows = p.reshape(-1, p.shape[-1]) if p.ndim else None
     if rows is None or p.ndim > 2:
         raise ShapeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {tuple(probs.shape)}")
     if (rows < 0).any() or not np.isfinite(rows).all() or (rows.sum(1) <= 0).any():
         raise RumusError("multinomial: probabilities must be finite, non-negative and not all zero")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+        raise ShapeError(f"multinomial: num_samples must be a positive int, got {num_samples!r}")
+    # the int64 result and the float64 uniforms numpy draws for it
+    _creation.check_size("multinomial", (*p.shape[:-1], num_samples), 16)
     if not replacement and num_samples > int((rows > 0).sum(1).min()):
         raise RumusError(f"multinomial: cannot draw {num_samples} samples without replacement from fewer "
                          f"non-zero categories")

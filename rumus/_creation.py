@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -87,6 +88,35 @@ def _allocating(shape: Sequence[int], dtype: DType) -> Iterator[None]:
         raise fail() from None
 
 
+def host_memory_bytes() -> int:
+    """This machine's physical memory: no single buffer larger than it can ever be allocated."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # no sysconf: numpy's own MemoryError stays the guard
+        return 1 << 62
+
+
+def check_size(what: str, shape: Sequence[int], itemsize: int) -> None:
+    """Refuse, before any work, a result (or a host temporary) of `shape` x `itemsize` bytes that no
+    allocation could hold: an op whose output size comes from its arguments checks it here, so a huge
+    argument is OutOfMemory naming the size, never numpy's MemoryError from deep inside the op."""
+    nbytes = math.prod(int(d) for d in shape) * int(itemsize)
+    limit = host_memory_bytes()
+    if nbytes > limit:
+        raise OutOfMemory(f"{what}: the result of shape {tuple(int(d) for d in shape)} needs {nbytes} bytes "
+                          f"({nbytes / 2**30:.4g} GiB), more than this machine's {limit / 2**30:.4g} GiB of memory; "
+                          f"use smaller sizes")
+
+
+@contextmanager
+def host_memory(what: str) -> Iterator[None]:
+    """numpy's MemoryError from a host temporary the size check let through, as OutOfMemory."""
+    try:
+        yield
+    except MemoryError:
+        raise OutOfMemory(f"{what}: out of host memory; use smaller sizes") from None
+
+
 def _sized(shape: Sequence[int], dtype: DType, make: Callable[[], _T]) -> _T:
     with _allocating(shape, dtype):
         return make()
@@ -109,10 +139,13 @@ def from_host(array: np.ndarray, dtype: DType, device: Device, requires_grad: bo
                          f"rumus.fixed.quantize / rumus.fixed.from_float")
     if dtype.is_packed:
         raise DTypeError(f"{dtype} tensors have their own constructors (see rumus.fixed / rumus.quant)")
-    if dtype.name == "bfloat16":
-        host = _bfloat16_bits(np.asarray(array, dtype=np.float32))
-    else:
-        host = np.asarray(array, dtype=dtype.numpy, order="C")  # keeps 0-d arrays 0-d
+    shape = np.shape(array)
+    check_size("tensor", shape, max(dtype.itemsize, 4 if dtype.name == "bfloat16" else 1))  # a broadcast view's copy
+    with host_memory("tensor"):
+        if dtype.name == "bfloat16":
+            host = _bfloat16_bits(np.asarray(array, dtype=np.float32))
+        else:
+            host = np.asarray(array, dtype=dtype.numpy, order="C")  # keeps 0-d arrays 0-d
     backend = _runtime.backend(device.backend)
     buf = backend.from_numpy(device, host.reshape(-1), dtype)
     t = make_tensor(Storage(buf, device, dtype, backend, host.size), tuple(host.shape))

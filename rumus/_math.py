@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rumus_contracts import Device, DType, RumusError, ShapeError, int32, parse_dtype, uint8
-from rumus_contracts.shapes import normalize_dim, normalize_dims
+from rumus_contracts.shapes import broadcast_shapes, normalize_dim, normalize_dims
 
 from . import _views
 from . import _inplace as _inplace_mod
@@ -147,15 +147,37 @@ def isfinite(x: Tensor) -> Tensor:
     return _op("isfinite")(x) if x.dtype.is_floating else _op("eq")(x, x)
 
 
+class IntegerDivisionByZero(RumusError, RuntimeError, ZeroDivisionError):
+    """PyTorch raises `RuntimeError: ZeroDivisionError` here; this is both (and a ZeroDivisionError)."""
+
+
 def _int_divisor(op: str, a: Any, b: Any) -> tuple[Any, Any]:
-    """Integer division by zero has no value: refuse it, as PyTorch does (one host read, integers only)."""
+    """Integer division by zero has no value: refuse it, as PyTorch does (one host read, integers only).
+    An empty result divides nothing, so it is never refused (PyTorch returns the empty tensor)."""
     like = a if isinstance(a, Tensor) else b
-    if isinstance(like, Tensor) and not like.dtype.is_floating:
-        divisor = b if isinstance(b, Tensor) else None
-        if (divisor is None and isinstance(b, int) and b == 0) or (divisor is not None and not divisor.dtype.is_floating
-                                            and sum(eq(divisor, 0).to(int32)).item() > 0):
-            raise ZeroDivisionError(f"{op}: integer division by zero")
+    if not isinstance(like, Tensor) or like.dtype.is_floating:
+        return a, b
+    divisor = b if isinstance(b, Tensor) else None
+    if divisor is None:
+        zero = isinstance(b, int) and b == 0
+    else:
+        zero = not divisor.dtype.is_floating and divisor.numel() > 0 and _out_numel(a, b) > 0 \
+            and sum(eq(divisor, 0).to(int32)).item() > 0
+    if zero and _out_numel(a, b) > 0:
+        raise IntegerDivisionByZero(f"ZeroDivisionError: {op}: integer division by zero")
     return a, b
+
+
+def _out_numel(a: Any, b: Any) -> int:
+    shapes = [tuple(x.shape) for x in (a, b) if isinstance(x, Tensor)]
+    try:
+        shape = broadcast_shapes("divide", *shapes) if len(shapes) > 1 else shapes[0]
+    except ShapeError:
+        return 1  # the op itself reports the shape mismatch
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def floor_divide(a: Any, b: Any) -> Tensor:
@@ -392,6 +414,9 @@ def to_device(x: Tensor, device: Any) -> Tensor:
     if _dispatch._capture is not None:  # rm.compile: a device move reads values on the host
         _dispatch._capture.host_read(f"moving a tensor to {dev}")
     host = x._storage.backend.to_numpy(x._arg)
+    if x.dtype.is_packed:  # q8 / int4 words move as they are: the packing is the same on every backend
+        from ._creation import from_storage
+        return from_storage(host, x.dtype, dev)
     out = from_host(host, x.dtype, dev) if x.dtype.name != "bfloat16" else from_host(x.numpy(), x.dtype, dev)
     if grad_state.enabled and x.requires_grad:
         out.requires_grad = True

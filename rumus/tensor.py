@@ -19,7 +19,7 @@ from rumus_contracts import (
     AutogradError, DType, DTypeError, RumusError, parse_dtype,
 )
 
-from . import _inplace, _math, _views
+from . import _creation, _inplace, _math, _views
 from ._tensor_base import TensorBase, _init as _init, bind_tensor_class, make_tensor as make_tensor
 
 if TYPE_CHECKING:
@@ -78,7 +78,10 @@ class Tensor(TensorBase):
         from . import _dispatch
         if _dispatch._capture is not None:  # rm.compile refuses data-dependent Python while capturing
             _dispatch._capture.host_read("reading tensor values (.item(), .numpy(), .tolist(), bool(), float())")
-        arr = self._storage.backend.to_numpy(self._arg)
+        # the copy is as big as the logical shape (an expanded view's stride-0 dims included): check first
+        _creation.check_size("numpy()", self.shape, 4 if self.dtype.name == "bfloat16" else self.element_size())
+        with _creation.host_memory("numpy()"):
+            arr = self._storage.backend.to_numpy(self._arg)
         if self.dtype.name == "bfloat16":
             wide = arr.astype(np.uint32)
             wide <<= 16  # in place: a 0-d result stays an array (`<<` would give a numpy scalar)
@@ -244,6 +247,10 @@ class Tensor(TensorBase):
                 device = a
         out = self
         if dtype is not None and parse_dtype(dtype) != self.dtype:
+            if self.dtype.is_packed:
+                raise DTypeError(f"cannot cast packed {self.dtype} words to {parse_dtype(dtype)}: their values are "
+                                 f"codes, not numbers; dequantize (QLinear.dequantized_weight(), "
+                                 f"rumus.ops.q8_dequantize / int4_dequantize). Moving them (.to(device)) is fine")
             out = _math.cast(out, parse_dtype(dtype))
         if device is not None:
             out = _math.to_device(out, device)

@@ -269,6 +269,7 @@ def _constant_of_shape(a: list[Any], at: dict[str, Any], o: int) -> Value:
     value = np.asarray(at.get("value", np.zeros(1, dtype=np.float32))).reshape(-1)
     shape = tuple(_ints(a[0]))
     if value.dtype.kind != "f":
+        _creation.check_size("ConstantOfShape", shape, value.dtype.itemsize)
         return np.full(shape, value[0], dtype=value.dtype)
     return _creation.full(shape, float(value[0]), dtype=str(value.dtype), device=DEVICE.get())
 
@@ -277,6 +278,7 @@ def _trilu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
     k = int(H(a[1])) if len(a) > 1 and a[1] is not None else 0
     n, m = x.shape[-2], x.shape[-1]
+    _creation.check_size("Trilu", x.shape, x.element_size())  # the result; the host mask is at most as big
     rows, cols = np.arange(n)[:, None], np.arange(m)[None, :]
     keep = (cols - rows >= k) if int(at.get("upper", 1)) else (cols - rows <= k)
     return M.where(new(keep), x, _creation.zeros((), dtype=x.dtype, device=x.device))
