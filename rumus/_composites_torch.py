@@ -207,7 +207,7 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtyp
     if not x.dtype.is_floating:
         raise DTypeError(f"norm: needs a floating-point tensor, got {x.dtype}; cast it with .float()")
     if p == "fro" or p == 2 or p is None:
-        return M.sqrt(M.sum(M.mul(x, x), dim, keepdim))
+        return _p_norm(x, 2.0, dim, keepdim)
     if p == "nuc":
         raise RumusError("norm(p='nuc') needs singular values, which RUMUS does not compute yet")
     if p == math.inf or p == "inf":
@@ -219,7 +219,19 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtyp
         return M.sum(M.ne(x, 0).to(dtype=x.dtype), dim, keepdim)
     if p == 1:
         return M.sum(M.abs(x), dim, keepdim)
-    return M.pow(M.sum(M.pow(M.abs(x), p), dim, keepdim), 1.0 / p)
+    return _p_norm(x, p, dim, keepdim)
+
+
+def _p_norm(x: Tensor, p: float, dim: Any, keepdim: bool) -> Tensor:
+    """(sum |x|^p)^(1/p); a slice that is all zeros has norm 0 and gradient 0 (PyTorch's subgradient), not
+    the chain rule's 0 * inf = NaN: the root is taken of 1 there and its branch not selected."""
+    dims = M._dims("norm", x, dim)
+    a = M.abs(x)
+    total = _op("sum")(M.mul(x, x) if p == 2.0 else M.pow(a, p), dims=dims)
+    zero = M.eq(total, 0)
+    safe = M.where(zero, M._t(1, total), total)
+    root = M.sqrt(safe) if p == 2.0 else M.pow(safe, 1.0 / p)
+    return M._finish(M.where(zero, M._t(0, total), root), dims, keepdim)
 
 
 # ---- scatter / in-place index forms -----------------------------------------------------------------

@@ -43,7 +43,7 @@ class TensorBase:
     # from the base's current history on the next read (PyTorch's rule). -1: not such a view.
     _view_version: int
     _arg_cache: TensorArg | None
-    _hooks: list[Callable[[Tensor], None]] | None
+    _hooks: list[Any] | None  # a leaf's hooks (autograd/hooks.py)
 
     # ---- layout and metadata: what dispatch and the op functions read (they sit below tensor.Tensor) ----
     @property

@@ -65,7 +65,7 @@ static inline double rx_cos_f64(double x) { return cos(x); }
     static inline T rx_pow_##sfx(T x, T y) { return pow##F(x, y); }                                     \
     static inline T rx_fmod_##sfx(T x, T y) { return fmod##F(x, y); }                                   \
     static inline T rx_atan2_##sfx(T x, T y) { return atan2##F(x, y); }                                 \
-    static inline T rx_abs_##sfx(T x) { return x < 0 ? -x : x; }                                        \
+    static inline T rx_abs_##sfx(T x) { return fabs##F(x); } /* abs(-0.0) is +0.0 */                   \
     static inline T rx_max_##sfx(T x, T y) { return x > y ? x : y; }                                    \
     static inline T rx_min_##sfx(T x, T y) { return x < y ? x : y; }                                    \
     static inline int rx_isnan_##sfx(T x) { return x != x; }                                            \
