@@ -18,8 +18,8 @@ PARAMS = ("bitcast<f32>(cfg.p.x)", "bitcast<f32>(cfg.p.y)")
 # subnormals and ignore NaN and signed zeros): the float helpers below are written out to give the C99 / IEEE
 # answers the CPU backend gives, NaN tested on the bits.
 _F_CALLS = {
-    "exp": "exp_f({0})", "log": "log_f({0})", "sqrt": "sqrt({0})", "rsqrt": "inverseSqrt({0})", "sin": "sin({0})",
-    "cos": "cos({0})", "tanh": "tanh_f({0})", "sigmoid": "sigmoid_f({0})", "erf": "erf_f({0})",
+    "exp": "exp_f({0})", "log": "log_f({0})", "sqrt": "sqrt({0})", "rsqrt": "inverseSqrt({0})", "sin": "sin_f({0})",
+    "cos": "cos_f({0})", "tanh": "tanh_f({0})", "sigmoid": "sigmoid_f({0})", "erf": "erf_f({0})",
     "phi": "(0.5 * erfc_f({0} * (-0.7071067811865476)))",
     "floor": "floor({0})", "ceil": "ceil({0})", "trunc": "trunc({0})", "rint": "round({0})",  # ties to even
     "abs": "abs({0})", "pow": "pow_f({0}, {1})", "fmod": "fmod_f({0}, {1})", "atan2": "atan2_f({0}, {1})",

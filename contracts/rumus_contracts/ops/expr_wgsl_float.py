@@ -14,6 +14,8 @@ that flushes subnormals in arithmetic still writes them), to float32 accuracy:
 - erf_f / erfc_f: Taylor series below |x| = 0.84375, Numerical Recipes' erfc (fractional error 1.2e-7)
   above, so erfc's tail (and gelu's, through phi) keeps its relative accuracy;
 - fmod_f: exact (the integer long division of musl's fmodf), so fmod(1e10, 0.003) is not 0;
+- sin_f / cos_f: Cephes' sinf/cosf polynomials on [-pi/4, pi/4] after an exact Payne-Hanek reduction in
+  integers (the product of the significand with a 96-bit window of 2/pi's bits), so sin(1e10) is right;
 - atan2_f: Cephes' atanf with C99's quadrant, zero and infinity cases; pow_f: C99's special cases, an
   exact product for small integer exponents, exp_f(y * log_f(|x|)) otherwise.
 """
@@ -40,12 +42,12 @@ fn le_f(a: f32, b: f32) -> bool { return !isnan_f(a) && !isnan_f(b) && a <= b; }
     "max_f": f"""
 fn max_f(a: f32, b: f32) -> f32 {{
     if (isnan_f(a) || isnan_f(b)) {{ return {_NAN}; }}
-    return select(b, a, a > b);
+    return select(a, b, a < b);  // equal operands (-0, +0) give the first, as C++'s std::max
 }}""",
     "min_f": f"""
 fn min_f(a: f32, b: f32) -> f32 {{
     if (isnan_f(a) || isnan_f(b)) {{ return {_NAN}; }}
-    return select(b, a, a < b);
+    return select(a, b, b < a);
 }}""",
     "exp_f": f"""
 fn exp_f(x: f32) -> f32 {{
@@ -57,10 +59,16 @@ fn exp_f(x: f32) -> f32 {{
     let p = 1.0 + r * (1.0 + r * (0.5 + r * (0.16666666666666666 + r * (0.041666666666666664
         + r * (0.008333333333333333 + r * (0.001388888888888889 + r * 0.0001984126984126984))))));
     let k = i32(n);
-    if (k > 127) {{ return ldexp(p, 127) * 2.0; }}
-    if (k < -126) {{ return bitcast<f32>(u32(round(ldexp(p, k + 149)))); }}  // a subnormal: count 2^-149s
-    return ldexp(p, k);
+    if (k > 127) {{  // doubled on the bits: a compiler may fold (p * 2^127) * 2 into p * inf
+        let q = bitcast<u32>(p * pow2_f(127));
+        if (q >= 0x7f000000u) {{ return {_INF}; }}
+        return bitcast<f32>(q + 0x00800000u);
+    }}
+    if (k < -126) {{ return bitcast<f32>(u32(round(p * pow2_f(k + 149)))); }}  // a subnormal: count 2^-149s
+    return p * pow2_f(k);
 }}""",
+    # 2^k for k in [-126, 127], from its exponent bits (ldexp near the ends is not to be trusted either)
+    "pow2_f": "\nfn pow2_f(k: i32) -> f32 { return bitcast<f32>(u32(k + 127) << 23u); }",
     "log_f": f"""
 fn log_f(x: f32) -> f32 {{
     var bits = bitcast<u32>(x);
@@ -180,6 +188,106 @@ fn fmod_f(a: f32, b: f32) -> f32 {{
     for (; ma < 0x00800000u; ea--) {{ ma = ma << 1u; }}
     if (ea > 0) {{ return bitcast<f32>(sign | (u32(ea) << 23u) | (ma & 0x007fffffu)); }}
     return bitcast<f32>(sign | (ma >> u32(1 - ea)));  // a subnormal remainder, exact
+}}""",
+    "mul_wide_u32": """
+// the 64-bit product of two u32 as (low, high) words
+fn mul_wide_u32(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let p00 = a0 * b0;
+    let p01 = a0 * b1;
+    let p10 = a1 * b0;
+    let mid = (p00 >> 16u) + (p01 & 0xffffu) + (p10 & 0xffffu);
+    return vec2<u32>((p00 & 0xffffu) | (mid << 16u), a1 * b1 + (p01 >> 16u) + (p10 >> 16u) + (mid >> 16u));
+}""",
+    "trig_reduce_f": """
+// |x| >= pi/4, finite: (r, quadrant) with x = quadrant * pi/2 + r, |r| <= pi/4. x = m 2^e (m the 24-bit
+// significand); the bits of 2/pi above position e - 2 only add multiples of 4 to x 2/pi, so a 96-bit window
+// W of them from there on gives x 2/pi mod 4 as the top bits of m W, exactly, with 62 bits of fraction.
+fn trig_reduce_f(ax: f32) -> vec2<f32> {
+    var w = array<u32, 8>(0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u, 0x3c439041u,
+                          0xfe5163abu, 0xdebbc561u);
+    let bits = bitcast<u32>(ax);
+    let e = i32(bits >> 23u) - 150;
+    let m = (bits & 0x007fffffu) | 0x00800000u;
+    let p = u32(max(0, e - 2));
+    let j = p / 32u;
+    let s = p % 32u;
+    var w2 = w[j];
+    var w1 = w[j + 1u];
+    var w0 = w[j + 2u];
+    if (s != 0u) {
+        w2 = (w[j] << s) | (w[j + 1u] >> (32u - s));
+        w1 = (w[j + 1u] << s) | (w[j + 2u] >> (32u - s));
+        w0 = (w[j + 2u] << s) | (w[j + 3u] >> (32u - s));
+    }
+    let a0 = mul_wide_u32(m, w0);
+    let a1 = mul_wide_u32(m, w1);
+    let a2 = mul_wide_u32(m, w2);
+    let p1 = a0.y + a1.x;
+    let c1 = select(0u, 1u, p1 < a0.y);
+    let s2 = a1.y + a2.x;
+    let c2 = select(0u, 1u, s2 < a1.y);
+    let p2 = s2 + c1;
+    let c3 = select(0u, 1u, p2 < s2);
+    let p3 = a2.y + c2 + c3;
+    // m W / 2^t is x 2/pi mod 4, t = 96 - (e - p) in [94, 120]: shift right by t - 64 (30 .. 56)
+    var limbs = vec4<u32>(a0.x, p1, p2, p3);
+    var k = u32(96 - (e - i32(p))) - 64u;
+    if (k >= 32u) {
+        limbs = vec4<u32>(limbs.y, limbs.z, limbs.w, 0u);
+        k = k - 32u;
+    }
+    var f0 = limbs.x;
+    var f1 = limbs.y;
+    var q = limbs.z;
+    if (k != 0u) {
+        f0 = (limbs.x >> k) | (limbs.y << (32u - k));
+        f1 = (limbs.y >> k) | (limbs.z << (32u - k));
+        q = (limbs.z >> k) | (limbs.w << (32u - k));
+    }
+    var neg = false;
+    if (f1 >= 0x80000000u) {  // a fraction of 1/2 or more: the next quadrant, minus the rest
+        neg = true;
+        q = q + 1u;
+        let n0 = ~f0 + 1u;
+        f1 = ~f1 + select(0u, 1u, n0 == 0u);
+        f0 = n0;
+    }
+    let f = f32(f1) * 2.3283064365386963e-10 + f32(f0) * 5.421010862427522e-20;
+    let r = f * 1.5707963267948966;
+    return vec2<f32>(select(r, -r, neg), f32(q & 3u));
+}""",
+    "sincos_f": """
+// (sin x, cos x) for finite x by quadrant: Cephes' sinf / cosf polynomials on |r| <= pi/4
+fn sincos_f(x: f32) -> vec2<f32> {
+    let a = abs(x);
+    var red = vec2<f32>(a, 0.0);
+    if (a >= 0.7853982) { red = trig_reduce_f(a); }
+    let r = red.x;
+    let z = r * r;
+    let sr = ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+    let cr = ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+    let q = u32(red.y);
+    var sv = sr;
+    var cv = cr;
+    if (q == 1u) { sv = cr; cv = -sr; }
+    if (q == 2u) { sv = -sr; cv = -cr; }
+    if (q == 3u) { sv = -cr; cv = sr; }
+    return vec2<f32>(select(sv, -sv, signbit_f(x)), cv);
+}""",
+    "sin_f": f"""
+fn sin_f(x: f32) -> f32 {{
+    if (!isfinite_f(x)) {{ return {_NAN}; }}
+    if (x == 0.0) {{ return x; }}  // keeps -0
+    return sincos_f(x).x;
+}}""",
+    "cos_f": f"""
+fn cos_f(x: f32) -> f32 {{
+    if (!isfinite_f(x)) {{ return {_NAN}; }}
+    return sincos_f(x).y;
 }}""",
     "atan_f": """
 // Cephes' atanf for x >= 0 (relative error about 1e-7)
