@@ -51,7 +51,7 @@ def _scaled_spread(x: Tensor, dims: tuple[int, ...], correction: int) -> tuple[T
 
 def var(x: Tensor, dims: tuple[int, ...] = (), correction: int = 1) -> Tensor:
     scale, spread = _scaled_spread(x, dims, correction)
-    return M.mul(M.mul(scale, scale), spread)
+    return M.mul(M.mul(scale, spread), scale)  # scale * scale alone may overflow where the variance does not
 
 
 def std(x: Tensor, dims: tuple[int, ...] = (), correction: int = 1) -> Tensor:

@@ -16,7 +16,7 @@ import numpy as np
 from rumus_contracts import DTypeError, RumusError, ShapeError, int64
 from rumus_contracts.shapes import normalize_dim
 
-from . import _creation
+from . import _creation, _dispatch
 from . import _math as M
 from ._indexing import gather, index_add, index_select, scatter_add
 from .amp.policy import for_op as autocast_for_op
@@ -159,8 +159,7 @@ def _scan_input(name: str, x: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int
 
 
 def _traced() -> bool:
-    from . import _dispatch  # late binding: the ONNX tracer is installed on the dispatcher at run time
-    return _dispatch._tracer is not None
+    return _dispatch._tracer is not None  # rumus.onnx installs its tracer on the dispatcher while it traces
 
 
 def cumsum(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
