@@ -202,9 +202,7 @@ class WgslRenderer(Renderer):
 
     def select(self, c: str, a: str, b: str) -> str:
         if self.kind == "f" and _is_zero(b) and _is_zero(a) is False and a.strip("()").startswith("-"):
-            # select(0.0, -1.0, c) may be compiled as -f32(c), which is -0.0 where c is false (lavapipe's
-            # is): the zero is kept apart as its bits, chosen last
-            return f"zero_or_f({c}, {a})"
+            return f"zero_or_f({c}, {a})"  # a +0.0 that stays +0.0 (see zero_or_f)
         return f"select({b}, {a}, {c})"
 
     def call(self, fn: str, args: list[str]) -> str:

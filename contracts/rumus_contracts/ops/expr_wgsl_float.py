@@ -27,6 +27,8 @@ _INF = "bitcast<f32>(0x7f800000u)"
 
 FLOAT_HELPERS: dict[str, str] = {
     "signbit_f": "\nfn signbit_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x80000000u) != 0u; }",
+    # select(0.0, a, c) for a negative constant a, as bits: lavapipe compiles select(0.0, -1.0, c) as
+    # -f32(c), a -0.0 where c is false; the mask (a no-op) keeps the compiler from seeing that pattern
     "zero_or_f": """
 fn zero_or_f(c: bool, a: f32) -> f32 {
     let bits = select(0u, bitcast<u32>(a), c);
@@ -176,8 +178,20 @@ fn fmod_f(a: f32, b: f32) -> f32 {{
     var eb = i32(xb >> 23u);
     var ma = xa & 0x007fffffu;
     var mb = xb & 0x007fffffu;
-    if (ea == 0) {{ let s = countLeadingZeros(ma) - 8u; ma = ma << s; ea = 1 - i32(s); }} else {{ ma = ma | 0x00800000u; }}
-    if (eb == 0) {{ let s = countLeadingZeros(mb) - 8u; mb = mb << s; eb = 1 - i32(s); }} else {{ mb = mb | 0x00800000u; }}
+    if (ea == 0) {{  // subnormal: normalized as an integer
+        let s = countLeadingZeros(ma) - 8u;
+        ma = ma << s;
+        ea = 1 - i32(s);
+    }} else {{
+        ma = ma | 0x00800000u;
+    }}
+    if (eb == 0) {{  // subnormal: normalized as an integer
+        let s = countLeadingZeros(mb) - 8u;
+        mb = mb << s;
+        eb = 1 - i32(s);
+    }} else {{
+        mb = mb | 0x00800000u;
+    }}
     for (; ea > eb; ea--) {{
         if (ma >= mb) {{ ma = ma - mb; }}
         if (ma == 0u) {{ return bitcast<f32>(sign); }}
