@@ -469,7 +469,8 @@ def _register_composites() -> None:
     from ._dispatch import COMPOSITES
     from .nn.functional_torch import interpolate, pad  # late binding: nn's composites, registered at import of rumus
     COMPOSITES.update({
-        "tril": tril, "triu": triu, "flip": flip, "roll": roll, "cumsum": _cumsum_composite, "cumprod": _cumprod_composite,
+        "tril": tril, "triu": triu, "flip": flip, "roll": roll,
+        "cumsum": _cumsum_composite, "cumprod": _cumprod_composite,
         "repeat": lambda x, repeats=(1,): repeat(x, tuple(repeats)),
         "repeat_interleave": lambda x, repeats=1, dim=0: repeat_interleave(x, int(repeats), dim),
         "norm": lambda x, p=2.0, dims=(), keepdim=False: norm(x, p, tuple(dims) or None, keepdim),

@@ -13,7 +13,6 @@ tensor is a `tensor.Tensor` (make_tensor builds only those), so `isinstance(x, T
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rumus_contracts import Device, DType, RumusError, TensorArg, contiguous_strides
