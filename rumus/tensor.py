@@ -20,6 +20,8 @@ from rumus_contracts import (
 )
 
 from . import _creation, _inplace, _math, _views
+from .autograd import hooks as _hooks
+from .autograd.hooks import RemovableHandle
 from ._tensor_base import TensorBase, _init as _init, bind_tensor_class, make_tensor as make_tensor
 
 if TYPE_CHECKING:
@@ -214,14 +216,45 @@ class Tensor(TensorBase):
         self.requires_grad = requires_grad
         return self
 
-    def register_hook(self, hook: Callable[[Tensor], None]) -> None:
-        """Called with the tensor after its .grad was accumulated (leaves only)."""
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(hook)
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """PyTorch's tensor hook: called with the gradient flowing into this tensor (a leaf's before it is
+        accumulated into .grad, an op output's once its total is known); a Tensor it returns replaces the
+        gradient. Returns a handle whose .remove() takes the hook out."""
+        return _hooks.add(self._hook_list(), "grad", hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Called with this leaf after its .grad was accumulated (PyTorch's name and semantics)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        return _hooks.add(self._hook_list(), "post", hook)
 
     def retain_grad(self) -> None:
-        raise AutogradError("retain_grad() is not supported; use rumus.autograd.grad(out, [t]) instead")
+        """Keep this non-leaf tensor's gradient in .grad on backward (a no-op on leaves, as in PyTorch)."""
+        if self.grad_fn is None:
+            if not self.requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if not self.retains_grad:
+            _hooks.add(self._hook_list(), "retain", _hooks.retainer(self))
+
+    @property
+    def retains_grad(self) -> bool:
+        node = self.grad_fn
+        hooks = (node.tensor_hooks or {}).get(self._output_nr) if node is not None else None
+        return any(e.kind == "retain" for e in hooks or ())
+
+    def _hook_list(self) -> list[Any]:
+        """Where this tensor's hooks live: the leaf itself, or its grad_fn's slot for this output."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        node = self.grad_fn
+        if node is None:
+            if self._hooks is None:
+                self._hooks = []
+            return self._hooks
+        if node.tensor_hooks is None:
+            node.tensor_hooks = {}
+        return node.tensor_hooks.setdefault(self._output_nr, [])
 
     @property
     def data(self) -> Tensor:

@@ -23,7 +23,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_nn",
     "kernels_nn_conv", "kernels_nn_norm",
     "kernels_attention", "kernels_softmax_backward", "kernels_cross_entropy",
-    "kernels_sort",
+    "kernels_sort", "kernels_scan",
     "kernels_amp",
     "kernels_half_widened",
 )
