@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from rumus import _runtime, backend_api, ops
 from rumus.autograd import kernel_lookup
 from rumus_contracts import PRIMITIVES
+from rumus_contracts.primitives import PACKED_DTYPE_OPS
 
 
 def _forget_kernel_choices() -> None:
@@ -41,8 +42,8 @@ def hidden_kernels(names: Iterable[str], backend: str = "cpu") -> Iterator[None]
 
 @contextmanager
 def only_primitives(backend: str = "cpu", keep: Iterable[str] = ()) -> Iterator[None]:
-    """Inside the block `backend` has kernels for the primitives (rumus_contracts.PRIMITIVES, and `keep`)
-    only."""
-    kept = PRIMITIVES | set(keep)
+    """Inside the block `backend` has kernels for the primitives (rumus_contracts.PRIMITIVES), the packed
+    dtypes' own ops (a backend holding those dtypes provides them) and `keep`, and for nothing else."""
+    kept = PRIMITIVES | PACKED_DTYPE_OPS | set(keep)
     with hidden_kernels([n for n in backend_api.plugins().ops.names() if n not in kept], backend):
         yield
