@@ -35,9 +35,9 @@ argsort(x, dim, descending)
     median and quantiles are built on it).
 
 Not in the tier, and with no decomposition: the ops of the packed dtypes (q8, int4 and fixed_i16:
-quantize, dequantize, the quantized and fixed-point linears, fixed_relu, fixed_requantize). Their
-storage is bit-packed words that only a backend declaring those dtypes holds, so they are kernels of
-such a backend, not of every backend.
+quantize, dequantize, the fixed-point linears, fixed_relu, fixed_requantize). Their storage is
+bit-packed words that only a backend declaring those dtypes holds, so they are kernels of such a
+backend, not of every backend (q8_linear and int4_linear do decompose, to dequantize + matmul).
 """
 
 from __future__ import annotations
@@ -64,6 +64,5 @@ PRIMITIVES: frozenset[str] = EXPRESSION_OPS | frozenset(STRUCTURAL)
 
 # ops outside the tier that have no decomposition, by design (packed storage only some backends hold)
 PACKED_DTYPE_OPS: frozenset[str] = frozenset({
-    "q8_quantize", "q8_dequantize", "q8_linear", "int4_quantize", "int4_dequantize", "int4_linear",
-    "fixed_linear", "fixed_linear_nobias", "fixed_relu", "fixed_requantize",
+    "q8_quantize", "q8_dequantize", "int4_quantize", "int4_dequantize", "fixed_linear", "fixed_linear_nobias", "fixed_relu", "fixed_requantize",
 })
