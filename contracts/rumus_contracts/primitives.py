@@ -64,5 +64,6 @@ PRIMITIVES: frozenset[str] = EXPRESSION_OPS | frozenset(STRUCTURAL)
 
 # ops outside the tier that have no decomposition, by design (packed storage only some backends hold)
 PACKED_DTYPE_OPS: frozenset[str] = frozenset({
-    "q8_quantize", "q8_dequantize", "int4_quantize", "int4_dequantize", "fixed_linear", "fixed_linear_nobias", "fixed_relu", "fixed_requantize",
+    "q8_quantize", "q8_dequantize", "int4_quantize", "int4_dequantize", "fixed_linear", "fixed_linear_nobias",
+    "fixed_relu", "fixed_requantize",
 })

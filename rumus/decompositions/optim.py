@@ -119,6 +119,6 @@ def amp_update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor, 
     grow = M.logical_and(M.logical_not(inf), M.ge(counted, const(growth_interval, counted)))
     grown = M.mul(scale, growth_factor)
     # a scale that would overflow float32 stays where it is (PyTorch's rule)
-    grown = M.where(M.le(M.abs(grown), float(3.4028234663852886e38)), grown, scale)
+    grown = M.where(M.le(M.abs(grown), 3.4028234663852886e38), grown, scale)
     write(scale, M.where(inf, M.mul(scale, backoff_factor), M.where(grow, grown, scale)))
     write(growth_tracker, M.where(M.logical_or(inf, grow), M.mul(counted, 0), counted))

@@ -30,7 +30,7 @@ def _cases() -> list[Any]:
     out = []
     for name in sorted(DECOMPOSITIONS):
         schema = api.op_schema(name)
-        for k, s in enumerate(samples(schema)):
+        for k in range(len(samples(schema))):
             for dt in DTYPES:
                 if dt in schema.dtypes:
                     out.append(pytest.param(name, k, dt, id=f"{name}-{k}-{dt.name}"))
