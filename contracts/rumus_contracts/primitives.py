@@ -6,11 +6,13 @@ by the conformance suite.
 Every primitive is an ordinary op with an OpSchema (its shape and dtype rules, float64 reference and
 samples live there); what a kernel must do, in short:
 
-Elementwise (the expression table, rumus_contracts.ops.expressions.all_kernels()): every forward entry
-    (neg, add, mul, exp, where-free activations, comparisons, ...) and every fused backward entry
-    (`<op>_backward`, `<op>_backward_a/_b`). The inputs arrive broadcast to the output shape (stride 0 on
-    broadcast dims). The table is language-neutral, so a backend renders all of them from one renderer
-    (the C, WGSL and numpy renderers in rumus_contracts.ops.expr_*): they cost no hand-written kernel.
+Elementwise (the expression table, rumus_contracts.ops.expressions.EXPRESSIONS): every forward entry
+    (neg, add, mul, exp, the activations, comparisons, logic, ...). The inputs arrive broadcast to the
+    output shape (stride 0 on broadcast dims). The table is language-neutral, so a backend renders all of
+    them from one renderer (the C, WGSL and numpy renderers in rumus_contracts.ops.expr_*): they cost no
+    hand-written kernel. The table's fused backward ops (`<op>_backward`, `<op>_backward_a/_b`) are not
+    primitives: they decompose into the forward entries (the same expression, rumus/decompositions/
+    elementwise.py), and a backend that renders them gets one kernel per gradient instead of a chain.
 where(cond, a, b)
     Elementwise select with a bool condition, broadcast like the expression ops. The decompositions use it
     for masking (ignored rows, skipped optimizer steps, padding rows), which arithmetic cannot do with
@@ -42,7 +44,7 @@ backend, not of every backend (q8_linear and int4_linear do decompose, to dequan
 
 from __future__ import annotations
 
-from .ops.expressions import all_kernels
+from .ops.expressions import EXPRESSIONS
 
 # the primitives that are not elementwise expressions, with the reason each is one (see above)
 STRUCTURAL: dict[str, str] = {
@@ -57,9 +59,9 @@ STRUCTURAL: dict[str, str] = {
     "argsort": "sorting",
 }
 
-EXPRESSION_OPS: frozenset[str] = frozenset(all_kernels())
+EXPRESSION_OPS: frozenset[str] = frozenset(EXPRESSIONS)
 
-# every op a backend must provide: the elementwise table's forward and fused backward ops, and STRUCTURAL
+# every op a backend must provide: the elementwise table's forward ops, and STRUCTURAL
 PRIMITIVES: frozenset[str] = EXPRESSION_OPS | frozenset(STRUCTURAL)
 
 # ops outside the tier that have no decomposition, by design (packed storage only some backends hold)

@@ -165,24 +165,51 @@ def test_inplace_decomposition_bumps_versions_and_refuses_tracked_writes() -> No
             rm.ops.sgd_step(leaf, g, buf, lr=0.5)
 
 
+def _train(opt: str, scaled: bool = False, amsgrad: bool = False) -> np.ndarray:
+    rm.manual_seed(0)
+    model = rm.nn.Linear(4, 3)
+    kw: dict[str, Any] = {"momentum": 0.9} if opt == "SGD" else {"amsgrad": amsgrad}
+    optim = getattr(rm.optim, opt)(model.parameters(), lr=0.1, **kw)
+    scaler = rm.amp.GradScaler("cpu", init_scale=2.0 ** 10, growth_interval=2) if scaled else None
+    x = rm.tensor(np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32))
+    y = rm.tensor(np.ones((8, 3), np.float32))
+    for k in range(5):
+        optim.zero_grad()
+        loss = rm.nn.functional.mse_loss(model(x), y)
+        if scaler is None:
+            loss.backward()
+            optim.step()
+            continue
+        scaler.scale(loss * (float("inf") if k == 2 else 1.0)).backward()  # one skipped step
+        scaler.step(optim)
+        scaler.update()
+    return model.weight.detach().numpy()
+
+
 @pytest.mark.parametrize("opt", ["SGD", "Adam", "AdamW"])
 def test_training_from_primitives_matches_the_kernels(opt: str) -> None:
-    """nn.Linear + MSE + the optimizer: the same weights with every non-primitive kernel hidden."""
-    def train() -> np.ndarray:
-        rm.manual_seed(0)
-        model = rm.nn.Linear(4, 3)
-        kw: dict[str, Any] = {"momentum": 0.9} if opt == "SGD" else {}
-        optim = getattr(rm.optim, opt)(model.parameters(), lr=0.1, **kw)
-        x = rm.tensor(np.random.default_rng(0).normal(size=(8, 4)).astype(np.float32))
-        y = rm.tensor(np.ones((8, 3), np.float32))
-        for _ in range(4):
-            optim.zero_grad()
-            rm.nn.functional.mse_loss(model(x), y).backward()
-            optim.step()
-        return model.weight.detach().numpy()
-    fused = train()
+    """nn.Linear + MSE + the optimizer: the same weights with every non-primitive kernel hidden. SGD's
+    sgd_step decomposes; Adam, finding no adam_step kernel, updates from core ops."""
+    fused = _train(opt)
     with only_primitives(), api.trace_dispatch() as log:
-        decomposed = train()
+        decomposed = _train(opt)
     np.testing.assert_allclose(decomposed, fused, rtol=1e-5, atol=1e-6)
     assert {op for op, _, route in log if route == "kernel"} <= PRIMITIVES
-    assert any(route == "decomposition" and op.endswith("_step") for op, _, route in log)
+    if opt == "SGD":
+        assert ("sgd_step", "cpu", "decomposition") in log
+    else:
+        assert not any(op == "adam_step" for op, _, _ in log)
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_scaled_adam_from_primitives_matches_the_kernels(amsgrad: bool) -> None:
+    """Under a GradScaler (a skipped step included): adam_step_dev_, adam_step_count_ and the scaler's
+    unscale/update ops all decompose, and the weights match the fused kernels'."""
+    fused = _train("Adam", scaled=True, amsgrad=amsgrad)
+    with only_primitives(), api.trace_dispatch() as log:
+        decomposed = _train("Adam", scaled=True, amsgrad=amsgrad)
+    np.testing.assert_allclose(decomposed, fused, rtol=1e-5, atol=1e-6)
+    routes = {op for op, _, route in log if route == "decomposition"}
+    assert {"adam_step_dev_", "adam_step_count_", "amp_update_scale_"} <= routes, routes
+    assert routes & {"amp_unscale_check_", "amp_unscale_check_multi_"}, routes
+    assert {op for op, _, route in log if route == "kernel"} <= PRIMITIVES
