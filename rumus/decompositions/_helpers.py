@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
-from rumus_contracts import DType
+from rumus_contracts import DType, bfloat16, float16, float32
 
 from .. import _math
 from .._creation import from_host
@@ -15,7 +16,10 @@ from .._dispatch import scalar_tensor
 from .._tensor_base import Tensor
 from ..ops import get as op
 
-__all__ = ["arange_like", "const", "op", "reduce_dims", "total", "write"]
+__all__ = ["arange_like", "const", "in_float32", "op", "reduce_dims", "total", "write"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+_HALF = (float16, bfloat16)
 
 
 def write(dst: Tensor, value: Tensor) -> None:
@@ -44,3 +48,19 @@ def reduce_dims(ndim: int, dims: Sequence[int] | None = None) -> tuple[int, ...]
 def total(x: Tensor) -> Tensor:
     """The sum of every element, keepdim shape (a 0-d tensor sums to itself)."""
     return op("sum")(x, dims=reduce_dims(x.ndim))
+
+
+def in_float32(fn: F) -> F:
+    """Run a decomposition of float16/bfloat16 inputs in float32 and round its results once, as the
+    kernels do: a chain of ops each rounding to float16 drifts past the op's tolerance (softmax's sums,
+    cross-entropy's logsumexp, a derivative of several terms)."""
+    @functools.wraps(fn)
+    def run(*tensors: Tensor, **attrs: Any) -> Any:
+        half = next((t.dtype for t in tensors if t.dtype in _HALF), None)
+        if half is None:
+            return fn(*tensors, **attrs)
+        res = fn(*[_math.cast(t, float32) if t.dtype == half else t for t in tensors], **attrs)
+        if isinstance(res, tuple):
+            return tuple(_math.cast(r, half) if r.dtype == float32 else r for r in res)
+        return _math.cast(res, half) if res.dtype == float32 else res
+    return run  # type: ignore[return-value]

@@ -9,7 +9,7 @@ from rumus_contracts import IndexOutOfRange, float32, int64
 from .. import _math as M
 from .._tensor_base import Tensor
 from . import register
-from ._helpers import arange_like, op, total
+from ._helpers import arange_like, in_float32, op, total
 
 
 def _rows(op_name: str, logits: Tensor, target: Tensor, weight: Tensor,
@@ -36,6 +36,7 @@ def _lse(logits: Tensor) -> Tensor:
 
 
 @register("cross_entropy_fwd", grad="formula")
+@in_float32
 def cross_entropy_fwd(logits: Tensor, target: Tensor, weight: Tensor, *, ignore_index: int,
                       label_smoothing: float) -> tuple[Tensor, Tensor]:
     valid, safe, w = _rows("cross_entropy_fwd", logits, target, weight, ignore_index)
@@ -50,6 +51,7 @@ def cross_entropy_fwd(logits: Tensor, target: Tensor, weight: Tensor, *, ignore_
 
 
 @register("cross_entropy_bwd")
+@in_float32
 def cross_entropy_bwd(grad: Tensor, logits: Tensor, target: Tensor, weight: Tensor, lse: Tensor, *,
                       ignore_index: int, label_smoothing: float) -> Tensor:
     valid, safe, w = _rows("cross_entropy_bwd", logits, target, weight, ignore_index)

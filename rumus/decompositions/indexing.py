@@ -12,7 +12,7 @@ from .. import _math as M
 from .._creation import from_host
 from .._tensor_base import Tensor
 from . import register
-from ._helpers import arange_like, op
+from ._helpers import arange_like, in_float32, op
 
 
 def _along(index: Tensor, dim: int, shape: tuple[int, ...]) -> Tensor:
@@ -32,6 +32,7 @@ def index_select(x: Tensor, index: Tensor, *, dim: int) -> Tensor:
 
 
 @register("index_add")
+@in_float32
 def index_add(x: Tensor, index: Tensor, source: Tensor, *, dim: int, alpha: float) -> Tensor:
     d = dim % x.ndim
     src = source if alpha == 1.0 else M.mul(source, alpha)
@@ -45,6 +46,7 @@ def embedding(weight: Tensor, indices: Tensor, *, padding_idx: int | None) -> Te
 
 
 @register("embedding_backward")
+@in_float32
 def embedding_backward(grad: Tensor, indices: Tensor, *, num_weights: int, padding_idx: int | None) -> Tensor:
     dim = grad.shape[-1]
     zeros = op("fill")(shape=(num_weights, dim), value=0.0, dtype=grad.dtype.name, device=str(grad.device))

@@ -15,7 +15,7 @@ from rumus_contracts import int64
 from .. import _math as M
 from .._tensor_base import Tensor
 from . import register
-from ._helpers import arange_like, op
+from ._helpers import arange_like, in_float32, op
 
 
 def _fold(x: Tensor, dims: tuple[int, ...], combine: Callable[[Tensor, Tensor], Tensor],
@@ -51,6 +51,7 @@ def amin(x: Tensor, *, dims: tuple[int, ...]) -> Tensor:
 
 
 @register("prod")
+@in_float32
 def prod(x: Tensor, *, dims: tuple[int, ...]) -> Tensor:
     dims = tuple(dims)
     if x.dtype.is_floating:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import _math as M
 from .._tensor_base import Tensor
 from . import register
-from ._helpers import op
+from ._helpers import in_float32, op
 
 
 def _shifted(x: Tensor, dim: int) -> Tensor:
@@ -15,6 +15,7 @@ def _shifted(x: Tensor, dim: int) -> Tensor:
 
 
 @register("softmax", grad="formula")
+@in_float32
 def softmax(x: Tensor, *, dim: int) -> Tensor:
     if x.ndim == 0:
         return M.add(M.mul(x, 0.0), 1.0) if x.numel() else op("copy")(x)
@@ -25,6 +26,7 @@ def softmax(x: Tensor, *, dim: int) -> Tensor:
 
 
 @register("log_softmax", grad="formula")
+@in_float32
 def log_softmax(x: Tensor, *, dim: int) -> Tensor:
     if x.ndim == 0:
         return M.mul(x, 0.0)
@@ -35,6 +37,7 @@ def log_softmax(x: Tensor, *, dim: int) -> Tensor:
 
 
 @register("softmax_backward")
+@in_float32
 def softmax_backward(grad: Tensor, y: Tensor, *, dim: int) -> Tensor:
     if grad.ndim == 0:
         return M.mul(grad, 0.0)
@@ -42,6 +45,7 @@ def softmax_backward(grad: Tensor, y: Tensor, *, dim: int) -> Tensor:
 
 
 @register("log_softmax_backward")
+@in_float32
 def log_softmax_backward(grad: Tensor, y: Tensor, *, dim: int) -> Tensor:
     if grad.ndim == 0:
         return M.mul(grad, 0.0)

@@ -18,12 +18,12 @@ from rumus_conformance import harness
 from rumus_conformance.cases import error_samples, samples
 from rumus_conformance.tolerances import forward_tolerance
 from rumus_contracts.primitives import PACKED_DTYPE_OPS
-from rumus_contracts import PRIMITIVES, DType, KernelNotFound, OpSchema, Sample, float32, float64
+from rumus_contracts import PRIMITIVES, DType, KernelNotFound, OpSchema, Sample, bfloat16, float16, float32, float64
 
 sys.path.insert(0, str(Path(__file__).parent))
 from primitives_only import hidden_kernels, only_primitives  # noqa: E402
 
-DTYPES = (float64, float32)
+DTYPES = (float64, float32, float16, bfloat16)
 
 
 def _cases() -> list[Any]:
