@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from rumus_contracts import DType, bfloat16, float16, float32
+from rumus_contracts import DType, IndexOutOfRange, bfloat16, float16, float32
 
 from .. import _math
 from .._creation import from_host
@@ -16,7 +16,7 @@ from .._dispatch import scalar_tensor
 from .._tensor_base import Tensor
 from ..ops import get as op
 
-__all__ = ["arange_like", "const", "in_float32", "op", "reduce_dims", "total", "write"]
+__all__ = ["arange_like", "const", "in_float32", "names_index_errors", "op", "reduce_dims", "total", "write"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 _HALF = (float16, bfloat16)
@@ -64,3 +64,18 @@ def in_float32(fn: F) -> F:
             return tuple(_math.cast(r, half) if r.dtype == float32 else r for r in res)
         return _math.cast(res, half) if res.dtype == float32 else res
     return run  # type: ignore[return-value]
+
+
+def names_index_errors(name: str) -> Callable[[F], F]:
+    """An index out of range found by the primitive inside (gather, scatter_add) is reported as the op's."""
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def run(*tensors: Tensor, **attrs: Any) -> Any:
+            try:
+                return fn(*tensors, **attrs)
+            except IndexOutOfRange as exc:
+                if str(exc).startswith(f"{name}:"):
+                    raise
+                raise IndexOutOfRange(f"{name}: {exc}") from None
+        return run  # type: ignore[return-value]
+    return wrap

@@ -12,7 +12,7 @@ from .. import _math as M
 from .._creation import from_host
 from .._tensor_base import Tensor
 from . import register
-from ._helpers import arange_like, in_float32, op
+from ._helpers import arange_like, in_float32, names_index_errors, op
 
 
 def _along(index: Tensor, dim: int, shape: tuple[int, ...]) -> Tensor:
@@ -23,34 +23,46 @@ def _along(index: Tensor, dim: int, shape: tuple[int, ...]) -> Tensor:
     return flat.reshape(tuple(view)).expand(shape)
 
 
-@register("index_select")
-def index_select(x: Tensor, index: Tensor, *, dim: int) -> Tensor:
+def _select(x: Tensor, index: Tensor, dim: int) -> Tensor:
     d = dim % x.ndim
     n = index.numel()
     shape = (*x.shape[:d], n, *x.shape[d + 1:])
     return op("gather")(x, _along(index, d, shape), dim=d)
 
 
-@register("index_add")
-@in_float32
-def index_add(x: Tensor, index: Tensor, source: Tensor, *, dim: int, alpha: float) -> Tensor:
+def _add_at(x: Tensor, index: Tensor, source: Tensor, dim: int, alpha: float) -> Tensor:
     d = dim % x.ndim
     src = source if alpha == 1.0 else M.mul(source, alpha)
     return op("scatter_add")(x, _along(index, d, tuple(source.shape)), src, dim=d)
 
 
+@register("index_select")
+@names_index_errors("index_select")
+def index_select(x: Tensor, index: Tensor, *, dim: int) -> Tensor:
+    return _select(x, index, dim)
+
+
+@register("index_add")
+@names_index_errors("index_add")
+@in_float32
+def index_add(x: Tensor, index: Tensor, source: Tensor, *, dim: int, alpha: float) -> Tensor:
+    return _add_at(x, index, source, dim, alpha)
+
+
 @register("embedding", grad="formula")
+@names_index_errors("embedding")
 def embedding(weight: Tensor, indices: Tensor, *, padding_idx: int | None) -> Tensor:
-    rows = index_select(weight, indices.reshape((-1,)), dim=0)
+    rows = _select(weight, indices.reshape((-1,)), 0)
     return rows.reshape((*indices.shape, weight.shape[1]))
 
 
 @register("embedding_backward")
+@names_index_errors("embedding_backward")
 @in_float32
 def embedding_backward(grad: Tensor, indices: Tensor, *, num_weights: int, padding_idx: int | None) -> Tensor:
     dim = grad.shape[-1]
     zeros = op("fill")(shape=(num_weights, dim), value=0.0, dtype=grad.dtype.name, device=str(grad.device))
-    out = index_add(zeros, indices.reshape((-1,)), grad.reshape((-1, dim)), dim=0, alpha=1.0)
+    out = _add_at(zeros, indices.reshape((-1,)), grad.reshape((-1, dim)), 0, 1.0)
     if padding_idx is not None and num_weights:
         pad = padding_idx % num_weights
         row = M.eq(arange_like(num_weights, grad, int64).reshape((num_weights, 1)), pad)
