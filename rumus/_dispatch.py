@@ -311,11 +311,10 @@ class Op:
             if grad_state.enabled and schema.differentiable and any(t.requires_grad for t in inputs):
                 self._record(inputs, outputs, attrs)  # FORMULA_GRAD: the node the kernel path records
             return outputs
-        else:
-            diff = schema.differentiable_idx
-            if len(diff) < len(inputs):
-                inputs = [t if i in diff or not t.requires_grad else t.detach() for i, t in enumerate(inputs)]
-            res = fn(*inputs, **attrs)
+        diff = schema.differentiable_idx
+        if len(diff) < len(inputs):
+            inputs = [t if i in diff or not t.requires_grad else t.detach() for i, t in enumerate(inputs)]
+        res = fn(*inputs, **attrs)
         return list(res) if isinstance(res, tuple) else [res]
 
     def _shapes(self, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> list[tuple[int, ...]]:
