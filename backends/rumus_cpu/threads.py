@@ -236,14 +236,16 @@ def quiet_openmp_for_later_libraries() -> None:
     libgomp.so.1) reuses this copy. The user's OMP_WAIT_POLICY / GOMP_SPINCOUNT win, and the environment
     is restored, so child processes see the user's. Where libgomp is already loaded (torch imported first)
     nothing can change: `rumus info` says so. RUMUS_GOMP_SPINCOUNT sets the count (default GOMP_SPIN_COUNT)."""
+    if _state.get("openmp_checked"):  # once: the plugins' load, or else the backend's creation
+        return
+    _state["openmp_checked"] = True
     keys = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
     if any(k in os.environ for k in keys):
         _state["openmp"] = "as set by the user: " + ", ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ)
         return
     if _libgomp_loaded():
-        _state["openmp"] = ("libgomp loaded before the cpu backend started (torch imported first, or a plugin's "
-                            "OpenMP extension?): its threads spin ~300000 polls after each region; set "
-                            "OMP_WAIT_POLICY=passive, or start rumus (a first tensor) before importing torch")
+        _state["openmp"] = ("libgomp loaded before rumus (torch imported first?): its threads spin ~300000 polls "
+                            "after each region; set OMP_WAIT_POLICY=passive or import rumus first")
         return
     path = _libgomp_path()
     if not path:
@@ -279,7 +281,8 @@ def keep_apart() -> bool:
 
 def configure(lib: Any) -> None:
     """At load, RUMUS's own pool only (nothing process-wide): the thread budget, the polling time, stepping
-    out and keeping apart. The process-wide settings wait for the backend to start (configure_process)."""
+    out and keeping apart. The process-wide settings come later: libgomp when the plugins load (plugin.py),
+    the rest when the backend starts (configure_process)."""
     us = spin_us()
     lib.rumus_pool_set_spin_us(us)
     _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
@@ -291,27 +294,30 @@ def configure(lib: Any) -> None:
 def configure_process(lib: Any) -> None:
     """Once, when the "cpu" backend is first created (never at import): what changes the whole process —
     glibc's malloc thresholds (freed memory kept), numpy's OpenBLAS jobs on the kernels' threads (its
-    threads callback) and thread count, libgomp loaded with a short spin for a later OpenMP library, one
-    thread in fork()ed children. `rumus info` lists them (process_changes)."""
+    threads callback) and thread count, one thread in fork()ed children. (libgomp is loaded with a short
+    spin earlier, when the plugins load: quiet_openmp_for_later_libraries.) `rumus info` lists them
+    (process_changes)."""
     if _state.get("process_configured"):
         return
     _state["process_configured"] = True
     keep_freed_memory(lib)
     attach_blas(lib)
     choose_gemm_kernel(lib)
-    quiet_openmp_for_later_libraries()
+    quiet_openmp_for_later_libraries()  # done already when the plugins loaded (rumus_cpu.plugin)
     set_num_threads(int(lib.rumus_get_num_threads()))  # the budget now reaches numpy's BLAS too
     if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
         os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
 
 
 def process_changes() -> list[str]:
-    """What the backend changed process-wide when it started ([] before that)."""
+    """What the backend changed process-wide so far: libgomp's spin when the plugins loaded, the rest when
+    the backend started ([] right after import)."""
+    out = [f"libgomp: {_state['openmp']}"] if _state.get("openmp_checked") else []
     if not _state.get("process_configured"):
-        return []
+        return out
     blas = (f"jobs on the kernel threads (threads callback of {_state['blas']})" if _state["blas"]
             else "no threads callback; its thread count limited to the budget")
-    return [f"malloc: {_state['malloc']}", f"OpenBLAS: {blas}", f"libgomp: {_state['openmp']}",
+    return [*out, f"malloc: {_state['malloc']}", f"OpenBLAS: {blas}",
             "fork: children run kernels on one thread" if hasattr(os, "register_at_fork") else "fork: untouched"]
 
 

@@ -143,9 +143,6 @@ print(json.dumps({"state": threads.policy()["openmp_of_others"], "copies": len(m
 def test_torch_imported_after_rumus_gets_a_short_openmp_spin() -> None:
     pytest.importorskip("torch")
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    # third-party plugins load before the backend starts, and an OpenMP extension among them (rumus_graph's)
-    # would load libgomp first: that case is the "loaded before" one below
-    env["RUMUS_DISABLE_PLUGIN_AUTOLOAD"] = "1"
 
     def run(order: str, **extra: str) -> dict[str, Any]:
         proc = subprocess.run([sys.executable, "-c", OPENMP_ORDER, order], env={**env, "RUMUS_BACKEND": "cpu", **extra},
