@@ -42,6 +42,7 @@ from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (conv, pooling,
 from .autograd import formulas_act_index as _formulas_act_index  # noqa: F401  (activations, dropout, indexing)
 from .autograd import formulas_attention as _formulas_attention  # noqa: F401  (flash_attention)
 from .autograd import formulas_loss as _formulas_loss  # noqa: F401  (fused cross-entropy)
+from . import decompositions as _decompositions  # noqa: F401  (registers the non-primitive ops' decompositions)
 from .random import Generator as Generator, initial_seed as initial_seed, manual_seed as manual_seed
 
 __version__ = "0.1.0"

@@ -46,6 +46,13 @@ def info(argv: list[str]) -> int:
             if caps.limits:
                 print("    limits: " + ", ".join(f"{k}={v}" for k, v in caps.limits.items()))
         print(f"    kernels: {len(kernels)} ops")
+        from rumus_contracts import PRIMITIVES
+        from ._dispatch import DECOMPOSITIONS
+        missing = sorted(PRIMITIVES - set(kernels))  # for some dtype at least: the rest is conformance's to say
+        decomposed = sorted(set(DECOMPOSITIONS) - set(kernels))
+        print(f"    primitives without a kernel: {', '.join(missing) or 'none'}")
+        print(f"    ops run by decomposition (no kernel of their own): {len(decomposed)}"
+              + (f" ({', '.join(decomposed)})" if decomposed else ""))
     try:
         print(f"default device: {_runtime.default_device()}")
     except Exception as exc:

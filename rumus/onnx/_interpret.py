@@ -14,13 +14,20 @@ from .. import _creation
 from .. import _math as M
 from .. import _views
 from ..nn import functional as F
-from ..ops import get as op
+from ..ops import get as _get_op
 from ..tensor import Tensor
 from ._interpret_host import _ONNX_TO_DTYPE, DEVICE, Fn, H, T, Value, _axes, _ints, _norm, _target, new
 from ._interpret_rnn import RNN_OPS
 
 __all__ = ["DEVICE", "OPS", "Value"]
 
+
+def op(name: str) -> Callable[..., Tensor]:
+    """rumus.ops.<name>, looked up on first call: building the table at import must not load the plugins
+    (a plugin that imports rumus would wait on itself)."""
+    def call(*args: Any, **attrs: Any) -> Tensor:
+        return _get_op(name)(*args, **attrs)
+    return call
 
 
 def _same(x: Tensor, y: Value) -> Tensor:
