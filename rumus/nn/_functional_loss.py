@@ -32,6 +32,7 @@ __all__ = [
 
 
 def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    """Apply a loss's `reduction` ("mean", "sum" or "none") to its per-element values."""
     if reduction == "mean":
         return M.mean(loss)
     if reduction == "sum":
