@@ -177,7 +177,7 @@ def _plot(history: dict[str, list[float]], path: str, device: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="rumus demo", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="rumus demo", description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--out", default=os.path.join("runs", "demo"), help="output directory (default: ./runs/demo)")
     p.add_argument("--epochs", type=positive_int, default=15, help="passes over the training set (default: 15)")
     p.add_argument("--batch-size", type=positive_int, default=64, help="samples per step (default: 64)")

@@ -103,7 +103,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--dry-run", action="store_true", help="print the mpirun command, run nothing")
     p.add_argument("script")
     ns = p.parse_args(argv)
-    if not os.path.isfile(ns.script):
+    if not ns.dry_run and not os.path.isfile(ns.script):
         p.error(f"no script {ns.script!r} (a Python file each rank runs)")
     if ns.hostfile:
         _check_hostfile(ns.hostfile, ns.nproc)

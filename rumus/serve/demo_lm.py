@@ -86,7 +86,8 @@ def train(cfg: GPT2Config, steps: int, batch: int = 16, lr: float = 3e-3, seed: 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="rumus demo lm", description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(prog="rumus demo lm",
+                                description=" ".join(__doc__.split("\n\n")[0].split()) if __doc__ else None)
     p.add_argument("--out", default=os.path.join("runs", "demo-lm"),
                    help="checkpoint directory: config.json, model.safetensors, loss.png (default: ./runs/demo-lm)")
     p.add_argument("--steps", type=int, default=400, help="training steps of the language model (default: 400)")
