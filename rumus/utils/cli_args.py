@@ -12,7 +12,7 @@ import argparse
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from rumus_contracts import RumusError
 
@@ -76,16 +76,16 @@ def load_factory(spec: str, option: str) -> Callable[[], Any]:
         module = importlib.import_module(mod_name)
     except ImportError as exc:
         raise FactoryError(f"{option} {spec}: cannot import {mod_name!r} ({exc}); is it on PYTHONPATH?") from None
-    factory = getattr(module, attr, None)
-    if not callable(factory):
+    found: Any = getattr(module, attr, None)
+    if not callable(found):
         raise FactoryError(f"{option} {spec}: module {mod_name!r} has no callable named {attr!r}")
     try:
-        params = inspect.signature(factory).parameters.values()
+        params = inspect.signature(found).parameters.values()
     except (TypeError, ValueError):  # a builtin without a signature: let the call decide
-        return factory
+        return cast(Callable[[], Any], found)
     needed = [p.name for p in params if p.default is p.empty
               and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     if needed:
         raise FactoryError(f"{option} {spec} needs arguments ({', '.join(needed)}); name a function that builds "
                            f"the model with none (e.g. def make(): return {attr}(...))")
-    return factory
+    return cast(Callable[[], Any], found)
