@@ -78,7 +78,9 @@ def info(argv: list[str]) -> int:
             print(_field("about", first))
             for part in rest:
                 label, sep, value = part.partition(": ")
-                print(_field(label, value) if sep and len(label) < 14 and "(" not in label else _field("", part))
+                if not (sep and len(label) < 14 and "(" not in label):  # no "name: " prefix: its first word
+                    label, _, value = part.partition(" ")
+                print(_field(label, value))
             print(_field("dtypes", ", ".join(d.name for d in caps.dtypes)))
             if caps.features:
                 print(_field("features", ", ".join(caps.features)))
