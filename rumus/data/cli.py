@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
@@ -96,8 +97,22 @@ def _verify(path: str) -> int:
     return 0
 
 
+def _open_npz(npz: str) -> Any:
+    """np.load of an .npz, every way it can fail on a file that is not one (empty, not a zip, truncated,
+    pickled objects) turned into one RumusError naming the file."""
+    import zipfile
+    try:
+        data = np.load(npz)
+    except (EOFError, zipfile.BadZipFile, ValueError, UnicodeDecodeError) as exc:
+        raise RumusError(f"{npz} is not a readable .npz file ({type(exc).__name__}: {exc}); write one with "
+                         f"numpy.savez(path, inputs=..., targets=...)") from None
+    if not hasattr(data, "files"):  # a plain .npy: np.load returned the array itself
+        raise RumusError(f"{npz} holds one array, not an .npz archive with arrays `inputs` and `targets`")
+    return data
+
+
 def _convert(npz: str, out: str, float16: bool) -> int:
-    with np.load(npz) as data:
+    with _open_npz(npz) as data:
         missing = [k for k in ("inputs", "targets") if k not in data.files]
         if missing:
             print(f"error: {npz} has no array named {', '.join(missing)} (found: {', '.join(data.files)})",
