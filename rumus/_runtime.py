@@ -115,6 +115,7 @@ def default_device() -> Device:
 
 
 def set_default_device(spec: str | Device | None) -> None:
+    """Set the device new tensors go to when none is named (a string, a Device, or None for RUMUS_BACKEND's)."""
     global _default_device
     _default_device = None if spec is None else Device.parse(spec)
     if _default_device is not None:

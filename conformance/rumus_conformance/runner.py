@@ -19,6 +19,16 @@ from typing import Any
 from rumus_contracts import RumusError
 
 
+def _refuse_an_unknown_backend(p: argparse.ArgumentParser, spec: str) -> None:
+    """Usage error (exit 2, one line) for a backend no plugin registered. One that is registered but cannot
+    start, or loaded partly, is the suite's to report (in its matrix, failing the run)."""
+    from rumus.backend_api import plugins
+    backends = plugins().backends
+    name = spec.strip().split(":")[0]
+    if name not in backends.names():
+        p.error(f"no backend {spec!r}; the installed ones are {', '.join(backends.names())} (see rumus info)")
+
+
 def main(argv: list[str] | None = None) -> int:
     import pytest
     p = argparse.ArgumentParser(prog="rumus conformance", description=__doc__,
@@ -33,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-k", default=None, help="pytest -k expression (e.g. 'matmul')")
     p.add_argument("-q", action="store_true", help="quieter pytest output")
     args = p.parse_args(argv)
+    _refuse_an_unknown_backend(p, args.backend)
     os.environ["RUMUS_BACKEND"] = args.backend
     if args.xfails:
         from .xfails import ENV, load

@@ -78,6 +78,7 @@ def _pad_dim(x: Tensor, d: int, left: int, right: int, mode: str, value: float) 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
+    """Resize [N, C, ...] input to `size` or by `scale_factor` (modes nearest, linear, bilinear, ...), as torch's."""
     spatial = input.ndim - 2
     if spatial < 1:
         raise ShapeError(f"interpolate: expected a (N, C, ...) input with spatial dims, got shape {input.shape}")
@@ -148,11 +149,13 @@ def _linear_1d(x: Tensor, d: int, n_in: int, n_out: int, ratio: float, align_cor
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
              align_corners: bool | None = None) -> Tensor:
+    """Deprecated alias of `interpolate`, kept for PyTorch programs."""
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 # ---- similarity and divergence ------------------------------------------------------------------------------
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
+    """`input` divided by its `p`-norm along `dim` (at least `eps`)."""
     return M.div(input, M.clamp(norm(input, p, dim, keepdim=True), min=eps))
 
 
@@ -165,6 +168,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The `p`-norm of `x1 - x2 + eps` along the last dim."""
     return norm(M.add(M.sub(x1, x2), eps), p, -1, keepdim)
 
 

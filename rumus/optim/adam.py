@@ -29,6 +29,9 @@ _ON_DEVICE = (float32, float64)  # the dtypes of adam_step_dev_ (by kernel or by
 
 
 class Adam(Optimizer):
+    """Adam (lr, betas, eps, weight_decay, amsgrad), as torch.optim.Adam; one fused kernel per parameter where the
+    backend has it.
+    """
     decoupled = False
     fused_skip = True  # reads the GradScaler's flag in its own kernel: no update_unless (rumus/optim/_master.py)
 
@@ -129,6 +132,7 @@ def _bias_correction(beta: float, step: int | Tensor) -> float | Tensor:
 
 
 class AdamW(Adam):
+    """Adam with decoupled weight decay (default 0.01), as torch.optim.AdamW."""
     decoupled = True
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),

@@ -59,6 +59,7 @@ class Server:
             Route("/v1/embeddings", self.embeddings, methods=["POST"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/metrics", self.metrics, methods=["GET"]),
+            Route("/openapi.json", self.openapi, methods=["GET"]),
         ], lifespan=self._lifespan)
 
     @contextlib.asynccontextmanager
@@ -264,6 +265,11 @@ class Server:
         if self.worker.error:
             body["last_engine_error"] = self.worker.error
         return JSONResponse(body, status_code=200 if ok else 503)
+
+    async def openapi(self, request: Request) -> Response:
+        """The OpenAPI 3.1 document of these endpoints (rumus/serve/openapi.py)."""
+        from .openapi import openapi_schema
+        return JSONResponse(openapi_schema(rm.__version__))
 
     async def metrics(self, request: Request) -> Response:
         alloc = self.engine.allocator

@@ -93,11 +93,17 @@ def _show(v: object) -> str:
 
 
 def generate_request(obj: dict[str, Any]) -> tuple[list[int], SamplingParams]:
-    """SPEC F: {"token_ids": [int, ...] (non-empty), "max_new_tokens": int (default 50)}, greedy."""
+    """SPEC F: {"token_ids": [int, ...] (non-empty), "max_new_tokens": int (default 50)}, greedy; "max_tokens"
+    (OpenAI's name) is the same limit."""
     ids = obj.get("token_ids")
     if not isinstance(ids, list) or not ids or not all(isinstance(t, int) and not isinstance(t, bool) for t in ids):
         raise BadRequest("'token_ids' must be a non-empty list of integers")
     n = _int(obj, "max_new_tokens", 50, 1)
+    if "max_tokens" in obj:  # OpenAI's name for the same limit: taken, never silently ignored
+        alias = _int(obj, "max_tokens", None, 1)
+        if "max_new_tokens" in obj and alias != n:
+            raise BadRequest(f"'max_tokens' ({alias}) and 'max_new_tokens' ({n}) disagree; give one of them")
+        n = alias
     assert n is not None
     return ids, SamplingParams(max_tokens=n)
 

@@ -189,6 +189,7 @@ def test_a_client_that_disconnects_frees_its_sequence_and_kv_blocks(server: Serv
     assert server.metric("rumus_generated_tokens_total") - before < 250  # it stopped early: cancelled
 
 
+@pytest.mark.timing
 def test_full_queue_gets_429_with_retry_after_and_sigterm_drains_in_flight_requests(
         checkpoint: tuple[str, GPT2LMHeadModel], tmp_path: os.PathLike[str]) -> None:
     s = ServerProcess(checkpoint[0], "--max-running", "1", "--max-queue", "1",
