@@ -16,6 +16,7 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from . import _build
 from ._rnn_lowering import recurrent_modules_lowered
+from ._sym_patches import symbolic_sizes
 from ._trace import Tracer
 
 MIN_OPSET = 17
@@ -92,30 +93,20 @@ def _trace_to_proto(model: Module, call_args: tuple[Any, ...], names: list[str],
     tensors = [a for a in call_args if isinstance(a, Tensor)]
     named = _named_tensors(model)
     tracer = Tracer(opset_version, named)
-    for t, name in zip(tensors, names):
-        tracer.add_input(t, name, _dynamic(dynamic_axes, name))
-    tracer.check_sizes({key: t.shape for key, t in named.values()})
     for name in output_names or ():  # traced values never take an output's name
         tracer.fresh(name)
     was_training = model.training
     with _lock:
-        model.eval()
-        _dispatch._tracer, _views._tracer = tracer, tracer.on_view
-        original_cat = _math.cat
-        # cat writes through copy_into, not an op: trace it as Concat (names bound to it are patched too)
-        patched = [(mod, attr) for mod in (_math, rumus) for attr in ("cat", "concat")
-                   if getattr(mod, attr, None) is original_cat]
-        for mod, attr in patched:
-            setattr(mod, attr, _traced_cat(original_cat, tracer))
-        try:
-            with no_grad(), recurrent_modules_lowered(model, tracer):
-                result = model(*call_args)
+        try:  # dynamic axes put SymInts into the inputs' shapes until the trace is over
+            for t, name in zip(tensors, names):
+                tracer.add_input(t, name, _dynamic(dynamic_axes, name))
+            tracer.check_sizes({key: t.shape for key, t in named.values()})
+            result = _run_traced(model, call_args, tracer)
         finally:
-            _dispatch._tracer, _views._tracer = None, None
-            for mod, attr in patched:
-                setattr(mod, attr, original_cat)
+            tracer.restore_inputs()
             model.train(was_training)
     tracer.check_versions()
+
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
     if not all(isinstance(o, Tensor) for o in outs):
         raise OnnxExportError("the model must return a Tensor or a tuple/list of Tensors to be exported")
@@ -128,10 +119,36 @@ def _trace_to_proto(model: Module, call_args: tuple[Any, ...], names: list[str],
     sym = {size: s for size, (_, _, s) in tracer.symbols.items()}
     in_infos = [_build.value_info(n, t.dtype, [sym.get(d, d) if a in _dynamic(dynamic_axes, n) else d
                                                for a, d in enumerate(t.shape)]) for t, n in zip(tensors, names)]
-    out_infos = [_build.value_info(n, o.dtype, [sym.get(d, d) for d in o.shape]) for o, n in zip(outs, out_names)]
+    out_infos = [_build.value_info(n, o.dtype, [_out_dim(tracer, sym, d, n, a) for a, d in enumerate(o.shape)])
+                 for o, n in zip(outs, out_names)]
     used = {i for node in tracer.nodes for i in node.inputs}
     inits = {k: v for k, v in tracer.initializers.items() if k in used}
     return _build.build_model(tracer.nodes, in_infos, out_infos, inits, opset_version, type(model).__name__), inits
+
+
+def _run_traced(model: Module, call_args: tuple[Any, ...], tracer: Tracer) -> Any:
+    model.eval()
+    _dispatch._tracer, _views._tracer = tracer, tracer.on_view
+    original_cat = _math.cat
+    # cat writes through copy_into, not an op: trace it as Concat (names bound to it are patched too)
+    patched = [(mod, attr) for mod in (_math, rumus) for attr in ("cat", "concat")
+               if getattr(mod, attr, None) is original_cat]
+    for mod, attr in patched:
+        setattr(mod, attr, _traced_cat(original_cat, tracer))
+    try:
+        with no_grad(), recurrent_modules_lowered(model, tracer), symbolic_sizes(tracer):
+            return model(*call_args)
+    finally:
+        _dispatch._tracer, _views._tracer = None, None
+        for mod, attr in patched:
+            setattr(mod, attr, original_cat)
+
+
+def _out_dim(tracer: Tracer, sym: Mapping[int, str], d: int, name: str, axis: int) -> int | str:
+    """An output dim: a dynamic axis's symbol, a symbol of its own when it is computed from one, or a number."""
+    if d in sym:
+        return sym[d]
+    return f"{name}_dim{axis}" if tracer.is_sym(d) else int(d)
 
 
 def _grown(t: Tensor, axes: Sequence[int], by: int) -> Tensor:
