@@ -17,6 +17,7 @@ from ..nn import functional as F
 from ..ops import get as op
 from ..tensor import Tensor
 from ._interpret_host import _ONNX_TO_DTYPE, DEVICE, Fn, H, T, Value, _axes, _ints, _norm, _target, new
+from ._interpret_more import MORE_OPS
 from ._interpret_rnn import RNN_OPS
 
 __all__ = ["DEVICE", "OPS", "Value"]
@@ -367,3 +368,4 @@ OPS: dict[str, Fn] = {
     "InstanceNormalization": _instance_norm,
 }
 OPS.update(RNN_OPS)
+OPS.update(MORE_OPS)

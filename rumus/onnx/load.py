@@ -133,7 +133,7 @@ class OnnxModule(Module):
                 raise FormatError(f"ONNX node '{node.name}' ({node.op_type}) cannot run: {type(exc).__name__}: "
                                   f"{exc}") from None
             for name, v in zip(node.output, outs if isinstance(outs, (tuple, list)) else (outs,)):
-                env[name] = v
+                env[name] = np.asarray(v) if isinstance(v, np.generic) else v  # numpy's 0-d results are scalars
         results = [_as_tensor(env[n]) for n in self.output_names]
         return results[0] if len(results) == 1 else tuple(results)
 
