@@ -81,6 +81,8 @@ def _cumsum(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     if rev:
         x = C.flip(x, [axis])
     out = C.cumsum(x, axis)
+    if out.dtype != x.dtype:  # ONNX keeps the input's type
+        out = out.to(x.dtype)
     if at.get("exclusive", 0):
         out = M.sub(out, x)
     return C.flip(out, [axis]) if rev else out
@@ -150,7 +152,8 @@ def _pad(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 def _einsum(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     ops_ = [T(v) for v in a]
     ref = ops_[0]
-    return C.einsum(str(at["equation"]), *[_same(ref, v) for v in ops_])
+    out = C.einsum(str(at["equation"]), *[_same(ref, v) for v in ops_])
+    return out if out.dtype == ref.dtype else out.to(ref.dtype)
 
 
 def _reduce_via(kind: str) -> Fn:
@@ -240,7 +243,8 @@ def _space_to_depth(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
     b, c, h, w = x.shape
     s = int(at["blocksize"])
-    y = _views.permute(x.reshape((b, c, h // s, s, w // s, s)), (0, 3, 5, 1, 2, 4))
+    perm = (0, 3, 5, 1, 2, 4) if at.get("mode", "DCR") == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = _views.permute(x.reshape((b, c, h // s, s, w // s, s)), perm)
     return y.reshape((b, c * s * s, h // s, w // s))
 
 
@@ -254,43 +258,86 @@ def _one_hot(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     out = np.where(hot, values[1], values[0]).astype(values.dtype)
     if axis != -1:
         out = np.moveaxis(out, -1, axis % out.ndim)
-    return new(out)
+    return new(out, dtype=a[2].dtype.name) if isinstance(a[2], Tensor) else new(out)
 
 
-_RESIZE_2D = {("nearest", "asymmetric", "floor"): ("nearest", None),
-              ("linear", "half_pixel", None): ("bilinear", False),
-              ("linear", "pytorch_half_pixel", None): ("bilinear", False),
-              ("linear", "align_corners", None): ("bilinear", True)}
+_NEAREST = {"round_prefer_floor": lambda v: np.ceil(v - 0.5), "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+            "floor": np.floor, "ceil": np.ceil}
+
+
+def _source_coords(mode: str, i: np.ndarray, scale: float, n_in: int, n_out: float, roi: tuple[float, float]
+                   ) -> np.ndarray:
+    """ONNX Resize's coordinate_transformation_mode: where output index i samples the input axis (n_out is the
+    resized length: n_in * scale when scales are given, which need not be a whole number)."""
+    if mode == "half_pixel":
+        return (i + 0.5) / scale - 0.5
+    if mode == "pytorch_half_pixel":
+        return (i + 0.5) / scale - 0.5 if n_out > 1 else np.zeros_like(i)
+    if mode == "align_corners":
+        return i * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros_like(i)
+    if mode == "asymmetric":
+        return i / scale
+    if mode == "tf_half_pixel_for_nn":
+        return (i + 0.5) / scale
+    if mode == "tf_crop_and_resize":
+        lo, hi = roi
+        if n_out > 1:
+            return lo * (n_in - 1) + i * (hi - lo) * (n_in - 1) / (n_out - 1)
+        return np.full_like(i, 0.5 * (lo + hi) * (n_in - 1))
+    raise RumusError(f"Resize with coordinate_transformation_mode={mode!r} is not supported")
 
 
 def _resize(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    """Nearest and linear Resize, one axis at a time (both are separable): the sampled input indices and
+    weights are computed on the host with the spec's formulas, then gathered and blended."""
     x = T(a[0])
     mode = str(at.get("mode", "nearest"))
     coord = str(at.get("coordinate_transformation_mode", "half_pixel"))
-    nearest = str(at.get("nearest_mode", "round_prefer_floor")) if mode == "nearest" else None
-    key = (mode, coord, nearest)
-    if key not in _RESIZE_2D or x.ndim != 4 or at.get("antialias", 0) or at.get("axes") is not None:
-        raise RumusError(f"Resize with mode={mode!r}, coordinate_transformation_mode={coord!r}"
-                         f"{f', nearest_mode={nearest!r}' if nearest else ''} on {x.ndim}-d data is not supported "
-                         f"(what torch's interpolate exports: nearest/asymmetric/floor, bilinear)")
-    sizes = a[3] if len(a) > 3 and a[3] is not None and H(a[3]).size else None
-    scales = a[2] if len(a) > 2 and a[2] is not None and H(a[2]).size else None
-    if sizes is not None:
-        out_hw = _ints(sizes)[-2:]
-        if _ints(sizes)[:2] != list(x.shape[:2]):
-            raise RumusError("Resize of the batch or channel dims is not supported")
-    elif scales is not None:
-        sc = [float(s) for s in H(scales).reshape(-1)]
-        if sc[:2] != [1.0, 1.0]:
-            raise RumusError("Resize of the batch or channel dims is not supported")
-        out_hw = [int(np.floor(x.shape[2 + i] * sc[2 + i])) for i in range(2)]
-    else:
-        raise RumusError("Resize needs scales or sizes")
-    tmode, align = _RESIZE_2D[key]
-    if coord == "pytorch_half_pixel" and 1 in out_hw:
-        raise RumusError("Resize pytorch_half_pixel to an output size of 1 is not supported")
-    out: Tensor = F.interpolate(x, size=tuple(out_hw), mode=tmode, align_corners=align)
-    return out
+    nearest = str(at.get("nearest_mode", "round_prefer_floor"))
+    if mode not in ("nearest", "linear") or int(at.get("antialias", 0)) or nearest not in _NEAREST or \
+            str(at.get("keep_aspect_ratio_policy", "stretch")) != "stretch":
+        raise RumusError(f"Resize with mode={mode!r}, antialias={at.get('antialias', 0)}, nearest_mode={nearest!r}, "
+                         f"keep_aspect_ratio_policy={at.get('keep_aspect_ratio_policy', 'stretch')!r} is not "
+                         f"supported (nearest and non-antialiased linear are)")
+    if mode == "linear" and not x.dtype.is_floating:
+        raise RumusError(f"linear Resize of {x.dtype} data is not supported")
+    axes = [_norm(int(v), x.ndim) for v in at["axes"]] if at.get("axes") is not None else list(range(x.ndim))
+    roi_v = H(a[1]).reshape(-1).astype(np.float64) if len(a) > 1 and a[1] is not None and H(a[1]).size else None
+    scales = H(a[2]).reshape(-1).astype(np.float64) if len(a) > 2 and a[2] is not None and H(a[2]).size else None
+    sizes = _ints(a[3]) if len(a) > 3 and a[3] is not None and H(a[3]).size else None
+    if (scales is None) == (sizes is None):
+        raise RumusError("Resize needs exactly one of scales and sizes")
+    extrapolate = float(at.get("extrapolation_value", 0.0))
+    for j, d in enumerate(axes):
+        n_in = x.shape[d]
+        if sizes is not None:
+            n_out, scale = sizes[j], sizes[j] / n_in
+        else:
+            scale = float(scales[j])  # type: ignore[index]
+            n_out = int(np.floor(n_in * scale))
+        roi = (0.0, 1.0) if roi_v is None else (float(roi_v[j]), float(roi_v[len(axes) + j]))
+        if n_out == n_in and scale == 1.0 and coord != "tf_crop_and_resize":
+            continue
+        length = n_in * scale if sizes is None else float(n_out)
+        src = _source_coords(coord, np.arange(n_out, dtype=np.float64), scale, n_in, length, roi)
+        outside = (src < 0) | (src > n_in - 1)
+        if mode == "nearest":
+            idx = np.clip(_NEAREST[nearest](src), 0, n_in - 1).astype(np.int64)
+            x = op("index_select")(x, new(idx), dim=d)
+        else:
+            c = np.clip(src, 0, n_in - 1)
+            i0 = np.floor(c).astype(np.int64)
+            i1 = np.minimum(i0 + 1, n_in - 1)
+            shape = [1] * x.ndim
+            shape[d] = n_out
+            w = new((c - i0).reshape(shape), dtype=x.dtype.name)
+            lo, hi = op("index_select")(x, new(i0), dim=d), op("index_select")(x, new(i1), dim=d)
+            x = M.add(lo, M.mul(M.sub(hi, lo), w))
+        if coord == "tf_crop_and_resize" and outside.any():
+            shape = [1] * x.ndim
+            shape[d] = n_out
+            x = M.where(new(outside.reshape(shape)), new(np.asarray(extrapolate), dtype=x.dtype.name), x)
+    return x
 
 
 def _cast_like(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
