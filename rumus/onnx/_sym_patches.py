@@ -86,9 +86,27 @@ def _traced_triangle(original: Any, tracer: Tracer) -> Any:
         dst = tracer.fresh(name)
         tracer.nodes.append(OnnxNode("Trilu", [src, tracer.const(np.asarray(int(diagonal), dtype=np.int64), "int64")],
                                      [dst], {"upper": 0 if lower else 1}))
-        tracer.bind(out, dst)
+        tracer.bind_traced(out, dst)
         return out
     return triangle
+
+
+def _traced_scalar(original: Any, tracer: Tracer) -> Any:
+    """A SymInt used as an operand (`arange(S) < S - 1`) is its run-time value, not a cached constant."""
+    def scalar_tensor(value: Any, dtype: Any, device: Any) -> Tensor:
+        if not (tracer.here() and tracer.is_sym(value)):
+            return original(value, dtype, device)  # type: ignore[no-any-return]
+        with tracer.paused():
+            t: Tensor = _creation.full((), int(value), dtype=dtype, device=device)
+        name = tracer.fresh("size_scalar")
+        tracer.nodes.append(OnnxNode("Squeeze", [tracer.size_value(value)], [name]))
+        if dtype.name != "int64":
+            cast = tracer.fresh("size_scalar_cast")
+            tracer.nodes.append(OnnxNode("Cast", [name], [cast], {"to": onnx_dtype(dtype)}))
+            name = cast
+        tracer.bind(t, name)
+        return t
+    return scalar_tensor
 
 
 def _uncached_shapes(self: Any, inputs: Any, attrs: dict[str, Any]) -> list[tuple[int, ...]]:
@@ -107,6 +125,7 @@ def symbolic_sizes(tracer: Tracer) -> Iterator[None]:
                                          # the dispatcher's memos are keyed by shapes equal to the SymInts'
                                          # numbers: their answers would hold plain (or another trace's) sizes
                                          (_dispatch, "_plan_key", lambda *a: None),
+                                         (_dispatch, "scalar_tensor", _traced_scalar(_dispatch.scalar_tensor, tracer)),
                                          (_dispatch.Op, "_shapes", _uncached_shapes)]
     swaps += [(mod, "arange", traced) for mod in (_creation, rumus) if getattr(mod, "arange", None) is original_arange]
     saved = [(mod, attr, getattr(mod, attr)) for mod, attr, _ in swaps]

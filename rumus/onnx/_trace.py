@@ -20,7 +20,7 @@ from rumus_contracts import DType, OpSchema
 from rumus_contracts.onnx_lowering import OnnxExportError, OnnxNode
 
 from ..tensor import Tensor
-from ._symint import SymInt, input_dim
+from ._symint import SymInt, input_dim, output_dim
 from ._views_lowering import lower_view
 
 INT64_MAX = 2**63 - 1
@@ -85,6 +85,15 @@ class Tracer:
         self._keep.append(t)
         self._versions.append((t, t._storage.version))
         self._storages.add(id(t._storage))
+
+    def bind_traced(self, t: Tensor, name: str) -> None:
+        """Bind a value the trace computed. A dim of it that has the size of a dynamic axis but lost its SymInt
+        on the way (a view's shape rebuilt from plain numbers) becomes `Shape(value)[axis]`: the value's own
+        length at run time, which is right whether or not that dim really follows the axis."""
+        self.bind(t, name)
+        if any(not self.is_sym(d) and d in self.symbols for d in t.shape):
+            t.shape = tuple(d if self.is_sym(d) or d not in self.symbols else
+                            output_dim(int(d), self, name, a, f"dim {a} of {name}") for a, d in enumerate(t.shape))
 
     def add_input(self, t: Tensor, name: str, dynamic: Mapping[int, str]) -> None:
         self._used.add(name)
@@ -285,7 +294,7 @@ class Tracer:
         nodes = schema.onnx(_Ctx(self, schema.name, inputs, outputs), ins, outs, attrs)
         self.nodes.extend(nodes)
         for t, name in zip(outputs, outs):
-            self.bind(t, name)
+            self.bind_traced(t, name)
 
     def on_view(self, name: str, base: Tensor, out: Tensor, attrs: Mapping[str, Any]) -> None:
         if not self.here():
@@ -293,13 +302,13 @@ class Tracer:
         src = self.name_of(base)
         dst = self.fresh(f"{name}_out")
         self.nodes.extend(lower_view(self, name, base.shape, out.shape, attrs, src, dst))
-        self.bind(out, dst)
+        self.bind_traced(out, dst)
 
     def on_cat(self, tensors: Sequence[Tensor], dim: int, out: Tensor) -> None:
         ins = [self.name_of(t) for t in tensors if t.numel() or t is tensors[0]]
         dst = self.fresh("cat_out")
         self.nodes.append(OnnxNode("Concat", ins, [dst], {"axis": dim % out.ndim}))
-        self.bind(out, dst)
+        self.bind_traced(out, dst)
 
     def output_name(self, t: Tensor) -> str:
         return self.name_of(t)

@@ -166,6 +166,7 @@ def _check_same_graph(model: Module, call_args: tuple[Any, ...], names: list[str
     Returns the ModelProto to write."""
     tensors = [a for a in call_args if isinstance(a, Tensor)]
     errors: list[str] = []
+    diffs: list[tuple[int, str]] = []
     static = {d for t, n in zip(tensors, names) for a, d in enumerate(t.shape) if a not in _dynamic(dynamic_axes, n)}
     sizes = {t.shape[a] for t, n in zip(tensors, names) for a in _dynamic(dynamic_axes, n)}
     for by in range(1, 8):
@@ -186,11 +187,19 @@ def _check_same_graph(model: Module, call_args: tuple[Any, ...], names: list[str
             diff = _first_difference(first.graph, second.graph)
         if diff is None:
             return first
+        # a size that merely equals a static dim (a batch of 4 with 4 heads) reads that dim from the graph
+        # (right, but another graph): an identical graph at any other size shows nothing was frozen
+        diffs.append((by, diff))
+        if len(diffs) == 3:
+            break
+    if diffs:
         axes = ", ".join(f"{n} dim {a} ('{s}')" for n in names for a, s in _dynamic(dynamic_axes, n).items())
+        by, diff = diffs[0]
         raise OnnxExportError(f"the traced graph depends on the size of the dynamic axes ({axes}): traced again with "
                               f"them {by} longer, {diff}. A Python loop over a dynamic dim, or a constant built from "
                               f"its size, would be frozen at the example size; export without that dynamic axis, "
-                              f"or build the value from the inputs with ops")
+                              f"or build the value from the inputs with ops (if the example size of an axis equals "
+                              f"a fixed size of the model, such as its head count, pick another example size)")
     raise OnnxExportError("could not re-trace the model at other sizes of its dynamic axes to check the graph: "
                           + "; ".join(errors))
 
