@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import RumusError
+from rumus_contracts import FormatError, RumusError
 
 from .. import _composites_torch as C
 from .. import _creation
@@ -68,11 +68,21 @@ def _slice(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     axes = _ints(a[3]) if len(a) > 3 and a[3] is not None else list(range(len(starts)))
     steps = _ints(a[4]) if len(a) > 4 and a[4] is not None else [1] * len(starts)
     index: list[Any] = [slice(None)] * x.ndim
+    backwards: list[tuple[int, int, int, int]] = []
     for s, e, ax, st in zip(starts, ends, axes, steps):
-        if st <= 0:
-            raise RumusError(f"Slice with step {st} is not supported (only positive steps)")
+        if st == 0:
+            raise FormatError("Slice with step 0")
+        if st < 0:
+            backwards.append((s, e, _norm(ax, x.ndim), st))
+            continue
         index[_norm(ax, x.ndim)] = slice(s, e, st)
-    return _views.getitem(x, tuple(index))
+    out = _views.getitem(x, tuple(index))
+    for s, e, d, st in backwards:  # a negative step (torch's flip): the spec's clamping, then a gather
+        n = out.shape[d]
+        s = min(max(s + n if s < 0 else s, 0), n - 1)
+        e = min(max(e + n if e < 0 else e, -1), n - 1)
+        out = op("index_select")(out, new(np.arange(s, e, st, dtype=np.int64)), dim=d)
+    return out
 
 
 def _gather(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
