@@ -132,7 +132,8 @@ class OnnxModule(Module):
             try:
                 outs = fn(args, attrs, self.opset)
             except RumusError as exc:
-                raise type(exc)(f"ONNX node '{node.name}' ({node.op_type}): {exc}") from None
+                exc.args = (f"ONNX node '{node.name}' ({node.op_type}): {exc}",)  # the same error, placed
+                raise exc.with_traceback(None) from None
             except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:  # a malformed node
                 raise FormatError(f"ONNX node '{node.name}' ({node.op_type}) cannot run: {type(exc).__name__}: "
                                   f"{exc}") from None

@@ -58,7 +58,9 @@ class Block(tnn.Module):
 class Bert(tnn.Module):
     def __init__(self, layers: int = 2) -> None:
         super().__init__()
-        self.tok, self.pos, self.typ = tnn.Embedding(VOCAB, HIDDEN), tnn.Embedding(MAX_POS, HIDDEN), tnn.Embedding(2, HIDDEN)
+        self.tok = tnn.Embedding(VOCAB, HIDDEN)
+        self.pos = tnn.Embedding(MAX_POS, HIDDEN)
+        self.typ = tnn.Embedding(2, HIDDEN)
         self.ln = tnn.LayerNorm(HIDDEN)
         self.blocks = tnn.ModuleList([Block(causal=False) for _ in range(layers)])
 

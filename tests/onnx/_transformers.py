@@ -59,7 +59,9 @@ class Bert(nn.Module):
 
     def __init__(self, layers: int = 2) -> None:
         super().__init__()
-        self.tok, self.pos, self.typ = nn.Embedding(VOCAB, HIDDEN), nn.Embedding(MAX_POS, HIDDEN), nn.Embedding(2, HIDDEN)
+        self.tok = nn.Embedding(VOCAB, HIDDEN)
+        self.pos = nn.Embedding(MAX_POS, HIDDEN)
+        self.typ = nn.Embedding(2, HIDDEN)
         self.ln = nn.LayerNorm(HIDDEN)
         self.blocks = nn.ModuleList([Block(causal=False) for _ in range(layers)])
 
