@@ -30,7 +30,7 @@ class SelfAttention(nn.Module):
         v = v.view(B, S, HEADS, D).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))
         if self.causal:  # GPT-2: the lower triangle of an S x S matrix of ones
-            keep = rm.tril(rm.ones(S, S)).view(1, 1, S, S)
+            keep = rm.tril(rm.ones(S, S, device=x.device)).view(1, 1, S, S)
             att = att.masked_fill(keep == 0, float("-inf"))
         if pad_bias is not None:
             att = att + pad_bias
@@ -67,8 +67,8 @@ class Bert(nn.Module):
 
     def forward(self, ids: Any, mask: Any) -> Any:
         B, S = ids.shape
-        positions = rm.arange(S).unsqueeze(0).expand(B, S)
-        types = rm.zeros(B, S, dtype="int64")
+        positions = rm.arange(S, device=ids.device).unsqueeze(0).expand(B, S)
+        types = rm.zeros(B, S, dtype="int64", device=ids.device)
         x = self.ln(self.tok(ids) + self.pos(positions) + self.typ(types))
         pad_bias = (1.0 - mask.view(B, 1, 1, S).to("float32")) * -10000.0
         for blk in self.blocks:
@@ -87,7 +87,7 @@ class Gpt2(nn.Module):
 
     def forward(self, ids: Any) -> Any:
         B, S = ids.size()
-        pos = rm.arange(0, S, dtype="int64")
+        pos = rm.arange(0, S, dtype="int64", device=ids.device)
         x = self.wte(ids) + self.wpe(pos)
         for blk in self.blocks:
             x = blk(x)

@@ -121,3 +121,28 @@ def test_eager_shapes_stay_plain_ints(tmp_path: Path) -> None:
     assert all(type(d) is int for d in rm.randn(2, 3).view(3, 2).shape)
     assert type(rm.arange(4).shape[0]) is int
     assert not isinstance(rm.zeros(x.shape[1]).shape[0], SymInt)
+
+
+def _wgpu() -> bool:
+    try:
+        rm._runtime.backend("wgpu").devices()
+    except rm.BackendUnavailable:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _wgpu(), reason="wgpu unavailable")
+def test_gpt2_style_on_wgpu_exports_and_round_trips(tmp_path: Path) -> None:
+    """Traced on wgpu with dynamic axes; the file runs in onnxruntime and, imported onto wgpu, like eager."""
+    rm.manual_seed(2)
+    model = Gpt2().to("wgpu:0").eval()
+    path = tmp_path / "gpt2_wgpu.onnx"
+    rm.onnx.export(model, (rm.tensor(_ids(3, 11)[0], device="wgpu:0"),), str(path), input_names=["ids"],
+                   output_names=["y"], dynamic_axes={"ids": {0: "batch", 1: "seq"}})
+    back = rm.onnx.load(str(path), device="wgpu:0")
+    for b, s in [(2, 5), (1, 19)]:
+        ids = _ids(b, s)[0]
+        with rm.no_grad():
+            want = model(rm.tensor(ids, device="wgpu:0")).numpy()
+        np.testing.assert_allclose(run_ort(path, {"ids": ids})[0], want, rtol=0, atol=1e-4)
+        np.testing.assert_allclose(back(rm.tensor(ids, device="wgpu:0")).numpy(), want, rtol=0, atol=1e-5)
