@@ -4,6 +4,7 @@ norm-style reductions. Anything outside what is implemented (an attribute value,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -261,7 +262,7 @@ def _one_hot(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return new(out, dtype=a[2].dtype.name) if isinstance(a[2], Tensor) else new(out)
 
 
-_NEAREST = {"round_prefer_floor": lambda v: np.ceil(v - 0.5), "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+_NEAREST: dict[str, Callable[[np.ndarray], np.ndarray]] = {"round_prefer_floor": lambda v: np.ceil(v - 0.5), "round_prefer_ceil": lambda v: np.floor(v + 0.5),
             "floor": np.floor, "ceil": np.ceil}
 
 

@@ -40,7 +40,8 @@ def _traced_arange(original: Any, tracer: Tracer) -> Any:
         bounds = (0, start) if end is None else (start, end)
         args = (*bounds, step)
         if not tracer.here() or not any(tracer.is_sym(v) for v in args):
-            return original(start, end, step, dtype=dtype, device=device, requires_grad=requires_grad)
+            eager: Tensor = original(start, end, step, dtype=dtype, device=device, requires_grad=requires_grad)
+            return eager
         plain = tuple(int(v) if isinstance(v, SymInt) else v for v in args)
         out: Tensor = original(*plain, dtype=dtype, device=device, requires_grad=requires_grad)
         all_int = all(isinstance(v, (int, np.integer)) for v in args)

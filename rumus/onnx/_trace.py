@@ -175,7 +175,8 @@ class Tracer:
             if causal is not None:
                 self.bind(t, causal)
                 return causal
-            where = f" (that size is {dynamic[0].origin})" if self.is_sym(dynamic[0]) else ""
+            first = dynamic[0]
+            where = f" (that size is {first.origin})" if isinstance(first, SymInt) and self.is_sym(first) else ""
             raise OnnxExportError(f"a constant of shape {tuple(int(d) for d in t.shape)} made outside the traced ops "
                                   f"has a dim of the size of a dynamic axis ({int(dynamic[0])}){where}; it would be "
                                   f"frozen at that size. Build it from the inputs with ops (rm.arange / rm.zeros / "

@@ -186,7 +186,7 @@ def _export(model: tnn.Module, args: tuple[Any, ...], path: Path, dynamo: bool, 
         if dynamo:
             batch = torch.export.Dim("batch", min=1, max=64)
             torch.onnx.export(model, args, str(path), input_names=names, dynamo=True, opset_version=opset,
-                              dynamic_shapes={n: {0: batch} for n in names}, verbose=False)
+                              dynamic_shapes=tuple({0: batch} for _ in names), verbose=False)
         else:
             torch.onnx.export(model, args, str(path), input_names=names, dynamo=False, opset_version=opset,
                               dynamic_axes={n: {0: "batch"} for n in names})
