@@ -25,6 +25,9 @@ _NP = {1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16, 6: np.int32, 7: np.i
        11: np.float64}
 
 
+# the attribute under which the interpreter tells an op how many outputs its node asks for
+OUTPUTS = "__outputs__"
+
 # the device the running OnnxModule lives on: constants made while interpreting go there
 DEVICE: ContextVar[Any] = ContextVar("rumus_onnx_device", default=None)
 
