@@ -262,8 +262,9 @@ def _one_hot(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return new(out, dtype=a[2].dtype.name) if isinstance(a[2], Tensor) else new(out)
 
 
-_NEAREST: dict[str, Callable[[np.ndarray], np.ndarray]] = {"round_prefer_floor": lambda v: np.ceil(v - 0.5), "round_prefer_ceil": lambda v: np.floor(v + 0.5),
-            "floor": np.floor, "ceil": np.ceil}
+_NEAREST: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "round_prefer_floor": lambda v: np.ceil(v - 0.5), "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+    "floor": np.floor, "ceil": np.ceil}
 
 
 def _source_coords(mode: str, i: np.ndarray, scale: float, n_in: int, n_out: float, roi: tuple[float, float]
