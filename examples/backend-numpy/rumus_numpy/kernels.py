@@ -143,7 +143,7 @@ def embedding_backward(outputs: Args, inputs: Args, attrs: Attrs) -> None:
 def _gather_index(op: str, x: TensorArg, index: TensorArg, dim: int) -> tuple[Array, ...]:
     """numpy fancy indices for x[..., index[...], ...] along dim, the other dims running over index's shape."""
     idx = _indices(op, index, x.shape[dim], dim)
-    grids = list(np.indices(idx.shape, sparse=True))
+    grids: list[Array] = list(np.indices(idx.shape, sparse=True))
     grids[dim] = idx
     return tuple(grids)
 
