@@ -28,16 +28,17 @@ def train_steps(device: str, steps: int = 3) -> dict[str, Any]:
     rm.manual_seed(0)
     model = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
     model.to(device)
-    opt = rm.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     rng = np.random.default_rng(1)
     x = rm.tensor(rng.normal(size=(8, 6)).astype(np.float32), device=device)
     y = rm.tensor(rng.normal(size=(8, 3)).astype(np.float32), device=device)
     losses = []
     for _ in range(steps):
-        opt.zero_grad()
+        model.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
-        opt.step()
+        with rm.no_grad():  # plain SGD written with core ops: runs on the primitives alone
+            for p in model.parameters():
+                p -= 0.1 * p.grad
         losses.append(float(loss.item()))
     return {"losses": losses, "params": {k: v.numpy().tolist() for k, v in model.state_dict().items()},
             "device": str(x.device)}
