@@ -15,7 +15,6 @@ import numpy as np
 
 from rumus_contracts import IndexOutOfRange, Kernel, TensorArg
 from rumus_contracts.kit import compute_dtype, convert, strided_view
-from rumus_contracts.ops.nn import dropout_keep
 from rumus_contracts.ops.sorting import stable_argsort
 
 Args = Sequence[TensorArg]
@@ -38,48 +37,22 @@ def _indices(op: str, arg: TensorArg, size: int, dim: int) -> Array:
     return idx
 
 
-# ---- selection -----------------------------------------------------------------------------------
-
 def where(outputs: Args, inputs: Args, attrs: Attrs) -> None:
     c, a, b = inputs
     strided_view(outputs[0])[...] = np.where(strided_view(c), strided_view(a), strided_view(b))
 
 
-def clamp(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-    (o,), (x,) = outputs, inputs
-    lo, hi = attrs.get("min"), attrs.get("max")
-    v = strided_view(x)
-    if x.dtype.is_integer:  # the bounds truncate toward zero and stay inside the dtype (a C cast of the result)
-        info = np.iinfo(v.dtype)
-        lo = None if lo is None else int(min(max(np.trunc(lo), info.min), info.max))
-        hi = None if hi is None else int(min(max(np.trunc(hi), info.min), info.max))
-    else:
-        v = _in(x)
-    if lo is not None:
-        v = np.maximum(v, np.asarray(lo, v.dtype))  # NaN propagates, as in PyTorch
-    if hi is not None:
-        v = np.minimum(v, np.asarray(hi, v.dtype))
-    strided_view(o)[...] = v
-
-
 # ---- reductions (outputs have the keepdim shape) --------------------------------------------------
 
-def _reduction(fn: Any, accumulate: bool) -> Kernel:
-    def kernel(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-        (o,), (x,) = outputs, inputs
-        dims = tuple(attrs["dims"])
-        v = _in(x)
-        dtype = (np.float64 if x.dtype.is_floating else np.int64) if accumulate else None
-        strided_view(o)[...] = fn(v, axis=dims, keepdims=True, **({"dtype": dtype} if dtype else {}))
-    return kernel
+def sum_(outputs: Args, inputs: Args, attrs: Attrs) -> None:
+    (o,), (x,) = outputs, inputs  # floats accumulate in float64, integers in int64 (the schema's result dtype)
+    acc = np.float64 if x.dtype.is_floating else np.int64
+    strided_view(o)[...] = np.sum(strided_view(x), axis=tuple(attrs["dims"]), keepdims=True, dtype=acc)
 
 
-def _arg_reduction(fn: Any) -> Kernel:
-    def kernel(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-        (o,), (x,) = outputs, inputs
-        v = strided_view(x)
-        strided_view(o)[...] = 0 if v.ndim == 0 else np.expand_dims(fn(v, axis=int(attrs["dim"])), int(attrs["dim"]))
-    return kernel
+def amax(outputs: Args, inputs: Args, attrs: Attrs) -> None:
+    (o,), (x,) = outputs, inputs  # NaN propagates; the schema refuses an empty reduced dim
+    strided_view(o)[...] = np.max(strided_view(x), axis=tuple(attrs["dims"]), keepdims=True)
 
 
 def argsort(outputs: Args, inputs: Args, attrs: Attrs) -> None:
@@ -108,38 +81,6 @@ def fill(outputs: Args, inputs: Args, attrs: Attrs) -> None:
 
 # ---- indexing ----------------------------------------------------------------------------------------
 
-def index_select(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-    x, index = inputs
-    dim = int(attrs["dim"])
-    idx = _indices("index_select", index, x.shape[dim], dim).reshape(-1)
-    strided_view(outputs[0])[...] = np.take(strided_view(x), idx, axis=dim)
-
-
-def index_add(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-    x, index, source = inputs
-    dim = int(attrs["dim"])
-    idx = _indices("index_add", index, x.shape[dim], dim).reshape(-1)
-    out = np.moveaxis(_in(x).copy(), dim, 0)
-    np.add.at(out, idx, np.moveaxis(_in(source), dim, 0) * float(attrs["alpha"]))  # repeats add up
-    strided_view(outputs[0])[...] = np.moveaxis(out, 0, dim)
-
-
-def embedding(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-    weight, indices = inputs
-    strided_view(outputs[0])[...] = strided_view(weight)[_indices("embedding", indices, weight.shape[0], 0)]
-
-
-def embedding_backward(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-    o = outputs[0]
-    grad, indices = inputs
-    out = np.zeros(o.shape)
-    idx = _indices("embedding_backward", indices, o.shape[0], 0).reshape(-1)
-    np.add.at(out, idx, _in(grad).reshape(-1, o.shape[1]))
-    if attrs["padding_idx"] is not None:
-        out[int(attrs["padding_idx"])] = 0.0
-    strided_view(o)[...] = out
-
-
 def _gather_index(op: str, x: TensorArg, index: TensorArg, dim: int) -> tuple[Array, ...]:
     """numpy fancy indices for x[..., index[...], ...] along dim, the other dims running over index's shape."""
     idx = _indices(op, index, x.shape[dim], dim)
@@ -166,22 +107,9 @@ def scatter_add(outputs: Args, inputs: Args, attrs: Attrs) -> None:
     strided_view(outputs[0])[...] = out
 
 
-# ---- randomness ----------------------------------------------------------------------------------------
-
-def dropout(outputs: Args, inputs: Args, attrs: Attrs) -> None:
-    (o,), (x,) = outputs, inputs  # the keep mask is the contract's counter-based hash, so every backend agrees
-    p = float(attrs["p"])
-    keep = dropout_keep(x.numel, p, int(attrs["seed"]), int(attrs["offset"])).reshape(x.shape)
-    strided_view(o)[...] = np.where(keep, _in(x) * (1.0 / (1.0 - p)), 0.0)
-
-
-# op -> kernel. Registered for every dtype the backend holds: an op's schema decides which of them it has.
+# op -> kernel: the primitives outside the expression table (rumus_contracts.PRIMITIVES). Registered for
+# every dtype the backend holds: an op's schema decides which of them it has.
 KERNELS: dict[str, Kernel] = {
-    "where": where, "clamp": clamp,
-    "sum": _reduction(np.sum, True), "prod": _reduction(np.prod, True),
-    "amax": _reduction(np.max, False), "amin": _reduction(np.min, False),
-    "argmax": _arg_reduction(np.argmax), "argmin": _arg_reduction(np.argmin), "argsort": argsort,
-    "matmul": matmul, "copy": copy, "fill": fill,
-    "index_select": index_select, "index_add": index_add, "embedding": embedding,
-    "embedding_backward": embedding_backward, "gather": gather, "scatter_add": scatter_add, "dropout": dropout,
+    "where": where, "sum": sum_, "amax": amax, "argsort": argsort,
+    "matmul": matmul, "copy": copy, "fill": fill, "gather": gather, "scatter_add": scatter_add,
 }

@@ -19,10 +19,13 @@ def rumus_register_backends(registry: BackendRegistry) -> None:
 @hookimpl
 def rumus_register_kernels(registry: KernelRegistry) -> None:
     from rumus_contracts.kit import table_kernels
+    from rumus_contracts.ops.expressions import EXPRESSIONS
 
     from .kernels import KERNELS
 
-    for op, kernel, dtypes in table_kernels(DTYPES):  # every elementwise op, from the expression table
+    # every elementwise primitive (the table's forward ops), from the expression table; the table's fused
+    # backward ops are no primitives (the core decomposes them), so they are left out
+    for op, kernel, dtypes in table_kernels(DTYPES, ops=EXPRESSIONS):
         registry.register(op, NAME, kernel, dtypes=dtypes)
     for op, kernel in KERNELS.items():  # the other primitives, written by hand
         registry.register(op, NAME, kernel, dtypes=DTYPES)
