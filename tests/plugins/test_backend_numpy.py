@@ -63,6 +63,17 @@ def test_plugin_loads_cleanly_from_the_source_folder(monkeypatch: pytest.MonkeyP
     assert not ops & {"softmax", "relu_backward", "index_select", "clamp"}  # no primitives: decomposed
 
 
+def test_it_registers_exactly_the_primitive_tier(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rumus_contracts
+    primitives = getattr(rumus_contracts, "PRIMITIVES", None)
+    if primitives is None:
+        pytest.skip("rumus_contracts.PRIMITIVES is not defined in this checkout yet")
+    monkeypatch.syspath_prepend(str(SOURCE))
+    monkeypatch.setenv("RUMUS_DISABLE_PLUGIN_AUTOLOAD", "1")
+    loaded = api.load_fresh([Candidate("numpy", "rumus_numpy.plugin", False)])
+    assert set(loaded.kernels.ops_for("numpy")) == set(primitives)
+
+
 def test_training_steps_match_cpu(tmp_path: Path) -> None:
     _dist_info(tmp_path)
     code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
