@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import DType, Kernel, KernelRegistry, TensorArg, int64
+from rumus_contracts.kit import strided_view as _view  # numpy view of a TensorArg (size-0 dims included)
 from rumus_contracts.ops.fixed import FIXED_DTYPES
 
 from ._lib import ffi, lib
@@ -23,12 +24,6 @@ BACKEND = "cpu"
 def _ptr(arg: TensorArg, ctype: str) -> Any:
     """A typed C pointer to arg's first element (offset applied; strides stay the caller's job)."""
     return ffi.from_buffer(f"{ctype}[]", arg.buffer) + arg.offset
-
-
-def _view(arg: TensorArg) -> np.ndarray:
-    buf = arg.buffer
-    isz = buf.itemsize
-    return np.ndarray(arg.shape, buf.dtype, buf, arg.offset * isz, tuple(s * isz for s in arg.strides))
 
 
 def _flat_input(arg: TensorArg) -> np.ndarray:

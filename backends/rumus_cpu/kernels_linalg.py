@@ -14,16 +14,10 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import DType, Kernel, TensorArg, contiguous_strides
+from rumus_contracts.kit import strided_view as view  # numpy view of a TensorArg (size-0 dims included)
 
 from ._lib import ffi, lib
 from .dtypes import FLOAT, HALF
-
-
-def view(arg: TensorArg) -> np.ndarray:
-    """The numpy view of a TensorArg (strides and offset are in elements)."""
-    buf = arg.buffer
-    isz = buf.itemsize
-    return np.ndarray(arg.shape, buf.dtype, buf, arg.offset * isz, tuple(s * isz for s in arg.strides))
 
 
 def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from rumus_contracts import DType, IndexOutOfRange, Kernel, ShapeError, TensorArg, contiguous_strides
+from rumus_contracts.kit import strided_view as _view  # numpy view of a TensorArg (size-0 dims included)
 
 from ._lib import ffi, lib
 from .dtypes import ALL, FLOAT, HALF
@@ -26,12 +25,6 @@ def _ptr(arg: TensorArg, ctype: str = "char *") -> Any:
     """Pointer to arg's first element (its offset applied)."""
     return ffi.cast(ctype, _from_buffer(arg.buffer)) + arg.offset if ctype != "char *" else \
         ffi.cast("char *", _from_buffer(arg.buffer)) + arg.offset * arg.buffer.itemsize
-
-
-def _view(arg: TensorArg) -> np.ndarray:
-    buf = arg.buffer
-    isz = buf.itemsize
-    return np.ndarray(arg.shape, buf.dtype, buf, arg.offset * isz, tuple(s * isz for s in arg.strides))
 
 
 def _idx64(arg: TensorArg) -> int:

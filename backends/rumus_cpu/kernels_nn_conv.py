@@ -25,6 +25,7 @@ import numpy as np
 
 from rumus_contracts import DType, Kernel, TensorArg
 from rumus_contracts.errors import OutOfMemory
+from rumus_contracts.kit import strided_view as view  # numpy view of a TensorArg (size-0 dims included)
 
 from ._lib import ffi, lib
 from .dtypes import FLOAT
@@ -52,12 +53,6 @@ _AVG, _AVG_BACK = _fns("avg_pool2d"), _fns("avg_pool2d_backward")
 def ptr(arg: TensorArg) -> Any:
     """char* to the tensor's first element (kernels here take contiguous tensors)."""
     return _from_buffer(arg.buffer) + arg.offset * arg.buffer.itemsize
-
-
-def view(arg: TensorArg) -> np.ndarray:
-    buf = arg.buffer
-    isz = buf.itemsize
-    return np.ndarray(arg.shape, buf.dtype, buf, arg.offset * isz, tuple(s * isz for s in arg.strides))
 
 
 class _Workspace(threading.local):

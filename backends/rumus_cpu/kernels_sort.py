@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 
 from rumus_contracts import DType, Kernel, TensorArg
+from rumus_contracts.kit import strided_view as view
 
 from .dtypes import HALF, NUMERIC
-from .kernels_linalg import view
 
 
 def argsort(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

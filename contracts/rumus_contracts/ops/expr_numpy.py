@@ -38,6 +38,12 @@ _NUMPY = SimpleNamespace(
 )
 
 
-def evaluator(e: Expr) -> Callable[..., Any]:
-    """fn(*input arrays, **params) -> float64 array: the expression evaluated by numpy."""
-    return python_function(e, lambda *inputs: _NUMPY)
+def evaluator(e: Expr, dtype: Any = np.float64) -> Callable[..., Any]:
+    """fn(*input arrays, **params) -> array: the expression evaluated by numpy, its constants and its
+    result in `dtype` (float64, the references' precision, unless asked otherwise: an integer dtype
+    evaluates integer ops exactly, with no detour through float64)."""
+    if np.dtype(dtype) == np.float64:
+        return python_function(e, lambda *inputs: _NUMPY)
+    scalar = np.dtype(dtype).type
+    typed = SimpleNamespace(**{**vars(_NUMPY), "const": scalar, "result": lambda r: np.asarray(r, dtype=dtype)})
+    return python_function(e, lambda *inputs: typed)
