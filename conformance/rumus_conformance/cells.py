@@ -116,11 +116,11 @@ def run_cell(t: Target, claim: harness.Claim, check: str) -> CellResult:
             f"the conditional kernel(s) of {idle} for {op} / {dtype} on '{t.backend}' accept none of the "
             f"samples; register them with samples= that their applies() accepts"))
     if ran == 0:
-        if claim.status == "missing":
-            return CellResult(op, dtype.name, check, MISSING, missing=(op,))
-        if grad:
+        if grad:  # the forward cell says whether the op runs here (by kernel, by decomposition, or not)
             return CellResult(op, dtype.name, check, SKIP,
                               detail="no differentiable sample applies to this dtype on this backend")
+        if claim.status == "missing":
+            return CellResult(op, dtype.name, check, MISSING, missing=(op,))
         # a kernel is registered for (op, dtype) but nothing can exercise it: untested is not passed
         return CellResult(op, dtype.name, check, UNTESTED, detail=(
             f"backend '{t.backend}' registers a kernel for {op} / {dtype}, but no sample of the op can run "
@@ -135,6 +135,9 @@ def run_errors(t: Target, op: str) -> CellResult:
     if t.unavailable:
         return _broken(base, f"backend unavailable: {t.unavailable}")
     schema = _schema(op)
+    if harness.needs_unheld_packed(op, t.backend):
+        return CellResult(op, NO_DTYPE, "errors", SKIP,
+                          detail=f"{op} works on packed storage, which backend '{t.backend}' does not hold")
     failures: list[str] = []
     missing: set[str] = set()
     errs = error_samples(schema)

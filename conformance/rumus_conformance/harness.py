@@ -14,7 +14,7 @@ import rumus
 from rumus import backend_api as api
 from rumus.backend_api import from_storage
 from rumus_contracts import (
-    BackendUnavailable, DType, ErrorSample, KernelNotFound, OpSchema, Sample, float64, parse_dtype,
+    NEEDS_PACKED_STORAGE, BackendUnavailable, DType, ErrorSample, KernelNotFound, OpSchema, Sample, float64, parse_dtype,
 )
 
 from .outcomes import Mismatch
@@ -47,10 +47,14 @@ def claims(name: str | None = None) -> list[Claim]:
     name = name or backend_name()
     reg = api.plugins()
     caps = _backend_dtypes(name) or ()
+    holds_packed = any(d.is_packed for d in caps)
     out = []
     for schema in reg.ops:
         for dtype in schema.dtypes:
-            if schema.composite:
+            if schema.name in NEEDS_PACKED_STORAGE and not holds_packed \
+                    and reg.kernels.claiming_entry(schema.name, name, dtype, caps) is None:
+                status = "unsupported"  # packed formats on a backend that holds none: not a gap
+            elif schema.composite:
                 status = "claimed" if dtype in caps else "unsupported"
             elif reg.kernels.claiming_entry(schema.name, name, dtype, caps) is not None:
                 status = "claimed"
@@ -335,3 +339,9 @@ def check_error(schema: OpSchema, err: ErrorSample, device: str) -> str | None:
 
 
 _ = float64
+
+
+def needs_unheld_packed(op: str, name: str | None = None) -> bool:
+    """Whether op works on packed storage (q8 / int4 / fixed_i16) that the backend does not hold."""
+    caps = _backend_dtypes(name or backend_name()) or ()
+    return op in NEEDS_PACKED_STORAGE and not any(d.is_packed for d in caps)

@@ -69,3 +69,8 @@ PACKED_DTYPE_OPS: frozenset[str] = frozenset({
     "q8_quantize", "q8_dequantize", "int4_quantize", "int4_dequantize", "fixed_linear", "fixed_linear_nobias",
     "fixed_relu", "fixed_requantize",
 })
+
+# ops that only a backend holding packed storage (q8 / int4 / fixed_i16) can run: the ones above, and the
+# quantized linears, whose decompositions dequantize their packed weight. Conformance counts them as
+# unsupported, not missing, on a backend whose capabilities list no packed dtype.
+NEEDS_PACKED_STORAGE: frozenset[str] = PACKED_DTYPE_OPS | frozenset({"q8_linear", "int4_linear"})

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from rumus_contracts import int64
+import numpy as np
+
+from rumus_contracts import bool_, int64
 
 from .. import _math as M
 from .._tensor_base import Tensor
@@ -106,5 +108,11 @@ def clamp(x: Tensor, *, min: float | None, max: float | None) -> Tensor:
 
 
 def _bound(value: float, like: Tensor) -> float | int:
-    """A bound as x's dtype compares with it (an integer tensor's bound truncated, as the kernel casts it)."""
-    return value if like.dtype.is_floating else int(math.trunc(value))
+    """A bound as x's dtype compares with it: an integer tensor's bound truncated, as the kernel casts it, and
+    clipped to the dtype's range (a bound beyond the range bounds nothing; wrapped, -1 would become 255)."""
+    if like.dtype.is_floating:
+        return value
+    if like.dtype == bool_:
+        return min(max(int(math.trunc(value)), 0), 1)
+    info = np.iinfo(like.dtype.numpy)
+    return min(max(int(math.trunc(value)), int(info.min)), int(info.max))
