@@ -280,6 +280,10 @@ class Tensor(TensorBase):
                 device = a
         out = self
         if dtype is not None and parse_dtype(dtype) != self.dtype:
+            if self.dtype.is_fixed or parse_dtype(dtype).is_fixed:
+                raise DTypeError(f"cannot cast {self.dtype} to {parse_dtype(dtype)}: fixed-point tensors hold raw "
+                                 f"int16 codes and never meet floats (SPEC E); build them with rumus.fixed.tensor, "
+                                 f"read them with fixed_i16_data(), requantize with rumus.fixed.requantize")
             if self.dtype.is_packed:
                 raise DTypeError(f"cannot cast packed {self.dtype} words to {parse_dtype(dtype)}: their values are "
                                  f"codes, not numbers; dequantize (QLinear.dequantized_weight(), "

@@ -48,6 +48,7 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:
+    """Gated linear unit: the first half of `dim` times the sigmoid of the second half."""
     if input.shape[dim] % 2:
         raise ShapeError(f"glu: Halving dimension must be even, but dimension {dim} is size {input.shape[dim]}")
     a, b = V.chunk(input, 2, dim)
@@ -55,12 +56,14 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    """softmax of the negated input along `dim`."""
     x = input if dtype is None else input.to(dtype)
     return M.softmax(M.neg(x), -1 if dim is None else dim)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: float = 1e-10,
                    dim: int = -1) -> Tensor:
+    """Samples from the Gumbel-softmax distribution (one-hot with a soft gradient when `hard`)."""
     u = _creation.rand(*logits.shape, dtype=logits.dtype, device=logits.device)
     gumbels = M.neg(M.log(M.neg(M.log(M.clamp(u, min=eps)))))
     y = M.softmax(M.div(M.add(logits, gumbels), tau), dim)
@@ -73,6 +76,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False, eps: fl
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    """x where x > threshold, else `value`."""
     return M.where(M.gt(input, threshold), input, M._t(float(value), input))
 
 
@@ -96,6 +100,7 @@ def _pool1d(x: Tensor, kernel: int, stride: int, padding: int, fill: float, redu
 
 def max_pool1d(input: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0, dilation: int = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """Max pooling over the last dim of [N, C, L] input."""
     if dilation != 1 or ceil_mode or return_indices:
         raise ShapeError("max_pool1d: dilation, ceil_mode and return_indices are not supported; use max_pool2d on "
                          "an unsqueezed input")
@@ -106,6 +111,7 @@ def max_pool1d(input: Tensor, kernel_size: int, stride: int | None = None, paddi
 
 def avg_pool1d(input: Tensor, kernel_size: int, stride: int | None = None, padding: int = 0,
                ceil_mode: bool = False, count_include_pad: bool = True) -> Tensor:
+    """Average pooling over the last dim of [N, C, L] input."""
     if ceil_mode:
         raise ShapeError("avg_pool1d: ceil_mode=True is not supported")
     k = int(kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size)
@@ -118,12 +124,14 @@ def _adaptive_bounds(n_in: int, n_out: int) -> list[tuple[int, int]]:
 
 
 def adaptive_avg_pool1d(input: Tensor, output_size: int) -> Tensor:
+    """Average over each of `output_size` windows of the last dim."""
     n = input.shape[-1]
     parts = [M.mean(V.narrow(input, -1, a, b - a), -1, keepdim=True) for a, b in _adaptive_bounds(n, output_size)]
     return M.cat(parts, -1)
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: int, return_indices: bool = False) -> Tensor:
+    """Maximum over each of `output_size` windows of the last dim."""
     if return_indices:
         raise ShapeError("adaptive_max_pool1d: return_indices=True is not supported")
     n = input.shape[-1]
@@ -132,6 +140,7 @@ def adaptive_max_pool1d(input: Tensor, output_size: int, return_indices: bool = 
 
 
 def adaptive_max_pool2d(input: Tensor, output_size: Any, return_indices: bool = False) -> Tensor:
+    """Maximum over each cell of an `output_size` grid over the last two dims."""
     if return_indices:
         raise ShapeError("adaptive_max_pool2d: return_indices=True is not supported")
     oh, ow = (output_size, output_size) if isinstance(output_size, int) else output_size
@@ -301,12 +310,14 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """max(0, -target * (x1 - x2) + margin)."""
     return _reduce(M.relu(M.add(M.mul(M.neg(target), M.sub(input1, input2)), margin)), reduction)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
                         eps: float = 1e-6, swap: bool = False, size_average: Any = None, reduce: Any = None,
                         reduction: str = "mean") -> Tensor:
+    """max(d(anchor, positive) - d(anchor, negative) + margin, 0)."""
     from .functional_torch import pairwise_distance
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
@@ -317,6 +328,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                           size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
+    """1 - cos(x1, x2) for target 1, max(0, cos - margin) for target -1."""
     eps = 1e-12  # torch's EPSILON in the denominators
     dot = M.sum(M.mul(input1, input2), -1)
     mag = M.sqrt(M.mul(M.add(M.sum(M.mul(input1, input1), -1), eps), M.add(M.sum(M.mul(input2, input2), -1), eps)))
@@ -330,6 +342,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Tensor:
+    """log(1 + exp(-target * input)), for targets of +1 / -1."""
     return _reduce(M.log1p(M.exp(M.mul(M.neg(target), input))), reduction)
 
 

@@ -28,6 +28,8 @@ __all__ = [
 
 
 class PixelShuffle(Module):
+    """[*, C*r*r, H, W] -> [*, C, H*r, W*r] (sub-pixel convolution's rearrangement)."""
+
     def __init__(self, upscale_factor: int) -> None:
         super().__init__()
         self.upscale_factor = upscale_factor
@@ -40,6 +42,8 @@ class PixelShuffle(Module):
 
 
 class PixelUnshuffle(Module):
+    """[*, C, H*r, W*r] -> [*, C*r*r, H, W], PixelShuffle's inverse."""
+
     def __init__(self, downscale_factor: int) -> None:
         super().__init__()
         self.downscale_factor = downscale_factor
@@ -52,6 +56,8 @@ class PixelUnshuffle(Module):
 
 
 class GLU(Module):
+    """Gated linear unit: the first half of `dim` times the sigmoid of the second half."""
+
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
         self.dim = dim
@@ -61,6 +67,8 @@ class GLU(Module):
 
 
 class Softmin(Module):
+    """softmax of the negated input along `dim`."""
+
     def __init__(self, dim: int | None = None) -> None:
         super().__init__()
         self.dim = dim
@@ -70,6 +78,8 @@ class Softmin(Module):
 
 
 class Threshold(Module):
+    """x where x > threshold, else `value`."""
+
     def __init__(self, threshold: float, value: float, inplace: bool = False) -> None:
         super().__init__()
         self.threshold, self.value = threshold, value
@@ -98,6 +108,8 @@ class PReLU(Module):
 
 
 class Unflatten(Module):
+    """Splits dim `dim` into `unflattened_size`."""
+
     def __init__(self, dim: int, unflattened_size: tuple[int, ...]) -> None:
         super().__init__()
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
@@ -126,11 +138,15 @@ class _Pad(Module):
 
 
 class ConstantPad1d(_Pad):
+    """Pads the last dim with `value` (torch.nn.ConstantPad1d)."""
+
     def __init__(self, padding: Any, value: float) -> None:
         super().__init__(padding, value)
 
 
 class ConstantPad2d(_Pad):
+    """Pads the last two dims with `value` (left, right, top, bottom)."""
+
     sides = 4
 
     def __init__(self, padding: Any, value: float) -> None:
@@ -138,11 +154,15 @@ class ConstantPad2d(_Pad):
 
 
 class ZeroPad1d(_Pad):
+    """Pads the last dim with zeros."""
+
     def __init__(self, padding: Any) -> None:
         super().__init__(padding, 0.0)
 
 
 class ZeroPad2d(_Pad):
+    """Pads the last two dims with zeros."""
+
     sides = 4
 
     def __init__(self, padding: Any) -> None:
@@ -150,22 +170,32 @@ class ZeroPad2d(_Pad):
 
 
 class ReflectionPad1d(_Pad):
+    """Pads the last dim by reflecting the input at its edges."""
+
     mode = "reflect"
 
 
 class ReflectionPad2d(_Pad):
+    """Pads the last two dims by reflecting the input at its edges."""
+
     mode, sides = "reflect", 4
 
 
 class ReplicationPad1d(_Pad):
+    """Pads the last dim by repeating the edge values."""
+
     mode = "replicate"
 
 
 class ReplicationPad2d(_Pad):
+    """Pads the last two dims by repeating the edge values."""
+
     mode, sides = "replicate", 4
 
 
 class Upsample(Module):
+    """Resizes by `size` or `scale_factor` with `mode` (nearest, linear, bilinear, ...)."""
+
     def __init__(self, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                  align_corners: bool | None = None, recompute_scale_factor: bool | None = None) -> None:
         super().__init__()
@@ -182,16 +212,22 @@ class Upsample(Module):
 
 
 class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour upsampling."""
+
     def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
         super().__init__(size, scale_factor, "nearest")
 
 
 class UpsamplingBilinear2d(Upsample):
+    """Bilinear upsampling with align_corners=True."""
+
     def __init__(self, size: Any = None, scale_factor: Any = None) -> None:
         super().__init__(size, scale_factor, "bilinear", align_corners=True)
 
 
 class MaxPool1d(Module):
+    """Max pooling over the last dim of [N, C, L] input."""
+
     def __init__(self, kernel_size: int, stride: int | None = None, padding: int = 0, dilation: int = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
@@ -204,6 +240,8 @@ class MaxPool1d(Module):
 
 
 class AvgPool1d(Module):
+    """Average pooling over the last dim of [N, C, L] input."""
+
     def __init__(self, kernel_size: int, stride: int | None = None, padding: int = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True) -> None:
         super().__init__()
@@ -215,6 +253,8 @@ class AvgPool1d(Module):
 
 
 class AdaptiveAvgPool1d(Module):
+    """Average over each of `output_size` equal-as-possible windows of the last dim."""
+
     def __init__(self, output_size: int) -> None:
         super().__init__()
         self.output_size = output_size
@@ -224,6 +264,8 @@ class AdaptiveAvgPool1d(Module):
 
 
 class AdaptiveMaxPool1d(Module):
+    """Maximum over each of `output_size` equal-as-possible windows of the last dim."""
+
     def __init__(self, output_size: int, return_indices: bool = False) -> None:
         super().__init__()
         self.output_size, self.return_indices = output_size, return_indices
@@ -233,6 +275,8 @@ class AdaptiveMaxPool1d(Module):
 
 
 class AdaptiveMaxPool2d(Module):
+    """Maximum over each cell of an `output_size` grid over the last two dims."""
+
     def __init__(self, output_size: Any, return_indices: bool = False) -> None:
         super().__init__()
         self.output_size, self.return_indices = output_size, return_indices
@@ -271,14 +315,20 @@ class _InstanceNorm(Module):
 
 
 class InstanceNorm1d(_InstanceNorm):
+    """Normalises each sample's channels over the length ([N, C, L]); optional affine."""
+
     _batched_ndim = 3
 
 
 class InstanceNorm2d(_InstanceNorm):
+    """Normalises each sample's channels over H and W ([N, C, H, W]); optional affine."""
+
     _batched_ndim = 4
 
 
 class Unfold(Module):
+    """im2col: sliding blocks of [N, C, H, W] as [N, C*kh*kw, L]."""
+
     def __init__(self, kernel_size: Any, dilation: Any = 1, padding: Any = 0, stride: Any = 1) -> None:
         super().__init__()
         self.kernel_size, self.dilation, self.padding, self.stride = kernel_size, dilation, padding, stride
@@ -288,6 +338,8 @@ class Unfold(Module):
 
 
 class Fold(Module):
+    """col2im: sums sliding blocks [N, C*kh*kw, L] back into [N, C, H, W]."""
+
     def __init__(self, output_size: Any, kernel_size: Any, dilation: Any = 1, padding: Any = 0,
                  stride: Any = 1) -> None:
         super().__init__()
@@ -299,6 +351,8 @@ class Fold(Module):
 
 
 class CosineSimilarity(Module):
+    """Cosine similarity of x1 and x2 along `dim`."""
+
     def __init__(self, dim: int = 1, eps: float = 1e-8) -> None:
         super().__init__()
         self.dim, self.eps = dim, eps
@@ -308,6 +362,8 @@ class CosineSimilarity(Module):
 
 
 class PairwiseDistance(Module):
+    """p-norm distance between rows of x1 and x2."""
+
     def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> None:
         super().__init__()
         self.norm, self.eps, self.keepdim = p, eps, keepdim
@@ -317,6 +373,8 @@ class PairwiseDistance(Module):
 
 
 class KLDivLoss(Module):
+    """KL divergence with log-probabilities as input (torch.nn.KLDivLoss)."""
+
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                  log_target: bool = False) -> None:
         super().__init__()
@@ -327,6 +385,8 @@ class KLDivLoss(Module):
 
 
 class MarginRankingLoss(Module):
+    """max(0, -target * (x1 - x2) + margin)."""
+
     def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
         super().__init__()
@@ -337,6 +397,8 @@ class MarginRankingLoss(Module):
 
 
 class TripletMarginLoss(Module):
+    """max(d(anchor, positive) - d(anchor, negative) + margin, 0)."""
+
     def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6, swap: bool = False,
                  size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__()
@@ -348,6 +410,8 @@ class TripletMarginLoss(Module):
 
 
 class CosineEmbeddingLoss(Module):
+    """1 - cos(x1, x2) for target 1, max(0, cos - margin) for target -1."""
+
     def __init__(self, margin: float = 0.0, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean") -> None:
         super().__init__()
@@ -358,6 +422,8 @@ class CosineEmbeddingLoss(Module):
 
 
 class SoftMarginLoss(Module):
+    """log(1 + exp(-target * input)), for targets of +1 / -1."""
+
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__()
         self.reduction = reduction

@@ -510,6 +510,8 @@ import numpy as np
 from rumus_contracts import TensorArg, float32
 from rumus_cpu import plugin, threads
 from rumus_contracts import KernelRegistry
+import rumus as rm
+rm.zeros(1)  # the cpu backend starts: its fork hook (children run kernels on one thread) is registered then
 reg = KernelRegistry(); plugin.rumus_register_kernels(reg)
 threads.set_num_threads(2)
 n = 2_000_000

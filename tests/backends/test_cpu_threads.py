@@ -143,8 +143,9 @@ def test_blas_jobs_run_on_the_kernel_threads() -> None:
 SPIN_SCRIPT = r"""
 import resource, time
 import numpy as np
-import rumus_cpu._lib
+import rumus as rm
 from rumus_cpu import threads
+rm.zeros(1)  # the cpu backend starts: numpy's BLAS jobs move onto the kernels' threads then
 threads.set_num_threads(2)
 a = np.random.default_rng(0).standard_normal((512, 512)).astype(np.float32)
 for _ in range(5):
