@@ -14,7 +14,8 @@ import rumus
 from rumus import backend_api as api
 from rumus.backend_api import from_storage
 from rumus_contracts import (
-    NEEDS_PACKED_STORAGE, BackendUnavailable, DType, ErrorSample, KernelNotFound, OpSchema, Sample, float64, parse_dtype,
+    NEEDS_PACKED_STORAGE, BackendUnavailable, DType, ErrorSample, KernelNotFound, OpSchema, Sample, float64,
+    parse_dtype,
 )
 
 from .outcomes import Mismatch
