@@ -14,7 +14,7 @@ import numpy as np
 from rumus_contracts import Kernel, TensorArg
 
 from .dtypes import FLOAT, HALF
-from .kernels_linalg import view
+from rumus_contracts.kit import strided_view as view
 from .widen import widened_to_float32
 
 

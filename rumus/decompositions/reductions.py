@@ -114,5 +114,5 @@ def _bound(value: float, like: Tensor) -> float | int:
         return value
     if like.dtype == bool_:
         return min(max(int(math.trunc(value)), 0), 1)
-    info = np.iinfo(like.dtype.numpy)
+    info = np.iinfo(like.dtype.numpy)  # type: ignore[type-var]
     return min(max(int(math.trunc(value)), int(info.min)), int(info.max))
