@@ -46,7 +46,7 @@ _PY_METHODS = set().union(*(dir(t) for t in (str, list, dict, set, tuple, bytes,
 # (group name, folder under the cache, glob patterns)
 SOURCES: list[tuple[str, str, list[str]]] = [
     ("corpus", "site", ["vit_pytorch/*.py", "mlp_mixer_pytorch/*.py", "perceiver_pytorch/*.py", "linformer/*.py",
-                        "pytorch_pretrained_bert/*.py", "pytorch_tcn/*.py", "d2l/torch.py", "x_transformers/*.py",
+                        "pytorch_pretrained_bert/*.py", "pytorch_tcn/*.py", "d2l/torch.py",
                         "cleanrl/*.py"]),
     ("torchvision models", "scan", ["torchvision/models/**/*.py"]),
     ("timm models and layers", "scan", ["timm/models/*.py", "timm/layers/*.py"]),

@@ -47,13 +47,17 @@ def _tensorboard_stub(torch: Any) -> None:
 
 
 def _start_point(torch: Any, model: Any) -> None:
+    _start_params(torch, [p for _, p in model.named_parameters()])
+
+
+def _start_params(torch: Any, params: list[Any], seed: int = 20240) -> None:
     """Every trainable tensor gets a value drawn from numpy, by position and shape, scaled like torch's
     default init (1/sqrt(fan_in)); constant tensors (norm weights, zero biases) keep their value."""
     import numpy as np
 
-    rng = np.random.default_rng(20240)
+    rng = np.random.default_rng(seed)
     with torch.no_grad():
-        for _, p in model.named_parameters():
+        for p in params:
             shape = tuple(p.shape)
             values = p.detach().cpu().numpy()
             if values.size > 1 and float(values.max()) == float(values.min()):
@@ -95,7 +99,7 @@ def run(name: str, framework: str, seed: int) -> dict[str, Any]:
     torch.manual_seed(seed)
     _tensorboard_stub(torch)
     if prog.script is not None:
-        return prog.script(torch, seed)
+        return _run_script(torch, prog, seed)
     module = importlib.import_module(prog.module)
     namespace: dict[str, Any] = dict(vars(module))
     namespace["torch"] = torch
@@ -122,6 +126,40 @@ def run(name: str, framework: str, seed: int) -> dict[str, Any]:
     return {"losses": losses}
 
 
+def _run_script(torch: Any, prog: Program, seed: int) -> dict[str, Any]:
+    import os
+    import runpy
+    import tempfile
+
+    import corpus_stubs.tensorboard as tb
+
+    adam_init = torch.optim.Adam.__init__
+    count = [0]
+
+    def adam_with_common_start(self: Any, params: Any, *args: Any, **kwargs: Any) -> None:
+        params = list(params)
+        flat = [p for group in params for p in (group["params"] if isinstance(group, dict) else [group])]
+        count[0] += 1
+        _start_params(torch, flat, seed=20240 + count[0])
+        adam_init(self, params, *args, **kwargs)
+
+    torch.optim.Adam.__init__ = adam_with_common_start
+    path = fetch_packages.site_dir() / prog.script
+    sys.argv = [str(path), *prog.argv, "--seed", str(seed + 1)]
+    tb.SCALARS.clear()
+    cwd = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            runpy.run_path(str(path), run_name="__main__")
+        finally:
+            os.chdir(cwd)
+            torch.optim.Adam.__init__ = adam_init
+    if prog.loss_tag not in tb.SCALARS:
+        raise RuntimeError(f"the program logged no {prog.loss_tag!r}")
+    return {"losses": [v for _, v in tb.SCALARS[prog.loss_tag]]}
+
+
 def _guarded(name: str, framework: str, seed: int) -> dict[str, Any]:
     try:
         return run(name, framework, seed)
@@ -135,8 +173,8 @@ def _guarded(name: str, framework: str, seed: int) -> dict[str, Any]:
 def main() -> None:
     # Several programs / seeds in one process save the framework's import time; each run builds its
     # model afresh. Runs come out program-major: (p1, s1), (p1, s2), (p2, s1), ...
-    names, framework = sys.argv[1].split(","), sys.argv[2]
-    outs = [_guarded(name, framework, int(s)) for name in names for s in sys.argv[3].split(",")]
+    names, framework, seeds = sys.argv[1].split(","), sys.argv[2], [int(s) for s in sys.argv[3].split(",")]
+    outs = [_guarded(name, framework, s) for name in names for s in seeds]
     print(json.dumps({"runs": outs}))
 
 

@@ -54,10 +54,6 @@ PACKAGES: dict[str, Package] = {
         "1.2.0", "cleanrl-1.2.0-py3-none-any.whl",
         "002f6dac6cd0efb5889cd9096a252da1b4bc98a8f52ccb1f47a7215c18b30369",
         "MIT", "Costa Huang and CleanRL contributors", "https://github.com/vwxyzjn/cleanrl"),
-    "x-transformers": Package(
-        "2.31.10", "x_transformers-2.31.10-py3-none-any.whl",
-        "40099be7b1f3043ffba67381288a35bdd932decf338dc69a01eb8024bea34d24",
-        "MIT", "Phil Wang (lucidrains)", "https://github.com/lucidrains/x-transformers"),
     # A dependency of the lucidrains programs (tensor rearrangement that dispatches on the torch module).
     "einops": Package(
         "0.8.2", "einops-0.8.2-py3-none-any.whl",

@@ -6,13 +6,14 @@ around it.
 Fields: package (a key of PACKAGES), module (what to import), build (expression evaluated in that
 module's namespace), input / target ((kind, shape)), loss (expression over model, x, y, torch, F),
 steps, lr; warmup: run one forward first (lazy layers take their shapes from it).
+A whole-program entry instead names a script (a path in its package), its command line (small settings,
+a local environment from stubs/) and the tensorboard tag whose scalars are its losses; the harness runs
+it as __main__ and gives the parameters each optimizer receives the same numpy start in both frameworks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,9 @@ class Program:
     lr: float = 1e-3
     eval_mode: bool = False
     warmup: bool = False
-    script: Callable[[Any, int], dict[str, Any]] | None = None
+    script: str | None = None
+    argv: tuple[str, ...] = ()
+    loss_tag: str = ""
     note: str = ""
 
 
@@ -70,24 +73,16 @@ PROGRAMS: dict[str, Program] = {
                          "CrossViT(image_size=16, num_classes=5, sm_dim=16, lg_dim=32, sm_patch_size=4,"
                          " sm_enc_depth=1, sm_enc_heads=2, sm_enc_mlp_dim=32, sm_enc_dim_head=8, lg_patch_size=8,"
                          " lg_enc_depth=1, lg_enc_heads=2, lg_enc_mlp_dim=32, lg_enc_dim_head=8,"
-                         " cross_attn_depth=1, cross_attn_heads=2, cross_attn_dim_head=8, depth=1)"),
-    "local_vit": Program("vit-pytorch", "vit_pytorch.local_vit",
-                         f"LocalViT(image_size=16, patch_size=4, num_classes=5, {_VIT})"),
+                         " cross_attn_depth=1, cross_attn_heads=2, cross_attn_dim_head=8, depth=1, dropout=0.,"
+                         " emb_dropout=0.)"),
     "nest": Program("vit-pytorch", "vit_pytorch.nest",
                     "NesT(image_size=16, patch_size=4, num_classes=5, dim=16, heads=2, num_hierarchies=2,"
                     " block_repeats=(1, 1), dim_head=8)"),
-    "mobile_vit": Program("vit-pytorch", "vit_pytorch.mobile_vit",
-                          "MobileViT(image_size=(32, 32), dims=[16, 16, 16], channels=[8, 8, 8, 8, 8, 8, 8, 8, 8, 8,"
-                          " 16], num_classes=5, depths=(1, 1, 1))", input=("float", (2, 3, 32, 32)),
-                          target=("classes", (2,))),
     "max_vit": Program("vit-pytorch", "vit_pytorch.max_vit",
                        "MaxViT(num_classes=5, dim=16, depth=(1, 1), dim_head=8, dim_conv_stem=16, window_size=2,"
                        " dropout=0.)", input=("float", (2, 3, 16, 16)), target=("classes", (2,))),
     "xcit": Program("vit-pytorch", "vit_pytorch.xcit",
                     f"XCiT(image_size=16, patch_size=4, num_classes=5, cls_depth=1, {_VIT})"),
-    "sep_vit": Program("vit-pytorch", "vit_pytorch.sep_vit",
-                       "SepViT(num_classes=5, dim=16, depth=(1, 1, 1, 1), heads=(1, 2, 2, 2), window_size=2,"
-                       " dim_head=8)", input=("float", (2, 3, 64, 64)), target=("classes", (2,))),
     "rvt": Program("vit-pytorch", "vit_pytorch.rvt", f"RvT(image_size=16, patch_size=4, num_classes=5, {_VIT})"),
     "vit_1d": Program("vit-pytorch", "vit_pytorch.vit_1d",
                       f"ViT(seq_len=32, patch_size=4, num_classes=5, channels=2, {_VIT})", input=("float", (4, 2, 32))),
@@ -112,7 +107,7 @@ PROGRAMS: dict[str, Program] = {
                             f"ViT(image_size=16, patch_size=4, num_classes=5, {_VIT})"),
     "mae": Program("vit-pytorch", "vit_pytorch.mae",
                    "MAE(encoder=__import__('vit_pytorch.vit', fromlist=['ViT']).ViT(image_size=16, patch_size=4,"
-                   f" num_classes=5, {_VIT}), decoder_dim=16, decoder_depth=1, decoder_heads=2, decoder_dim_head=8)",
+                   f" num_classes=5, {_VIT}), decoder_dim=32, decoder_depth=1, decoder_heads=2, decoder_dim_head=8)",
                    target=("none", ()), loss="model(x)",
                    note="random masking: the loss depends on the generator, so the torch runs spread"),
     # ---- Phil Wang: other architectures --------------------------------------------------------------
@@ -126,15 +121,6 @@ PROGRAMS: dict[str, Program] = {
     "linformer_lm": Program("linformer", "linformer.linformer",
                             "LinformerLM(num_tokens=24, dim=32, seq_len=16, depth=2, k=8, heads=2)",
                             input=TOK, target=TOK_T, loss=LM_LOSS),
-    "x_transformers_gpt": Program("x-transformers", "x_transformers",
-                                  "TransformerWrapper(num_tokens=24, max_seq_len=16,"
-                                  " attn_layers=Decoder(dim=32, depth=2, heads=2))",
-                                  input=TOK, target=TOK_T, loss=LM_LOSS),
-    "x_transformers_encoder": Program("x-transformers", "x_transformers",
-                                      "TransformerWrapper(num_tokens=24, max_seq_len=16,"
-                                      " attn_layers=Encoder(dim=32, depth=2, heads=2, rotary_pos_emb=True))",
-                                      input=TOK, target=TOK_T, loss=LM_LOSS),
-    # ---- Hugging Face's pytorch-pretrained-BERT (Thomas Wolf et al.) ---------------------------------
     "bert_mlm": Program("pytorch-pretrained-bert", "pytorch_pretrained_bert.modeling",
                         "BertForMaskedLM(BertConfig(24, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,"
                         " intermediate_size=64, max_position_embeddings=32))",
@@ -157,12 +143,6 @@ PROGRAMS: dict[str, Program] = {
                              "OpenAIGPTLMHeadModel(OpenAIGPTConfig(24, n_positions=16, n_ctx=16, n_embd=32,"
                              " n_layer=2, n_head=2, resid_pdrop=0., embd_pdrop=0., attn_pdrop=0.))",
                              input=TOK, target=TOK_T, loss="model(x, lm_labels=y)"),
-    "transfo_xl_lm": Program("pytorch-pretrained-bert", "pytorch_pretrained_bert.modeling_transfo_xl",
-                             "TransfoXLLMHeadModel(TransfoXLConfig(24, cutoffs=[8], d_model=32, d_embed=32,"
-                             " n_head=2, d_head=16, d_inner=64, div_val=1, n_layer=2, tgt_len=16, mem_len=16,"
-                             " dropout=0., dropatt=0.))",
-                             input=TOK, target=TOK_T, loss="model(x, target=y)[0].mean()"),
-    # ---- Paul Krug: temporal convolutional network ---------------------------------------------------
     "tcn": Program("pytorch-tcn", "pytorch_tcn",
                    "TCN(num_inputs=3, num_channels=[8, 8, 4], kernel_size=3, dropout=0., causal=True,"
                    " use_norm='weight_norm')", input=("float", (4, 3, 20)), target=("float", (4, 4, 20)),
@@ -173,9 +153,29 @@ PROGRAMS: dict[str, Program] = {
                              input=("float", (4, 3, 20)), target=("float", (4, 8, 20)),
                              loss="F.mse_loss(model(x), y)"),
     # ---- Dive into Deep Learning (Zhang, Lipton, Li, Smola) ------------------------------------------
+    # ---- Costa Huang et al. (CleanRL): whole single-file RL programs, a local CartPole / Pendulum ----------
+    "cleanrl_dqn": Program("cleanrl", "", "", script="cleanrl/dqn.py", loss_tag="losses/td_loss",
+                           argv=("--env-id", "CartPole-v1", "--total-timesteps", "600", "--learning-starts", "200",
+                                 "--batch-size", "32", "--buffer-size", "1000", "--target-network-frequency", "100",
+                                 "--cuda", "False"),
+                           note="epsilon-greedy exploration and replay sampling from numpy/random, seeded by --seed"),
+    "cleanrl_ddpg": Program("cleanrl", "", "", script="cleanrl/ddpg_continuous_action.py", loss_tag="losses/qf1_loss",
+                            argv=("--env-id", "Pendulum-v1", "--total-timesteps", "500", "--learning-starts", "150",
+                                  "--batch-size", "32", "--buffer-size", "1000", "--cuda", "False")),
+    "cleanrl_ppo_continuous": Program("cleanrl", "", "", script="cleanrl/ppo_continuous_action.py",
+                                      loss_tag="losses/value_loss",
+                                      argv=("--env-id", "Pendulum-v1", "--total-timesteps", "256", "--num-steps", "64",
+                                            "--num-minibatches", "2", "--update-epochs", "2", "--cuda", "False"),
+                                      note="actions sampled from torch's Normal: the torch runs spread"),
+    "cleanrl_rpo_continuous": Program("cleanrl", "", "", script="cleanrl/rpo_continuous_action.py",
+                                      loss_tag="losses/value_loss",
+                                      argv=("--env-id", "Pendulum-v1", "--total-timesteps", "256", "--num-steps", "64",
+                                            "--num-minibatches", "2", "--update-epochs", "2", "--cuda", "False"),
+                                      note="actions sampled from torch's Normal: the torch runs spread"),
     "d2l_lenet": Program("d2l", "d2l.torch", "LeNet(lr=0.1, num_classes=5)", input=("float", (4, 1, 28, 28)),
                          warmup=True),
-    "d2l_resnet18": Program("d2l", "d2l.torch", "resnet18(5, in_channels=1)", input=("float", (4, 1, 16, 16))),
+    "d2l_resnet18": Program("d2l", "d2l.torch", "resnet18(5, in_channels=1)", input=("float", (4, 1, 16, 16)),
+                            warmup=True),
     "d2l_transformer_encoder": Program("d2l", "d2l.torch",
                                        "TransformerEncoder(24, 32, 64, 2, 2, 0.)", input=TOK,
                                        target=("float", (2, 16, 32)), loss="F.mse_loss(model(x, None), y)",
@@ -185,7 +185,7 @@ PROGRAMS: dict[str, Program] = {
                         loss="F.cross_entropy(model(x, torch.zeros_like(x), None,"
                         " torch.arange(16).repeat(2, 1))[1].reshape(-1, 24), y.reshape(-1))",
                         warmup=True),
-    "d2l_gru_lm": Program("d2l", "d2l.torch", "RNNLM(GRU(num_inputs=24, num_hiddens=32), vocab_size=24, lr=1.)",
+    "d2l_gru_lm": Program("d2l", "d2l.torch", "RNNLM(GRU(num_inputs=24, num_hiddens=32, num_layers=1), vocab_size=24, lr=1.)",
                           input=TOK, target=TOK_T,
                           loss=LM_LOSS),
 }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 SCALARS: dict[str, list[tuple[int, float]]] = {}
 
 
@@ -12,7 +14,9 @@ class SummaryWriter:
         pass
 
     def add_scalar(self, tag: str, value: Any, step: int | None = None, *args: Any, **kwargs: Any) -> None:
-        SCALARS.setdefault(tag, []).append((int(step or 0), float(value)))
+        if hasattr(value, "detach"):  # a tensor of either framework
+            value = value.detach().reshape(-1)[0].item()
+        SCALARS.setdefault(tag, []).append((int(step or 0), float(np.asarray(value).reshape(-1)[0])))
 
     def add_text(self, *args: Any, **kwargs: Any) -> None:
         pass
