@@ -1,15 +1,23 @@
-"""Small torch names the corpus programs (tests/compat/corpus) import and rumus lacked, written with core
-ops and installed at torch's paths: torch.normal, torch.nn.utils.weight_norm / remove_weight_norm,
-torch.optim.optimizer.required, torch.nn.attention.SDPBackend / sdpa_kernel and
-torch.utils.checkpoint.get_device_states / set_device_states."""
+"""Small torch names the corpus programs (tests/compat/corpus) and the model code docs/api_coverage.py scans
+use and rumus lacked, written with core ops and installed at torch's paths: torch.normal, torch.pi,
+torch.scalar_tensor, torch._assert, torch.nn.utils.weight_norm / remove_weight_norm,
+torch.optim.optimizer.required, torch.nn.attention.SDPBackend / sdpa_kernel,
+torch.utils.checkpoint.get_device_states / set_device_states, and torch.jit's eager-mode markers
+(ignore, unused, export, is_scripting, is_tracing, Final: what model code writes so that TorchScript can
+skip a function; in eager mode they change nothing). torch.jit.script / trace are not provided: rumus
+compiles with rumus.compile, and a silent identity there would claim a compilation that did not happen."""
 
 from __future__ import annotations
 
 import contextlib
 import enum
 import importlib
+import math
 import numbers
-from collections.abc import Iterator
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rumus_contracts import ShapeError
@@ -162,8 +170,57 @@ def set_device_states(devices: list[int], states: list[Any], *, device_type: Any
                          "get_device_states returned")
 
 
+def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """torch.scalar_tensor: a 0-d tensor of `s`, float32 unless dtype says otherwise."""
+    from . import _torch_api
+
+    out = _creation.full((), float(s), dtype=dtype if dtype is not None else _torch_api.float32, device=device)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _assert(condition: Any, message: str) -> None:
+    """torch._assert: a symbolically traceable assert."""
+    if isinstance(condition, Tensor):
+        condition = bool(condition.item())
+    assert condition, message
+
+
+def _marker(fn: Any = None, **kwargs: Any) -> Any:
+    """@ignore, @ignore(drop=True), @unused, @export: TorchScript markers, the function unchanged."""
+    if fn is None:
+        def wrap(f: Callable[..., Any]) -> Callable[..., Any]:
+            return f
+        return wrap
+    return fn
+
+
+def _false() -> bool:
+    return False
+
+
+def _jit_module() -> types.ModuleType:
+    jit = types.ModuleType("rumus.jit", "torch.jit's eager-mode markers (see rumus._torch_corpus_additions).")
+    for name in ("ignore", "unused", "export"):
+        setattr(jit, name, _marker)
+    jit.is_scripting = _false  # type: ignore[attr-defined]
+    jit.is_tracing = _false  # type: ignore[attr-defined]
+    jit.Final = typing.Final  # type: ignore[attr-defined]
+    jit._overload_method = _marker  # type: ignore[attr-defined]
+    jit._script_if_tracing = _marker  # type: ignore[attr-defined]
+    return jit
+
+
 def install(namespace: dict[str, Any]) -> None:
     namespace.setdefault("normal", normal)
+    namespace.setdefault("pi", math.pi)
+    namespace.setdefault("scalar_tensor", scalar_tensor)
+    namespace.setdefault("_assert", _assert)
+    if "jit" not in namespace:
+        jit = _jit_module()
+        sys.modules["rumus.jit"] = jit
+        namespace["jit"] = jit
     # rumus.utils.checkpoint is also the name of the checkpoint function; the module is what torch names.
     _checkpoint = importlib.import_module("rumus.utils.checkpoint")
     for mod, names in ((_nn_utils, {"weight_norm": weight_norm, "remove_weight_norm": remove_weight_norm}),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import torch
@@ -111,3 +113,42 @@ def test_small_markers_match_torch() -> None:
         pass
     assert tgds(torch.zeros(2)) == ([], [])
     assert rgds(rumus.zeros(2)) == ([], [])
+
+
+def _check_markers(fw: Any) -> None:
+    class Model(fw.nn.Module):  # type: ignore[name-defined,misc]
+        scale: fw.jit.Final[float] = 2.0
+
+        @fw.jit.ignore
+        def helper(self, x: Any) -> Any:
+            return x * self.scale
+
+        @fw.jit.unused
+        def unused(self) -> int:
+            return 1
+
+        @fw.jit.ignore(drop=True)
+        def dropped(self) -> int:
+            return 3
+
+        def forward(self, x: Any) -> Any:
+            if not fw.jit.is_scripting() and not fw.jit.is_tracing():
+                return self.helper(x)
+            raise AssertionError("eager mode")
+
+    m = Model()
+    assert float(m(fw.ones(2)).sum()) == 4.0 and m.unused() == 1 and m.dropped() == 3
+    with pytest.raises(AssertionError, match="shape"):
+        fw._assert(False, "shape")
+    fw._assert(fw.tensor(True), "fine")
+
+
+def test_jit_markers_scalar_tensor_assert_pi_match_torch() -> None:
+    _check_markers(torch)
+    _check_markers(rumus)
+    assert rumus.pi == torch.pi
+    for v, dt in ((3, None), (2.5, "float64"), (1, "int64")):
+        t = torch.scalar_tensor(v, dtype=getattr(torch, dt)) if dt else torch.scalar_tensor(v)
+        r = rumus.scalar_tensor(v, dtype=getattr(rumus, dt)) if dt else rumus.scalar_tensor(v)
+        assert tuple(r.shape) == tuple(t.shape) == () and str(r.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+        assert r.item() == t.item()

@@ -185,7 +185,8 @@ PROGRAMS: dict[str, Program] = {
                         loss="F.cross_entropy(model(x, torch.zeros_like(x), None,"
                         " torch.arange(16).repeat(2, 1))[1].reshape(-1, 24), y.reshape(-1))",
                         warmup=True),
-    "d2l_gru_lm": Program("d2l", "d2l.torch", "RNNLM(GRU(num_inputs=24, num_hiddens=32, num_layers=1), vocab_size=24, lr=1.)",
+    "d2l_gru_lm": Program("d2l", "d2l.torch", "RNNLM(GRU(num_inputs=24, num_hiddens=32, num_layers=1),"
+                          " vocab_size=24, lr=1.)",
                           input=TOK, target=TOK_T,
                           loss=LM_LOSS),
 }
