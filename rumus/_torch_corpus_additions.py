@@ -52,14 +52,14 @@ def normal(mean: Any = 0.0, std: Any = 1.0, size: Any = None, *, generator: Any 
         return out
     if size is not None:
         raise TypeError("normal(): size= is only for number mean and std; tensors give the shape")
-    if isinstance(mean, Tensor) and isinstance(std, Tensor) and mean.numel() != std.numel() \
-            and tuple(mean.shape) != tuple(std.shape):
+    if isinstance(mean, Tensor) and isinstance(std, Tensor):
         shape = _broadcast(tuple(mean.shape), tuple(std.shape))
     else:
-        shape = tuple(tensor_args[0].shape) if len(tensor_args) == 1 else tuple(mean.shape)
+        shape = tuple(tensor_args[0].shape)
     ref = tensor_args[0]
     eps = _creation.randn(*shape, generator=generator, dtype=ref.dtype, device=ref.device)
-    return mean + std * eps
+    sample: Tensor = mean + std * eps
+    return sample
 
 
 def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
@@ -72,10 +72,13 @@ def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _norm_except_dim(v: Tensor, dim: int) -> Tensor:
+    squares: Tensor = v * v
     if dim == -1:
-        return (v * v).sum().sqrt()
+        total: Tensor = squares.sum().sqrt()
+        return total
     others = [d for d in range(v.dim()) if d != dim]
-    return (v * v).sum(dim=others, keepdim=True).sqrt()
+    norms: Tensor = squares.sum(dim=others, keepdim=True).sqrt()
+    return norms
 
 
 class _WeightNorm:
@@ -172,9 +175,9 @@ def set_device_states(devices: list[int], states: list[Any], *, device_type: Any
 
 def scalar_tensor(s: Any, *, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
     """torch.scalar_tensor: a 0-d tensor of `s`, float32 unless dtype says otherwise."""
-    from . import _torch_api
+    from rumus_contracts import float32
 
-    out = _creation.full((), float(s), dtype=dtype if dtype is not None else _torch_api.float32, device=device)
+    out = _creation.full((), float(s), dtype=dtype if dtype is not None else float32, device=device)
     if requires_grad:
         out.requires_grad_(True)
     return out

@@ -76,6 +76,7 @@ def test_normal_shapes_moments_and_gradients() -> None:
         assert tuple(fw.normal(2.0, 3.0, (4, 5)).shape) == (4, 5)
         assert tuple(fw.normal(fw.zeros(3, 1), fw.ones(1, 2)).shape) == (3, 2)
         assert tuple(fw.normal(fw.zeros(6), 1.0).shape) == (6,)
+        assert tuple(fw.normal(fw.zeros(3, 1), fw.ones(1, 3)).shape) == (3, 3)
         with pytest.raises((TypeError, RuntimeError)):
             fw.normal(0.0, 1.0)
     rumus.manual_seed(0)
