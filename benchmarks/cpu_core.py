@@ -17,6 +17,10 @@ from _timing import bench, table  # noqa: E402
 import rumus as rm  # noqa: E402
 from rumus import nn  # noqa: E402
 
+# The CPU backend starts (and loads libgomp with its short spin) before torch is imported below, as in
+# torch_beside_rumus.py: `import rumus` alone changes nothing process-wide.
+rm.zeros(1)
+
 
 def small_op() -> list[tuple[str, ...]]:
     import torch

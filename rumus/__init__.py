@@ -42,6 +42,7 @@ from .autograd import formulas_nn as _formulas_nn  # noqa: F401  (conv, pooling,
 from .autograd import formulas_act_index as _formulas_act_index  # noqa: F401  (activations, dropout, indexing)
 from .autograd import formulas_attention as _formulas_attention  # noqa: F401  (flash_attention)
 from .autograd import formulas_loss as _formulas_loss  # noqa: F401  (fused cross-entropy)
+from . import decompositions as _decompositions  # noqa: F401  (registers the non-primitive ops' decompositions)
 from .random import Generator as Generator, initial_seed as initial_seed, manual_seed as manual_seed
 
 __version__ = "0.1.0"
@@ -49,6 +50,7 @@ bool = bool_  # noqa: A001  (rumus.bool mirrors torch.bool; an assignment, since
 
 
 def device(spec: str) -> Device:
+    """Parse a device string such as "cpu", "wgpu" or "wgpu:1" into a Device."""
     return Device.parse(spec)
 
 
@@ -60,46 +62,57 @@ def synchronize(dev: str | Device | None = None) -> None:
 
 
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """A view (or copy when strides require it) of `x` with dims `start_dim` to `end_dim` merged into one."""
     return x.flatten(start_dim, end_dim)
 
 
 def reshape(x: Tensor, shape: tuple[int, ...]) -> Tensor:
+    """`x` with a new shape (one dim may be -1): a view when the strides allow, else a copy."""
     return x.reshape(shape)
 
 
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    """A view of `x` with dims `dim0` and `dim1` swapped."""
     return x.transpose(dim0, dim1)
 
 
 def permute(x: Tensor, dims: tuple[int, ...]) -> Tensor:
+    """A view of `x` with its dims reordered by `dims`."""
     return x.permute(dims)
 
 
 def squeeze(x: Tensor, dim: int | None = None) -> Tensor:
+    """A view of `x` without its size-1 dims (only `dim`, when given)."""
     return x.squeeze(dim)
 
 
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    """A view of `x` with a size-1 dim inserted at `dim`."""
     return x.unsqueeze(dim)
 
 
 def chunk(x: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split `x` into `chunks` views of (nearly) equal size along `dim`, as torch.chunk."""
     return x.chunk(chunks, dim)
 
 
 def split(x: Tensor, split_size: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """Split `x` into views of `split_size` elements along `dim` (the last may be smaller)."""
     return x.split(split_size, dim)
 
 
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    """A view of `length` elements of `x` along `dim`, from `start`, as torch.narrow."""
     return x.narrow(dim, start, length)
 
 
 def clone(x: Tensor) -> Tensor:
+    """A copy of `x` with its own storage; gradients flow back to `x`."""
     return x.clone()
 
 
 def numel(x: Tensor) -> int:
+    """The number of elements of `x`."""
     return x.numel()
 
 

@@ -166,7 +166,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
     """x[index] = value with an advanced index, in place; recorded by autograd when x or value
     requires grad (the write rebases x's history, or its base's when x is a view)."""
     from . import _indexing, _inplace, _math, _views  # late binding: the write uses the op functions above
-    from ._creation import from_host, tensor
+    from ._creation import check_size, from_host, tensor
     pos = positions(x, index)
     if not isinstance(value, Tensor):
         value = tensor(value, dtype=x.dtype, device=x.device)
@@ -187,6 +187,7 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
         keep = np.sort(flat_pos.size - 1 - rev_first)
         values = _indexing.index_select(values, 0, _positions_on(x, keep))
         flat_pos = flat_pos[keep]
+    check_size("index_put", x.shape, x.element_size())  # the result (the host mask is smaller)
     written = np.zeros(x.numel(), dtype=bool)
     written[flat_pos] = True
     mask = from_host(written, bool_, x.device)

@@ -16,10 +16,12 @@ import numpy as np
 from rumus_contracts import DTypeError, RumusError, ShapeError, bool_, int64
 from rumus_contracts.shapes import normalize_dim
 
-from . import _creation
+from . import _creation, _dispatch
 from . import _math as M
 from ._indexing import gather, index_add, index_select, scatter_add
 from .amp.policy import for_op as autocast_for_op
+from .autograd.formulas import formula
+from .autograd.graph import Context
 from .ops import get as _op
 from .tensor import Tensor
 
@@ -37,6 +39,7 @@ def _triangle(name: str, x: Tensor, diagonal: int, lower: bool) -> Tensor:
     if x.ndim < 2:
         raise ShapeError(f"{name}: input tensor must have at least 2 dimensions, got shape {tuple(x.shape)}")
     rows, cols = x.shape[-2], x.shape[-1]
+    _creation.check_size(name, x.shape, x.element_size())  # the output; the host mask is at most as big
     r = np.arange(rows)[:, None]
     c = np.arange(cols)[None, :]
     keep = (c - r <= diagonal) if lower else (c - r >= diagonal)
@@ -107,18 +110,29 @@ def repeat_interleave(x: Tensor, repeats: Any, dim: int | None = None) -> Tensor
         x, dim = x.flatten(), 0
     d = normalize_dim("repeat_interleave", dim, x.ndim)
     if isinstance(repeats, int):
+        if repeats < 0:
+            raise ShapeError(f"repeat_interleave: repeats must be non-negative, got {repeats}")
+        _creation.check_size("repeat_interleave", [*x.shape[:d], x.shape[d] * repeats, *x.shape[d + 1:]],
+                             builtins.max(x.element_size(), 8))
         reps = np.full(x.shape[d], repeats, dtype=np.int64)
     else:
         reps = np.asarray(repeats.tolist() if isinstance(repeats, Tensor) else repeats, dtype=np.int64).reshape(-1)
         if reps.size == 1:
             reps = np.full(x.shape[d], int(reps[0]), dtype=np.int64)
     if reps.size != x.shape[d] or (reps.size and reps.min() < 0):
-        raise RumusError(f"repeat_interleave: repeats must be non-negative and match dim {d} of size "
-                         f"{x.shape[d]}, got {reps.tolist()}")
+        raise ShapeError(f"repeat_interleave: repeats must be non-negative and match dim {d} of size "
+                         f"{x.shape[d]}, got {reps.tolist()[:16]}")
+    total = builtins.sum(int(r) for r in reps)  # Python ints: no int64 overflow on absurd repeats
+    out_shape = [*x.shape[:d], total, *x.shape[d + 1:]]
+    _creation.check_size("repeat_interleave", out_shape, builtins.max(x.element_size(), 8))  # and its int64 index
     return index_select(x, d, _idx(np.repeat(np.arange(x.shape[d]), reps), x))
 
 
 # ---- scans ------------------------------------------------------------------------------------------
+# A backend's cumsum / cumprod kernel walks each row in order, as PyTorch does (rumus_cpu: float64
+# accumulation like PyTorch's CPU; rumus_wgpu: float32 like PyTorch's CUDA). The doubling scan below is the
+# composite for a backend without one (and what an ONNX trace records): it reorders the additions, so it is
+# exact only for integers and for values of one magnitude.
 def _scan(name: str, x: Tensor, dim: int, combine: Any, identity: float) -> Tensor:
     """Inclusive scan by doubling (Hillis-Steele): log2(n) steps of x <- x (+) x shifted by 2**k."""
     d = normalize_dim(name, dim, x.ndim) if x.ndim else 0
@@ -135,24 +149,63 @@ def _scan(name: str, x: Tensor, dim: int, combine: Any, identity: float) -> Tens
     return x
 
 
-def cumsum(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    (x,) = autocast_for_op("cumsum", x)
-    if dtype is not None:
-        x = x.to(dtype=dtype)
-    elif not x.dtype.is_floating:
-        x = x.to(dtype=int64)  # PyTorch: integer and bool cumulative sums are int64
+def _cumsum_composite(x: Tensor, dim: int = 0) -> Tensor:
     out = _scan("cumsum", x, dim, M.add, 0)
     return out if out is not x else M.add(x, M._t(0, x))
 
 
-def cumprod(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    (x,) = autocast_for_op("cumprod", x)
+def _cumprod_composite(x: Tensor, dim: int = 0) -> Tensor:
+    out = _scan("cumprod", x, dim, M.mul, 1)
+    return out if out is not x else M.mul(x, M._t(1, x))
+
+
+def _scan_input(name: str, x: Tensor, dim: int, dtype: Any) -> tuple[Tensor, int]:
+    (x,) = autocast_for_op(name, x)
     if dtype is not None:
         x = x.to(dtype=dtype)
     elif not x.dtype.is_floating:
-        x = x.to(dtype=int64)
-    out = _scan("cumprod", x, dim, M.mul, 1)
-    return out if out is not x else M.mul(x, M._t(1, x))
+        x = x.to(dtype=int64)  # PyTorch: integer and bool cumulative sums are int64
+    return x, (normalize_dim(name, dim, x.ndim) if x.ndim else 0)
+
+
+def _traced() -> bool:
+    return _dispatch._tracer is not None  # rumus.onnx installs its tracer on the dispatcher while it traces
+
+
+def cumsum(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    x, d = _scan_input("cumsum", x, dim, dtype)
+    return _cumsum_composite(x, d) if _traced() else _op("cumsum")(x, dim=d)
+
+
+def cumprod(x: Tensor, dim: int, dtype: Any = None) -> Tensor:
+    x, d = _scan_input("cumprod", x, dim, dtype)
+    return _cumprod_composite(x, d) if _traced() else _op("cumprod")(x, dim=d)
+
+
+def _reverse_cumsum(g: Tensor, d: int) -> Tensor:
+    return flip(_op("cumsum")(flip(g, d), dim=d), d) if g.ndim else g
+
+
+@formula("cumsum")
+def _cumsum_backward(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    return (_reverse_cumsum(g, int(ctx.attrs["dim"])),)
+
+
+@formula("cumprod", inputs=True, outputs=True)
+def _cumprod_backward(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    """d out_k / d x_i = prod_{j <= k, j != i} x_j. Away from zeros that is out_k / x_i (PyTorch's
+    reverse_cumsum(g * out) / x); after a row's first zero every gradient is 0, and at the first zero it
+    is the reverse cumsum of g times the products with that zero left out."""
+    (x,), (out,) = ctx.inputs, ctx.outputs
+    d = int(ctx.attrs["dim"]) if x.ndim else 0
+    if not x.ndim:
+        return (g,)
+    zero = M.eq(x, 0)
+    first = M.logical_and(zero, M.eq(_op("cumsum")(zero.to(dtype=x.dtype), dim=d), 1))
+    skipped = _op("cumprod")(M.where(first, M._t(1, x), x), dim=d)
+    away = M.div(_reverse_cumsum(M.mul(g, out), d), M.where(zero, M._t(1, x), x))
+    at_first = _reverse_cumsum(M.mul(g, skipped), d)
+    return (M.where(zero, M.where(first, at_first, M._t(0, x)), away),)
 
 
 # ---- norms ------------------------------------------------------------------------------------------
@@ -163,7 +216,7 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtyp
     if not x.dtype.is_floating:
         raise DTypeError(f"norm: needs a floating-point tensor, got {x.dtype}; cast it with .float()")
     if p == "fro" or p == 2 or p is None:
-        return M.sqrt(M.sum(M.mul(x, x), dim, keepdim))
+        return _p_norm(x, 2.0, dim, keepdim)
     if p == "nuc":
         raise RumusError("norm(p='nuc') needs singular values, which RUMUS does not compute yet")
     if p == math.inf or p == "inf":
@@ -175,7 +228,19 @@ def norm(x: Tensor, p: Any = "fro", dim: Any = None, keepdim: bool = False, dtyp
         return M.sum(M.ne(x, 0).to(dtype=x.dtype), dim, keepdim)
     if p == 1:
         return M.sum(M.abs(x), dim, keepdim)
-    return M.pow(M.sum(M.pow(M.abs(x), p), dim, keepdim), 1.0 / p)
+    return _p_norm(x, p, dim, keepdim)
+
+
+def _p_norm(x: Tensor, p: float, dim: Any, keepdim: bool) -> Tensor:
+    """(sum |x|^p)^(1/p); a slice that is all zeros has norm 0 and gradient 0 (PyTorch's subgradient), not
+    the chain rule's 0 * inf = NaN: the root is taken of 1 there and its branch not selected."""
+    dims = M._dims("norm", x, dim)
+    a = M.abs(x)
+    total = _op("sum")(M.mul(x, x) if p == 2.0 else M.pow(a, p), dims=dims)
+    zero = M.eq(total, 0)
+    safe = M.where(zero, M._t(1, total), total)
+    root = M.sqrt(safe) if p == 2.0 else M.pow(safe, 1.0 / p)
+    return M._finish(M.where(zero, M._t(0, total), root), dims, keepdim)
 
 
 # ---- scatter / in-place index forms -----------------------------------------------------------------
@@ -352,12 +417,16 @@ def multinomial(probs: Tensor, num_samples: int, replacement: bool = False, gene
     """Draw category indices from (unnormalised) weights; one row per distribution. Sampling runs on the
     host from rumus's generator (a sync, like reading a loss)."""
     from .random import default_generator
-    p = np.asarray(probs.detach().to(dtype="float64").numpy())
+    p = np.asarray(probs.detach().numpy(), dtype=np.float64)  # on the host: any backend, float64 or not
     rows = p.reshape(-1, p.shape[-1]) if p.ndim else None
     if rows is None or p.ndim > 2:
         raise ShapeError(f"multinomial: prob_dist must be 1 or 2 dim, got shape {tuple(probs.shape)}")
     if (rows < 0).any() or not np.isfinite(rows).all() or (rows.sum(1) <= 0).any():
         raise RumusError("multinomial: probabilities must be finite, non-negative and not all zero")
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples <= 0:
+        raise ShapeError(f"multinomial: num_samples must be a positive int, got {num_samples!r}")
+    # the int64 result and the float64 uniforms numpy draws for it
+    _creation.check_size("multinomial", (*p.shape[:-1], num_samples), 16)
     if not replacement and num_samples > int((rows > 0).sum(1).min()):
         raise RumusError(f"multinomial: cannot draw {num_samples} samples without replacement from fewer "
                          f"non-zero categories")
@@ -414,7 +483,8 @@ def _register_composites() -> None:
     from ._dispatch import COMPOSITES
     from .nn.functional_torch import interpolate, pad  # late binding: nn's composites, registered at import of rumus
     COMPOSITES.update({
-        "tril": tril, "triu": triu, "flip": flip, "roll": roll, "cumsum": cumsum, "cumprod": cumprod,
+        "tril": tril, "triu": triu, "flip": flip, "roll": roll,
+        "cumsum": _cumsum_composite, "cumprod": _cumprod_composite,
         "repeat": lambda x, repeats=(1,): repeat(x, tuple(repeats)),
         "repeat_interleave": lambda x, repeats=1, dim=0: repeat_interleave(x, int(repeats), dim),
         "norm": lambda x, p=2.0, dims=(), keepdim=False: norm(x, p, tuple(dims) or None, keepdim),

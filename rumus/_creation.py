@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -87,6 +88,35 @@ def _allocating(shape: Sequence[int], dtype: DType) -> Iterator[None]:
         raise fail() from None
 
 
+def host_memory_bytes() -> int:
+    """This machine's physical memory: no single buffer larger than it can ever be allocated."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):  # no sysconf: numpy's own MemoryError stays the guard
+        return 1 << 62
+
+
+def check_size(what: str, shape: Sequence[int], itemsize: int) -> None:
+    """Refuse, before any work, a result (or a host temporary) of `shape` x `itemsize` bytes that no
+    allocation could hold: an op whose output size comes from its arguments checks it here, so a huge
+    argument is OutOfMemory naming the size, never numpy's MemoryError from deep inside the op."""
+    nbytes = math.prod(int(d) for d in shape) * int(itemsize)
+    limit = host_memory_bytes()
+    if nbytes > limit:
+        raise OutOfMemory(f"{what}: the result of shape {tuple(int(d) for d in shape)} needs {nbytes} bytes "
+                          f"({nbytes / 2**30:.4g} GiB), more than this machine's {limit / 2**30:.4g} GiB of memory; "
+                          f"use smaller sizes")
+
+
+@contextmanager
+def host_memory(what: str) -> Iterator[None]:
+    """numpy's MemoryError from a host temporary the size check let through, as OutOfMemory."""
+    try:
+        yield
+    except MemoryError:
+        raise OutOfMemory(f"{what}: out of host memory; use smaller sizes") from None
+
+
 def _sized(shape: Sequence[int], dtype: DType, make: Callable[[], _T]) -> _T:
     with _allocating(shape, dtype):
         return make()
@@ -109,10 +139,13 @@ def from_host(array: np.ndarray, dtype: DType, device: Device, requires_grad: bo
                          f"rumus.fixed.quantize / rumus.fixed.from_float")
     if dtype.is_packed:
         raise DTypeError(f"{dtype} tensors have their own constructors (see rumus.fixed / rumus.quant)")
-    if dtype.name == "bfloat16":
-        host = _bfloat16_bits(np.asarray(array, dtype=np.float32))
-    else:
-        host = np.asarray(array, dtype=dtype.numpy, order="C")  # keeps 0-d arrays 0-d
+    shape = np.shape(array)
+    check_size("tensor", shape, max(dtype.itemsize, 4 if dtype.name == "bfloat16" else 1))  # a broadcast view's copy
+    with host_memory("tensor"):
+        if dtype.name == "bfloat16":
+            host = _bfloat16_bits(np.asarray(array, dtype=np.float32))
+        else:
+            host = np.asarray(array, dtype=dtype.numpy, order="C")  # keeps 0-d arrays 0-d
     backend = _runtime.backend(device.backend)
     buf = backend.from_numpy(device, host.reshape(-1), dtype)
     t = make_tensor(Storage(buf, device, dtype, backend, host.size), tuple(host.shape))
@@ -191,6 +224,7 @@ def from_numpy(array: np.ndarray, device: Any = None) -> Tensor:
 
 
 def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of `size` filled with `fill_value`."""
     shape = _shape((size,), "full")
     if dtype is None:
         dtype = rbool if isinstance(fill_value, bool) else int64 if isinstance(fill_value, int) else float32
@@ -201,18 +235,21 @@ def full(size: Any, fill_value: Any, dtype: Any = None, device: Any = None, requ
 
 def zeros(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           **kw: Any) -> Tensor:
+    """A tensor of `size` filled with zeros."""
     size = _size_arg(size, kw, "zeros")
     return full(_shape(size, "zeros"), 0, dtype=dtype or float32, device=device, requires_grad=requires_grad)
 
 
 def ones(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
          **kw: Any) -> Tensor:
+    """A tensor of `size` filled with ones."""
     size = _size_arg(size, kw, "ones")
     return full(_shape(size, "ones"), 1, dtype=dtype or float32, device=device, requires_grad=requires_grad)
 
 
 def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
           **kw: Any) -> Tensor:
+    """An uninitialised tensor of `size`: its contents are unspecified, write before reading."""
     size = _size_arg(size, kw, "empty")
     from ._dispatch import empty as _empty
     shape, dt = _shape(size, "empty"), parse_dtype(dtype or float32)
@@ -221,24 +258,29 @@ def empty(*size: Any, dtype: Any = None, device: Any = None, requires_grad: bool
 
 
 def zeros_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of zeros with `x`'s shape, dtype and device."""
     return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
 def ones_like(t: Tensor, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A tensor of ones with `x`'s shape, dtype and device."""
     return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
 def full_like(t: Tensor, fill_value: Any, dtype: Any = None, device: Any = None,
               requires_grad: bool = False) -> Tensor:
+    """A tensor with `x`'s shape, dtype and device filled with `fill_value`."""
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device, requires_grad=requires_grad)
 
 
 def empty_like(t: Tensor, dtype: Any = None, device: Any = None) -> Tensor:
+    """An uninitialised tensor with `x`'s shape, dtype and device."""
     return empty(t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
 def arange(start: float, end: float | None = None, step: float = 1, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
+    """Values from `start` to `end` (exclusive) in steps of `step`, as torch.arange."""
     if end is None:
         start, end = 0, start
     for name, v in (("start", start), ("end", end), ("step", step)):
@@ -257,6 +299,7 @@ def arange(start: float, end: float | None = None, step: float = 1, dtype: Any =
 
 def linspace(start: float, end: float, steps: int, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    """`steps` evenly spaced values from `start` to `end`, both included."""
     steps = _size_int(steps, "steps", "linspace")
     if steps < 0:
         raise ShapeError(f"linspace: steps must be non-negative, got {steps}")
@@ -265,6 +308,7 @@ def linspace(start: float, end: float, steps: int, dtype: Any = None, device: An
 
 
 def eye(n: int, m: int | None = None, dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
+    """A 2-D identity matrix of `n` rows (and `m` columns)."""
     n = _size_int(n, "n", "eye")
     m = n if m is None else _size_int(m, "m", "eye")
     if n < 0 or m < 0:
@@ -279,6 +323,7 @@ def _gen(generator: Generator | None) -> np.random.Generator:
 
 def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
          requires_grad: bool = False, **kw: Any) -> Tensor:
+    """Uniform random values in [0, 1) of `size`, from the default generator or `generator`."""
     size = _size_arg(size, kw, "rand")
     shape, dt = _shape(size, "rand"), parse_dtype(dtype or float32)
     return _sized(shape, dt, lambda: from_host(_gen(generator).random(shape), dt, _device(device), requires_grad))
@@ -286,6 +331,7 @@ def rand(*size: Any, generator: Generator | None = None, dtype: Any = None, devi
 
 def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, device: Any = None,
           requires_grad: bool = False, **kw: Any) -> Tensor:
+    """Standard normal random values of `size`, from the default generator or `generator`."""
     size = _size_arg(size, kw, "randn")
     shape, dt = _shape(size, "randn"), parse_dtype(dtype or float32)
     return _sized(shape, dt, lambda: from_host(_gen(generator).standard_normal(shape), dt, _device(device),
@@ -294,7 +340,8 @@ def randn(*size: Any, generator: Generator | None = None, dtype: Any = None, dev
 
 def randint(low: int, high: Any = None, size: Sequence[int] = (), generator: Generator | None = None,
             dtype: Any = None, device: Any = None, requires_grad: bool = False) -> Tensor:
-    """torch's overloads: randint(high, size) and randint(low, high, size); `size` may also be a keyword."""
+    """Random integers in [`low`, `high`) of `size` (int64 unless `dtype` says otherwise); torch's overloads
+    randint(high, size) and randint(low, high, size), `size` also as a keyword."""
     if isinstance(high, (tuple, list)) or (hasattr(high, "__len__") and not isinstance(high, (str, bytes))):
         low, high, size = 0, low, high  # randint(high, size)
     elif high is None:
@@ -307,14 +354,17 @@ def randint(low: int, high: Any = None, size: Sequence[int] = (), generator: Gen
 
 
 def rand_like(t: Tensor, generator: Generator | None = None) -> Tensor:
+    """Uniform random values in [0, 1) with `x`'s shape, dtype and device."""
     return rand(t.shape, generator=generator, dtype=t.dtype, device=t.device)
 
 
 def randn_like(t: Tensor, generator: Generator | None = None) -> Tensor:
+    """Standard normal random values with `x`'s shape, dtype and device."""
     return randn(t.shape, generator=generator, dtype=t.dtype, device=t.device)
 
 
 def randperm(n: int, generator: Generator | None = None, device: Any = None) -> Tensor:
+    """A random permutation of 0 .. n-1 (int64)."""
     n = _size_int(n, "n", "randperm")
     if n < 0:
         raise ShapeError(f"randperm: n must be >= 0, got {n}")

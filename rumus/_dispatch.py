@@ -8,8 +8,8 @@ from math import prod
 from typing import Any
 
 from rumus_contracts import (
-    AutogradError, Device, DeviceMismatch, DType, DTypeError, OpSchema, RumusError, TensorArg, bool_, float32, int64,
-    promote,
+    AutogradError, Device, DeviceMismatch, DType, DTypeError, KernelNotFound, OpSchema, RumusError, TensorArg, bool_,
+    float32, int64, promote,
 )
 from rumus_contracts.schema import _same_dtype as _same_dtype_rule
 from rumus_contracts.shapes import broadcast_shapes
@@ -17,6 +17,7 @@ from rumus_contracts.shapes import broadcast_shapes
 from . import _runtime
 from ._storage import Storage
 from ._thread_state import autocast_state as _autocast
+from .autograd.grad_mode import no_grad
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Node
 from ._tensor_base import Tensor, make_tensor
@@ -29,6 +30,9 @@ COMPOSITES: dict[str, Callable[..., Any]] = {}
 # decompositions of non-primitive ops: name -> python function taking (*tensors, **attrs); run when the
 # backend has no kernel for (op, dtype). Filled by rumus.decompositions (one module per op family).
 DECOMPOSITIONS: dict[str, Callable[..., Any]] = {}
+# decomposed ops whose gradient is the op's own backward formula (as on the kernel path) rather than the
+# history of the decomposition's ops (register(name, grad="formula"))
+FORMULA_GRAD: set[str] = set()
 
 # ONNX export (rumus.onnx) sets this to observe every dispatched op: _tracer(schema, inputs, outputs, attrs),
 # and _tracer.composite(fn, schema, args, attrs) for composites that have an ONNX lowering of their own.
@@ -42,6 +46,11 @@ _capture: Any = None
 # has no kernel for (op, dtype) and the core's decomposition ran). The conformance suite reads it to tell
 # ok-by-kernel from ok-by-decomposition. One global read per dispatch when unset.
 _route_log: list[tuple[str, str, str]] | None = None
+
+# Op._kernels' entry for an (op, backend, dtype) with no kernel but a decomposition, and the marker a plan
+# holds in its expanded-strides slot for it: a call with a plan checks it only where it already branches.
+_DECOMPOSED: Any = object()
+_DECOMPOSE: list[Any] = []
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
@@ -169,12 +178,18 @@ class Op:
             kernel, out_shapes, out_dtypes, expanded = plan
             if expanded is None:  # every input as it is (the usual case: no call to the _arg property once cached)
                 in_args = [a if (a := t._arg_cache) is not None else t._arg for t in inputs]
+            elif expanded is _DECOMPOSE:  # no kernel for (op, dtype) on this backend: the core's decomposition
+                return self._decompose(schema, inputs, attrs, backend.name)
             else:
                 in_args = [t._arg if s is None else TensorArg(t._storage.buffer, out_shapes[0], s, t._offset,
                                                               t._storage.dtype) for t, s in zip(inputs, expanded)]
         else:
             given = inputs
             kernel, inputs, out_shapes, out_dtypes, in_args = self._prepare(schema, inputs, attrs, backend)
+            if kernel is _DECOMPOSED:
+                if plan_key is not None and inputs is given and len(self._plans) < 4096:
+                    self._plans[plan_key] = (kernel, out_shapes, out_dtypes, _DECOMPOSE)
+                return self._decompose(schema, inputs, attrs, backend.name)
             if plan_key is not None and inputs is given and len(self._plans) < 4096:
                 strides = [None if a is t._arg else a.strides for t, a in zip(inputs, in_args)]
                 self._plans[plan_key] = (kernel, out_shapes, out_dtypes,
@@ -244,7 +259,13 @@ class Op:
             if key_dtype not in self._dtypes:
                 raise DTypeError(f"{self.name}: dtype {key_dtype} is not supported; the op takes "
                                  f"{', '.join(str(d) for d in schema.dtypes)}")
-            kernel = self._kernels[(backend.name, key_dtype)] = _runtime.kernel(self.name, backend, key_dtype)
+            kernel = self._kernels[(backend.name, key_dtype)] = self._find_kernel(backend, key_dtype)
+        if kernel is _DECOMPOSED:  # the decomposition reads any layout; written inputs obey the same rule
+            for i in schema.mutates_idx:
+                if not inputs[i].is_contiguous():
+                    raise RumusError(f"{self.name}: input '{schema.inputs[i]}' is updated in place and must be "
+                                     f"contiguous (shape {inputs[i].shape}, strides {inputs[i]._strides})")
+            return kernel, inputs, out_shapes, out_dtypes, []
         for i in schema.contiguous_idx:
             if not inputs[i].is_contiguous():
                 if i in schema.mutates_idx:
@@ -258,6 +279,43 @@ class Op:
         else:
             in_args = [t._arg for t in inputs]
         return kernel, inputs, out_shapes, out_dtypes, in_args
+
+    def _find_kernel(self, backend: Any, dtype: DType) -> Any:
+        """The backend's kernel for (op, dtype), or _DECOMPOSED when it has none and the op has a
+        decomposition (decided once per (backend, dtype): Op._kernels caches the answer)."""
+        try:
+            return _runtime.kernel(self.name, backend, dtype)
+        except KernelNotFound:
+            if self.name not in DECOMPOSITIONS:
+                raise
+            return _DECOMPOSED
+
+    def _decompose(self, schema: OpSchema, inputs: Sequence[Tensor], attrs: dict[str, Any],
+                   backend_name: str) -> list[Tensor]:
+        """Run the op's decomposition on the checked (promoted) inputs with the bound attributes. Its core
+        ops record autograd themselves, so no node is recorded for the op; inputs the op is not
+        differentiable in are detached, and an op without gradients runs it under no_grad, so the result
+        carries exactly the history the kernel's would. An in-place op's decomposition writes its mutated
+        inputs with in-place core ops (which bump their versions) and records nothing, as the kernel does."""
+        if _route_log is not None:
+            _route_log.append((self.name, backend_name, "decomposition"))
+        fn = DECOMPOSITIONS[self.name]
+        if schema.inplace or not schema.differentiable or not grad_state.enabled or self.name in FORMULA_GRAD:
+            with no_grad():
+                res = fn(*inputs, **attrs)
+            if schema.inplace:
+                if grad_state.enabled:
+                    _refuse_tracked_inplace(self.name, [inputs[i] for i in schema.mutates_idx])
+                return []
+            outputs = list(res) if isinstance(res, tuple) else [res]
+            if grad_state.enabled and schema.differentiable and any(t.requires_grad for t in inputs):
+                self._record(inputs, outputs, attrs)  # FORMULA_GRAD: the node the kernel path records
+            return outputs
+        diff = schema.differentiable_idx
+        if len(diff) < len(inputs):
+            inputs = [t if i in diff or not t.requires_grad else t.detach() for i, t in enumerate(inputs)]
+        res = fn(*inputs, **attrs)
+        return list(res) if isinstance(res, tuple) else [res]
 
     def _shapes(self, inputs: Sequence[Tensor], attrs: dict[str, Any]) -> list[tuple[int, ...]]:
         """The schema's shape rule, memoised: rules are pure functions of (input shapes, attrs), and a

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from rumus_contracts import Device, DType, RumusError, ShapeError, int32, parse_dtype, uint8
-from rumus_contracts.shapes import normalize_dim, normalize_dims
+from rumus_contracts.shapes import broadcast_shapes, normalize_dim, normalize_dims
 
 from . import _views
 from . import _inplace as _inplace_mod
@@ -43,22 +43,27 @@ def _t(x: Any, like: Tensor) -> Tensor:
 # ---- elementwise ---------------------------------------------------------------------------------
 
 def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
+    """Elementwise `a + alpha * b`, with broadcasting and type promotion as in torch.add."""
     return _op("add")(a, b if alpha == 1 else mul(b, alpha))
 
 
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
+    """Elementwise `a - alpha * b`, with broadcasting and type promotion."""
     return _op("sub")(a, b if alpha == 1 else mul(b, alpha))
 
 
 def mul(a: Any, b: Any) -> Tensor:
+    """Elementwise `a * b`, with broadcasting and type promotion."""
     return _op("mul")(a, b)
 
 
 def div(a: Any, b: Any) -> Tensor:
+    """Elementwise true division `a / b`, with broadcasting and type promotion."""
     return _op("div")(a, b)
 
 
 def pow(a: Any, b: Any) -> Tensor:
+    """Elementwise `a ** b`."""
     if isinstance(b, (int, float)) and isinstance(a, Tensor):
         if b == 2:
             return _op("mul")(a, a)
@@ -69,28 +74,68 @@ def pow(a: Any, b: Any) -> Tensor:
     return _op("pow")(a, b)
 
 
-def neg(x: Tensor) -> Tensor: return _op("neg")(x)
-def abs(x: Tensor) -> Tensor: return _op("abs")(x)
-def exp(x: Tensor) -> Tensor: return _op("exp")(x)
-def log(x: Tensor) -> Tensor: return _op("log")(x)
-def sqrt(x: Tensor) -> Tensor: return _op("sqrt")(x)
-def rsqrt(x: Tensor) -> Tensor: return _op("rsqrt")(x)
-def sin(x: Tensor) -> Tensor: return _op("sin")(x)
-def cos(x: Tensor) -> Tensor: return _op("cos")(x)
-def tanh(x: Tensor) -> Tensor: return _op("tanh")(x)
-def sigmoid(x: Tensor) -> Tensor: return _op("sigmoid")(x)
-def relu(x: Tensor) -> Tensor: return _op("relu")(x)
-def maximum(a: Any, b: Any) -> Tensor: return _op("maximum")(a, b)
-def minimum(a: Any, b: Any) -> Tensor: return _op("minimum")(a, b)
-def eq(a: Any, b: Any) -> Tensor: return _op("eq")(a, b)
-def ne(a: Any, b: Any) -> Tensor: return _op("ne")(a, b)
-def lt(a: Any, b: Any) -> Tensor: return _op("lt")(a, b)
-def le(a: Any, b: Any) -> Tensor: return _op("le")(a, b)
-def gt(a: Any, b: Any) -> Tensor: return _op("gt")(a, b)
-def ge(a: Any, b: Any) -> Tensor: return _op("ge")(a, b)
+def neg(x: Tensor) -> Tensor:
+    """Elementwise `-x`."""
+    return _op("neg")(x)
+def abs(x: Tensor) -> Tensor:
+    """Elementwise absolute value."""
+    return _op("abs")(x)
+def exp(x: Tensor) -> Tensor:
+    """Elementwise e ** x."""
+    return _op("exp")(x)
+def log(x: Tensor) -> Tensor:
+    """Elementwise natural logarithm."""
+    return _op("log")(x)
+def sqrt(x: Tensor) -> Tensor:
+    """Elementwise square root."""
+    return _op("sqrt")(x)
+def rsqrt(x: Tensor) -> Tensor:
+    """Elementwise `1 / sqrt(x)`."""
+    return _op("rsqrt")(x)
+def sin(x: Tensor) -> Tensor:
+    """Elementwise sine."""
+    return _op("sin")(x)
+def cos(x: Tensor) -> Tensor:
+    """Elementwise cosine."""
+    return _op("cos")(x)
+def tanh(x: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
+    return _op("tanh")(x)
+def sigmoid(x: Tensor) -> Tensor:
+    """Elementwise logistic function 1 / (1 + e ** -x)."""
+    return _op("sigmoid")(x)
+def relu(x: Tensor) -> Tensor:
+    """Elementwise max(x, 0)."""
+    return _op("relu")(x)
+def maximum(a: Any, b: Any) -> Tensor:
+    """Elementwise maximum of `a` and `b` (NaN if either is NaN)."""
+    return _op("maximum")(a, b)
+def minimum(a: Any, b: Any) -> Tensor:
+    """Elementwise minimum of `a` and `b` (NaN if either is NaN)."""
+    return _op("minimum")(a, b)
+def eq(a: Any, b: Any) -> Tensor:
+    """Elementwise `a == b`; a bool tensor."""
+    return _op("eq")(a, b)
+def ne(a: Any, b: Any) -> Tensor:
+    """Elementwise `a != b`; a bool tensor."""
+    return _op("ne")(a, b)
+def lt(a: Any, b: Any) -> Tensor:
+    """Elementwise `a < b`; a bool tensor."""
+    return _op("lt")(a, b)
+def le(a: Any, b: Any) -> Tensor:
+    """Elementwise `a <= b`; a bool tensor."""
+    return _op("le")(a, b)
+def gt(a: Any, b: Any) -> Tensor:
+    """Elementwise `a > b`; a bool tensor."""
+    return _op("gt")(a, b)
+def ge(a: Any, b: Any) -> Tensor:
+    """Elementwise `a >= b`; a bool tensor."""
+    return _op("ge")(a, b)
 
 
 def clamp(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Alias of `clamp`."""
+    """Elementwise `x` limited to [`min`, `max`] (either bound may be None)."""
     if min is None and max is None:
         raise RumusError("clamp: give at least one of min and max")
     return _op("clamp")(x, min=None if min is None else float(min), max=None if max is None else float(max))
@@ -108,21 +153,51 @@ def where(cond: Tensor, a: Any, b: Any) -> Tensor:
 
 # ---- expression-table ops added for PyTorch users (kernels rendered from rumus_contracts.ops.expressions)
 
-def log1p(x: Tensor) -> Tensor: return _op("log1p")(x)
-def expm1(x: Tensor) -> Tensor: return _op("expm1")(x)
-def floor(x: Tensor) -> Tensor: return x if not x.dtype.is_floating else _op("floor")(x)
-def ceil(x: Tensor) -> Tensor: return x if not x.dtype.is_floating else _op("ceil")(x)
-def trunc(x: Tensor) -> Tensor: return x if not x.dtype.is_floating else _op("trunc")(x)
-def sign(x: Tensor) -> Tensor: return _op("sign")(x)
-def reciprocal(x: Tensor) -> Tensor: return _op("reciprocal")(x)
-def square(x: Tensor) -> Tensor: return _op("square")(x)
-def fmod(a: Any, b: Any) -> Tensor: return _op("fmod")(*_int_divisor("fmod", a, b))
-def atan2(a: Any, b: Any) -> Tensor: return _op("atan2")(a, b)
-def logaddexp(a: Any, b: Any) -> Tensor: return _op("logaddexp")(a, b)
-def logical_not(x: Tensor) -> Tensor: return _op("logical_not")(x)
-def logical_and(a: Any, b: Any) -> Tensor: return _op("logical_and")(a, b)
-def logical_or(a: Any, b: Any) -> Tensor: return _op("logical_or")(a, b)
-def logical_xor(a: Any, b: Any) -> Tensor: return _op("logical_xor")(a, b)
+def log1p(x: Tensor) -> Tensor:
+    """Elementwise log(1 + x), accurate for small x."""
+    return _op("log1p")(x)
+def expm1(x: Tensor) -> Tensor:
+    """Elementwise e ** x - 1, accurate for small x."""
+    return _op("expm1")(x)
+def floor(x: Tensor) -> Tensor:
+    """Elementwise largest integer <= x (same dtype)."""
+    return x if not x.dtype.is_floating else _op("floor")(x)
+def ceil(x: Tensor) -> Tensor:
+    """Elementwise smallest integer >= x (same dtype)."""
+    return x if not x.dtype.is_floating else _op("ceil")(x)
+def trunc(x: Tensor) -> Tensor:
+    """Elementwise rounding toward zero (same dtype)."""
+    return x if not x.dtype.is_floating else _op("trunc")(x)
+def sign(x: Tensor) -> Tensor:
+    """Elementwise sign: -1, 0 or 1."""
+    return _op("sign")(x)
+def reciprocal(x: Tensor) -> Tensor:
+    """Elementwise `1 / x`."""
+    return _op("reciprocal")(x)
+def square(x: Tensor) -> Tensor:
+    """Elementwise `x * x`."""
+    return _op("square")(x)
+def fmod(a: Any, b: Any) -> Tensor:
+    """Elementwise remainder of `a / b` with the sign of `a` (C's fmod)."""
+    return _op("fmod")(*_int_divisor("fmod", a, b))
+def atan2(a: Any, b: Any) -> Tensor:
+    """Elementwise arctangent of `a / b` with the quadrant from both signs."""
+    return _op("atan2")(a, b)
+def logaddexp(a: Any, b: Any) -> Tensor:
+    """Elementwise log(e ** a + e ** b), computed without overflow."""
+    return _op("logaddexp")(a, b)
+def logical_not(x: Tensor) -> Tensor:
+    """Elementwise logical not of the truth value of `x`; a bool tensor."""
+    return _op("logical_not")(x)
+def logical_and(a: Any, b: Any) -> Tensor:
+    """Elementwise logical and of the truth values of `a` and `b`; a bool tensor."""
+    return _op("logical_and")(a, b)
+def logical_or(a: Any, b: Any) -> Tensor:
+    """Elementwise logical or of the truth values of `a` and `b`; a bool tensor."""
+    return _op("logical_or")(a, b)
+def logical_xor(a: Any, b: Any) -> Tensor:
+    """Elementwise exclusive or of the truth values of `a` and `b`; a bool tensor."""
+    return _op("logical_xor")(a, b)
 
 
 def round(x: Tensor, decimals: int = 0) -> Tensor:
@@ -136,26 +211,51 @@ def round(x: Tensor, decimals: int = 0) -> Tensor:
 
 
 def isnan(x: Tensor) -> Tensor:
+    """Elementwise: NaN; a bool tensor."""
     return _op("isnan")(x) if x.dtype.is_floating else _op("ne")(x, x)
 
 
 def isinf(x: Tensor) -> Tensor:
+    """Elementwise: +inf or -inf; a bool tensor."""
     return _op("isinf")(x) if x.dtype.is_floating else _op("ne")(x, x)
 
 
 def isfinite(x: Tensor) -> Tensor:
+    """Elementwise: neither infinite nor NaN; a bool tensor."""
     return _op("isfinite")(x) if x.dtype.is_floating else _op("eq")(x, x)
 
 
+class IntegerDivisionByZero(RumusError, RuntimeError, ZeroDivisionError):
+    """PyTorch raises `RuntimeError: ZeroDivisionError` here; this is both (and a ZeroDivisionError)."""
+
+
 def _int_divisor(op: str, a: Any, b: Any) -> tuple[Any, Any]:
-    """Integer division by zero has no value: refuse it, as PyTorch does (one host read, integers only)."""
+    """Integer division by zero has no value: refuse it, as PyTorch does (one host read, integers only).
+    An empty result divides nothing, so it is never refused (PyTorch returns the empty tensor)."""
     like = a if isinstance(a, Tensor) else b
-    if isinstance(like, Tensor) and not like.dtype.is_floating:
-        divisor = b if isinstance(b, Tensor) else None
-        if (divisor is None and isinstance(b, int) and b == 0) or (divisor is not None and not divisor.dtype.is_floating
-                                            and sum(eq(divisor, 0).to(int32)).item() > 0):
-            raise ZeroDivisionError(f"{op}: integer division by zero")
+    if not isinstance(like, Tensor) or like.dtype.is_floating:
+        return a, b
+    divisor = b if isinstance(b, Tensor) else None
+    if divisor is None:
+        zero = isinstance(b, int) and b == 0
+    else:
+        zero = not divisor.dtype.is_floating and divisor.numel() > 0 and _out_numel(a, b) > 0 \
+            and sum(eq(divisor, 0).to(int32)).item() > 0
+    if zero and _out_numel(a, b) > 0:
+        raise IntegerDivisionByZero(f"ZeroDivisionError: {op}: integer division by zero")
     return a, b
+
+
+def _out_numel(a: Any, b: Any) -> int:
+    shapes = [tuple(x.shape) for x in (a, b) if isinstance(x, Tensor)]
+    try:
+        shape = broadcast_shapes("divide", *shapes) if len(shapes) > 1 else shapes[0]
+    except ShapeError:
+        return 1  # the op itself reports the shape mismatch
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def floor_divide(a: Any, b: Any) -> Tensor:
@@ -169,10 +269,12 @@ def remainder(a: Any, b: Any) -> Tensor:
 
 
 def isclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> Tensor:
+    """Elementwise `|a - b| <= atol + rtol * |b|`; a bool tensor."""
     return le(_op("abs")(sub(a, b)), add(mul(_op("abs")(_t(b, a)), rtol), atol))
 
 
 def allclose(a: Tensor, b: Any, rtol: float = 1e-5, atol: float = 1e-8) -> bool:
+    """Whether `a` and `b` are elementwise equal within `atol + rtol * |b|` (a Python bool; NaNs differ)."""
     return bool(all(isclose(a, b, rtol, atol)))
 
 
@@ -204,11 +306,13 @@ def sum(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False
 
 
 def prod(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The product over all elements or along `dim`."""
     dims = _dims("prod", x, dim)
     return _finish(_op("prod")(x, dims=dims), dims, keepdim)
 
 
 def mean(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """The mean over all dims or along `dim`."""
     dims = _dims("mean", x, dim)
     return _finish(_op("mean")(x, dims=dims), dims, keepdim)
 
@@ -221,32 +325,38 @@ def _correction(unbiased: bool | None, correction: int | None) -> int:
 
 def var(x: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
         correction: int | None = None) -> Tensor:
+    """Variance over all dims or along `dim` (Bessel-corrected unless `correction=0`)."""
     dims = _dims("var", x, dim)
     return _finish(_op("var")(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
 
 
 def std(x: Tensor, dim: int | Sequence[int] | None = None, unbiased: bool | None = None, keepdim: bool = False,
         correction: int | None = None) -> Tensor:
+    """Standard deviation over all dims or along `dim` (Bessel-corrected unless `correction=0`)."""
     dims = _dims("std", x, dim)
     return _finish(_op("std")(x, dims=dims, correction=_correction(unbiased, correction)), dims, keepdim)
 
 
 def logsumexp(x: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    """log(sum(exp(x))) along `dim`, computed without overflow."""
     dims = _dims("logsumexp", x, dim)
     return _finish(_op("logsumexp")(x, dims=dims), dims, keepdim)
 
 
 def amax(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """The largest value over all dims or along `dim` (no indices; the gradient is shared among ties)."""
     dims = _dims("amax", x, dim)
     return _finish(_op("amax")(x, dims=dims), dims, keepdim)
 
 
 def amin(x: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """The smallest value over all dims or along `dim` (no indices; the gradient is shared among ties)."""
     dims = _dims("amin", x, dim)
     return _finish(_op("amin")(x, dims=dims), dims, keepdim)
 
 
 def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest value (the first one; a NaN counts as largest), over all elements or along `dim`."""
     if dim is None:
         return _op("argmax")(x.reshape(-1), dim=0).reshape(())
     d = normalize_dim("argmax", dim, x.ndim)
@@ -254,6 +364,7 @@ def argmax(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 
 
 def argmin(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest value (the first one; a NaN counts as smallest), over all elements or along `dim`."""
     if dim is None:
         return _op("argmin")(x.reshape(-1), dim=0).reshape(())
     d = normalize_dim("argmin", dim, x.ndim)
@@ -271,28 +382,34 @@ def _extreme(x: Tensor, dim: Any, keepdim: bool, pairwise: Any, reduce: Any, arg
 
 
 def max(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The largest element; with `dim`, (values, indices) along it; with a tensor, the elementwise maximum."""
     return _extreme(x, dim, keepdim, maximum, amax, argmax)
 
 
 def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
+    """The smallest element; with `dim`, (values, indices) along it; with a tensor, the elementwise minimum."""
     return _extreme(x, dim, keepdim, minimum, amin, argmin)
 
 
 def any(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Whether any element is true (non-zero), over all dims or along `dim`; a bool tensor."""
     return gt(sum(ne(x, 0).to(uint8), dim, keepdim), 0)
 
 
 def all(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """Whether every element is true (non-zero), over all dims or along `dim`; a bool tensor."""
     return logical_not(any(logical_not(x), dim, keepdim))
 
 
 def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """exp(x) normalised to sum to 1 along `dim`, computed stably."""
     if dtype is not None:
         x = x.to(parse_dtype(dtype))
     return _op("softmax")(x, dim=normalize_dim("softmax", dim, x.ndim) if x.ndim else 0)
 
 
 def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """log(softmax(x)) along `dim`, computed stably in one pass."""
     if dtype is not None:
         x = x.to(parse_dtype(dtype))
     return _op("log_softmax")(x, dim=normalize_dim("log_softmax", dim, x.ndim) if x.ndim else 0)
@@ -328,24 +445,28 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
+    """Matrix product of two 2-D tensors."""
     if a.ndim != 2 or b.ndim != 2:
         raise ShapeError(f"mm expects 2-D operands, got {a.shape} and {b.shape}")
     return matmul(a, b)
 
 
 def bmm(a: Tensor, b: Tensor) -> Tensor:
+    """Batched matrix product of [B, n, k] and [B, k, m] tensors."""
     if a.ndim != 3 or b.ndim != 3:
         raise ShapeError(f"bmm expects 3-D operands, got {a.shape} and {b.shape}")
     return matmul(a, b)
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    """The inner product of two 1-D tensors."""
     if a.ndim != 1 or b.ndim != 1:
         raise ShapeError(f"dot expects 1-D operands, got {a.shape} and {b.shape}")
     return matmul(a, b)
 
 
 def outer(a: Tensor, b: Tensor) -> Tensor:
+    """The outer product of two 1-D tensors."""
     return mul(_views.unsqueeze(a, 1), _views.unsqueeze(b, 0))
 
 
@@ -392,6 +513,9 @@ def to_device(x: Tensor, device: Any) -> Tensor:
     if _dispatch._capture is not None:  # rm.compile: a device move reads values on the host
         _dispatch._capture.host_read(f"moving a tensor to {dev}")
     host = x._storage.backend.to_numpy(x._arg)
+    if x.dtype.is_packed:  # q8 / int4 words move as they are: the packing is the same on every backend
+        from ._creation import from_storage
+        return from_storage(host, x.dtype, dev)
     out = from_host(host, x.dtype, dev) if x.dtype.name != "bfloat16" else from_host(x.numpy(), x.dtype, dev)
     if grad_state.enabled and x.requires_grad:
         out.requires_grad = True
@@ -407,6 +531,8 @@ def _cat_back(ctx: Context, g: Tensor) -> list[Tensor]:
 
 
 def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Alias of `cat`."""
+    """Join `tensors` along an existing dim `dim` (their other dims must match)."""
     tensors = [t for t in tensors]
     if not tensors:
         raise RumusError("cat: expected a non-empty sequence of tensors")
@@ -442,6 +568,7 @@ concat = cat
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join `tensors` of equal shape along a new dim `dim`."""
     tensors = list(tensors)
     if not tensors:
         raise RumusError("stack: expected a non-empty sequence of tensors")

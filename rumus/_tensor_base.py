@@ -13,7 +13,6 @@ tensor is a `tensor.Tensor` (make_tensor builds only those), so `isinstance(x, T
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rumus_contracts import Device, DType, RumusError, TensorArg, contiguous_strides
@@ -43,7 +42,7 @@ class TensorBase:
     # from the base's current history on the next read (PyTorch's rule). -1: not such a view.
     _view_version: int
     _arg_cache: TensorArg | None
-    _hooks: list[Callable[[Tensor], None]] | None
+    _hooks: list[Any] | None  # a leaf's hooks (autograd/hooks.py)
 
     # ---- layout and metadata: what dispatch and the op functions read (they sit below tensor.Tensor) ----
     @property

@@ -33,6 +33,10 @@ class AutocastState(threading.local):
         self.cache_enabled = True
         self.depth = 0  # nesting depth of enabled autocast blocks: the cache is cleared when it drops to 0
         self.cache: dict[tuple[int, str], tuple[Any, ...]] = {}
+        # ops an autocast class applied to, with a tensor on the block's device type and with none there:
+        # a block whose ops all ran elsewhere cast nothing, and says so when it ends
+        self.ops_on_device = 0
+        self.ops_elsewhere = 0
 
     def push(self, enabled: bool, dtype: str | None, device_type: str | None = None,
              cache_enabled: bool = True) -> AutocastSaved:

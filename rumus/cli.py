@@ -11,6 +11,8 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
+import textwrap
 from collections.abc import Callable
 
 from rumus_contracts import RumusError
@@ -20,38 +22,79 @@ from . import _runtime
 EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_INTERRUPTED = 2, 3, 130
 
 
+WIDTH = 100  # `rumus info` keeps to this many columns
+
+
+def _top_level_parts(text: str) -> list[str]:
+    """`text` split at "; " outside parentheses (a backend's description lists its policies that way)."""
+    parts, depth, current = [], 0, ""
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if ch == ";" and depth == 0 and text[i + 1:i + 2] == " ":
+            parts.append(current.strip())
+            current = ""
+            continue
+        current += ch
+    return [*parts, current.strip()] if current.strip() else parts
+
+
+def _field(label: str, value: str, indent: int = 4) -> str:
+    """`label: value` wrapped to WIDTH columns, continuation lines under the value."""
+    head = " " * indent + f"{label + ':' if label else '':<14} "
+    return textwrap.fill(value, WIDTH, initial_indent=head, subsequent_indent=" " * len(head),
+                         break_on_hyphens=False)
+
+
 def info(argv: list[str]) -> int:
     """Backends, devices, capabilities and plugins found."""
+    argparse.ArgumentParser(prog="rumus info", description="Print the version, the plugins loaded, and each "
+                            "backend's devices, dtypes, features, limits and thread policy.").parse_args(argv)
     loaded = _runtime.plugins()
-    print(f"rumus {__import__('rumus').__version__}")
-    print(f"plugins loaded: {', '.join(loaded.loaded)}")
+    print(f"rumus {__import__('rumus').__version__} (Python {sys.version.split()[0]})")
+    print(textwrap.fill(f"plugins loaded: {', '.join(loaded.loaded)}", WIDTH, subsequent_indent="    "))
     for name, err in loaded.failures.items():
-        print(f"plugin FAILED: {name}: {err}")
+        print(textwrap.fill(f"plugin FAILED: {name}: {err}", WIDTH, subsequent_indent="    "))
     for name, parts in loaded.problems.items():  # loaded, but parts failed (e.g. a CPU kernel module)
-        print(f"plugin PARTLY FAILED: {name}: " + "; ".join(parts))
+        print(textwrap.fill(f"plugin PARTLY FAILED: {name}: " + "; ".join(parts), WIDTH, subsequent_indent="    "))
     print(f"ops registered: {len(loaded.ops)}")
+    status_code = 0
+    try:
+        print(f"default device: {_runtime.default_device()}")
+    except Exception as exc:
+        print(textwrap.fill(f"default device: unavailable ({exc})", WIDTH, subsequent_indent="    "))
+        status_code = 1
     for name in loaded.backends.names():
+        print()
         status = loaded.backends.status(name)
         if status != "ok":
-            print(f"backend {name}: unavailable ({status})")
+            print(textwrap.fill(f"backend {name}: unavailable ({status})", WIDTH, subsequent_indent="    "))
             continue
         be = loaded.backends.get(name)
         kernels = loaded.kernels.ops_for(name)
         for dev in be.devices():
             caps = be.capabilities(dev)
-            print(f"backend {name}: device {dev}  {caps.description}")
-            print(f"    dtypes: {', '.join(d.name for d in caps.dtypes)}")
+            first, *rest = _top_level_parts(caps.description) or [""]
+            print(f"backend {name}: device {dev}")
+            print(_field("about", first))
+            for part in rest:
+                label, sep, value = part.partition(": ")
+                if not (sep and len(label) < 14 and "(" not in label):  # no "name: " prefix: its first word
+                    label, _, value = part.partition(" ")
+                print(_field(label, value))
+            print(_field("dtypes", ", ".join(d.name for d in caps.dtypes)))
             if caps.features:
-                print(f"    features: {', '.join(caps.features)}")
+                print(_field("features", ", ".join(caps.features)))
             if caps.limits:
-                print("    limits: " + ", ".join(f"{k}={v}" for k, v in caps.limits.items()))
-        print(f"    kernels: {len(kernels)} ops")
-    try:
-        print(f"default device: {_runtime.default_device()}")
-    except Exception as exc:
-        print(f"default device: unavailable ({exc})")
-        return 1
-    return 0
+                print(_field("limits", ", ".join(f"{k}={v}" for k, v in caps.limits.items())))
+        print(_field("kernels", f"{len(kernels)} ops"))
+        from rumus_contracts import PRIMITIVES
+        from ._dispatch import DECOMPOSITIONS
+        missing = sorted(PRIMITIVES - set(kernels))  # for some dtype at least: the rest is conformance's to say
+        decomposed = sorted(set(DECOMPOSITIONS) - set(kernels))
+        print(_field("primitives", "all have a kernel" if not missing else "no kernel for " + ", ".join(missing)))
+        print(_field("decomposed", f"{len(decomposed)} ops run by decomposition (no kernel of their own)"
+                     + (f": {', '.join(decomposed)}" if decomposed else "")))
+    return status_code
 
 
 def _delegate(module: str, attr: str) -> Callable[[list[str]], int]:
@@ -71,8 +114,12 @@ def demo(argv: list[str]) -> int:
 def fixed(argv: list[str]) -> int:
     """`rumus fixed verify FILE...`: re-run fixed-point fixtures and compare their outputs bit for bit."""
     if not argv or argv[0] != "verify":
-        print("usage: rumus fixed verify FILE [FILE ...]")
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+        helped = bool(argv) and argv[0] in ("-h", "--help")
+        print("usage: rumus fixed verify FILE [FILE ...]", file=sys.stdout if helped else sys.stderr)
+        if not helped:
+            print("rumus fixed: error: the only subcommand is verify (rumus fixed verify FIXTURE.json)",
+                  file=sys.stderr)
+        return 0 if helped else EXIT_BAD_INPUT
     return _delegate("rumus.fixed.cli", "verify_main")(argv[1:])
 
 
@@ -89,16 +136,34 @@ COMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
 }
 
 
+def _quiet_vulkan_loader() -> None:
+    # Mesa's Vulkan loader prints "XDG_RUNTIME_DIR is invalid or not set" once per device query without an
+    # absolute XDG_RUNTIME_DIR; the WebGPU backend needs no display, so any private directory will do
+    if not os.environ.get("XDG_RUNTIME_DIR", "").startswith("/"):
+        os.environ["XDG_RUNTIME_DIR"] = tempfile.gettempdir()
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        p = argparse.ArgumentParser(prog="rumus")
-        p.add_argument("command", choices=sorted(COMMANDS))
-        print(p.format_usage().strip())
-        for name, (_, help_text) in sorted(COMMANDS.items()):
-            print(f"  {name:<12} {help_text}")
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    _quiet_vulkan_loader()
+    if argv and argv[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    if not argv:
+        print(_usage().splitlines()[0], file=sys.stderr)
+        print(f"rumus: error: no command given (choose from {', '.join(sorted(COMMANDS))})", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if argv[0] not in COMMANDS:
+        print(f"rumus: error: unknown command {argv[0]!r} (choose from {', '.join(sorted(COMMANDS))}; "
+              f"rumus --help lists them)", file=sys.stderr)
+        return EXIT_BAD_INPUT
     return _guarded(argv[0], COMMANDS[argv[0]][0], argv[1:])
+
+
+def _usage() -> str:
+    lines = ["usage: rumus COMMAND [ARGS...]   (rumus COMMAND --help for a command's options)", "", "commands:"]
+    lines += [f"  {name:<12} {help_text}" for name, (_, help_text) in sorted(COMMANDS.items())]
+    return "\n".join(lines)
 
 
 def _guarded(name: str, command: Callable[[list[str]], int], argv: list[str]) -> int:
@@ -110,7 +175,8 @@ def _guarded(name: str, command: Callable[[list[str]], int], argv: list[str]) ->
     except KeyboardInterrupt:
         print(f"rumus {name}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (RumusError, OSError, MemoryError) as exc:  # bad input: a malformed or missing file, no memory
+    except (RumusError, OSError, MemoryError, UnicodeDecodeError) as exc:  # bad input: a malformed, binary or
+        # missing file, no memory
         print(f"rumus {name}: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:

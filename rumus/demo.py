@@ -26,6 +26,7 @@ from tqdm import tqdm
 import rumus as rm
 from rumus import nn
 from rumus.nn import functional as F
+from rumus.utils.cli_args import nonnegative_int, positive_float, positive_int
 
 TARGET_ACCURACY = 0.97
 
@@ -159,11 +160,15 @@ def _plot(history: dict[str, list[float]], path: str, device: str) -> None:
     import matplotlib.pyplot as plt
     epochs = np.arange(1, len(history["loss"]) + 1)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.5))
-    ax1.plot(epochs, history["loss"], marker="o")
-    ax1.set(title="training loss (cross-entropy)", xlabel="epoch", yscale="log")
-    ax2.plot(epochs, [100 * a for a in history["test_accuracy"]], marker="o", color="tab:green")
-    ax2.axhline(100 * TARGET_ACCURACY, color="gray", linestyle="--", linewidth=1)
-    ax2.set(title="held-out accuracy (%)", xlabel="epoch")
+    ax1.plot(epochs, history["loss"], marker="o", label="training loss")
+    ax1.set(title="training loss", xlabel="epoch", ylabel="cross-entropy (log scale)", yscale="log")
+    ax1.legend()
+    ax2.plot(epochs, [100 * a for a in history["test_accuracy"]], marker="o", color="tab:green",
+             label="held-out accuracy")
+    ax2.axhline(100 * TARGET_ACCURACY, color="gray", linestyle="--", linewidth=1,
+                label=f"target {100 * TARGET_ACCURACY:.0f}%")
+    ax2.set(title="held-out accuracy", xlabel="epoch", ylabel="accuracy (%)")
+    ax2.legend(loc="lower right")
     fig.suptitle(f"rumus demo: digits CNN on {device}")
     fig.tight_layout()
     tmp = path + ".tmp.png"
@@ -173,12 +178,12 @@ def _plot(history: dict[str, list[float]], path: str, device: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="rumus demo", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="rumus demo", description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--out", default=os.path.join("runs", "demo"), help="output directory (default: ./runs/demo)")
-    p.add_argument("--epochs", type=int, default=15)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=3e-3)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--epochs", type=positive_int, default=15, help="passes over the training set (default: 15)")
+    p.add_argument("--batch-size", type=positive_int, default=64, help="samples per step (default: 64)")
+    p.add_argument("--lr", type=positive_float, default=3e-3, help="Adam's learning rate (default: 0.003)")
+    p.add_argument("--seed", type=nonnegative_int, default=0, help="seed of the data split and weights (default: 0)")
     p.add_argument("--amp", choices=["float16", "bfloat16"], default=None,
                    help="mixed precision: autocast the forward pass (float16 adds a GradScaler)")
     args = p.parse_args(argv)

@@ -84,8 +84,10 @@ default_generator: Generator = _ThreadDefaultGenerator()
 
 
 def manual_seed(seed: int) -> Generator:
+    """Seed the default random generator (every device's), for reproducible runs; returns the generator."""
     return default_generator.manual_seed(seed)
 
 
 def initial_seed() -> int:
+    """The seed the default random generator started from (set by `manual_seed`)."""
     return default_generator.initial_seed()

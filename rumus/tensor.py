@@ -19,7 +19,9 @@ from rumus_contracts import (
     AutogradError, DType, DTypeError, RumusError, parse_dtype,
 )
 
-from . import _inplace, _math, _views
+from . import _creation, _inplace, _math, _views
+from .autograd import hooks as _hooks
+from .autograd.hooks import RemovableHandle
 from ._tensor_base import TensorBase, _init as _init, bind_tensor_class, make_tensor as make_tensor
 
 if TYPE_CHECKING:
@@ -78,7 +80,10 @@ class Tensor(TensorBase):
         from . import _dispatch
         if _dispatch._capture is not None:  # rm.compile refuses data-dependent Python while capturing
             _dispatch._capture.host_read("reading tensor values (.item(), .numpy(), .tolist(), bool(), float())")
-        arr = self._storage.backend.to_numpy(self._arg)
+        # the copy is as big as the logical shape (an expanded view's stride-0 dims included): check first
+        _creation.check_size("numpy()", self.shape, 4 if self.dtype.name == "bfloat16" else self.element_size())
+        with _creation.host_memory("numpy()"):
+            arr = self._storage.backend.to_numpy(self._arg)
         if self.dtype.name == "bfloat16":
             wide = arr.astype(np.uint32)
             wide <<= 16  # in place: a 0-d result stays an array (`<<` would give a numpy scalar)
@@ -211,14 +216,45 @@ class Tensor(TensorBase):
         self.requires_grad = requires_grad
         return self
 
-    def register_hook(self, hook: Callable[[Tensor], None]) -> None:
-        """Called with the tensor after its .grad was accumulated (leaves only)."""
-        if self._hooks is None:
-            self._hooks = []
-        self._hooks.append(hook)
+    def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> RemovableHandle:
+        """PyTorch's tensor hook: called with the gradient flowing into this tensor (a leaf's before it is
+        accumulated into .grad, an op output's once its total is known); a Tensor it returns replaces the
+        gradient. Returns a handle whose .remove() takes the hook out."""
+        return _hooks.add(self._hook_list(), "grad", hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable[[Tensor], None]) -> RemovableHandle:
+        """Called with this leaf after its .grad was accumulated (PyTorch's name and semantics)."""
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        return _hooks.add(self._hook_list(), "post", hook)
 
     def retain_grad(self) -> None:
-        raise AutogradError("retain_grad() is not supported; use rumus.autograd.grad(out, [t]) instead")
+        """Keep this non-leaf tensor's gradient in .grad on backward (a no-op on leaves, as in PyTorch)."""
+        if self.grad_fn is None:
+            if not self.requires_grad:
+                raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+            return
+        if not self.retains_grad:
+            _hooks.add(self._hook_list(), "retain", _hooks.retainer(self))
+
+    @property
+    def retains_grad(self) -> bool:
+        node = self.grad_fn
+        hooks = (node.tensor_hooks or {}).get(self._output_nr) if node is not None else None
+        return any(e.kind == "retain" for e in hooks or ())
+
+    def _hook_list(self) -> list[Any]:
+        """Where this tensor's hooks live: the leaf itself, or its grad_fn's slot for this output."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        node = self.grad_fn
+        if node is None:
+            if self._hooks is None:
+                self._hooks = []
+            return self._hooks
+        if node.tensor_hooks is None:
+            node.tensor_hooks = {}
+        return node.tensor_hooks.setdefault(self._output_nr, [])
 
     @property
     def data(self) -> Tensor:
@@ -244,6 +280,10 @@ class Tensor(TensorBase):
                 device = a
         out = self
         if dtype is not None and parse_dtype(dtype) != self.dtype:
+            if self.dtype.is_packed:
+                raise DTypeError(f"cannot cast packed {self.dtype} words to {parse_dtype(dtype)}: their values are "
+                                 f"codes, not numbers; dequantize (QLinear.dequantized_weight(), "
+                                 f"rumus.ops.q8_dequantize / int4_dequantize). Moving them (.to(device)) is fine")
             out = _math.cast(out, parse_dtype(dtype))
         if device is not None:
             out = _math.to_device(out, device)

@@ -33,18 +33,6 @@ fn offsets_nd(i: u32) -> vec4<u32> {
     return vec4<u32>(off);
 }
 
-fn spow(a: f32, b: f32) -> f32 {
-    // pow of a negative base is real for integral exponents (odd ones keep the sign)
-    let r = pow(abs(a), b);
-    if (a >= 0.0 || b == 0.0) {
-        return select(r, 1.0, b == 0.0);
-    }
-    if (fract(b) != 0.0) {
-        return sqrt(a);  // NaN, computed at run time
-    }
-    return select(r, -r, fract(b * 0.5) != 0.0);
-}
-
 {{HELPERS}}
 
 @compute @workgroup_size(256)

@@ -57,7 +57,7 @@ SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf1
 
 META: dict[tuple[Any, ...], Any] = {}  # layout key -> int64_t[] meta (or EMPTY)
 
-threads.configure(lib)  # the thread budget (RUMUS_NUM_THREADS or every core), BLAS on the kernels' threads
+threads.configure(lib)  # the pool and its thread budget (RUMUS_NUM_THREADS or every core); nothing process-wide
 
 
 def loops(find: Callable[[bytes], int], op: str, dtypes: Iterable[DType]) -> dict[str, int]:

@@ -24,13 +24,14 @@ class CpuBackend:
 
     def __init__(self, num_threads: int | None = None) -> None:
         try:
-            from . import _lib  # noqa: F401  (loads the compiled kernels)
+            from ._lib import lib  # loads the compiled kernels
             from .plugin import kernel_table
-            from .threads import set_num_threads
+            from .threads import configure_process, set_num_threads
         except ImportError as exc:
             raise BackendUnavailable(
                 f"the CPU kernels are not compiled ({exc}); run `python csrc/build_cpu_kernels.py` in a "
                 f"source checkout, or reinstall with `pip install -e .`") from None
+        configure_process(lib)  # the process-wide settings (malloc, OpenBLAS, libgomp): now, not at import
         if num_threads is not None:  # otherwise RUMUS_NUM_THREADS (or every core), set when the kernels load
             set_num_threads(num_threads)
         self.kernels: Mapping[str, Kernel] = kernel_table()

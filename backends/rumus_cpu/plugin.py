@@ -23,7 +23,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_nn",
     "kernels_nn_conv", "kernels_nn_norm",
     "kernels_attention", "kernels_softmax_backward", "kernels_cross_entropy",
-    "kernels_sort",
+    "kernels_sort", "kernels_scan",
     "kernels_amp",
     "kernels_half_widened",
 )
@@ -62,7 +62,13 @@ def kernel_table() -> dict[str, Kernel]:
 @hookimpl
 def rumus_register_backends(registry: BackendRegistry) -> None:
     from .backend import create
+    from .threads import quiet_openmp_for_later_libraries
     registry.register(BACKEND, create)
+    # Before any other plugin's kernels hook: a plugin's OpenMP extension (rumus_graph's, rumus_vision's)
+    # loaded first would give libgomp, and torch imported later, its long default spin. It only loads a
+    # library (GOMP_SPINCOUNT is set for that load and restored); the malloc and OpenBLAS changes wait for
+    # the backend's creation.
+    quiet_openmp_for_later_libraries()
 
 
 @hookimpl

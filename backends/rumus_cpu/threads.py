@@ -236,6 +236,9 @@ def quiet_openmp_for_later_libraries() -> None:
     libgomp.so.1) reuses this copy. The user's OMP_WAIT_POLICY / GOMP_SPINCOUNT win, and the environment
     is restored, so child processes see the user's. Where libgomp is already loaded (torch imported first)
     nothing can change: `rumus info` says so. RUMUS_GOMP_SPINCOUNT sets the count (default GOMP_SPIN_COUNT)."""
+    if _state.get("openmp_checked"):  # once: the plugins' load, or else the backend's creation
+        return
+    _state["openmp_checked"] = True
     keys = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
     if any(k in os.environ for k in keys):
         _state["openmp"] = "as set by the user: " + ", ".join(f"{k}={os.environ[k]}" for k in keys if k in os.environ)
@@ -277,20 +280,45 @@ def keep_apart() -> bool:
 
 
 def configure(lib: Any) -> None:
-    """At load: the default budget, the pool's polling time, BLAS on the kernels' threads, one thread in
-    fork()ed children, freed memory kept."""
-    keep_freed_memory(lib)
+    """At load, RUMUS's own pool only (nothing process-wide): the thread budget, the polling time, stepping
+    out and keeping apart. The process-wide settings come later: libgomp when the plugins load (plugin.py),
+    the rest when the backend starts (configure_process)."""
     us = spin_us()
     lib.rumus_pool_set_spin_us(us)
     _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
     lib.rumus_pool_set_step_out(step_out_least_threads(), 0)
     lib.rumus_pool_set_keep_apart(int(keep_apart()))
+    lib.rumus_set_num_threads(max(default_num_threads(), 1))
+
+
+def configure_process(lib: Any) -> None:
+    """Once, when the "cpu" backend is first created (never at import): what changes the whole process —
+    glibc's malloc thresholds (freed memory kept), numpy's OpenBLAS jobs on the kernels' threads (its
+    threads callback) and thread count, one thread in fork()ed children. (libgomp is loaded with a short
+    spin earlier, when the plugins load: quiet_openmp_for_later_libraries.) `rumus info` lists them
+    (process_changes)."""
+    if _state.get("process_configured"):
+        return
+    _state["process_configured"] = True
+    keep_freed_memory(lib)
     attach_blas(lib)
     choose_gemm_kernel(lib)
-    quiet_openmp_for_later_libraries()
-    set_num_threads(default_num_threads())
+    quiet_openmp_for_later_libraries()  # done already when the plugins loaded (rumus_cpu.plugin)
+    set_num_threads(int(lib.rumus_get_num_threads()))  # the budget now reaches numpy's BLAS too
     if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
         os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
+
+
+def process_changes() -> list[str]:
+    """What the backend changed process-wide so far: libgomp's spin when the plugins loaded, the rest when
+    the backend started ([] right after import)."""
+    out = [f"libgomp: {_state['openmp']}"] if _state.get("openmp_checked") else []
+    if not _state.get("process_configured"):
+        return out
+    blas = (f"jobs on the kernel threads (threads callback of {_state['blas']})" if _state["blas"]
+            else "no threads callback; its thread count limited to the budget")
+    return [*out, f"malloc: {_state['malloc']}", f"OpenBLAS: {blas}",
+            "fork: children run kernels on one thread" if hasattr(os, "register_at_fork") else "fork: untouched"]
 
 
 def set_num_threads(n: int) -> None:
@@ -347,6 +375,7 @@ def policy() -> dict[str, Any]:
         "matmul_blocked": bool(lib.rumus_gemm_attached()),
         "gemm_kernel": gemm_kernel_description(),
         "blas_threads": int(lib.rumus_get_num_threads()) if lib.rumus_blas_attached() else None,
+        "process_changes": process_changes(),
     }
     try:
         from threadpoolctl import threadpool_info
@@ -378,4 +407,5 @@ def describe() -> str:
             f"per half of that; idle threads: {p['idle']}; stepping out: {p['step_out']}; "
             f"keeping apart: {p['keep_apart']}); "
             f"BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
-            f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}")
+            f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}; process-wide changes made when the "
+            f"backend started: {'; '.join(p['process_changes']) or 'none yet'}")

@@ -33,7 +33,7 @@ from .pool import WgpuBuffer
 MAX_DIMS = 8
 WGSL_DTYPES = ("float32", "float16", "bfloat16", "int32", "int64", "bool")
 CLAMP = {
-    "f": "min(max(a, bitcast<f32>(cfg.p.x)), bitcast<f32>(cfg.p.y))",
+    "f": "min_f(max_f(a, bitcast<f32>(cfg.p.x)), bitcast<f32>(cfg.p.y))",  # NaN stays NaN, as in PyTorch
     "i": "clamp_i(a)",
     "l": "clamp_l(a)",
 }
@@ -302,7 +302,8 @@ def _table_kernel(spec: MapSpec, e: Expr) -> Any:
 
 
 _WHERE = MapSpec("where", {k: "select(c, b, a)" for k in "fil"} | {"b": "select(c, b, a)"})
-_CLAMP = MapSpec("clamp", CLAMP, helpers=CLAMP_HELPERS)
+_CLAMP = MapSpec("clamp", CLAMP, helpers={"f": expr_wgsl.helper_source(["min_f", "max_f"]), "i": CLAMP_HELPERS,
+                                          "l": CLAMP_HELPERS})
 _COPY = MapSpec("copy", {})
 _FILL = MapSpec("fill", {})
 

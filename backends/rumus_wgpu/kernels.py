@@ -18,7 +18,7 @@ from typing import Any
 
 from rumus_contracts import DType, Kernel, bfloat16, bool_, float16, float32, int32, int64
 
-from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce, sort
+from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce, scan, sort
 from . import amp, cross_entropy, flash_attention, widen
 
 F = (float32, float16)
@@ -43,6 +43,7 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     **{op: flash_attention.DTYPES for op in flash_attention.kernels()},  # bfloat16 natively too
     **{op: F for op in cross_entropy.kernels()},
     "argsort": FI,
+    **{op: F for op in scan.kernels()},  # cumsum, cumprod: sequential per row
     **{op: (float32,) for op in amp.kernels()},
 }
 
@@ -50,7 +51,7 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
 def kernel_table() -> dict[str, Any]:
     table: dict[str, Any] = {}
     for module in (elementwise, reduce, optim, indexing, nn_conv, nn_pool, nn_norm, nn_dropout, sort,
-                   flash_attention, amp, cross_entropy):
+                   flash_attention, amp, cross_entropy, scan):
         table.update(module.kernels())
     table["matmul"] = gemm.matmul
     return table

@@ -4,6 +4,13 @@ A `WgpuBuffer` is what the core holds as `Storage.buffer`. When its last user is
 `__del__` hands the GPU buffer back to the pool. A buffer used by a recorded but not yet submitted
 command cannot come back early: the recorder keeps the handle alive until the batch is submitted,
 and anything recorded afterwards runs after that batch in queue order.
+
+The pool holds every buffer it hands out (`_lent`) until the handle gives it back. Without that, a
+tensor dying inside a reference cycle took its GPUBuffer with it into the garbage collector's set, whose
+finalizers run in no set order: wgpu-py's own could release the native buffer first, and the handle then
+returned a dead buffer to the pool, so the next tensor of that size failed with "initializer for ctype
+'struct WGPUBufferImpl *' must be a cdata pointer" (an imported ONNX LSTM reloaded in a loop did, on its
+third run). Held by the pool, a lent buffer is never garbage while its handle lives.
 """
 
 from __future__ import annotations
@@ -55,6 +62,11 @@ class WgpuBuffer:
         return f"WgpuBuffer({self.nbytes} bytes on {self.dev.name})"
 
 
+def _released(buf: Any) -> bool:
+    """Whether wgpu-py has already released this GPUBuffer's native handle (its `_internal` is then None)."""
+    return getattr(buf, "_internal", True) is None
+
+
 class BufferPool:
     """Free GPU buffers by bucket size; `stats()` counts hits (reused) and misses (new buffers)."""
 
@@ -64,6 +76,7 @@ class BufferPool:
         self._usage = usage
         self._free: dict[int, deque[Any]] = {}  # per bucket size, oldest release on the left
         self._age: OrderedDict[int, int] = OrderedDict()  # id(buffer) -> size of every cached buffer, oldest first
+        self._lent: dict[int, Any] = {}  # id(buffer) -> buffer, for every buffer a handle holds (see the top)
         self.max_binding, self.max_buffer = max_binding, max_buffer
         # cached (free) bytes kept for reuse; beyond this, released buffers are destroyed
         self.max_cached = int(float(os.environ.get("RUMUS_WGPU_POOL_CACHE_MB", 8192)) * (1 << 20))
@@ -85,6 +98,7 @@ class BufferPool:
             self.cached_bytes -= size
             buf = free.pop()  # the most recently released: warmest in the driver's caches
             del self._age[id(buf)]
+            self._lent[id(buf)] = buf
             return buf, size
         self.misses += 1
         try:
@@ -93,6 +107,7 @@ class BufferPool:
             self.empty()  # out of memory: give cached buffers back to the driver and try once more
             buf = self._device.create_buffer(size=size, usage=self._usage)
         self.allocated_bytes += size
+        self._lent[id(buf)] = buf
         return buf, size
 
     def release(self, buf: Any, size: int) -> None:
@@ -100,6 +115,9 @@ class BufferPool:
         size), so a training loop's working set displaces what an earlier phase left (a benchmark's other
         shapes, an evaluation pass) instead of being destroyed and re-created every step."""
         self.releases += 1
+        if self._lent.pop(id(buf), None) is None or _released(buf):
+            # not lent by this pool (or given back twice), or released by wgpu-py already: never cached
+            return
         if size > self.max_cached:
             buf.destroy()
             self.allocated_bytes -= size
@@ -132,4 +150,4 @@ class BufferPool:
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "releases": self.releases,
                 "cached_bytes": self.cached_bytes, "cached_buffers": sum(len(v) for v in self._free.values()),
-                "allocated_bytes": self.allocated_bytes}
+                "allocated_bytes": self.allocated_bytes, "lent_buffers": len(self._lent)}

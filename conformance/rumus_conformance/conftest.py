@@ -1,14 +1,17 @@
 """Strictness, known gaps and the coverage matrix, wired into pytest.
 
-- Tests listed in the xfails file (see xfails.py) are marked xfail(strict=True): an entry that
-  passes fails the run, so the list can only shrink.
+- Each op test judges one cell (op, dtype, check) into a CellResult (cells.py); the report hook adds
+  the xfails file's verdict and keeps the result in outcomes.RESULTS, which the matrix, `--json` and
+  `--write-xfails` read. Nothing is read back from failure text.
+- Cells listed in the xfails file (see xfails.py) are marked xfail(strict=True): an entry that
+  passes fails the run (XPASS), so the list can only shrink.
 - A plugin that failed to load, or loaded partly (e.g. a CPU kernel module that did not import, a
   stale C build), fails the session even when `-k` deselected every test that would notice.
-- Per-(op, dtype) outcomes are collected and the matrix is printed at the end.
 """
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 import pytest
@@ -16,37 +19,70 @@ import pytest
 from rumus import backend_api as api
 
 from . import xfails
-from .matrix import MATRIX, render
+from .matrix import render
+from .outcomes import FAIL, NO_DTYPE, RESULTS, SKIP, CellKey, CellResult, Mismatch
 
 KNOWN_GAPS = xfails.load()
-_KINDS = ("test_forward", "test_noncontiguous", "test_gradient")
+LISTED: dict[CellKey, str] = {}  # cell -> "file:line" of the xfails entry covering it
+_CHECK_OF_TEST = {"test_forward": "forward", "test_noncontiguous": "noncontiguous", "test_gradient": "gradient",
+                  "test_error_inputs": "errors"}
+_OWN = ("rumus_conformance/test_ops.py", "rumus_conformance/test_modules.py")
+
+
+def cell_key(item: pytest.Item) -> CellKey | None:
+    """The cell an op test judges, from its parameters (None for any other test)."""
+    check = _CHECK_OF_TEST.get(getattr(item, "originalname", ""))
+    callspec = getattr(item, "callspec", None)
+    if check is None or callspec is None or not _ours(item):
+        return None
+    if check == "errors":
+        return (str(callspec.params["op"]), NO_DTYPE, check)
+    claim = callspec.params["claim"]
+    return (claim.op, claim.dtype.name, check)
+
+
+def _ours(item: pytest.Item) -> bool:
+    return item.path.as_posix().endswith(_OWN)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    RESULTS.clear()
+    LISTED.clear()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if not item.nodeid.split("::")[0].replace("\\", "/").endswith(("rumus_conformance/test_ops.py",
-                                                                         "rumus_conformance/test_modules.py")):
+        if not _ours(item):
             continue
-        entry = KNOWN_GAPS.match(item.name)
-        if entry is not None:
-            item.add_marker(pytest.mark.xfail(strict=True, reason=f"known gap listed in {KNOWN_GAPS.entries[entry]}"))
+        key = cell_key(item)
+        where = KNOWN_GAPS.match(key) if key is not None else KNOWN_GAPS.match_test(item.name)
+        if where is not None:
+            if key is not None:
+                LISTED[key] = where
+            item.add_marker(pytest.mark.xfail(strict=True, reason=f"known gap listed at {where}"))
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+    report: pytest.TestReport = yield
     if report.when != "call" and not (report.when == "setup" and report.outcome != "passed"):
-        return
-    name = report.nodeid.split("::")[-1]
-    if "[" not in name or not name.startswith(_KINDS):
-        return
-    kind, _, param = name.partition("[")
-    op, _, dtype = param.rstrip("]").rpartition("-")
-    outcome: str = report.outcome
-    text = str(report.longrepr) if report.longrepr is not None else ""
-    if hasattr(report, "wasxfail"):
-        outcome = "xfail" if report.outcome == "skipped" else "xpass"
-    elif outcome == "failed" and "MISSING:" in text:
-        outcome = "missing"
-    MATRIX.record(op, dtype, kind, outcome)
+        return report
+    key = cell_key(item)
+    if key is None:
+        if _ours(item):
+            RESULTS.tests[item.nodeid] = report.outcome
+        return report
+    cell = RESULTS.take_raw(key)
+    if cell is None:  # the test stopped before it judged its cell: what stopped it is the result
+        exc = call.excinfo
+        if report.skipped:
+            cell = CellResult(*key, SKIP, detail=str(exc.value) if exc else "skipped")
+        else:
+            why = f"{exc.typename}: {exc.value}" if exc else "the test did not judge its cell"
+            cell = CellResult(*key, FAIL, worst=Mismatch(why), detail=why)
+    where = LISTED.get(key)
+    RESULTS.record(cell.listed(where) if where else cell)
+    return report
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -55,10 +91,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if MATRIX.cells:
+    if RESULTS.cells:
         terminalreporter.write_sep("=", "rumus conformance: op x dtype")
         terminalreporter.write_line(render())
-    unused = KNOWN_GAPS.unused() if MATRIX.cells else []
+    unused = KNOWN_GAPS.unused() if RESULTS.cells else []
     if unused:
         terminalreporter.write_sep("-", "xfails entries that matched no test (remove them)")
         for line in unused:

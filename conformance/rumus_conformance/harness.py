@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -13,9 +14,10 @@ import rumus
 from rumus import backend_api as api
 from rumus.backend_api import from_storage
 from rumus_contracts import (
-    BackendUnavailable, DType, ErrorSample, OpSchema, Sample, float64, parse_dtype,
+    BackendUnavailable, DType, ErrorSample, KernelNotFound, OpSchema, Sample, float64, parse_dtype,
 )
 
+from .outcomes import Mismatch
 from .tolerances import forward_tolerance, gradient_tolerance
 
 
@@ -40,7 +42,8 @@ def _backend_dtypes(name: str) -> tuple[DType, ...] | None:
 
 
 def claims(name: str | None = None) -> list[Claim]:
-    """What the backend claims for every registered op and each dtype the op is defined for."""
+    """What the backend claims for every registered op and each dtype the op is defined for. A kernel
+    registered with dtypes=None claims only the dtypes the backend holds (its capabilities)."""
     name = name or backend_name()
     reg = api.plugins()
     caps = _backend_dtypes(name) or ()
@@ -49,13 +52,13 @@ def claims(name: str | None = None) -> list[Claim]:
         for dtype in schema.dtypes:
             if schema.composite:
                 status = "claimed" if dtype in caps else "unsupported"
-            elif reg.kernels.find(schema.name, name, dtype) is not None:
+            elif reg.kernels.claiming_entry(schema.name, name, dtype, caps) is not None:
                 status = "claimed"
             elif dtype in caps or dtype.is_packed and any(
                     e.dtypes and any(d.is_packed for d in e.dtypes) for e in reg.kernels.entries(schema.name, name)):
                 status = "missing"
             else:
-                status = "missing" if dtype in caps else "unsupported"
+                status = "unsupported"
             out.append(Claim(schema.name, dtype, status))
     return out
 
@@ -189,16 +192,27 @@ def reference(schema: OpSchema, sample: Sample, dtype: DType, ref_inputs: list[n
 
 def compare(name: str, got: np.ndarray, want: np.ndarray, out_dtype: DType, rtol: float, atol: float) -> str | None:
     """None when equal within tolerance, else a message with the worst element."""
+    bad = mismatch(name, got, want, out_dtype, rtol, atol)
+    return bad.message if bad else None
+
+
+def mismatch(name: str, got: np.ndarray, want: np.ndarray, out_dtype: DType, rtol: float,
+             atol: float) -> Mismatch | None:
+    """None when equal within tolerance, else the worst element: its errors and how far past the
+    tolerance it is (the ratio failures are ranked by)."""
     want = np.asarray(want)
     if got.shape != want.shape:
-        return f"{name}: shape {got.shape}, expected {want.shape}"
+        return Mismatch(f"{name}: shape {got.shape}, expected {want.shape}")
     if out_dtype.is_bool or not out_dtype.is_floating:
         # integer results wrap around like C (and PyTorch) do: compare in the output's own dtype
         cast = want.astype(bool) if out_dtype.is_bool else np.asarray(want).astype(np.int64).astype(out_dtype.numpy)
         g = got.astype(bool) if out_dtype.is_bool else got.astype(out_dtype.numpy)
         if not np.array_equal(g, cast):
-            idx = np.argwhere(g != cast)[0]
-            return f"{name}: at index {tuple(idx)} got {g[tuple(idx)]}, expected {cast[tuple(idx)]} (exact)"
+            wrong = g != cast
+            gap = np.abs(g.astype(np.float64) - cast.astype(np.float64))
+            idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(np.where(wrong, gap, -1.0))), g.shape))
+            return Mismatch(f"{name}: {int(wrong.sum())} of {wrong.size} elements differ; worst at {idx}: got "
+                            f"{g[idx].item()}, expected {cast[idx].item()} (exact)", math.inf, float(gap[idx]), None)
         return None
     want = want.astype(np.float64)
     same = (np.isnan(got) & np.isnan(want)) | (got == want)  # equal infinities too (inf - inf is NaN)
@@ -207,13 +221,28 @@ def compare(name: str, got: np.ndarray, want: np.ndarray, out_dtype: DType, rtol
     bound = atol + rtol * np.abs(want)
     bad = ~((diff <= bound) | same)
     if bad.any():
-        idx = tuple(np.argwhere(bad)[0])
-        return (f"{name}: {int(bad.sum())} of {bad.size} elements differ; worst at {idx}: got {got[idx]!r}, "
-                f"expected {want[idx]!r} (rtol {rtol}, atol {atol})")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            # NaN where a number was due (or the reverse) is as wrong as it gets
+            excess = np.where(bad, np.nan_to_num(diff / bound, nan=np.inf, posinf=np.inf), -1.0)
+        idx = tuple(int(i) for i in np.unravel_index(int(np.argmax(excess)), excess.shape))
+        err, ref = float(diff[idx]), float(want[idx])
+        rel = err / abs(ref) if ref != 0 and math.isfinite(ref) else None
+        rel_text = f", rel {rel:.3g}" if rel is not None else ""
+        return Mismatch(f"{name}: {int(bad.sum())} of {bad.size} elements differ; worst at {idx}: got "
+                        f"{float(got[idx])!r}, expected {ref!r} (abs error {err:.3g}{rel_text}; "
+                        f"rtol {rtol}, atol {atol})",
+                        float(excess[idx]), err, rel)
     return None
 
 
 def check_forward(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguous: bool) -> str | None:
+    bad = judge_forward(schema, sample, dtype, device, noncontiguous)
+    return bad.message if bad else None
+
+
+def judge_forward(schema: OpSchema, sample: Sample, dtype: DType, device: str,
+                  noncontiguous: bool) -> Mismatch | None:
+    """One sample's forward result (or in-place update) against the float64 reference."""
     res = run(schema, sample, dtype, device, noncontiguous)
     want = reference(schema, sample, dtype, res.ref_inputs)
     rtol, atol = forward_tolerance(schema, dtype)
@@ -222,16 +251,16 @@ def check_forward(schema: OpSchema, sample: Sample, dtype: DType, device: str, n
             # a float input of its own dtype (a multi-tensor op's float16 gradient) is judged in that dtype
             idt = res.in_dtypes[i] if res.in_dtypes[i].is_floating else dtype
             rtol, atol = forward_tolerance(schema, idt)
-            msg = compare(f"{schema.inputs[i]} (updated in place)", res.inputs_after[i], want[i], idt, rtol, atol)
-            if msg:
-                return msg
+            bad = mismatch(f"{schema.inputs[i]} (updated in place)", res.inputs_after[i], want[i], idt, rtol, atol)
+            if bad:
+                return bad
         return None
     if len(want) != len(res.outputs):
-        return f"{len(res.outputs)} outputs, reference has {len(want)}"
+        return Mismatch(f"{len(res.outputs)} outputs, reference has {len(want)}")
     for k, (got, w, odt) in enumerate(zip(res.outputs, want, res.out_dtypes)):
-        msg = compare(f"output {k}", got, w, odt, *((rtol, atol) if odt.is_floating else (0.0, 0.0)))
-        if msg:
-            return msg
+        bad = mismatch(f"output {k}", got, w, odt, *((rtol, atol) if odt.is_floating else (0.0, 0.0)))
+        if bad:
+            return bad
     return None
 
 
@@ -250,6 +279,13 @@ def _finite_difference(fn: Callable[[list[np.ndarray]], np.ndarray], inputs: lis
 
 
 def check_gradient(schema: OpSchema, sample: Sample, dtype: DType, device: str, noncontiguous: bool) -> str | None:
+    bad = judge_gradient(schema, sample, dtype, device, noncontiguous)
+    return bad.message if bad else None
+
+
+def judge_gradient(schema: OpSchema, sample: Sample, dtype: DType, device: str,
+                   noncontiguous: bool) -> Mismatch | None:
+    """One sample's gradients (backward of a random cotangent) against central finite differences."""
     explicit = list(sample.dtypes) if sample.dtypes else [None] * len(sample.inputs)
     tensors = [make_input(a, dtype, e, device, noncontiguous) for a, e in zip(sample.inputs, explicit)]
     diff_idx = [i for i in schema.differentiable_idx if tensors[i].dtype.is_floating]
@@ -273,10 +309,10 @@ def check_gradient(schema: OpSchema, sample: Sample, dtype: DType, device: str, 
         if grad is None:
             if np.allclose(want, 0):
                 continue
-            return f"input '{schema.inputs[i]}' got no gradient"
-        msg = compare(f"d/d{schema.inputs[i]}", as_float64(grad), want, dtype, rtol, atol)
-        if msg:
-            return msg
+            return Mismatch(f"input '{schema.inputs[i]}' got no gradient")
+        bad = mismatch(f"d/d{schema.inputs[i]}", as_float64(grad), want, dtype, rtol, atol)
+        if bad:
+            return bad
     return None
 
 
@@ -291,6 +327,8 @@ def check_error(schema: OpSchema, err: ErrorSample, device: str) -> str | None:
         if err.match and err.match not in str(exc):
             return f"raised {type(exc).__name__} but the message {str(exc)!r} lacks {err.match!r}"
         return None
+    except KernelNotFound:
+        raise  # not a wrong error: a kernel the check needs is missing (the cell is MISSING, naming it)
     except Exception as exc:
         return f"raised {type(exc).__name__}: {exc}, expected {err.error.__name__}"
     return f"accepted bad input; expected {err.error.__name__}"

@@ -14,6 +14,7 @@ from .errors import (
 from .errors import ArgumentTypeError, FileError, IndexOutOfRange, MissingFile, OutOfMemory
 from .hookspecs import hookimpl, hookspec
 from .plugins import Candidate, LoadedPlugins, load_plugins
+from .primitives import PRIMITIVES
 from .registry import BackendRegistry, ChooseByShape, KernelEntry, KernelRegistry
 from .schema import ErrorSample, OpRegistry, OpSchema, Sample
 from .tensor_arg import TensorArg, contiguous_strides
@@ -29,3 +30,4 @@ __all__ = [
     "ArgumentTypeError", "FileError", "IndexOutOfRange", "MissingFile", "OutOfMemory",
 ]
 __all__ += ["Communicator", "CommunicatorError", "ReduceOp", "Work"]
+__all__ += ["PRIMITIVES"]

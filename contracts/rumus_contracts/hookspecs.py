@@ -68,8 +68,9 @@ def rumus_register_kernels(registry: KernelRegistry) -> None:
     into the preallocated outputs and must honour input strides and offsets. For GPU backends a
     kernel may instead be a :class:`ShaderKernel` (WGSL source + entry point + dispatch rule), which
     the backend turns into a callable in ``Backend.adapt_kernel``. ``dtypes=None`` claims every dtype
-    the op schema allows; claiming a dtype the op does not have, or a kernel for an unknown op, is
-    refused at load.
+    of the op schema that the backend holds (``capabilities().dtypes``); packed dtypes (q8, int4,
+    fixed_i16) only when named. Claiming a dtype the op does not have, or a kernel for an unknown op,
+    is refused at load.
 
     Which kernel runs is decided by ``priority``, never by load order: the highest priority claiming
     (op, backend, dtype) wins. Built-in backends register at 0. To replace a built-in kernel a plugin

@@ -120,16 +120,21 @@ def _import(target: str | object) -> Any:
 
 
 def load_plugins(core_plugins: Sequence[tuple[str, object]] | None = None,
-                 extra: Sequence[Candidate] | None = None) -> LoadedPlugins:
+                 extra: Sequence[Candidate] | None = None,
+                 started: Callable[[LoadedPlugins], None] | None = None) -> LoadedPlugins:
     """Create the plugin manager, load every plugin, and fill the three registries.
 
     core_plugins -- (name, plugin object) registered first; a failure of theirs is raised, not contained.
     extra        -- third-party candidates loaded after the discovered ones (tests load hostile
                     plugins this way), with exactly the same containment and validation.
+    started      -- called with the (still empty) result before any plugin loads: the caller can hand
+                    the partly loaded registries to a plugin that asks for them while it loads.
     """
     pm = pluggy.PluginManager(hookspecs.PROJECT)
     pm.add_hookspecs(hookspecs)
     result = LoadedPlugins(pm, OpRegistry(), KernelRegistry(), BackendRegistry())
+    if started is not None:
+        started(result)
     discovered, clashes = discover()
     for name, error in clashes.items():
         _fail(result, name, error)

@@ -8,7 +8,7 @@ so it leaves nothing half-registered behind.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -54,7 +54,9 @@ class _Owned:
 @dataclass(frozen=True)
 class KernelEntry:
     kernel: Kernel
-    dtypes: frozenset[DType] | None  # None: every dtype the op schema allows
+    # None: every plain dtype of the op's schema that the backend holds (its capabilities().dtypes);
+    # packed dtypes (q8, int4, fixed_i16), whose word layout a kernel must know, only when named
+    dtypes: frozenset[DType] | None
     owner: str
     priority: int = 0  # higher wins; built-in backends register at 0
     # a conditional kernel: runs only for calls whose input shapes and attrs it accepts, otherwise the
@@ -166,16 +168,25 @@ class KernelRegistry(_Owned):
     def find_entry(self, op: str, backend: str, dtype: DType) -> KernelEntry | None:
         """The winning registration for (op, backend, dtype), with its owner and priority."""
         for entry in self._entries.get((op, backend), ()):
-            if entry.dtypes is None or dtype in entry.dtypes:
+            if _covers(entry, dtype):
                 return entry
         return None
+
+    def claiming_entry(self, op: str, backend: str, dtype: DType, held: Collection[DType]) -> KernelEntry | None:
+        """The winning registration that claims (op, dtype) on a backend holding the dtypes `held`: a
+        registration with dtypes=None claims only the dtypes the backend holds (what the conformance suite
+        holds it to), one that names its dtypes claims each of them."""
+        entry = self.find_entry(op, backend, dtype)
+        if entry is None or entry.dtypes is None and dtype not in held:
+            return None
+        return entry
 
     def candidates(self, op: str, backend: str, dtype: DType) -> list[KernelEntry]:
         """The registrations the dispatcher may run for (op, backend, dtype), best first: the conditional
         ones above the first unconditional one, and that one (the fallback), if any."""
         out = []
         for entry in self._entries.get((op, backend), ()):
-            if entry.dtypes is None or dtype in entry.dtypes:
+            if _covers(entry, dtype):
                 out.append(entry)
                 if entry.applies is None:
                     break
@@ -189,7 +200,7 @@ class KernelRegistry(_Owned):
 
     def backends_for(self, op: str, dtype: DType | None = None) -> list[str]:
         return sorted({b for (o, b), entries in self._entries.items() if o == op and any(
-            dtype is None or e.dtypes is None or dtype in e.dtypes for e in entries)})
+            dtype is None or _covers(e, dtype) for e in entries)})
 
     def ops_for(self, backend: str) -> list[str]:
         return sorted({o for (o, b) in self._entries if b == backend})
@@ -223,6 +234,12 @@ class ChooseByShape:
 
     def __call__(self, outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         self.pick(inputs, attrs)(outputs, inputs, attrs)
+
+
+def _covers(entry: KernelEntry, dtype: DType) -> bool:
+    """Whether `entry` may run for `dtype`: one it names, or any plain dtype for dtypes=None (a plain dtype
+    the backend does not hold never reaches its kernels)."""
+    return dtype in entry.dtypes if entry.dtypes is not None else not dtype.is_packed
 
 
 def _overlap(a: frozenset[DType] | None, b: frozenset[DType] | None) -> bool:

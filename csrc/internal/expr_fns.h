@@ -39,11 +39,12 @@ static inline double rx_phi_f64(double x) { return 0.5 * erfc(-x * RX_INV_SQRT2)
 
 static inline float rx_exp_f32(float x) { return rumus_expf(x); }
 static inline float rx_log_f32(float x) { return rumus_logf(x); }
-static inline float rx_tanh_f32(float x) { return rumus_tanhf(x); }
+/* sin and tanh are odd: a zero keeps its sign (the polynomials give +0 for -0) */
+static inline float rx_tanh_f32(float x) { const float r = rumus_tanhf(x); return x == 0.0f ? x : r; }
 static inline float rx_sigmoid_f32(float x) { return rumus_sigmoidf(x); }
-static inline float rx_sin_fast_f32(float x) { return rumus_trigf(x, 0); }
+static inline float rx_sin_fast_f32(float x) { const float r = rumus_trigf(x, 0); return x == 0.0f ? x : r; }
 static inline float rx_cos_fast_f32(float x) { return rumus_trigf(x, 1); }
-static inline float rx_sin_f32(float x) { return fabsf(x) <= RUMUS_TRIG_LIMIT ? rumus_trigf(x, 0) : sinf(x); }
+static inline float rx_sin_f32(float x) { return fabsf(x) <= RUMUS_TRIG_LIMIT ? rx_sin_fast_f32(x) : sinf(x); }
 static inline float rx_cos_f32(float x) { return fabsf(x) <= RUMUS_TRIG_LIMIT ? rumus_trigf(x, 1) : cosf(x); }
 static inline double rx_exp_f64(double x) { return exp(x); }
 static inline double rx_log_f64(double x) { return log(x); }
@@ -65,9 +66,10 @@ static inline double rx_cos_f64(double x) { return cos(x); }
     static inline T rx_pow_##sfx(T x, T y) { return pow##F(x, y); }                                     \
     static inline T rx_fmod_##sfx(T x, T y) { return fmod##F(x, y); }                                   \
     static inline T rx_atan2_##sfx(T x, T y) { return atan2##F(x, y); }                                 \
-    static inline T rx_abs_##sfx(T x) { return x < 0 ? -x : x; }                                        \
-    static inline T rx_max_##sfx(T x, T y) { return x > y ? x : y; }                                    \
-    static inline T rx_min_##sfx(T x, T y) { return x < y ? x : y; }                                    \
+    static inline T rx_abs_##sfx(T x) { return fabs##F(x); } /* abs(-0.0) is +0.0 */                   \
+    /* NaN propagates from either operand (numpy's maximum / minimum: softplus(NaN) is NaN) */         \
+    static inline T rx_max_##sfx(T x, T y) { return (x > y || x != x) ? x : y; }                       \
+    static inline T rx_min_##sfx(T x, T y) { return (x < y || x != x) ? x : y; }                       \
     static inline int rx_isnan_##sfx(T x) { return x != x; }                                            \
     static inline int rx_isinf_##sfx(T x) { return x == (T)INFINITY || x == -(T)INFINITY; }             \
     static inline int rx_isfinite_##sfx(T x) { return rx_abs_##sfx(x) <= (T)MAXV; }                    \

@@ -4,11 +4,12 @@ precision its schema's autocast class asks for (rumus/amp/policy.py), like `torc
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from rumus_contracts import DType, DTypeError, RumusError, bfloat16, float16, parse_dtype
+from rumus_contracts import BackendUnavailable, DType, DTypeError, RumusError, bfloat16, float16, parse_dtype
 
 from .._thread_state import AutocastSaved, autocast_state
 
@@ -17,6 +18,32 @@ F = TypeVar("F", bound=Callable[..., Any])
 # torch's device names; "cuda" and "mps" are the GPU here, which is the wgpu backend
 _DEVICE_ALIASES = {"cuda": "wgpu", "mps": "wgpu", "gpu": "wgpu"}
 _DEFAULT_DTYPE = {"cpu": bfloat16, "wgpu": float16}  # PyTorch's defaults: bfloat16 on CPU, float16 on GPU
+# the device types torch.autocast accepts; one RUMUS has no backend for disables autocast with a warning
+# (torch's answer to an unavailable device), any other name is an error (torch raises RuntimeError)
+_TORCH_DEVICE_TYPES = frozenset({"cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                                 "privateuseone"})
+
+
+def _usable(requested: str, backend: str) -> bool:
+    """Whether `backend` can run here; warns as torch does (and autocast is then disabled) when not."""
+    from .. import _runtime  # late binding: the plugin registry loads on first use
+    backends = _runtime.plugins().backends
+    names = backends.names()
+    said = f"'{requested}'" + (f" (the {backend} backend here)" if requested != backend else "")
+    if backend in names:
+        status = backends.status(backend)
+        if status == "ok":
+            return True
+        warnings.warn(f"User provided device_type of {said}, but the {backend} backend is not available "
+                      f"({status}). Disabling autocast.", UserWarning, stacklevel=3)
+        return False
+    if requested not in _TORCH_DEVICE_TYPES:
+        raise BackendUnavailable(f"autocast: unknown device_type {requested!r}; expected a RUMUS backend "
+                                 f"({', '.join(names)}) or one of torch's device types")
+    warnings.warn(f"User provided device_type of {said}, but RUMUS has no such backend (installed: "
+                  f"{', '.join(names)}). Disabling autocast.", UserWarning, stacklevel=3)
+    return False
 
 
 class autocast:  # noqa: N801  (torch's name)
@@ -43,20 +70,32 @@ class autocast:  # noqa: N801  (torch's name)
         if self.fast_dtype not in (float16, bfloat16):
             raise DTypeError(f"autocast: dtype must be rumus.float16 or rumus.bfloat16, got {self.fast_dtype}; "
                              f"for float32 everywhere, leave autocast off (enabled=False)")
-        self.enabled = bool(enabled)
+        self.enabled = bool(enabled) and _usable(name, self.device_type)
         self.cache_enabled = True if cache_enabled is None else bool(cache_enabled)
         self._prev: list[AutocastSaved] = []
+        self._counts: list[tuple[int, int]] = []
 
     def __enter__(self) -> autocast:
+        st = autocast_state
+        self._counts.append((st.ops_on_device, st.ops_elsewhere))
+        st.ops_on_device = st.ops_elsewhere = 0
         if self.enabled:
-            self._prev.append(autocast_state.push(True, self.fast_dtype.name, self.device_type, self.cache_enabled))
+            self._prev.append(st.push(True, self.fast_dtype.name, self.device_type, self.cache_enabled))
         else:
-            self._prev.append(autocast_state.push(False, None))
+            self._prev.append(st.push(False, None))
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        autocast_state.restore(self._prev.pop())
+        st = autocast_state
+        st.restore(self._prev.pop())
+        on, elsewhere = st.ops_on_device, st.ops_elsewhere
+        before_on, before_elsewhere = self._counts.pop()
+        st.ops_on_device, st.ops_elsewhere = before_on + on, before_elsewhere + elsewhere  # an outer block's too
+        if self.enabled and exc_type is None and elsewhere and not on:
+            warnings.warn(f"autocast('{self.device_type}') cast nothing: none of the {elsewhere} ops it covered "
+                          f"had a tensor on {self.device_type}. Use rm.autocast('<the tensors' device>', ...) "
+                          f"for tensors on another device.", UserWarning, stacklevel=2)
 
     def __call__(self, fn: F) -> F:
         """As a decorator: every call of `fn` runs inside a fresh block with these settings."""

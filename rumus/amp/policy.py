@@ -31,6 +31,11 @@ def cast_inputs(schema: OpSchema, args: Sequence[Any]) -> Sequence[Any]:
     """`args` with the casts the schema's autocast class asks for (called by the dispatcher only
     while autocast is enabled, for ops that declare a class)."""
     cls = schema.autocast
+    if autocast_state.device_type is not None:
+        if any(isinstance(a, Tensor) and _on_autocast_device(a) for a in args):
+            autocast_state.ops_on_device += 1
+        elif any(isinstance(a, Tensor) for a in args):
+            autocast_state.ops_elsewhere += 1
     if cls == "lower":
         target, eligible = parse_dtype(autocast_state.dtype), _LOWERABLE
     elif cls == "float32":

@@ -48,9 +48,13 @@ def _div(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor | None]:
 
 @formula("pow", inputs=True, outputs=True)
 def _pow(ctx: Context, g: Tensor) -> tuple[Tensor, Tensor]:
+    """PyTorch's conventions where the chain rule meets 0 * inf: d(x**0)/dx is 0 (even at x = 0), and
+    d(0**y)/dy is 0 for y >= 0 (log 0 = -inf times 0**y = 0)."""
     (a, b), (out,) = ctx.inputs, ctx.outputs
-    ga = M.mul(g, M.mul(b, M.pow(a, M.sub(b, 1))))
-    gb = M.mul(g, M.mul(out, M.log(a))) if ctx.needs_input_grad[1] else None
+    ga = M.where(M.eq(b, 0), M.mul(g, 0.0), M.mul(g, M.mul(b, M.pow(a, M.sub(b, 1)))))
+    gb = None
+    if ctx.needs_input_grad[1]:
+        gb = M.where(M.logical_and(M.eq(a, 0), M.ge(b, 0)), M.mul(g, 0.0), M.mul(g, M.mul(out, M.log(a))))
     return ga, gb  # type: ignore[return-value]
 
 

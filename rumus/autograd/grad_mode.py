@@ -26,6 +26,7 @@ state = _GradState()
 
 
 def is_grad_enabled() -> bool:
+    """Whether operations in this thread record the autograd graph."""
     return state.enabled
 
 
@@ -87,6 +88,7 @@ class no_grad(_Mode):
 
 
 class enable_grad(_Mode):
+    """Context manager (and decorator) that turns gradient recording back on inside `no_grad`, as torch.enable_grad."""
     mode = True
 
 

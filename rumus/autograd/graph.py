@@ -9,6 +9,7 @@ from rumus_contracts import AutogradError, ShapeError
 
 from .._thread_state import autocast_state
 from .grad_mode import state
+from .hooks import run_grad_hooks, run_post_hooks
 
 if TYPE_CHECKING:
     from ..tensor import Tensor
@@ -73,7 +74,7 @@ class Node:
     leaf Tensor, or None when input i needs no gradient."""
 
     __slots__ = ("name", "formula", "edges", "attrs", "input_shapes", "saved_inputs", "saved_outputs",
-                 "num_outputs", "released", "unbroadcast", "input_dtypes", "__weakref__")
+                 "num_outputs", "released", "unbroadcast", "input_dtypes", "tensor_hooks", "__weakref__")
 
     def __init__(self, name: str, formula: Formula, inputs: Sequence[Tensor], attrs: dict[str, Any],
                  num_outputs: int = 1, save_inputs: bool = True, unbroadcast: bool = False,
@@ -99,6 +100,7 @@ class Node:
         self.saved_inputs = [(t, t._storage.version) for t in inputs] if save_inputs else None
         self.saved_outputs: list[tuple[Tensor, int]] | None = None
         self.released = False
+        self.tensor_hooks: dict[int, list[Any]] | None = None  # output slot -> its tensor's hooks (hooks.py)
 
     def save_outputs(self, outputs: Sequence[Tensor]) -> None:
         # detached aliases: share storage and version counter, but no grad_fn (no reference cycle)
@@ -201,16 +203,17 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
         elif capture is not None:
             i = capture_leaf.get(id(target))
             if i is not None:
+                g = run_grad_hooks(target._hooks, g)
                 prev = captured.get(i)
                 captured[i] = g if prev is None else prev + g
         else:
             leaf: Tensor = target
             if g.shape != leaf.shape:
                 raise ShapeError(f"gradient of shape {g.shape} does not match leaf of shape {leaf.shape}")
+            g = run_grad_hooks(leaf._hooks, g)
             g = g if create_graph else g.detach()
             leaf.grad = g if leaf.grad is None else leaf.grad + g
-            for hook in leaf._hooks or ():
-                hook(leaf)
+            run_post_hooks(leaf._hooks, leaf)
 
     ready: list[Node] = []
     for r, g in zip(roots, root_grads):
@@ -232,6 +235,9 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
         while ready:
             node = ready.pop()
             grads = buffers.pop(id(node), [None] * node.num_outputs)
+            if node.tensor_hooks:  # hooks of the tensors this node produced, on their total gradients
+                grads = [g if g is None else run_grad_hooks(node.tensor_hooks.get(slot), g)
+                         for slot, g in enumerate(grads)]
             if capture is not None:
                 for slot, out_grad in enumerate(grads):
                     i = capture_node.get((id(node), slot))

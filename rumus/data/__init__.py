@@ -1,6 +1,6 @@
 """The data engine: `.rrec` record files, datasets and the DataLoader (PyTorch-shaped)."""
 
-from ._workers import WorkerInfo, get_worker_info
+from ._workers import WorkerError, WorkerInfo, get_worker_info
 from .collate import as_tensors, default_collate, numpy_collate
 from .dataloader import DataLoader
 from .dataset import ConcatDataset, Dataset, Subset, TensorDataset, random_split
@@ -16,6 +16,6 @@ __all__ = [
     "BatchSampler", "ChainDataset", "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler",
     "SubsetRandomSampler", "WeightedRandomSampler",
     "BlockLayout", "ConcatDataset", "DataLoader", "Dataset", "RecordDataset", "RecordFile", "RecordLayout",
-    "RecordWriter", "Subset", "TensorDataset", "WorkerInfo", "as_tensors", "default_collate", "get_worker_info",
-    "numpy_collate", "random_split",
+    "RecordWriter", "Subset", "TensorDataset", "WorkerError", "WorkerInfo", "as_tensors", "default_collate",
+    "get_worker_info", "numpy_collate", "random_split",
 ]

@@ -4,7 +4,7 @@
     rumus rrec verify FILE                    full scan; exit 1 with the FormatError message on a defect
     rumus rrec convert IN.npz OUT.rrec        arrays `inputs` and `targets`, first axis = records
                                               [--float16] stores float16
-Exit codes: 0 fine, 1 defective file, 2 usage or I/O error.
+Exit codes: 0 fine, 1 a damaged .rrec file, 2 usage or I/O error or a file that is no .rrec file at all.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ import argparse
 import os
 import sys
 from collections import Counter
+from typing import Any
 
 import numpy as np
 
 from rumus_contracts import FormatError, RumusError
 
-from .rrec_format import HEADER_SIZE, INDEX_ENTRY
+from .rrec_format import HEADER_SIZE, INDEX_ENTRY, MAGIC
 from .rrec_reader import BlockLayout, RecordFile
 from .rrec_writer import RecordWriter
 
@@ -39,7 +40,21 @@ def _sig(b: BlockLayout) -> str:
     return f"{list(b.shape)} {b.dtype_name}"
 
 
+def _refuse_non_rrec(path: str) -> None:
+    """A file that does not start with the magic is not a damaged .rrec file but the wrong file: bad input."""
+    with open(path, "rb") as f:
+        head = f.read(len(MAGIC))
+    if head != MAGIC:
+        raise _NotRrec(f"{path} is not a .rrec file (its first bytes, the magic, are {head!r}, not {MAGIC!r}); "
+                       f"rumus rrec convert IN.npz OUT.rrec makes one")
+
+
+class _NotRrec(RumusError):
+    pass
+
+
 def _inspect(path: str) -> int:
+    _refuse_non_rrec(path)
     with RecordFile(path) as f:
         n = len(f)
         index_bytes = INDEX_ENTRY.size * n
@@ -75,14 +90,29 @@ def _inspect(path: str) -> int:
 
 
 def _verify(path: str) -> int:
+    _refuse_non_rrec(path)
     with RecordFile(path) as f:
         n = f.verify()
     print(f"OK: {path}: {n} records, {os.path.getsize(path)} bytes")
     return 0
 
 
+def _open_npz(npz: str) -> Any:
+    """np.load of an .npz, every way it can fail on a file that is not one (empty, not a zip, truncated,
+    pickled objects) turned into one RumusError naming the file."""
+    import zipfile
+    try:
+        data = np.load(npz)
+    except (EOFError, zipfile.BadZipFile, ValueError, UnicodeDecodeError) as exc:
+        raise RumusError(f"{npz} is not a readable .npz file ({type(exc).__name__}: {exc}); write one with "
+                         f"numpy.savez(path, inputs=..., targets=...)") from None
+    if not hasattr(data, "files"):  # a plain .npy: np.load returned the array itself
+        raise RumusError(f"{npz} holds one array, not an .npz archive with arrays `inputs` and `targets`")
+    return data
+
+
 def _convert(npz: str, out: str, float16: bool) -> int:
-    with np.load(npz) as data:
+    with _open_npz(npz) as data:
         missing = [k for k in ("inputs", "targets") if k not in data.files]
         if missing:
             print(f"error: {npz} has no array named {', '.join(missing)} (found: {', '.join(data.files)})",
@@ -118,7 +148,7 @@ def main(argv: list[str]) -> int:
     except FormatError as exc:
         print(f"DEFECT: {exc}", file=sys.stderr)
         return 1
-    except (OSError, RumusError, ValueError) as exc:
+    except (OSError, RumusError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -15,7 +15,7 @@ import numpy as np
 from rumus_contracts import RumusError
 
 from ..random import Generator
-from ._workers import ProcessWorkers, ThreadWorkers
+from ._workers import ProcessWorkers, ThreadWorkers, note_sample
 from .collate import as_tensors, numpy_collate
 from .dataset import _get_numpy, _prepare, numpy_rng
 from .iterable import IterableDataset, as_numpy
@@ -38,8 +38,18 @@ class _Fetcher:
             batch = getattr(self.dataset, "get_numpy_batch", None)
             if batch is not None:
                 return batch(indices)
-            return numpy_collate([_get_numpy(self.dataset, i) for i in indices])
-        return self.collate_fn([self.dataset[i] for i in indices])
+            return numpy_collate([self._one(i, _get_numpy) for i in indices])
+        return self.collate_fn([self._one(i, _getitem) for i in indices])
+
+    def _one(self, i: int, get: Callable[[Any, int], Any]) -> Any:
+        note_sample(i)  # a worker's failure names the sample it was reading
+        sample = get(self.dataset, i)
+        note_sample(None)
+        return sample
+
+
+def _getitem(dataset: Any, i: int) -> Any:
+    return dataset[i]
 
 
 class DataLoader:

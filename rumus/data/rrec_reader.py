@@ -21,11 +21,21 @@ import numpy as np
 from rumus_contracts import FormatError, RumusError, ShapeError
 
 from .rrec_format import (
-    DTYPE_NAMES, FLOAT16, HEADER, HEADER_SIZE, INDEX_ENTRY, MAGIC, MAX_NDIM, RESERVED, TAG_DTYPES, U32, VERSION,
+    BOOL, DTYPE_NAMES, FLOAT16, HEADER, HEADER_SIZE, INDEX_ENTRY, MAGIC, MAX_NDIM, RESERVED, TAG_DTYPES, U32, VERSION,
     padded,
 )
 
 _F32 = np.dtype(np.float32)
+
+
+def _finish(arr: np.ndarray, tag: int) -> np.ndarray | None:
+    """The array a block's raw view stands for: float16 widened to float32, bool bytes as bools; None when a
+    bool block holds a byte other than 0 or 1 (the caller raises the FormatError naming the record)."""
+    if tag == FLOAT16:
+        return arr.astype(_F32)
+    if tag == BOOL:
+        return arr.view(np.bool_) if not (arr > 1).any() else None
+    return arr
 
 
 @dataclass(frozen=True)
@@ -66,13 +76,14 @@ class _FastPath:
         ranges = [(0, x.data), (x.data + x.nbytes, y.data), (y.data + y.nbytes, y.end)]
         # x's header; x's padding + y's header (adjacent); y's padding
         checks = tuple((a, b, mm[rec.offset + a:rec.offset + b]) for a, b in ranges if b > a)
-        length, widen_x, widen_y = rec.length, x.tag == FLOAT16, y.tag == FLOAT16
+        length, tag_x, tag_y = rec.length, x.tag, y.tag
+        plain_x, plain_y = tag_x not in (FLOAT16, BOOL), tag_y not in (FLOAT16, BOOL)
         checked = bytearray(n)
         xs = _strided(mm, x, uniform, n) if uniform else None
         ys = _strided(mm, y, uniform, n) if uniform else None
         self.uniform, self.checks, self.xs, self.ys = uniform, checks, xs, ys
         self.checked = np.frombuffer(checked, np.uint8)  # shares memory with `checked`
-        self.widen = widen_x, widen_y
+        self.tags = tag_x, tag_y
 
         def read(index: int) -> tuple[np.ndarray, np.ndarray] | None:
             # a closure: this runs once per sample, and local names are the cheapest lookups
@@ -93,7 +104,10 @@ class _FastPath:
                 xa, ya = xs[i], ys[i]
             else:
                 xa, ya = _view(mm, off, x), _view(mm, off, y)
-            return (xa.astype(_F32) if widen_x else xa), (ya.astype(_F32) if widen_y else ya)
+            if plain_x and plain_y:
+                return xa, ya
+            fx, fy = _finish(xa, tag_x), _finish(ya, tag_y)
+            return None if fx is None or fy is None else (fx, fy)  # None: the full parse names the defect
 
         self.read = read
 
@@ -109,8 +123,8 @@ class _FastPath:
                 if not (got == np.frombuffer(want, np.uint8)).all():
                     return None
             self.checked[todo] = 1
-        xa, ya = self.xs[idx], self.ys[idx]
-        return (xa.astype(_F32) if self.widen[0] else xa), (ya.astype(_F32) if self.widen[1] else ya)
+        fx, fy = _finish(self.xs[idx], self.tags[0]), _finish(self.ys[idx], self.tags[1])
+        return None if fx is None or fy is None else (fx, fy)
 
 
 def _strided(mm: mmap.mmap, b: BlockLayout, length: int, n: int) -> np.ndarray:
@@ -252,7 +266,7 @@ class RecordFile:
         return RecordLayout(off, length, x, y)
 
     def arrays(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """(input, target) as numpy arrays: float32 views into the map, float16 widened to float32."""
+        """(input, target) as numpy arrays: views into the map, float16 widened to float32, bools checked."""
         fast = self._fast
         if fast is not None:
             got = fast.read(index)
@@ -262,7 +276,13 @@ class RecordFile:
         mm = self._map()
         if self._fast is None and self._index is not None:
             self._fast = _FastPath(mm, rec, self._index, self._uniform, self.num_records)
-        return _array(mm, rec.offset, rec.input), _array(mm, rec.offset, rec.target)
+        x, y = _finish(_view(mm, rec.offset, rec.input), rec.input.tag), _finish(_view(mm, rec.offset, rec.target),
+                                                                                  rec.target.tag)
+        if x is None or y is None:
+            which, b = ("input", rec.input) if x is None else ("target", rec.target)
+            raise self._fail(f"record {self._locate(index)[0]}: the {which} block of bools at byte "
+                             f"{rec.offset + b.data} holds a byte other than 0 or 1")
+        return x, y
 
     def batch(self, indices: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(inputs, targets) of the records `indices`, stacked along a new first axis (new arrays).
@@ -324,9 +344,12 @@ class RecordFile:
         return BlockLayout(tuple(shape), tag, data - rec_off, nbytes, data + stored - rec_off)
 
     def verify(self) -> int:
-        """Check every record's blocks (a full scan of the headers); returns the record count."""
+        """Check every record's blocks (a full scan of the headers, and of the bytes of bool blocks); returns
+        the record count."""
         for i in range(self.num_records):
-            self.layout(i)
+            rec = self.layout(i)
+            if BOOL in (rec.input.tag, rec.target.tag):
+                self.arrays(i)
         return self.num_records
 
     # ---- lifetime ----------------------------------------------------------------------------------
@@ -359,6 +382,3 @@ def _view(mm: mmap.mmap, rec_off: int, b: BlockLayout) -> np.ndarray:
     return np.frombuffer(mm, dtype=dtype, count=b.nbytes // dtype.itemsize, offset=rec_off + b.data).reshape(b.shape)
 
 
-def _array(mm: mmap.mmap, rec_off: int, b: BlockLayout) -> np.ndarray:
-    arr = _view(mm, rec_off, b)
-    return arr.astype(_F32) if b.tag == FLOAT16 else arr

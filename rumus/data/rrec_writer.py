@@ -19,20 +19,18 @@ from rumus_contracts import DTypeError, RumusError
 
 from ..io.files import AtomicFile
 from ..tensor import Tensor
-from .rrec_format import FLOAT16, FLOAT32, HEADER, HEADER_SIZE, MAGIC, MAX_NDIM, TAG_DTYPES, U32_MAX, VERSION
-from .rrec_format import block_header, padded
-
-# Largest integer magnitude below which every integer is exact in the stored float type.
-_EXACT_INT = {FLOAT32: 2**24, FLOAT16: 2**11}
+from .rrec_format import BOOL, FLOAT16, FLOAT32, HEADER, HEADER_SIZE, INT64, INT_TAGS, MAGIC, MAX_NDIM, TAG_DTYPES
+from .rrec_format import U32_MAX, VERSION, block_header, padded
 
 
 class RecordWriter:
     """Write `.rrec` files: `append(input, target)` per record, then `finish()`.
 
     Inputs and targets are rumus Tensors, numpy arrays or numbers. float32 and float16 are stored
-    as they are; float64/bfloat16 become float32, integers and bools too (refused when a value is
-    not exact in float32). `float16=True` stores every tensor as float16. Quantized and fixed-point
-    tensors are refused: the format has no tag for them.
+    as they are; float64/bfloat16 become float32. Integers keep their type (int8, uint8, int16, int32,
+    int64; uint16 and uint32 widen to int32 and int64, uint64 to int64 when its values fit) and bools
+    stay bools, so class labels read back as int64. `float16=True` stores floating tensors as float16.
+    Quantized and fixed-point tensors are refused: the format has no tag for them.
     """
 
     def __init__(self, path: str | os.PathLike[str], float16: bool = False) -> None:
@@ -112,16 +110,17 @@ class RecordWriter:
         kind = arr.dtype.kind
         if kind == "f":
             return FLOAT16 if self._float16 or arr.dtype == np.float16 else FLOAT32
-        if kind in "iub":
-            tag = FLOAT16 if self._float16 else FLOAT32
-            limit = _EXACT_INT[tag]
-            if arr.size and kind != "b" and (int(arr.max()) > limit or int(arr.min()) < -limit):
-                name = "float16" if tag == FLOAT16 else "float32"
-                raise DTypeError(f"RecordWriter: the {what} holds integers beyond ±{limit}, which {name} (the only "
-                                 f"element types of .rrec besides float16/float32) cannot represent exactly")
-            return tag
-        raise DTypeError(f"RecordWriter: the {what} has numpy dtype {arr.dtype}; .rrec stores float32/float16 "
-                         f"(integers and bools are converted), not {arr.dtype}")
+        if kind == "b":
+            return BOOL
+        if arr.dtype.newbyteorder("=") in INT_TAGS:
+            return INT_TAGS[arr.dtype.newbyteorder("=")]
+        if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:
+            if arr.size and int(arr.max()) >= 2**63:
+                raise DTypeError(f"RecordWriter: the {what} is uint64 with values of 2**63 and more, beyond int64 "
+                                 f"(the widest integer type of .rrec)")
+            return INT64
+        raise DTypeError(f"RecordWriter: the {what} has numpy dtype {arr.dtype}; .rrec stores float32/float16, "
+                         f"int8/uint8/int16/int32/int64 and bool, not {arr.dtype}")
 
 
 def _host_array(value: Any, what: str) -> np.ndarray:

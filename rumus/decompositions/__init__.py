@@ -22,24 +22,35 @@ import pkgutil
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from .._dispatch import DECOMPOSITIONS
+from .._dispatch import DECOMPOSITIONS, FORMULA_GRAD
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def register(name: str) -> Callable[[F], F]:
-    """Register `fn` as the decomposition of op `name` (one per op: a second one is a mistake)."""
+def register(name: str, *, grad: str = "ops") -> Callable[[F], F]:
+    """Register `fn` as the decomposition of op `name` (one per op: a second one is a mistake).
+
+    grad="ops": the gradient is the history the decomposition's ops record (the default). grad="formula":
+    the decomposition runs without recording, and the op's own backward formula is recorded, as on the
+    kernel path: for ops whose decomposition is not differentiated the way the op is (amin's tie rule
+    shares the gradient evenly, a tree of minimum() would halve it per level)."""
+    if grad not in ("ops", "formula"):
+        raise ValueError(f"register({name!r}): grad must be 'ops' or 'formula', got {grad!r}")
+
     def wrap(fn: F) -> F:
         if name in DECOMPOSITIONS:
             raise AssertionError(f"op {name!r} has two decompositions: {DECOMPOSITIONS[name]} and {fn}")
         DECOMPOSITIONS[name] = fn
+        if grad == "formula":
+            FORMULA_GRAD.add(name)
         return fn
     return wrap
 
 
 def _import_families() -> None:
     for info in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{info.name}")
+        if not info.name.startswith("_"):  # _helpers: shared code, no registrations
+            importlib.import_module(f"{__name__}.{info.name}")
 
 
 _import_families()

@@ -3,7 +3,7 @@
 - At construction, rank 0's parameters and buffers are broadcast to every rank.
 - Each forward (grad mode on, outside `no_sync()`) counts, by walking the autograd graph from the
   outputs, how many gradient contributions each parameter will receive. A hook on every parameter
-  (`Tensor.register_hook`, called after each accumulation into `.grad`) marks the parameter ready
+  (`Tensor.register_post_accumulate_grad_hook`, called after each accumulation into `.grad`) marks the parameter ready
   when its count is reached; a bucket (parameters in reverse registration order, up to
   `bucket_cap_mb`) whose parameters are all ready is staged to host and all-reduced *asynchronously*
   while backward goes on. Buckets start in index order on every rank (so ranks never pair different
@@ -122,7 +122,7 @@ class DistributedDataParallel(Module):
         object.__setattr__(self, "_started", 0)
         object.__setattr__(self, "_sync", True)
         for p in params:
-            p.register_hook(self._on_grad)
+            p.register_post_accumulate_grad_hook(self._on_grad)
 
     @property
     def bucket_sizes(self) -> list[int]:

@@ -161,7 +161,7 @@ class InProcessCommunicator:
         check_buffer(buf, "all_reduce", op)
 
         def job() -> None:
-            parts = self.group.exchange(self._rank, buf.copy())
+            parts = self._exchange("all_reduce", (buf.dtype, buf.shape, op), buf.copy())
             buf[...] = _REDUCE[op](parts).astype(buf.dtype, copy=False)
         return self._run(job, async_op)
 
@@ -170,7 +170,7 @@ class InProcessCommunicator:
         self._check_rank(src, "broadcast src")
 
         def job() -> None:
-            parts = self.group.exchange(self._rank, buf.copy() if self._rank == src else None)
+            parts = self._exchange("broadcast", (buf.dtype, buf.shape, src), buf.copy() if self._rank == src else None)
             buf[...] = parts[src]
         return self._run(job, async_op)
 
@@ -178,7 +178,7 @@ class InProcessCommunicator:
         check_all_gather(send, recv, self.world_size)
 
         def job() -> None:
-            recv[...] = np.stack(self.group.exchange(self._rank, send.copy()))
+            recv[...] = np.stack(self._exchange("all_gather", (send.dtype, send.shape), send.copy()))
         return self._run(job, async_op)
 
     def reduce_scatter(self, send: np.ndarray, recv: np.ndarray, op: ReduceOp = ReduceOp.SUM,
@@ -188,7 +188,7 @@ class InProcessCommunicator:
         lo = self._rank * n
 
         def job() -> None:
-            everyone = self.group.exchange(self._rank, send.reshape(-1).copy())
+            everyone = self._exchange("reduce_scatter", (send.dtype, send.shape, op), send.reshape(-1).copy())
             chunks = [m[lo:lo + n] for m in everyone]  # chunk `rank` of every rank's send
             recv.reshape(-1)[...] = _REDUCE[op](chunks).astype(recv.dtype, copy=False)
         return self._run(job, async_op)
@@ -224,8 +224,20 @@ class InProcessCommunicator:
 
     def barrier(self) -> None:
         def job() -> None:
-            self.group.exchange(self._rank, None)
+            self._exchange("barrier", (), None)
         self._run(job, False)
+
+    def _exchange(self, what: str, signature: tuple[Any, ...], data: Any) -> list[Any]:
+        """Every rank's data, after checking that every rank called `what` with the same dtype / shape / op
+        (the signatures travel with the data: the check costs nothing). All ranks see the same table, so
+        all raise together."""
+        everyone = self.group.exchange(self._rank, ((what, *signature), data))
+        sigs = [sig for sig, _ in everyone]
+        if any(sig != sigs[0] for sig in sigs):
+            shown = "; ".join(f"rank {r}: {' '.join(map(str, sig))}" for r, sig in enumerate(sigs))
+            raise CommunicatorError(f"{what} on rank {self._rank}: the ranks disagree ({shown}); every rank must "
+                                    f"call the same collective with the same dtype and shape")
+        return [d for _, d in everyone]
 
     def abort(self, reason: str) -> None:
         self.group.abort(reason)

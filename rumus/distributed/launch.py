@@ -15,6 +15,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rumus_contracts import RumusError
+
+from ..utils.cli_args import positive_int
+
 
 def find_mpirun() -> str | None:
     """mpirun on PATH, else next to this Python (Open MPI's wheel installs it into the venv)."""
@@ -69,6 +73,32 @@ def rank_main(argv: list[str]) -> int:
     return 0
 
 
+def hostfile_slots(path: str) -> int | None:
+    """The slots an Open MPI hostfile names in all (`host slots=N` lines), or None where a line gives no
+    count (Open MPI then counts the host's cores, which only it can see)."""
+    total = 0
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            counts = [w.split("=", 1)[1] for w in words[1:] if w.startswith(("slots=", "max_slots="))]
+            if not counts or not counts[0].isdigit():
+                return None
+            total += int(counts[0])
+    return total
+
+
+def _check_hostfile(path: str, n: int) -> None:
+    try:
+        slots = hostfile_slots(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RumusError(f"--hostfile {path}: cannot read it ({exc})") from None
+    if slots is not None and slots < n:
+        raise RumusError(f"--hostfile {path} offers {slots} slots for {n} ranks: add hosts or slots=, or ask for "
+                         f"fewer ranks (-n {slots})")
+
+
 def main(argv: list[str]) -> int:
     # Everything after the script belongs to the script (argparse would match `--d` to `--device`).
     i = 0
@@ -77,14 +107,19 @@ def main(argv: list[str]) -> int:
     argv, script_args = argv[:i + 1], argv[i + 1:]
     p = argparse.ArgumentParser(prog="rumus launch", description="run a script on N MPI ranks (mpirun)",
                                 allow_abbrev=False)
-    p.add_argument("-n", "--nproc", type=int, required=True, help="number of ranks")
+    p.add_argument("-n", "--nproc", type=positive_int, required=True, help="number of ranks (>= 1)")
     p.add_argument("--device", choices=("cpu", "wgpu"), default="cpu",
                    help="each rank's device: cpu, or wgpu:<local rank>")
     p.add_argument("--hostfile", help="Open MPI hostfile (several machines)")
-    p.add_argument("--timeout", type=int, default=None, help="kill the job after this many seconds")
+    p.add_argument("--timeout", type=positive_int, default=None,
+                   help="kill the job after this many seconds (default: no limit)")
     p.add_argument("--dry-run", action="store_true", help="print the mpirun command, run nothing")
     p.add_argument("script")
     ns = p.parse_args(argv)
+    if not ns.dry_run and not os.path.isfile(ns.script):
+        p.error(f"no script {ns.script!r} (a Python file each rank runs)")
+    if ns.hostfile:
+        _check_hostfile(ns.hostfile, ns.nproc)
     cmd = mpirun_command(ns.nproc, ns.script, script_args, ns.device, ns.hostfile, ns.timeout)
     if ns.dry_run:
         print(" ".join(cmd))

@@ -17,6 +17,7 @@ __all__ = [
 
 
 def erf(x: Tensor) -> Tensor:
+    """Elementwise Gauss error function."""
     return _op("erf")(x)
 
 
@@ -30,58 +31,72 @@ def gelu(x: Tensor, approximate: str = "none") -> Tensor:
 
 
 def silu(x: Tensor, inplace: bool = False) -> Tensor:
+    """Elementwise x * sigmoid(x)."""
     return _op("silu")(x)
 
 
 def leaky_relu(x: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    """Elementwise x if x >= 0 else negative_slope * x."""
     return _op("leaky_relu")(x, negative_slope=float(negative_slope))
 
 
 def softplus(x: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """Elementwise log(1 + e ** (beta * x)) / beta, linear above `threshold`."""
     return _op("softplus")(x, beta=float(beta), threshold=float(threshold))
 
 
 def elu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """Elementwise x if x > 0 else alpha * (e ** x - 1)."""
     return _op("elu")(x, alpha=float(alpha))
 
 
 def relu6(x: Tensor, inplace: bool = False) -> Tensor:
+    """Elementwise min(max(x, 0), 6)."""
     return M.clamp(x, 0.0, 6.0)
 
 
 def hardtanh(x: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> Tensor:
+    """Elementwise x clamped to [min_val, max_val]."""
     return M.clamp(x, min_val, max_val)
 
 
 def mish(x: Tensor, inplace: bool = False) -> Tensor:
+    """Elementwise x * tanh(softplus(x))."""
     return _op("mish")(x)
 
 
 def logsigmoid(x: Tensor) -> Tensor:
+    """Elementwise log(sigmoid(x)), computed stably."""
     return _op("logsigmoid")(x)
 
 
 def softsign(x: Tensor) -> Tensor:
+    """Elementwise x / (1 + |x|)."""
     return _op("softsign")(x)
 
 
 def hardswish(x: Tensor, inplace: bool = False) -> Tensor:
+    """Elementwise x * relu6(x + 3) / 6."""
     return _op("hardswish")(x)
 
 
 def hardsigmoid(x: Tensor, inplace: bool = False) -> Tensor:
+    """Elementwise relu6(x + 3) / 6."""
     return _op("hardsigmoid")(x)
 
 
 def selu(x: Tensor, inplace: bool = False) -> Tensor:
+    """Elementwise self-normalising ELU (scale 1.0507, alpha 1.6733)."""
     return _op("selu")(x)
 
 
 def tanhshrink(x: Tensor) -> Tensor:
+    """Elementwise x - tanh(x)."""
     return _op("tanhshrink")(x)
 
 
 def celu(x: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    """Elementwise max(0, x) + min(0, alpha * (e ** (x / alpha) - 1))."""
     return _op("celu")(x, alpha=float(alpha))
 
 

@@ -32,6 +32,7 @@ __all__ = [
 
 
 def reduce_loss(loss: Tensor, reduction: str) -> Tensor:
+    """Apply a loss's `reduction` ("mean", "sum" or "none") to its per-element values."""
     if reduction == "mean":
         return M.mean(loss)
     if reduction == "sum":
@@ -158,8 +159,14 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, weight: Tensor | None, 
 def _soft_cross_entropy(input: Tensor, logp: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
                         label_smoothing: float, c: int) -> Tensor:
     if target.shape != input.shape:
+        index_shape = input.shape[:1] + input.shape[2:] if input.ndim > 1 else ()
+        hint = ""
+        if target.shape == index_shape:  # the shape of class indices, held as floats
+            hint = (f"; a {target.dtype} target of shape {target.shape} looks like class indices stored as floats: "
+                    f"pass them as integers (target.long()). .rrec files written before integer dtype tags "
+                    f"hold integer labels as float32: rewrite them with RecordWriter, which keeps int64 now")
         raise ShapeError(f"cross_entropy: probability targets need the input's shape {input.shape}, got "
-                         f"{target.shape}")
+                         f"{target.shape}{hint}")
     t, _ = _class_last(target)
     if label_smoothing:
         t = M.add(M.mul(t, 1.0 - label_smoothing), label_smoothing / c)

@@ -52,22 +52,27 @@ class _AlongDim(Module):
 
 
 class ReLU(_InplaceActivation):
+    """Applies max(x, 0) elementwise."""
     _fn = staticmethod(F.relu)
 
 
 class Sigmoid(_Activation):
+    """Applies the logistic function elementwise."""
     _fn = staticmethod(F.sigmoid)
 
 
 class Tanh(_Activation):
+    """Applies tanh elementwise."""
     _fn = staticmethod(F.tanh)
 
 
 class Softmax(_AlongDim):
+    """Applies softmax along `dim`."""
     _fn = staticmethod(F.softmax)
 
 
 class LogSoftmax(_AlongDim):
+    """Applies log(softmax(x)) along `dim`."""
     _fn = staticmethod(F.log_softmax)
 
 
@@ -88,10 +93,12 @@ class GELU(Module):
 
 
 class SiLU(_InplaceActivation):
+    """Applies x * sigmoid(x) elementwise (also called swish)."""
     _fn = staticmethod(F.silu)
 
 
 class LeakyReLU(Configured):
+    """Applies x if x >= 0 else negative_slope * x, elementwise."""
     _fn = staticmethod(F.leaky_relu)
     _attrs = ("negative_slope",)
 
@@ -101,6 +108,7 @@ class LeakyReLU(Configured):
 
 
 class Softplus(Configured):
+    """Applies log(1 + e ** (beta * x)) / beta elementwise (linear above `threshold`)."""
     _fn = staticmethod(F.softplus)
     _attrs = ("beta", "threshold")
 
@@ -110,46 +118,57 @@ class Softplus(Configured):
 
 
 class ELU(_AlphaActivation):
+    """Applies x if x > 0 else alpha * (e ** x - 1), elementwise."""
     _fn = staticmethod(F.elu)
 
 
 class ReLU6(_InplaceActivation):
+    """Applies min(max(x, 0), 6) elementwise."""
     _fn = staticmethod(F.relu6)
 
 
 class Mish(_InplaceActivation):
+    """Applies x * tanh(softplus(x)) elementwise."""
     _fn = staticmethod(F.mish)
 
 
 class Softsign(_Activation):
+    """Applies x / (1 + |x|) elementwise."""
     _fn = staticmethod(F.softsign)
 
 
 class Hardswish(_InplaceActivation):
+    """Applies x * relu6(x + 3) / 6 elementwise."""
     _fn = staticmethod(F.hardswish)
 
 
 class Hardsigmoid(_InplaceActivation):
+    """Applies relu6(x + 3) / 6 elementwise."""
     _fn = staticmethod(F.hardsigmoid)
 
 
 class SELU(_InplaceActivation):
+    """Applies the self-normalising ELU (scale 1.0507, alpha 1.6733) elementwise."""
     _fn = staticmethod(F.selu)
 
 
 class CELU(_AlphaActivation):
+    """Applies max(0, x) + min(0, alpha * (e ** (x / alpha) - 1)) elementwise."""
     _fn = staticmethod(F.celu)
 
 
 class Tanhshrink(_Activation):
+    """Applies x - tanh(x) elementwise."""
     _fn = staticmethod(F.tanhshrink)
 
 
 class LogSigmoid(_Activation):
+    """Applies log(sigmoid(x)) elementwise, computed stably."""
     _fn = staticmethod(F.logsigmoid)
 
 
 class Hardtanh(Configured):
+    """Applies x clamped to [min_val, max_val] elementwise."""
     _fn = staticmethod(F.hardtanh)
     _attrs = ("min_val", "max_val")
 

@@ -13,6 +13,7 @@ __all__ = ["Sequential", "ModuleList", "ModuleDict"]
 
 
 class Sequential(Module):
+    """Runs its modules in order, each one's output the next one's input; indexable and sliceable like torch's."""
     def __init__(self, *modules: Any) -> None:
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], (OrderedDict, dict)):
@@ -45,6 +46,7 @@ class Sequential(Module):
 
 
 class ModuleList(Module):
+    """A list of modules registered as submodules (their parameters are the list's)."""
     def __init__(self, modules: Iterable[Module] | None = None) -> None:
         super().__init__()
         for m in modules or []:
@@ -70,6 +72,7 @@ class ModuleList(Module):
 
 
 class ModuleDict(Module):
+    """A dict of modules registered as submodules under their keys."""
     def __init__(self, modules: Mapping[str, Module] | None = None) -> None:
         super().__init__()
         for k, m in (modules or {}).items():

@@ -95,6 +95,7 @@ class _Conv(_ConvNd):
 
 
 class Conv1d(_Conv):
+    """1-D convolution over [N, C, L] inputs; weight [out, in / groups, k], as torch.nn.Conv1d."""
     _dims = 1
 
     def forward(self, x: Tensor) -> Tensor:
@@ -102,6 +103,7 @@ class Conv1d(_Conv):
 
 
 class Conv2d(_Conv):
+    """2-D convolution over [N, C, H, W] inputs; weight [out, in / groups, kh, kw], as torch.nn.Conv2d."""
     _dims = 2
 
     def forward(self, x: Tensor) -> Tensor:
@@ -109,6 +111,8 @@ class Conv2d(_Conv):
 
 
 class ConvTranspose2d(_ConvNd):
+    """2-D transposed convolution (the gradient of Conv2d with respect to its input); weight [in, out / groups, kh, kw].
+    """
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:

@@ -11,6 +11,9 @@ __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d"]
 
 
 class Dropout(Module):
+    """Zeroes each element with probability `p` while training and scales the rest by 1 / (1 - p); the identity in eval
+    mode.
+    """
     def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
         super().__init__()
         if not 0.0 <= p <= 1.0:

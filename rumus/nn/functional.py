@@ -35,6 +35,7 @@ _FAMILIES = (_functional_act, _functional_attention, _functional_loss, functiona
 
 
 def linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """y = input @ weight.T + bias, one op (the bias added in the GEMM's epilogue where the backend can)."""
     if weight.ndim == 2 and (x.ndim == 0 or x.shape[-1] != weight.shape[1]):  # name the layer, not the GEMM inside
         raise ShapeError(f"linear: input of shape {x.shape} has {x.shape[-1] if x.ndim else 0} features, but the "
                          f"weight {weight.shape} expects in_features={weight.shape[-1]}")
@@ -72,22 +73,27 @@ _COMPOSITES["linear"] = _linear_op
 
 
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
+    """Elementwise max(x, 0)."""
     return M.relu(x)
 
 
 def sigmoid(x: Tensor) -> Tensor:
+    """Elementwise logistic function."""
     return M.sigmoid(x)
 
 
 def tanh(x: Tensor) -> Tensor:
+    """Elementwise hyperbolic tangent."""
     return M.tanh(x)
 
 
 def softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """exp(input) normalised to sum to 1 along `dim`."""
     return M.softmax(x, dim, dtype)
 
 
 def log_softmax(x: Tensor, dim: int = -1, dtype: Any = None) -> Tensor:
+    """log(softmax(input)) along `dim`, computed stably."""
     return M.log_softmax(x, dim, dtype)
 
 
@@ -98,12 +104,14 @@ def _check_same(op: str, input: Tensor, target: Tensor) -> None:
 
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean squared error between `input` and `target` (`reduction`: mean, sum or none)."""
     _check_same("mse_loss", input, target)
     d = M.sub(input, target)
     return _functional_loss.reduce_loss(M.mul(d, d), reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:
+    """Mean absolute error between `input` and `target` (`reduction`: mean, sum or none)."""
     _check_same("l1_loss", input, target)
     return _functional_loss.reduce_loss(M.abs(M.sub(input, target)), reduction)
 

@@ -82,6 +82,9 @@ def _conv2d_bias_op(x: Tensor, weight: Tensor, bias: Tensor, **attrs: Any) -> Te
 
 def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
            dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-D convolution of [N, C, H, W] `input` with `weight` [out, in / groups, kh, kw] (stride, padding, dilation,
+    groups).
+    """
     x, batched = _batched("conv2d", input)
     s, d = pair(stride, "stride"), pair(dilation, "dilation")
     crop = (0, 0)
@@ -130,6 +133,9 @@ def _single(value: Any, name: str) -> int:
 
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1, padding: Any = 0,
                      output_padding: Any = 0, groups: int = 1, dilation: Any = 1) -> Tensor:
+    """2-D transposed convolution with `weight` [in, out / groups, kh, kw] (stride, padding, output_padding, groups,
+    dilation).
+    """
     x, batched = _batched("conv_transpose2d", input)
     y = _op("conv_transpose2d")(x, weight, stride=pair(stride, "stride"), padding=pair(padding, "padding"),
                                 output_padding=pair(output_padding, "output_padding"),
@@ -172,6 +178,7 @@ def _pool_stride(stride: Any, kernel: Pair) -> Pair:
 
 def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                ceil_mode: bool = False, return_indices: bool = False) -> Tensor:
+    """2-D max pooling of [N, C, H, W] (kernel_size, stride, padding, dilation, ceil_mode, return_indices)."""
     if return_indices:
         raise RumusError("max_pool2d: return_indices=True is not supported (rumus finds the maxima again in the "
                          "backward pass instead of keeping indices)")
@@ -184,6 +191,7 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                count_include_pad: bool = True, divisor_override: int | None = None) -> Tensor:
+    """2-D average pooling of [N, C, H, W] (kernel_size, stride, padding, ceil_mode, count_include_pad)."""
     x, batched = _batched("avg_pool2d", input)
     k = pair(kernel_size, "kernel_size")
     y = _op("avg_pool2d")(x, kernel_size=k, stride=_pool_stride(stride, k), padding=pair(padding, "padding"),
@@ -193,6 +201,7 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:
+    """2-D average pooling of [N, C, H, W] to `output_size`, whatever the input size."""
     x, batched = _batched("adaptive_avg_pool2d", input)
     if isinstance(output_size, (int, np.integer)) or output_size is None:
         output_size = (output_size, output_size)

@@ -26,6 +26,7 @@ def _channel_dropout(name: str, x: Tensor, p: float, training: bool, spatial: in
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zeroes whole channels of [N, C, L] input with probability `p` while `training`, scaling the rest."""
     return _channel_dropout("dropout1d", input, p, training, 1)
 
 
@@ -56,6 +57,7 @@ def dropout2d(input: Tensor, p: float = 0.5, training: bool = True, inplace: boo
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
+    """Zeroes whole channels of [N, C, D, H, W] input with probability `p` while `training`, scaling the rest."""
     return _channel_dropout("dropout3d", input, p, training, 3)
 
 

@@ -68,6 +68,7 @@ def _check_trailing(op: str, x: Tensor, shape: tuple[int, ...]) -> tuple[int, ..
 
 def layer_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalises over the last `normalized_shape` dims, then applies `weight` and `bias`."""
     shape = _normalized(normalized_shape)
     dims = _check_trailing("layer_norm", input, shape)
     _param_shape("layer_norm", "weight", weight, shape)
@@ -95,6 +96,7 @@ def _finfo_eps(dtype: DType) -> float:
 
 def rms_norm(input: Tensor, normalized_shape: int | Sequence[int], weight: Tensor | None = None,
              eps: float | None = None) -> Tensor:
+    """Divides by the root mean square over the last `normalized_shape` dims, then applies `weight`."""
     shape = _normalized(normalized_shape)
     dims = _check_trailing("rms_norm", input, shape)
     _param_shape("rms_norm", "weight", weight, shape)
@@ -111,6 +113,7 @@ def _per_channel(p: Tensor, ndim: int) -> Tensor:
 
 def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None, bias: Tensor | None = None,
                eps: float = 1e-5) -> Tensor:
+    """Normalises `num_groups` channel groups per sample, then applies `weight` and `bias` per channel."""
     if input.ndim < 2:
         raise ShapeError(f"group_norm: expected an input [N, C, *], got shape {input.shape}")
     c = input.shape[1]

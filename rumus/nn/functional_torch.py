@@ -55,6 +55,9 @@ def _pad_dim(x: Tensor, d: int, left: int, right: int, mode: str, value: float) 
             shape[d] = amount
             parts.append(_creation.full(tuple(shape), value, dtype=x.dtype, device=x.device))
         return M.cat([parts[0], x, parts[1]], d)
+    out_shape = list(x.shape)
+    out_shape[d] = n + left + right
+    _creation.check_size("pad", out_shape, builtins_max(x.element_size(), 8))  # the result and its host index
     pos = np.arange(-left, n + right)
     if mode == "reflect":
         if left >= n or right >= n:
@@ -75,6 +78,7 @@ def _pad_dim(x: Tensor, d: int, left: int, right: int, mode: str, value: float) 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
                 align_corners: bool | None = None, recompute_scale_factor: bool | None = None,
                 antialias: bool = False) -> Tensor:
+    """Resize [N, C, ...] input to `size` or by `scale_factor` (modes nearest, linear, bilinear, ...), as torch's."""
     spatial = input.ndim - 2
     if spatial < 1:
         raise ShapeError(f"interpolate: expected a (N, C, ...) input with spatial dims, got shape {input.shape}")
@@ -96,10 +100,15 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
     elif scale_factor is not None:
         sf = [float(s) for s in (scale_factor if isinstance(scale_factor, (list, tuple)) else
                                  [scale_factor] * spatial)]
+        if not all(math.isfinite(s) and s > 0 for s in sf):
+            raise ShapeError(f"interpolate: scale_factor must be finite and positive, got {scale_factor}")
         out_sizes = [int(math.floor(n * s)) for n, s in zip(in_sizes, sf)]
         scales = [None if recompute_scale_factor else s for s in sf]
     else:
         raise ValueError("either size or scale_factor should be defined")
+    if any(n <= 0 for n in out_sizes):
+        raise ShapeError(f"interpolate: output sizes must be positive, got {out_sizes} for input sizes {in_sizes}")
+    _creation.check_size("interpolate", [*input.shape[:2], *out_sizes], builtins_max(input.element_size(), 8))
     x = input
     for k in range(spatial):
         d = 2 + k
@@ -115,6 +124,10 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None, mode:
         else:
             x = _linear_1d(x, d, n_in, n_out, ratio, bool(align_corners))
     return x
+
+
+def builtins_max(a: int, b: int) -> int:
+    return a if a > b else b
 
 
 def _linear_1d(x: Tensor, d: int, n_in: int, n_out: int, ratio: float, align_corners: bool) -> Tensor:
@@ -136,11 +149,13 @@ def _linear_1d(x: Tensor, d: int, n_in: int, n_out: int, ratio: float, align_cor
 
 def upsample(input: Tensor, size: Any = None, scale_factor: Any = None, mode: str = "nearest",
              align_corners: bool | None = None) -> Tensor:
+    """Deprecated alias of `interpolate`, kept for PyTorch programs."""
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 # ---- similarity and divergence ------------------------------------------------------------------------------
 def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out: Any = None) -> Tensor:
+    """`input` divided by its `p`-norm along `dim` (at least `eps`)."""
     return M.div(input, M.clamp(norm(input, p, dim, keepdim=True), min=eps))
 
 
@@ -153,6 +168,7 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """The `p`-norm of `x1 - x2 + eps` along the last dim."""
     return norm(M.add(M.sub(x1, x2), eps), p, -1, keepdim)
 
 

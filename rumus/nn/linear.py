@@ -15,6 +15,7 @@ __all__ = ["Linear", "Identity", "Flatten"]
 
 
 class Linear(Module):
+    """y = x @ weight.T + bias, weight [out_features, in_features] (PyTorch's layout and initialisation)."""
     def __init__(self, in_features: int, out_features: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
@@ -36,6 +37,7 @@ class Linear(Module):
 
 
 class Identity(Module):
+    """Returns its input unchanged (a placeholder in a Sequential)."""
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__()
 
@@ -44,6 +46,7 @@ class Identity(Module):
 
 
 class Flatten(Module):
+    """Flattens dims `start_dim` to `end_dim` (by default all but the batch dim)."""
     def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
         super().__init__()
         self.start_dim, self.end_dim = start_dim, end_dim

@@ -25,11 +25,13 @@ class _Loss(Module):
 
 
 class MSELoss(_Loss):
+    """Mean squared error between input and target (`reduction`: mean, sum or none)."""
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.mse_loss(input, target, self.reduction)
 
 
 class L1Loss(_Loss):
+    """Mean absolute error between input and target (`reduction`: mean, sum or none)."""
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.l1_loss(input, target, self.reduction)
 
@@ -57,6 +59,8 @@ class CrossEntropyLoss(_WeightedLoss):
 
 
 class NLLLoss(_WeightedLoss):
+    """Negative log-likelihood of class-index targets given log-probabilities (`weight`, `ignore_index`, `reduction`).
+    """
     def __init__(self, weight: Tensor | None = None, size_average: Any = None, ignore_index: int = -100,
                  reduce: Any = None, reduction: str = "mean") -> None:
         super().__init__(weight, size_average, reduce, reduction)
@@ -67,6 +71,7 @@ class NLLLoss(_WeightedLoss):
 
 
 class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy of logits and targets in [0, 1], computed stably (`weight`, `pos_weight`, `reduction`)."""
     def __init__(self, weight: Tensor | None = None, size_average: Any = None, reduce: Any = None,
                  reduction: str = "mean", pos_weight: Tensor | None = None) -> None:
         super().__init__(size_average, reduce, reduction)
@@ -79,11 +84,13 @@ class BCEWithLogitsLoss(_Loss):
 
 
 class BCELoss(_WeightedLoss):
+    """Binary cross-entropy of probabilities and targets in [0, 1] (log terms clamped at -100, as torch)."""
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """Squared error below `beta`, absolute error above it (`reduction`)."""
     def __init__(self, size_average: Any = None, reduce: Any = None, reduction: str = "mean",
                  beta: float = 1.0) -> None:
         super().__init__(size_average, reduce, reduction)
@@ -94,6 +101,7 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """Squared error below `delta`, delta-scaled absolute error above it (`reduction`)."""
     def __init__(self, reduction: str = "mean", delta: float = 1.0) -> None:
         super().__init__(reduction=reduction)
         self.delta = delta

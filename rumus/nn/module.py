@@ -29,6 +29,12 @@ class IncompatibleKeys(NamedTuple):
 
 
 class Module:
+    """Base class of every layer: holds parameters, buffers and submodules; `forward` defines the computation.
+
+    Subclass it, assign layers and `Parameter`s as attributes in `__init__`, and call the module like a function.
+    `parameters()`, `state_dict()`, `load_state_dict()`, `train()`/`eval()`, `to(device)` and hooks work as in
+    PyTorch; state_dict keys and layouts are PyTorch's.
+    """
     training: bool
 
     def __init__(self) -> None:

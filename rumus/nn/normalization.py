@@ -98,6 +98,7 @@ def _shape(normalized_shape: Any) -> tuple[int, ...]:
 
 
 class LayerNorm(Module):
+    """Normalises over the last `normalized_shape` dims, then scales and shifts (elementwise affine)."""
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
@@ -114,6 +115,7 @@ class LayerNorm(Module):
 
 
 class GroupNorm(Module):
+    """Normalises each of `num_groups` channel groups per sample, then scales and shifts per channel."""
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()
@@ -133,6 +135,7 @@ class GroupNorm(Module):
 
 
 class RMSNorm(Module):
+    """Divides by the root mean square over the last `normalized_shape` dims, then scales."""
     def __init__(self, normalized_shape: Any, eps: float | None = None, elementwise_affine: bool = True,
                  device: Any = None, dtype: Any = None) -> None:
         super().__init__()

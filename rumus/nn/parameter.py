@@ -11,6 +11,7 @@ __all__ = ["Parameter", "Buffer"]
 
 
 class Parameter(Tensor):
+    """A tensor that a Module registers as a learnable parameter (requires_grad=True by default)."""
     __slots__ = ()
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:

@@ -14,6 +14,7 @@ __all__ = ["MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
 
 
 class MaxPool2d(Module):
+    """2-D max pooling over [N, C, H, W] (kernel_size, stride, padding, dilation, ceil_mode, return_indices)."""
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, dilation: Any = 1,
                  return_indices: bool = False, ceil_mode: bool = False) -> None:
         super().__init__()
@@ -30,6 +31,7 @@ class MaxPool2d(Module):
 
 
 class AvgPool2d(Module):
+    """2-D average pooling over [N, C, H, W] (kernel_size, stride, padding, ceil_mode, count_include_pad)."""
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override: int | None = None) -> None:
         super().__init__()
@@ -46,6 +48,7 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Configured):
+    """2-D average pooling to a fixed output size, whatever the input size."""
     _fn = staticmethod(F.adaptive_avg_pool2d)
     _attrs = ("output_size",)
 

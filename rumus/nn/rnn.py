@@ -88,6 +88,7 @@ def _run_direction(cell: Callable[..., Any], xw: Tensor, batch_sizes: Sequence[i
 
 
 class RNNBase(Module):
+    """Base of RNN, LSTM and GRU: stacked, optionally bidirectional layers with PyTorch's parameter names."""
     def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
                  device: Any = None, dtype: Any = None) -> None:
@@ -221,6 +222,7 @@ class RNNBase(Module):
 
 
 class RNN(RNNBase):
+    """Elman RNN (tanh or relu) over a sequence; returns (output, h_n), as torch.nn.RNN."""
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, nonlinearity: str = "tanh",
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  device: Any = None, dtype: Any = None) -> None:
@@ -232,6 +234,7 @@ class RNN(RNNBase):
 
 
 class LSTM(RNNBase):
+    """Long short-term memory over a sequence; returns (output, (h_n, c_n)), as torch.nn.LSTM."""
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False, proj_size: int = 0,
                  device: Any = None, dtype: Any = None) -> None:
@@ -240,6 +243,7 @@ class LSTM(RNNBase):
 
 
 class GRU(RNNBase):
+    """Gated recurrent unit over a sequence; returns (output, h_n), as torch.nn.GRU."""
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  device: Any = None, dtype: Any = None) -> None:
@@ -249,6 +253,7 @@ class GRU(RNNBase):
 
 # ---- cells ---------------------------------------------------------------------------------------------
 class RNNCellBase(Module):
+    """Base of the single-step cells RNNCell, LSTMCell and GRUCell."""
     def __init__(self, input_size: int, hidden_size: int, bias: bool, gates: int, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__()
@@ -288,6 +293,7 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
+    """One step of an Elman RNN: h' = tanh(x W_ih.T + b_ih + h W_hh.T + b_hh)."""
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
                  device: Any = None, dtype: Any = None) -> None:
         if nonlinearity not in ("tanh", "relu"):
@@ -302,6 +308,7 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
+    """One step of an LSTM: returns (h', c')."""
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
@@ -313,6 +320,7 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
+    """One step of a GRU: returns h'."""
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device: Any = None,
                  dtype: Any = None) -> None:
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)

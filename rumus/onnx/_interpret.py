@@ -8,19 +8,28 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import RumusError
+from rumus_contracts import FormatError, RumusError
 
+from .. import _composites_torch as C
 from .. import _creation
 from .. import _math as M
 from .. import _views
 from ..nn import functional as F
-from ..ops import get as op
+from ..ops import get as _get_op
 from ..tensor import Tensor
-from ._interpret_host import _ONNX_TO_DTYPE, DEVICE, Fn, H, T, Value, _axes, _ints, _norm, _target, new
+from ._interpret_host import _ONNX_TO_DTYPE, DEVICE, OUTPUTS, Fn, H, T, Value, _axes, _ints, _norm, _target, new
+from ._interpret_more import MORE_OPS
 from ._interpret_rnn import RNN_OPS
 
 __all__ = ["DEVICE", "OPS", "Value"]
 
+
+def op(name: str) -> Callable[..., Tensor]:
+    """rumus.ops.<name>, looked up on first call: building the table at import must not load the plugins
+    (a plugin that imports rumus would wait on itself)."""
+    def call(*args: Any, **attrs: Any) -> Tensor:
+        return _get_op(name)(*args, **attrs)
+    return call
 
 
 def _same(x: Tensor, y: Value) -> Tensor:
@@ -66,11 +75,21 @@ def _slice(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     axes = _ints(a[3]) if len(a) > 3 and a[3] is not None else list(range(len(starts)))
     steps = _ints(a[4]) if len(a) > 4 and a[4] is not None else [1] * len(starts)
     index: list[Any] = [slice(None)] * x.ndim
+    backwards: list[tuple[int, int, int, int]] = []
     for s, e, ax, st in zip(starts, ends, axes, steps):
-        if st <= 0:
-            raise RumusError(f"Slice with step {st} is not supported (only positive steps)")
+        if st == 0:
+            raise FormatError("Slice with step 0")
+        if st < 0:
+            backwards.append((s, e, _norm(ax, x.ndim), st))
+            continue
         index[_norm(ax, x.ndim)] = slice(s, e, st)
-    return _views.getitem(x, tuple(index))
+    out = _views.getitem(x, tuple(index))
+    for s, e, d, st in backwards:  # a negative step (torch's flip): the spec's clamping, then a gather
+        n = out.shape[d]
+        s = min(max(s + n if s < 0 else s, 0), n - 1)
+        e = min(max(e + n if e < 0 else e, -1), n - 1)
+        out = op("index_select")(out, new(np.arange(s, e, st, dtype=np.int64)), dim=d)
+    return out
 
 
 def _gather(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -78,11 +97,22 @@ def _gather(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     axis = _norm(int(at.get("axis", 0)), x.ndim)
     if isinstance(idx, np.ndarray) and idx.ndim == 0:
         return _views.select(x, axis, int(idx))
-    it = T(idx)
-    if it.dtype.name != "int64":
-        it = it.to("int64")
+    it = _wrap_negative(T(idx), x.shape[axis])
     flat = op("index_select")(x, it.reshape(-1), dim=axis)
     return flat.reshape((*x.shape[:axis], *it.shape, *x.shape[axis + 1:]))
+
+
+def _wrap_negative(idx: Tensor, size: int) -> Tensor:
+    """ONNX indices may be negative (from the end): rumus's gathers take 0..size-1."""
+    if idx.dtype.name != "int64":
+        idx = idx.to("int64")
+    return M.where(M.lt(idx, 0), M.add(idx, size), idx)
+
+
+def _gather_elements(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    axis = _norm(int(at.get("axis", 0)), x.ndim)
+    return op("gather")(x, _wrap_negative(T(a[1]), x.shape[axis]), dim=axis)
 
 
 def _concat(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -98,7 +128,7 @@ def _split(a: list[Any], at: dict[str, Any], o: int) -> list[Tensor]:
     elif "split" in at:
         sizes = [int(s) for s in at["split"]]
     else:
-        n = int(at.get("num_outputs", 0)) or 1
+        n = int(at.get("num_outputs", 0)) or int(at.get(OUTPUTS, 1))
         size = -(-x.shape[axis] // n)
         sizes = [min(size, x.shape[axis] - i * size) for i in range(n)]
     return list(_views.split(x, sizes, axis))
@@ -121,7 +151,8 @@ def _unsqueeze(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 def _flatten(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
-    axis = int(at.get("axis", 1)) % (x.ndim + 1) if x.ndim else 0
+    axis = int(at.get("axis", 1))
+    axis = axis + x.ndim if axis < 0 else axis
     lead = int(np.prod(x.shape[:axis]))
     return x.reshape((lead, int(np.prod(x.shape[axis:]))))
 
@@ -144,17 +175,23 @@ def _reduce(name: str) -> Fn:
 
 def _arg(name: str) -> Fn:
     def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
-        if at.get("select_last_index", 0):
-            raise RumusError(f"{name} with select_last_index=1 is not supported")
         x = T(a[0])
         axis = _norm(int(at.get("axis", 0)), x.ndim)
-        out: Tensor = (M.argmax if name == "argmax" else M.argmin)(x, axis, keepdim=bool(at.get("keepdims", 1)))
+        fn = M.argmax if name == "argmax" else M.argmin
+        keep = bool(at.get("keepdims", 1))
+        if at.get("select_last_index", 0):  # the first extreme of the reversed axis is the last one
+            first: Tensor = fn(C.flip(x, [axis]), axis, keepdim=keep)
+            return M.sub(new(np.asarray(x.shape[axis] - 1, dtype=np.int64)), first)
+        out: Tensor = fn(x, axis, keepdim=keep)
         return out
     return run
 
 
 def _cast(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
-    return T(a[0]).to(_ONNX_TO_DTYPE[int(at["to"])])
+    to = int(at["to"])
+    if to not in _ONNX_TO_DTYPE:
+        raise RumusError(f"Cast to ONNX data type {to} is not supported (rumus has no such dtype)")
+    return T(a[0]).to(_ONNX_TO_DTYPE[to])
 
 
 def _clip(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -163,6 +200,8 @@ def _clip(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     hi = a[2] if len(a) > 2 else at.get("max")
     lo_v = None if lo is None else float(H(lo)) if x.dtype.is_floating else int(H(lo))
     hi_v = None if hi is None else float(H(hi)) if x.dtype.is_floating else int(H(hi))
+    if lo_v is None and hi_v is None:
+        return x
     return M.clamp(x, lo_v, hi_v)
 
 
@@ -219,17 +258,28 @@ def _conv_transpose(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return out
 
 
+def _pool_input(a: list[Any], op_type: str) -> Tensor:
+    x = T(a[0])
+    if x.ndim != 4:
+        raise RumusError(f"{op_type} on {x.ndim - 2}-d data is not supported (2-d only)")
+    return x
+
+
 def _max_pool(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     if int(at.get("storage_order", 0)):
         raise RumusError("MaxPool with storage_order=1 is not supported")
+    x = _pool_input(a, "MaxPool")
     k = _pair(at, "kernel_shape")
-    return op("max_pool2d")(T(a[0]), kernel_size=k, stride=_pair(at, "strides"), padding=_pads(at),
+    return op("max_pool2d")(x, kernel_size=k, stride=_pair(at, "strides"), padding=_pads(at),
                             dilation=_pair(at, "dilations"), ceil_mode=bool(at.get("ceil_mode", 0)))
 
 
 def _avg_pool(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    if any(int(d) != 1 for d in at.get("dilations", [])):
+        raise RumusError("AveragePool with dilations is not supported")
+    x = _pool_input(a, "AveragePool")
     k = _pair(at, "kernel_shape")
-    return op("avg_pool2d")(T(a[0]), kernel_size=k, stride=_pair(at, "strides"), padding=_pads(at),
+    return op("avg_pool2d")(x, kernel_size=k, stride=_pair(at, "strides"), padding=_pads(at),
                             ceil_mode=bool(at.get("ceil_mode", 0)),
                             count_include_pad=bool(at.get("count_include_pad", 0)))
 
@@ -241,13 +291,22 @@ def _batch_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return op("batch_norm")(x, *(_same(x, v) for v in a[1:5]), eps=float(at.get("epsilon", 1e-5)), training=False)
 
 
-def _layer_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+def _layer_norm(a: list[Any], at: dict[str, Any], o: int) -> Any:
     x = T(a[0])
     axis = _norm(int(at.get("axis", -1)), x.ndim)
     w = _same(x, a[1])
     b = _same(x, a[2]) if len(a) > 2 and a[2] is not None else M.mul(w, 0.0)
     shape = x.shape[axis:]
-    return op("layer_norm")(x, w.reshape(shape), b.reshape(shape), eps=float(at.get("epsilon", 1e-5)))
+    eps = float(at.get("epsilon", 1e-5))
+    w = w.reshape(shape) if w.numel() == int(np.prod(shape)) else _views.expand(w, shape).contiguous()
+    b = b.reshape(shape) if b.numel() == int(np.prod(shape)) else _views.expand(b, shape).contiguous()
+    y = op("layer_norm")(x, w, b, eps=eps)
+    if int(at.get(OUTPUTS, 1)) == 1:
+        return y
+    dims = tuple(range(axis, x.ndim))  # the optional Mean and InvStdDev outputs
+    mean = M.mean(x, dims, keepdim=True)
+    var = M.mean(M.mul(M.sub(x, mean), M.sub(x, mean)), dims, keepdim=True)
+    return [y, mean, M.reciprocal(M.sqrt(M.add(var, eps)))]
 
 
 def _instance_norm(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -269,6 +328,7 @@ def _constant_of_shape(a: list[Any], at: dict[str, Any], o: int) -> Value:
     value = np.asarray(at.get("value", np.zeros(1, dtype=np.float32))).reshape(-1)
     shape = tuple(_ints(a[0]))
     if value.dtype.kind != "f":
+        _creation.check_size("ConstantOfShape", shape, value.dtype.itemsize)
         return np.full(shape, value[0], dtype=value.dtype)
     return _creation.full(shape, float(value[0]), dtype=str(value.dtype), device=DEVICE.get())
 
@@ -277,6 +337,7 @@ def _trilu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
     k = int(H(a[1])) if len(a) > 1 and a[1] is not None else 0
     n, m = x.shape[-2], x.shape[-1]
+    _creation.check_size("Trilu", x.shape, x.element_size())  # the result; the host mask is at most as big
     rows, cols = np.arange(n)[:, None], np.arange(m)[None, :]
     keep = (cols - rows >= k) if int(at.get("upper", 1)) else (cols - rows <= k)
     return M.where(new(keep), x, _creation.zeros((), dtype=x.dtype, device=x.device))
@@ -295,11 +356,31 @@ def _softplus(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 def _pow(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
-    return M.pow(x, _same(x, a[1]))
+    if x.dtype.is_floating:
+        return M.pow(x, _same(x, a[1]))
+    # an integer base keeps its type (ONNX): computed in float64, rounded back
+    out = M.pow(x.to("float64"), T(a[1]).to("float64"))
+    return op("round")(out).to(x.dtype)
+
+
+def _div(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    """Integer Div truncates toward zero (ONNX, like C); floats divide."""
+    x = T(a[0]) if isinstance(a[0], Tensor) or not isinstance(a[1], Tensor) else _same(a[1], a[0])
+    y = _same(x, a[1])
+    if x.dtype.is_floating:
+        return M.div(x, y)
+    q: Tensor = op("floor_divide")(x, y)
+    inexact = M.ne(M.sub(x, M.mul(q, y)), 0)
+    signs_differ = M.ne(M.lt(x, 0), M.lt(y, 0))
+    return M.where(M.logical_and(inexact, signs_differ), M.add(q, 1), q)
 
 
 def _dropout(a: list[Any], at: dict[str, Any], o: int) -> Any:
     x = T(a[0])
+    training = len(a) > 2 and a[2] is not None and bool(H(a[2]).reshape(-1)[0])
+    ratio = float(H(a[1]).reshape(-1)[0]) if len(a) > 1 and a[1] is not None else float(at.get("ratio", 0.5))
+    if training and ratio > 0:
+        raise RumusError("Dropout with training_mode=True is not supported (inference only: export in eval mode)")
     return [x, _creation.ones(x.shape, dtype="bool", device=x.device)]
 
 
@@ -334,6 +415,17 @@ def _mod(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return out
 
 
+def _isinf(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
+    x = T(a[0])
+    pos, neg = int(at.get("detect_positive", 1)), int(at.get("detect_negative", 1))
+    inf: Tensor = op("isinf")(x)
+    if pos and neg:
+        return inf
+    if not pos and not neg:
+        return M.logical_and(inf, M.lt(x, x))  # all False, in x's shape
+    return M.logical_and(inf, M.gt(x, 0) if pos else M.lt(x, 0))
+
+
 def _atan(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
     out: Tensor = op("atan2")(x, _same(x, np.ones((), np.float64)))
@@ -342,9 +434,9 @@ def _atan(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 OPS: dict[str, Fn] = {
     "Floor": _unary(op("floor")), "Ceil": _unary(op("ceil")), "Round": _unary(op("round")), "Mod": _mod,
-    "Atan": _atan, "IsNaN": _unary(op("isnan")), "IsInf": _unary(op("isinf")),
+    "Atan": _atan, "IsNaN": _unary(op("isnan")), "IsInf": _isinf,
     "And": _bin(op("logical_and")), "Or": _bin(op("logical_or")), "Xor": _bin(op("logical_xor")),
-    "Add": _bin(M.add), "Sub": _bin(M.sub), "Mul": _bin(M.mul), "Div": _bin(M.div), "Pow": _pow,
+    "Add": _bin(M.add), "Sub": _bin(M.sub), "Mul": _bin(M.mul), "Div": _div, "Pow": _pow,
     "Max": _min_max(M.maximum), "Min": _min_max(M.minimum),
     "Equal": _bin(M.eq), "Less": _bin(M.lt), "LessOrEqual": _bin(M.le), "Greater": _bin(M.gt),
     "GreaterOrEqual": _bin(M.ge), "Not": _unary(M.logical_not), "Where": _where,
@@ -359,7 +451,7 @@ OPS: dict[str, Fn] = {
     "ReduceSum": _reduce("sum"), "ReduceMean": _reduce("mean"), "ReduceMax": _reduce("amax"),
     "ReduceMin": _reduce("amin"), "ReduceProd": _reduce("prod"), "ArgMax": _arg("argmax"), "ArgMin": _arg("argmin"),
     "Reshape": _reshape, "Transpose": _transpose, "Expand": _expand, "Slice": _slice, "Gather": _gather,
-    "GatherElements": lambda a, at, o: op("gather")(T(a[0]), T(a[1]), dim=_norm(int(at.get("axis", 0)), T(a[0]).ndim)),
+    "GatherElements": _gather_elements,
     "ScatterElements": _scatter, "Concat": _concat, "Split": _split, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze,
     "Flatten": _flatten, "ConstantOfShape": _constant_of_shape, "Trilu": _trilu,
     "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _max_pool, "AveragePool": _avg_pool,
@@ -367,3 +459,4 @@ OPS: dict[str, Fn] = {
     "InstanceNormalization": _instance_norm,
 }
 OPS.update(RNN_OPS)
+OPS.update(MORE_OPS)

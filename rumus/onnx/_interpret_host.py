@@ -25,6 +25,9 @@ _NP = {1: np.float32, 2: np.uint8, 3: np.int8, 5: np.int16, 6: np.int32, 7: np.i
        11: np.float64}
 
 
+# the attribute under which the interpreter tells an op how many outputs its node asks for
+OUTPUTS = "__outputs__"
+
 # the device the running OnnxModule lives on: constants made while interpreting go there
 DEVICE: ContextVar[Any] = ContextVar("rumus_onnx_device", default=None)
 
@@ -132,13 +135,35 @@ HOST_OPS: dict[str, Fn] = {
     "Add": _binary(np.add), "Sub": _binary(np.subtract), "Mul": _binary(np.multiply), "Div": _binary(_h_div),
     "Equal": _binary(np.equal), "Where": lambda a, at, o: np.where(H(a[0]), H(a[1]), H(a[2])),
     "Max": _binary(np.maximum), "Min": _binary(np.minimum),
-    "Range": lambda a, at, o: np.arange(H(a[0]).item(), H(a[1]).item(), H(a[2]).item()).astype(H(a[0]).dtype),
+    "Range": lambda a, at, o: _h_range(a),
     "ReduceProd": lambda a, at, o: np.prod(H(a[0]), keepdims=bool(at.get("keepdims", 1))).reshape(
         (1,) if at.get("keepdims", 1) else ()),
-    "Expand": lambda a, at, o: H(a[0]) * np.ones(_ints(a[1]), dtype=H(a[0]).dtype),
+    "Expand": lambda a, at, o: _h_expand(a),
     "Constant": lambda a, at, o: _constant(at),
     "Mod": lambda a, at, o: (np.fmod if at.get("fmod", 0) else np.mod)(H(a[0]), H(a[1])),
 }
+
+
+def _h_range(a: list[Any]) -> np.ndarray:
+    """ONNX Range on host scalars: its length is computed (and bounded) before numpy allocates it."""
+    start, limit, delta = (H(v).item() for v in a[:3])
+    if delta == 0:
+        raise ShapeError("Range: delta must not be 0")
+    count = max(float(np.ceil((limit - start) / delta)), 0.0)
+    if not np.isfinite(count):
+        raise ShapeError(f"Range({start}, {limit}, {delta}): the length is not finite")
+    _creation.check_size("Range", (int(count),), H(a[0]).dtype.itemsize)
+    return np.arange(start, limit, delta).astype(H(a[0]).dtype)
+
+
+def _h_expand(a: list[Any]) -> np.ndarray:
+    x = H(a[0])
+    try:
+        shape = np.broadcast_shapes(x.shape, tuple(_ints(a[1])))
+    except ValueError:
+        raise ShapeError(f"Expand: shape {x.shape} cannot broadcast to {tuple(_ints(a[1]))}") from None
+    _creation.check_size("Expand", shape, x.dtype.itemsize)
+    return np.asarray(x * np.ones(_ints(a[1]), dtype=x.dtype))
 
 
 def _shape(a: list[Any], at: dict[str, Any]) -> np.ndarray:

@@ -77,6 +77,8 @@ def _recurrent(op_type: str) -> Fn:
         hidden = int(at.get("hidden_size", r.shape[-1]))
         if w.shape[1] != gates * hidden or r.shape[1:] != (gates * hidden, hidden):
             raise RumusError(f"{op_type}: W {w.shape} / R {r.shape} do not fit hidden_size {hidden}")
+        if arg(7) is not None and H(arg(7)).any():  # PyTorch's LSTM has no peephole connections
+            raise RumusError(f"{op_type} with peephole weights (input P) is not supported")
         lens = arg(4)
         if lens is not None and not np.all(H(lens) == steps):
             raise RumusError(f"{op_type} with per-sequence lengths is not supported (every length must be {steps})")

@@ -20,6 +20,7 @@ from rumus_contracts import DType, OpSchema
 from rumus_contracts.onnx_lowering import OnnxExportError, OnnxNode
 
 from ..tensor import Tensor
+from ._symint import SymInt, input_dim, output_dim
 from ._views_lowering import lower_view
 
 INT64_MAX = 2**63 - 1
@@ -65,6 +66,9 @@ class Tracer:
         self.symbols: dict[int, tuple[str, int, str]] = {}  # dim size -> (input name, axis, symbol)
         self._dims: dict[int, str] = {}  # dim size -> 1-D int64 value holding it at run time
         self._paused = False  # a module lowered as a whole runs its own ops untraced
+        self.sym_names: dict[int, str] = {}  # id(SymInt) -> the value holding it at run time
+        self._sym_keep: list[SymInt] = []
+        self._input_shapes: list[tuple[Tensor, tuple[int, ...]]] = []  # inputs whose shapes hold SymInts
 
     # ---- names ----------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -82,6 +86,15 @@ class Tracer:
         self._versions.append((t, t._storage.version))
         self._storages.add(id(t._storage))
 
+    def bind_traced(self, t: Tensor, name: str) -> None:
+        """Bind a value the trace computed. A dim of it that has the size of a dynamic axis but lost its SymInt
+        on the way (a view's shape rebuilt from plain numbers) becomes `Shape(value)[axis]`: the value's own
+        length at run time, which is right whether or not that dim really follows the axis."""
+        self.bind(t, name)
+        if any(not self.is_sym(d) and d in self.symbols for d in t.shape):
+            t.shape = tuple(d if self.is_sym(d) or d not in self.symbols else
+                            output_dim(int(d), self, name, a, f"dim {a} of {name}") for a, d in enumerate(t.shape))
+
     def add_input(self, t: Tensor, name: str, dynamic: Mapping[int, str]) -> None:
         self._used.add(name)
         self.bind(t, name)
@@ -98,6 +111,33 @@ class Tracer:
                 raise OnnxExportError(f"dynamic axis '{sym}' ({name} dim {axis}) has size {size} in the example "
                                       f"input; use an example size >= 2 so it can be told from broadcast dims")
             self.symbols[size] = (name, axis, sym)
+        if dynamic:
+            self._input_shapes.append((t, t.shape))
+            t.shape = tuple(input_dim(d, self, name, a, dynamic[a]) if a in dynamic else d
+                            for a, d in enumerate(t.shape))
+
+    def restore_inputs(self) -> None:
+        """The example inputs get their plain shapes back."""
+        for t, shape in self._input_shapes:
+            t.shape = shape
+        self._input_shapes.clear()
+
+    # ---- symbolic sizes -----------------------------------------------------------------------------
+    def is_sym(self, v: Any) -> bool:
+        return isinstance(v, SymInt) and v.tracer is self
+
+    def keep_alive(self, v: SymInt) -> None:
+        self._sym_keep.append(v)  # its id names its value
+
+    def is_dynamic(self, v: Any) -> bool:
+        return self.is_sym(v) or v in self.symbols
+
+    def size_value(self, v: Any) -> str:
+        """A 1-D int64 [v] value: a SymInt's computation, a dynamic axis's size, or a constant."""
+        if self.is_sym(v):
+            name: str = v.value_name(self)
+            return name
+        return self.dim_value(int(v))
 
     def check_sizes(self, static_shapes: Mapping[str, tuple[int, ...]]) -> None:
         """A dynamic axis whose example size also occurs in a weight's shape would be ambiguous."""
@@ -129,15 +169,18 @@ class Tracer:
             raise OnnxExportError(f"a tensor of shape {t.shape} was filled by an in-place write while tracing (not by "
                                   f"an op); it cannot be exported")
         value = _host(t)
-        dynamic = [d for d in t.shape if d in self.symbols]
+        dynamic = [d for d in t.shape if self.is_dynamic(d)]
         if dynamic:
             causal = self._causal_bias(t, value)
             if causal is not None:
                 self.bind(t, causal)
                 return causal
-            raise OnnxExportError(f"a constant of shape {t.shape} made outside the traced ops has a dim of the size "
-                                  f"of a dynamic axis ({dynamic[0]}); it would be frozen at that size. Build it from "
-                                  f"the inputs with ops (or use other example sizes)")
+            first = dynamic[0]
+            where = f" (that size is {first.origin})" if isinstance(first, SymInt) and self.is_sym(first) else ""
+            raise OnnxExportError(f"a constant of shape {tuple(int(d) for d in t.shape)} made outside the traced ops "
+                                  f"has a dim of the size of a dynamic axis ({int(dynamic[0])}){where}; it would be "
+                                  f"frozen at that size. Build it from the inputs with ops (rm.arange / rm.zeros / "
+                                  f"view of sizes read from x.shape follow the axis), or use other example sizes")
         name = self.const(value, t.dtype)
         self.bind(t, name)
         return name
@@ -171,6 +214,9 @@ class Tracer:
     # ---- shapes that follow dynamic axes ----------------------------------------------------------
     def dim_value(self, size: int) -> str:
         """A 1-D int64 [size] value: computed from the input's shape when size is a dynamic axis."""
+        if self.is_sym(size):
+            return self.size_value(size)
+        size = int(size)
         if size not in self.symbols:
             return self.const(np.asarray([size], dtype=np.int64), "int64")
         hit = self._dims.get(size)
@@ -185,10 +231,13 @@ class Tracer:
     def shape_tensor(self, shape: Sequence[int], wildcard: int | None = None) -> str:
         """1-D int64 holding `shape`; dims of a dynamic axis's size are read from that input at run time;
         dim `wildcard` (if given) is -1."""
-        if wildcard is None and not any(d in self.symbols for d in shape):
-            return self.const(np.asarray(list(shape), dtype=np.int64), "int64")
-        parts = [self.const(np.asarray([-1], dtype=np.int64), "int64") if i == wildcard else self.dim_value(d)
-                 for i, d in enumerate(shape)]
+        if wildcard is None and not any(self.is_dynamic(d) for d in shape):
+            return self.const(np.asarray([int(d) for d in shape], dtype=np.int64), "int64")
+        # a shape that carries SymInts got them wherever a size came from an input: its plain ints are static
+        exact = any(self.is_sym(d) for d in shape)
+        parts = [self.const(np.asarray([-1], dtype=np.int64), "int64") if i == wildcard else
+                 self.const(np.asarray([int(d)], dtype=np.int64), "int64") if exact and not self.is_sym(d) else
+                 self.size_value(d) for i, d in enumerate(shape)]
         if len(parts) == 1:
             return parts[0]
         out = self.fresh("shape")
@@ -246,7 +295,7 @@ class Tracer:
         nodes = schema.onnx(_Ctx(self, schema.name, inputs, outputs), ins, outs, attrs)
         self.nodes.extend(nodes)
         for t, name in zip(outputs, outs):
-            self.bind(t, name)
+            self.bind_traced(t, name)
 
     def on_view(self, name: str, base: Tensor, out: Tensor, attrs: Mapping[str, Any]) -> None:
         if not self.here():
@@ -254,13 +303,13 @@ class Tracer:
         src = self.name_of(base)
         dst = self.fresh(f"{name}_out")
         self.nodes.extend(lower_view(self, name, base.shape, out.shape, attrs, src, dst))
-        self.bind(out, dst)
+        self.bind_traced(out, dst)
 
     def on_cat(self, tensors: Sequence[Tensor], dim: int, out: Tensor) -> None:
         ins = [self.name_of(t) for t in tensors if t.numel() or t is tensors[0]]
         dst = self.fresh("cat_out")
         self.nodes.append(OnnxNode("Concat", ins, [dst], {"axis": dim % out.ndim}))
-        self.bind(out, dst)
+        self.bind_traced(out, dst)
 
     def output_name(self, t: Tensor) -> str:
         return self.name_of(t)

@@ -37,6 +37,8 @@ def _symbol_sizes(tr: Tracer, shape: Sequence[int]) -> list[int]:
 
 
 def _reshape_target(tr: Tracer, in_shape: tuple[int, ...], out_shape: tuple[int, ...]) -> str:
+    if any(tr.is_sym(d) for d in out_shape):  # sizes computed from the inputs' shapes: the target is exact
+        return tr.shape_tensor(out_shape)
     missing = list(_symbol_sizes(tr, in_shape))
     for d in _symbol_sizes(tr, out_shape):
         if d in missing:
@@ -72,19 +74,20 @@ def _getitem(tr: Tracer, in_shape: tuple[int, ...], index: Any, src: str, dst: s
             out_d += 1
             continue
         if isinstance(item, slice):
-            start = 0 if item.start is None else int(item.start)
-            stop = INT64_MAX if item.stop is None else int(item.stop)
+            start = 0 if item.start is None else _bound(tr, item.start)
+            stop = INT64_MAX if item.stop is None else _bound(tr, item.stop)
             step = 1 if item.step is None else int(item.step)
-            if not (start == 0 and stop >= in_shape[d] and step == 1):
+            whole = stop is in_shape[d] or not tr.is_sym(stop) and stop >= in_shape[d]
+            if not (start == 0 and step == 1 and whole):
                 starts.append(start)
                 ends.append(stop)
                 axes.append(d)
                 steps.append(step)
             out_d += 1
         else:  # an int: a one-wide slice, squeezed afterwards (negative ints count from the end)
-            i = int(item.__index__())
+            i = item if tr.is_sym(item) else int(item.__index__())
             starts.append(i)
-            ends.append(i + 1 if i != -1 else INT64_MAX)
+            ends.append(i + 1 if tr.is_sym(i) or i != -1 else INT64_MAX)
             axes.append(d)
             steps.append(1)
             squeeze.append(d)
@@ -94,7 +97,7 @@ def _getitem(tr: Tracer, in_shape: tuple[int, ...], index: Any, src: str, dst: s
     if axes:
         out = tr.fresh("slice")
         i64 = np.int64
-        nodes.append(OnnxNode("Slice", [cur, tr.const(np.asarray(starts, dtype=i64), "int64"), _ends(tr, ends),
+        nodes.append(OnnxNode("Slice", [cur, _starts(tr, starts), _ends(tr, ends),
                                         tr.const(np.asarray(axes, dtype=i64), "int64"),
                                         tr.const(np.asarray(steps, dtype=i64), "int64")], [out]))
         cur = out
@@ -110,13 +113,32 @@ def _getitem(tr: Tracer, in_shape: tuple[int, ...], index: Any, src: str, dst: s
     return nodes
 
 
+def _bound(tr: Tracer, v: Any) -> int:
+    return v if tr.is_sym(v) else int(v)
+
+
+def _starts(tr: Tracer, starts: list[int]) -> str:
+    """Slice starts; computed sizes (x[:, S - 1:]) are computed in the graph too."""
+    if not any(tr.is_sym(s) for s in starts):
+        return tr.const(np.asarray(starts, dtype=np.int64), "int64")
+    return _concat(tr, [tr.size_value(s) if tr.is_sym(s) else tr.const(np.asarray([s], dtype=np.int64), "int64")
+                        for s in starts], "starts")
+
+
 def _ends(tr: Tracer, ends: list[int]) -> str:
-    """Slice ends; an end equal to a dynamic axis's size (x[:T]) follows that axis."""
-    if not any(e in tr.symbols for e in ends):
+    """Slice ends; an end equal to a dynamic axis's size (x[:T]) or computed from one follows that axis."""
+    if not any(tr.is_dynamic(e) for e in ends):
         return tr.const(np.asarray(ends, dtype=np.int64), "int64")
-    parts = [tr.dim_value(e) if e in tr.symbols else tr.const(np.asarray([e], dtype=np.int64), "int64") for e in ends]
+    exact = any(tr.is_sym(e) for e in ends)  # SymInts present: the plain ends are static
+    dynamic = tr.is_sym if exact else tr.is_dynamic
+    parts = [tr.size_value(e) if dynamic(e) else tr.const(np.asarray([int(e)], dtype=np.int64), "int64")
+             for e in ends]
+    return _concat(tr, parts, "ends")
+
+
+def _concat(tr: Tracer, parts: list[str], hint: str) -> str:
     if len(parts) == 1:
         return parts[0]
-    out = tr.fresh("ends")
+    out = tr.fresh(hint)
     tr.nodes.append(OnnxNode("Concat", parts, [out], {"axis": 0}))
     return out

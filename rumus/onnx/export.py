@@ -16,6 +16,7 @@ from ..nn.module import Module
 from ..tensor import Tensor
 from . import _build
 from ._rnn_lowering import recurrent_modules_lowered
+from ._sym_patches import symbolic_sizes
 from ._trace import Tracer
 
 MIN_OPSET = 17
@@ -94,30 +95,20 @@ def _trace_to_proto(model: Module, call_args: tuple[Any, ...], names: list[str],
     tensors = [a for a in call_args if isinstance(a, Tensor)]
     named = _named_tensors(model)
     tracer = Tracer(opset_version, named)
-    for t, name in zip(tensors, names):
-        tracer.add_input(t, name, _dynamic(dynamic_axes, name))
-    tracer.check_sizes({key: t.shape for key, t in named.values()})
     for name in output_names or ():  # traced values never take an output's name
         tracer.fresh(name)
     was_training = model.training
     with _lock:
-        model.eval()
-        _dispatch._tracer, _views._tracer = tracer, tracer.on_view
-        original_cat = _math.cat
-        # cat writes through copy_into, not an op: trace it as Concat (names bound to it are patched too)
-        patched = [(mod, attr) for mod in (_math, rumus) for attr in ("cat", "concat")
-                   if getattr(mod, attr, None) is original_cat]
-        for mod, attr in patched:
-            setattr(mod, attr, _traced_cat(original_cat, tracer))
-        try:
-            with no_grad(), recurrent_modules_lowered(model, tracer):
-                result = model(*call_args)
+        try:  # dynamic axes put SymInts into the inputs' shapes until the trace is over
+            for t, name in zip(tensors, names):
+                tracer.add_input(t, name, _dynamic(dynamic_axes, name))
+            tracer.check_sizes({key: t.shape for key, t in named.values()})
+            result = _run_traced(model, call_args, tracer)
         finally:
-            _dispatch._tracer, _views._tracer = None, None
-            for mod, attr in patched:
-                setattr(mod, attr, original_cat)
+            tracer.restore_inputs()
             model.train(was_training)
     tracer.check_versions()
+
     outs = list(result) if isinstance(result, (tuple, list)) else [result]
     if not all(isinstance(o, Tensor) for o in outs):
         raise OnnxExportError("the model must return a Tensor or a tuple/list of Tensors to be exported")
@@ -130,10 +121,36 @@ def _trace_to_proto(model: Module, call_args: tuple[Any, ...], names: list[str],
     sym = {size: s for size, (_, _, s) in tracer.symbols.items()}
     in_infos = [_build.value_info(n, t.dtype, [sym.get(d, d) if a in _dynamic(dynamic_axes, n) else d
                                                for a, d in enumerate(t.shape)]) for t, n in zip(tensors, names)]
-    out_infos = [_build.value_info(n, o.dtype, [sym.get(d, d) for d in o.shape]) for o, n in zip(outs, out_names)]
+    out_infos = [_build.value_info(n, o.dtype, [_out_dim(tracer, sym, d, n, a) for a, d in enumerate(o.shape)])
+                 for o, n in zip(outs, out_names)]
     used = {i for node in tracer.nodes for i in node.inputs}
     inits = {k: v for k, v in tracer.initializers.items() if k in used}
     return _build.build_model(tracer.nodes, in_infos, out_infos, inits, opset_version, type(model).__name__), inits
+
+
+def _run_traced(model: Module, call_args: tuple[Any, ...], tracer: Tracer) -> Any:
+    model.eval()
+    _dispatch._tracer, _views._tracer = tracer, tracer.on_view
+    original_cat = _math.cat
+    # cat writes through copy_into, not an op: trace it as Concat (names bound to it are patched too)
+    patched = [(mod, attr) for mod in (_math, rumus) for attr in ("cat", "concat")
+               if getattr(mod, attr, None) is original_cat]
+    for mod, attr in patched:
+        setattr(mod, attr, _traced_cat(original_cat, tracer))
+    try:
+        with no_grad(), recurrent_modules_lowered(model, tracer), symbolic_sizes(tracer):
+            return model(*call_args)
+    finally:
+        _dispatch._tracer, _views._tracer = None, None
+        for mod, attr in patched:
+            setattr(mod, attr, original_cat)
+
+
+def _out_dim(tracer: Tracer, sym: Mapping[int, str], d: int, name: str, axis: int) -> int | str:
+    """An output dim: a dynamic axis's symbol, a symbol of its own when it is computed from one, or a number."""
+    if d in sym:
+        return sym[d]
+    return f"{name}_dim{axis}" if tracer.is_sym(d) else int(d)
 
 
 def _grown(t: Tensor, axes: Sequence[int], by: int) -> Tensor:
@@ -151,6 +168,7 @@ def _check_same_graph(model: Module, call_args: tuple[Any, ...], names: list[str
     Returns the ModelProto to write."""
     tensors = [a for a in call_args if isinstance(a, Tensor)]
     errors: list[str] = []
+    diffs: list[tuple[int, str]] = []
     static = {d for t, n in zip(tensors, names) for a, d in enumerate(t.shape) if a not in _dynamic(dynamic_axes, n)}
     sizes = {t.shape[a] for t, n in zip(tensors, names) for a in _dynamic(dynamic_axes, n)}
     for by in range(1, 8):
@@ -171,11 +189,19 @@ def _check_same_graph(model: Module, call_args: tuple[Any, ...], names: list[str
             diff = _first_difference(first.graph, second.graph)
         if diff is None:
             return first
+        # a size that merely equals a static dim (a batch of 4 with 4 heads) reads that dim from the graph
+        # (right, but another graph): an identical graph at any other size shows nothing was frozen
+        diffs.append((by, diff))
+        if len(diffs) == 3:
+            break
+    if diffs:
         axes = ", ".join(f"{n} dim {a} ('{s}')" for n in names for a, s in _dynamic(dynamic_axes, n).items())
+        by, diff = diffs[0]
         raise OnnxExportError(f"the traced graph depends on the size of the dynamic axes ({axes}): traced again with "
                               f"them {by} longer, {diff}. A Python loop over a dynamic dim, or a constant built from "
                               f"its size, would be frozen at the example size; export without that dynamic axis, "
-                              f"or build the value from the inputs with ops")
+                              f"or build the value from the inputs with ops (if the example size of an axis equals "
+                              f"a fixed size of the model, such as its head count, pick another example size)")
     raise OnnxExportError("could not re-trace the model at other sizes of its dynamic axes to check the graph: "
                           + "; ".join(errors))
 

@@ -18,8 +18,9 @@ from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import _build
 from ._interpret import OPS
-from ._interpret_host import DEVICE, HOST_OPS, Value
+from ._interpret_host import DEVICE, HOST_OPS, OUTPUTS, Value
 
+_COUNTS_OUTPUTS = {"Split", "LayerNormalization"}  # ops whose work depends on how many outputs are asked for
 _IDENT = re.compile(r"^[A-Za-z0-9_]+$")
 
 
@@ -120,6 +121,9 @@ class OnnxModule(Module):
         for node in self._nodes:
             args = [env[i] if i in env else _missing(node, i) for i in node.input]
             attrs = {a.name: _attr(a) for a in node.attribute}
+            wanted = [n for n in node.output if n]
+            if node.op_type in _COUNTS_OUTPUTS:
+                attrs[OUTPUTS] = len(node.output)
             host = node.op_type == "Shape" or node.op_type in HOST_OPS and all(
                 a is None or isinstance(a, np.ndarray) for a in args)
             fn = HOST_OPS[node.op_type] if host else OPS.get(node.op_type)
@@ -128,12 +132,18 @@ class OnnxModule(Module):
             try:
                 outs = fn(args, attrs, self.opset)
             except RumusError as exc:
-                raise type(exc)(f"ONNX node '{node.name}' ({node.op_type}): {exc}") from None
+                exc.args = (f"ONNX node '{node.name}' ({node.op_type}): {exc}",)  # the same error, placed
+                raise exc.with_traceback(None) from None
             except (ValueError, TypeError, IndexError, KeyError, ArithmeticError) as exc:  # a malformed node
                 raise FormatError(f"ONNX node '{node.name}' ({node.op_type}) cannot run: {type(exc).__name__}: "
                                   f"{exc}") from None
-            for name, v in zip(node.output, outs if isinstance(outs, (tuple, list)) else (outs,)):
-                env[name] = v
+            results = outs if isinstance(outs, (tuple, list)) else (outs,)
+            missing = [n for i, n in enumerate(node.output) if n and i >= len(results)]
+            if missing:
+                raise RumusError(f"ONNX node '{node.name}' ({node.op_type}): its output(s) {missing} are not "
+                                 f"supported (rumus computes the first {len(results)} of {len(wanted)})")
+            for name, v in zip(node.output, results):
+                env[name] = np.asarray(v) if isinstance(v, np.generic) else v  # numpy's 0-d results are scalars
         results = [_as_tensor(env[n]) for n in self.output_names]
         return results[0] if len(results) == 1 else tuple(results)
 

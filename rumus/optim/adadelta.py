@@ -12,6 +12,7 @@ from .optimizer import Optimizer
 
 
 class Adadelta(Optimizer):
+    """Adadelta (lr, rho, eps, weight_decay), as torch.optim.Adadelta."""
     def __init__(self, params: Iterable[Any], lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0.0) -> None:
         check("Adadelta", lr=lr, rho=rho, eps=eps, weight_decay=weight_decay)

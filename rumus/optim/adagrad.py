@@ -13,6 +13,7 @@ from .optimizer import Optimizer
 
 
 class Adagrad(Optimizer):
+    """Adagrad (lr, lr_decay, weight_decay, initial_accumulator_value, eps), as torch.optim.Adagrad."""
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0.0, weight_decay: float = 0.0,
                  initial_accumulator_value: float = 0.0, eps: float = 1e-10) -> None:
         check("Adagrad", lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,

@@ -4,8 +4,10 @@ Without a GradScaler the step count is a host int and adam_step takes it as an a
 GradScaler (and for AMSGrad) the count is a float32 0-d device tensor (PyTorch's capturable=True form):
 adam_step_dev_ reads it and the scaler's found-inf flag on the device, writes nothing on a skipped step,
 and adam_step_count_ advances every count of the step once afterwards, so bias corrections count only the
-steps taken, as with PyTorch's scaler, and the host never reads the flag. Parameters of a dtype the fused
-kernels lack (float16/bfloat16 without master weights) are updated from core ops (Adam._from_ops).
+steps taken, as with PyTorch's scaler, and the host never reads the flag (adam_step_dev_ runs on every
+backend: where a backend has no kernel for it, its decomposition does). Without a scaler, a parameter
+whose backend has no adam_step kernel for its dtype (float16/bfloat16 without master weights, or a
+backend made of the primitives alone) is updated from core ops (Adam._from_ops).
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ from rumus_contracts import Device, RumusError, float32, float64
 
 from .. import _creation
 from ..tensor import Tensor
+from ..autograd.kernel_lookup import has_kernel
 from ._update import assign, lerp
 from .optimizer import Optimizer
 from ..ops import get as _op
 
-_FUSED = (float32, float64)  # the dtypes of adam_step and adam_step_dev_
+_ON_DEVICE = (float32, float64)  # the dtypes of adam_step_dev_ (by kernel or by decomposition)
 
 
 class Adam(Optimizer):
+    """Adam (lr, betas, eps, weight_decay, amsgrad), as torch.optim.Adam; one fused kernel per parameter where the
+    backend has it.
+    """
     decoupled = False
     fused_skip = True  # reads the GradScaler's flag in its own kernel: no update_unless (rumus/optim/_master.py)
 
@@ -43,8 +49,9 @@ class Adam(Optimizer):
             self.enable_master_weights()
 
     def _update(self, p: Tensor, grad: Tensor, group: dict[str, Any], state: dict[str, Any]) -> None:
-        fused, amsgrad = p.dtype in _FUSED, bool(group.get("amsgrad"))
-        on_device = fused and (self._found_inf is not None or amsgrad or isinstance(state.get("step"), Tensor))
+        fused, amsgrad = has_kernel("adam_step", p), bool(group.get("amsgrad"))
+        on_device = p.dtype in _ON_DEVICE and (self._found_inf is not None or amsgrad
+                                               or isinstance(state.get("step"), Tensor))
         if "step" not in state:
             state["step"] = _creation.zeros((), dtype=float32, device=p.device) if on_device else 0
             state["exp_avg"] = _creation.zeros_like(p)
@@ -125,6 +132,7 @@ def _bias_correction(beta: float, step: int | Tensor) -> float | Tensor:
 
 
 class AdamW(Adam):
+    """Adam with decoupled weight decay (default 0.01), as torch.optim.AdamW."""
     decoupled = True
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),

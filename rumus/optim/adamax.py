@@ -13,6 +13,7 @@ from .optimizer import Optimizer
 
 
 class Adamax(Optimizer):
+    """Adamax, Adam's infinity-norm variant, as torch.optim.Adamax."""
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0) -> None:
         check("Adamax", lr=lr, eps=eps, weight_decay=weight_decay, beta1=betas[0], beta2=betas[1])

@@ -22,6 +22,7 @@ def _amax_abs(x: Tensor) -> float:
 
 
 class LBFGS(Optimizer):
+    """Limited-memory BFGS; `step(closure)` re-evaluates the loss (lr, max_iter, history_size, line_search_fn)."""
     def __init__(self, params: Iterable[Any], lr: float = 1.0, max_iter: int = 20, max_eval: int | None = None,
                  tolerance_grad: float = 1e-7, tolerance_change: float = 1e-9, history_size: int = 100,
                  line_search_fn: str | None = None) -> None:

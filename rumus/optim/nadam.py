@@ -12,6 +12,7 @@ from .optimizer import Optimizer
 
 
 class NAdam(Optimizer):
+    """Adam with Nesterov momentum, as torch.optim.NAdam."""
     def __init__(self, params: Iterable[Any], lr: float = 2e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False) -> None:

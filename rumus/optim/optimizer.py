@@ -30,6 +30,9 @@ from ._master import master_of, update_unless
 
 
 class Optimizer:
+    """Base class of the optimizers: parameter groups, `zero_grad()`, `step()`, `state_dict()` / `load_state_dict()` in
+    PyTorch's format.
+    """
     defaults: dict[str, Any]
     fused_skip = False  # True: _update honours _found_inf itself (no update_unless around it)
 

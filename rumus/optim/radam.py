@@ -12,6 +12,7 @@ from .optimizer import Optimizer
 
 
 class RAdam(Optimizer):
+    """Rectified Adam, as torch.optim.RAdam."""
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, betas: tuple[float, float] = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, decoupled_weight_decay: bool = False) -> None:
         check("RAdam", lr=lr, eps=eps, weight_decay=weight_decay, beta1=betas[0], beta2=betas[1])

@@ -12,6 +12,7 @@ from .optimizer import Optimizer
 
 
 class RMSprop(Optimizer):
+    """RMSprop (lr, alpha, eps, weight_decay, momentum, centered), as torch.optim.RMSprop."""
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
                  weight_decay: float = 0.0, momentum: float = 0.0, centered: bool = False) -> None:
         check("RMSprop", lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum)

@@ -14,6 +14,7 @@ from ..ops import get as _op
 
 
 class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay, as torch.optim.SGD."""
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
                  weight_decay: float = 0.0, nesterov: bool = False, *, master_weights: bool = False) -> None:
         if lr < 0 or momentum < 0 or weight_decay < 0:

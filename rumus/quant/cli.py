@@ -11,7 +11,6 @@ Exit codes: 0 written; 2 bad arguments or unreadable files.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
@@ -21,16 +20,14 @@ import numpy as np
 from rumus_contracts import RumusError
 
 from .. import io, tensor
+from ..utils.cli_args import load_factory, positive_int
 from ..nn.module import Module
 from .quantize import METHODS, quantize
 from .storage import save_quantized
 
 
 def _factory(spec: str) -> Module:
-    mod_name, _, attr = spec.partition(":")
-    if not attr:
-        raise RumusError(f"--model must look like package.module:factory, got {spec!r}")
-    model = getattr(importlib.import_module(mod_name), attr)()
+    model = load_factory(spec, "--model")()
     if not isinstance(model, Module):
         raise RumusError(f"--model {spec} returned {type(model).__name__}, not a rumus.nn.Module")
     return model
@@ -40,11 +37,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="rumus quantize", description="Quantize the Linear layers of a checkpoint.")
     p.add_argument("checkpoint", help="float model weights (.safetensors)")
     p.add_argument("--model", required=True, help="package.module:factory building the float model")
-    p.add_argument("--scheme", choices=("int4", "q8"), default="int4")
-    p.add_argument("--group-size", type=int, default=128, help="int4 group size / q8 block size")
-    p.add_argument("--method", choices=METHODS, default="rtn")
+    p.add_argument("--scheme", choices=("int4", "q8"), default="int4", help="weight format (default: int4)")
+    p.add_argument("--group-size", type=positive_int, default=128,
+                   help="int4 group size / q8 block size (default: 128)")
+    p.add_argument("--method", choices=METHODS, default="rtn", help="how weights are rounded (default: rtn)")
     p.add_argument("--calib", help=".npy file of model inputs (needed by gptq and awq)")
-    p.add_argument("--calib-batch", type=int, default=256)
+    p.add_argument("--calib-batch", type=positive_int, default=256, help="calibration rows per batch (default: 256)")
     p.add_argument("--act-order", action="store_true", help="GPTQ: quantize columns by decreasing Hessian diagonal")
     p.add_argument("--out", help="output file (default: CHECKPOINT with .q.safetensors)")
     try:

@@ -29,7 +29,10 @@ from rumus_contracts import RumusError
 from .encoder import BertEncoder
 from .engine import Engine
 from .metrics import gauge
-from .requests import BadRequest, completion_request, embedding_request, generate_request, parse_json
+from .requests import (
+    MAX_BODY_BYTES, BadRequest, BodyTooLarge, completion_request, embedding_request, generate_request, parse_json,
+    too_large,
+)
 from .sampling import SamplingParams
 from .tokenizer import StreamDecoder, encode
 from .worker import Handle, Worker
@@ -47,6 +50,7 @@ class Server:
         self.engine, self.model_name = engine, model_name
         self.max_queue, self.retry_after_s = max_queue, retry_after_s
         self.live: set[Handle] = set()  # requests accepted and not yet ended
+        self.embedding_calls = 0  # /v1/embeddings requests accepted and not yet answered (they queue too)
         self.draining = False
         self.requests: dict[str, int] = {}
         self.app = Starlette(routes=[
@@ -55,6 +59,7 @@ class Server:
             Route("/v1/embeddings", self.embeddings, methods=["POST"]),
             Route("/health", self.health, methods=["GET"]),
             Route("/metrics", self.metrics, methods=["GET"]),
+            Route("/openapi.json", self.openapi, methods=["GET"]),
         ], lifespan=self._lifespan)
 
     @contextlib.asynccontextmanager
@@ -75,11 +80,12 @@ class Server:
 
     @property
     def in_flight(self) -> int:
-        return len(self.live)
+        return len(self.live) + self.embedding_calls
 
     @property
     def queue_depth(self) -> int:
-        return max(0, self.in_flight - self.worker.running)
+        """Accepted and not being worked on: sequences not yet in the batch + embeddings waiting their turn."""
+        return max(0, len(self.live) - self.worker.running) + max(0, self.embedding_calls - self.worker.calling)
 
     async def _admit(self, request: Request, parse: Any) -> Any:
         """Body -> parsed request, or raise the error response to send."""
@@ -87,20 +93,33 @@ class Server:
             raise _Reply(self._error(503, "the engine is not available (the server is stopping or its worker "
                                           "stopped); retry on another replica"))
         try:
-            return parse(parse_json(await request.body()))
+            return parse(parse_json(await _read_body(request)))
+        except BodyTooLarge as exc:
+            raise _Reply(self._error(413, str(exc))) from None
         except BadRequest as exc:
             raise _Reply(self._error(400, str(exc))) from None
 
-    def _start(self, prompt: list[int], params: SamplingParams) -> Handle:
-        try:
-            self.engine.check(prompt, params)  # reads only constants of the engine: safe from this thread
-        except RumusError as exc:
-            raise _Reply(self._error(400, str(exc))) from None
-        # capacity = the running batch + the queue, counted here (not from the engine thread's view, which
-        # lags by up to one step) so the limit holds exactly however fast requests arrive
-        if self.in_flight >= self.engine.scheduler.max_running + self.max_queue:
+    def _check_capacity(self, embedding: bool) -> None:
+        """At most --max-queue requests wait, whatever the endpoint: generation waits beyond the running batch
+        (max_running sequences), embeddings beyond the one being computed. An embedding that could start at
+        once is still refused while the queue is full, because it takes its turn on the engine thread that
+        the waiting requests need. Counted here, not from the engine thread's view (which lags by up to one
+        step), so the limit holds exactly however fast requests arrive."""
+        waiting = max(0, len(self.live) - self.engine.scheduler.max_running) + max(0, self.embedding_calls - 1)
+        if embedding:
+            admit = waiting < self.max_queue or (waiting == 0 and self.embedding_calls == 0)
+        else:
+            admit = len(self.live) < self.engine.scheduler.max_running or waiting < self.max_queue
+        if not admit:
             raise _Reply(self._error(429, f"the queue is full ({self.max_queue} requests waiting); retry later",
                                      {"Retry-After": str(self.retry_after_s)}))
+
+    def _start(self, prompt: list[int], params: SamplingParams, length_field: str = "max_tokens") -> Handle:
+        try:
+            self.engine.check(prompt, params, length_field)  # reads only constants of the engine: safe from this thread
+        except RumusError as exc:
+            raise _Reply(self._error(400, str(exc))) from None
+        self._check_capacity(embedding=False)
         h = Handle(prompt, params, asyncio.get_running_loop(), on_done=self.live.discard)
         self.live.add(h)
         self.worker.submit(h)
@@ -141,7 +160,7 @@ class Server:
         try:
             t0 = time.perf_counter()
             prompt, params = await self._admit(request, generate_request)
-            tokens, _ = await self._collect(request, self._start(prompt, params))
+            tokens, _ = await self._collect(request, self._start(prompt, params, "max_new_tokens"))
         except _Reply as r:
             return r.response
         self._count(200)
@@ -208,10 +227,21 @@ class Server:
             if len(t) > limit:
                 return self._error(400, f"input {i} is {len(t)} tokens; the limit is {limit} tokens (the model's "
                                         f"context length)")
-        if enc is not None:
-            vectors = await self.worker.call(lambda: enc.embed(ids).astype(float).tolist(), asyncio.get_running_loop())
-        else:
-            vectors = await self.worker.call(lambda: [self._embed(t) for t in ids], asyncio.get_running_loop())
+        try:
+            self._check_capacity(embedding=True)
+        except _Reply as r:
+            return r.response
+        self.embedding_calls += 1
+        try:
+            if enc is not None:
+                vectors = await self.worker.call(lambda: enc.embed(ids).astype(float).tolist(),
+                                                 asyncio.get_running_loop())
+            else:
+                vectors = await self.worker.call(lambda: [self._embed(t) for t in ids], asyncio.get_running_loop())
+        except RumusError as exc:
+            return self._error(500, f"the embedder failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.embedding_calls -= 1
         self._count(200)
         return JSONResponse({"object": "list", "model": self.model_name,
                              "data": [{"object": "embedding", "index": i, "embedding": v}
@@ -236,6 +266,11 @@ class Server:
             body["last_engine_error"] = self.worker.error
         return JSONResponse(body, status_code=200 if ok else 503)
 
+    async def openapi(self, request: Request) -> Response:
+        """The OpenAPI 3.1 document of these endpoints (rumus/serve/openapi.py)."""
+        from .openapi import openapi_schema
+        return JSONResponse(openapi_schema(rm.__version__))
+
     async def metrics(self, request: Request) -> Response:
         alloc = self.engine.allocator
         parts = [
@@ -248,6 +283,26 @@ class Server:
                 f'rumus_requests_total{{status="{k}"}} {v}' for k, v in sorted(self.requests.items())),
             self.worker.ttft.render(), self.worker.itl.render()]
         return PlainTextResponse("\n".join(parts) + "\n", media_type="text/plain; version=0.0.4")
+
+
+async def _read_body(request: Request) -> bytes:
+    """The body, refused from its Content-Length header before a byte is read when that is over the limit,
+    and cut off as soon as a chunked (or lying) body passes the limit: never buffered whole first."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise BadRequest(f"Content-Length must be a non-negative integer, got {declared[:40]!r}")
+        digits = declared.strip().lstrip("0") or "0"
+        if len(digits) > 15 or int(digits) > MAX_BODY_BYTES:  # 15 digits: int() never meets a bomb
+            raise too_large(digits if len(digits) <= 40 else f"{len(digits)}-digit")
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large(f"over {MAX_BODY_BYTES}")
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 class _Reply(Exception):

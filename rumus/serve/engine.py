@@ -38,6 +38,7 @@ class Event:
     seq: Sequence
     tokens: list[int]
     finished: bool
+    error: str | None = None  # this request failed (and only this one): the reason
 
 
 class Engine:
@@ -59,19 +60,23 @@ class Engine:
         self.tokens_generated = 0
 
     # ---- requests ---------------------------------------------------------------------------------------
-    def check(self, prompt: Seq[int], params: SamplingParams) -> None:
-        """Raise RequestTooLarge / RumusError for a request this engine can never serve."""
+    def check(self, prompt: Seq[int], params: SamplingParams, length_field: str = "max_tokens") -> None:
+        """Raise RequestTooLarge / RumusError for a request this engine can never serve (length_field: what
+        the client called max_tokens)."""
         if len(prompt) == 0:
             raise RumusError("the prompt is empty: give at least one token")
         vocab = self.model.config.vocab_size
-        if any(not isinstance(t, int) or isinstance(t, bool) or not 0 <= t < vocab for t in prompt):
-            raise RumusError(f"token ids must be ints in [0, {vocab})")
+        bad = next((i for i, t in enumerate(prompt) if not isinstance(t, int) or isinstance(t, bool)
+                    or not 0 <= t < vocab), None)
+        if bad is not None:
+            shown = repr(prompt[bad])[:24]
+            raise RumusError(f"token ids must be ints in [0, {vocab}); 'token_ids'[{bad}] is {shown}")
         if len(prompt) > self.token_budget:
             raise RequestTooLarge(f"prompt of {len(prompt)} tokens exceeds the limit of {self.token_budget} "
                                   f"tokens per prompt")
         if len(prompt) + params.max_tokens > self.max_len:
-            raise RequestTooLarge(f"prompt ({len(prompt)} tokens) + max_tokens ({params.max_tokens}) exceeds the "
-                                  f"model's context length of {self.max_len} tokens")
+            raise RequestTooLarge(f"prompt ({len(prompt)} tokens) + {length_field} ({params.max_tokens}) exceeds "
+                                  f"the model's context length of {self.max_len} tokens")
         if self.allocator.blocks_for(len(prompt) + params.max_tokens) > self.allocator.num_blocks:
             raise RequestTooLarge(f"request needs more KV cache than the {self.allocator.num_blocks} blocks of "
                                   f"{self.allocator.block_size} tokens there are")
@@ -118,7 +123,12 @@ class Engine:
         return [s.generated for s in seqs]
 
     def _emit(self, seq: Sequence, logits: np.ndarray) -> Event:
-        seq.generated.append(sample(logits, seq.params, seq.rng))
+        try:
+            token = sample(logits, seq.params, seq.rng)
+        except RumusError as exc:  # this sequence alone: the rest of the batch carries on
+            self.scheduler.finish(seq, "error")
+            return Event(seq, [], True, f"{type(exc).__name__}: {exc}")
+        seq.generated.append(token)
         self.tokens_generated += 1
         cut = stop_match(seq.generated, seq.params.stop)
         if cut:

@@ -5,6 +5,7 @@ request's asyncio queue through `loop.call_soon_threadsafe`."""
 from __future__ import annotations
 
 import asyncio
+import collections
 import queue
 import threading
 import time
@@ -41,6 +42,12 @@ class Worker:
         self.rate = TokenRate()
         self.tokens_total = 0
         self.error: str | None = None
+        self.calling = 0  # 1 while a call() (an embedding request) runs on this thread
+        # calls wait here and share the thread with generation: after a call, engine steps run for as long
+        # as it took before the next call (generation gets half the time at least while both have work)
+        self._owed = 0.0
+        self._calls: collections.deque[tuple[Callable[[], Any], asyncio.Future[Any], asyncio.AbstractEventLoop]] = \
+            collections.deque()
         self._live: dict[int, Handle] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rumus-engine", daemon=True)
@@ -78,11 +85,17 @@ class Worker:
         return len(self.engine.scheduler.waiting)
 
     def _run(self) -> None:
-        while not (self._stop.is_set() and self.engine.idle and self.inbox.empty()):
+        while not (self._stop.is_set() and self.engine.idle and self.inbox.empty() and not self._calls):
             try:
-                self._drain(block=self.engine.idle)
+                self._drain(block=self.engine.idle and not self._calls)
+                if self._calls and (self.engine.idle or self._owed <= 0.0):
+                    started = time.perf_counter()
+                    self._call(*self._calls.popleft())
+                    self._owed = time.perf_counter() - started
                 if not self.engine.idle:
+                    started = time.perf_counter()
                     self._step()
+                    self._owed -= time.perf_counter() - started
             except Exception as exc:  # keep serving: fail what was in flight, say why, carry on
                 self._fail_all(f"{type(exc).__name__}: {exc}")
 
@@ -110,12 +123,17 @@ class Worker:
             if h.seq is not None and self._live.pop(h.seq.id, None) is not None:
                 self.engine.cancel(h.seq)
         elif cmd == "call":
-            fn, fut, loop = arg
-            try:
-                result, ok = fn(), True
-            except Exception as exc:
-                result, ok = exc, False
-            loop.call_soon_threadsafe(_settle, fut, result, ok)
+            self._calls.append(arg)
+
+    def _call(self, fn: Callable[[], Any], fut: asyncio.Future[Any], loop: asyncio.AbstractEventLoop) -> None:
+        self.calling = 1
+        try:
+            result, ok = fn(), True
+        except Exception as exc:
+            result, ok = exc, False
+        finally:
+            self.calling = 0
+        loop.call_soon_threadsafe(_settle, fut, result, ok)
 
     def _step(self) -> None:
         events = self.engine.step()
@@ -135,7 +153,8 @@ class Worker:
                 h.loop.call_soon_threadsafe(h.out.put_nowait, ("token", token))
             if ev.finished:
                 del self._live[ev.seq.id]
-                h.loop.call_soon_threadsafe(h.out.put_nowait, ("done", ev.seq.finish_reason))
+                end = ("error", ev.error) if ev.error is not None else ("done", ev.seq.finish_reason)
+                h.loop.call_soon_threadsafe(h.out.put_nowait, end)
                 if h.on_done is not None:
                     h.loop.call_soon_threadsafe(h.on_done, h)
         self.tokens_total += produced

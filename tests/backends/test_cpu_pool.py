@@ -46,6 +46,7 @@ print(json.dumps({**got, "workers": lib.rumus_pool_workers()}))
 """
 
 
+@pytest.mark.timing
 def test_a_loop_wakes_only_the_workers_its_size_needs() -> None:
     # RUMUS_STEP_OUT=0: 8 threads on a 2-core CI machine preempt each other, and a worker that stepped out is
     # not woken (test_a_worker_whose_core_is_shared_steps_out_and_comes_back); here every wake is counted
@@ -77,6 +78,7 @@ print(json.dumps(err))
 """
 
 
+@pytest.mark.timing
 @linux_only
 def test_more_threads_than_cores_gives_right_answers_and_ends() -> None:
     err = _run(OVERSUBSCRIBED, 8)
@@ -105,6 +107,7 @@ print(json.dumps({"bad": bad}))
 """
 
 
+@pytest.mark.timing
 def test_python_threads_calling_at_once_get_the_same_bits() -> None:
     # a second caller while the pool is busy runs its loop on its own thread; numpy's BLAS calls from
     # several threads take turns (OpenBLAS's job buffers are shared)
@@ -116,6 +119,7 @@ def test_python_threads_calling_at_once_get_the_same_bits() -> None:
     assert _run(TWO_CALLERS, 4, RUMUS_GEMM_KERNEL="own")["bad"] == []
 
 
+@pytest.mark.timing
 def test_python_threads_on_openblas_get_the_same_bits_from_rumus() -> None:
     # with RUMUS's float32 GEMMs on OpenBLAS, each holds OpenBLAS at one thread while its blocks run; up to
     # session 8 the first caller to finish restored the budget under the other's blocks, which OpenBLAS then
@@ -212,6 +216,7 @@ print(json.dumps({"maps": maps}))
 """
 
 
+@pytest.mark.timing
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs")
 def test_each_thread_gets_the_same_chunks_loop_after_loop() -> None:
     # thread s owns chunks [4s, 4s+4): the caller runs 0-3 first, worker 1 runs 4-7 first; a thread done
@@ -284,6 +289,7 @@ print(json.dumps({"before": seen_before, "out_loops": out_loops, "out_now": out_
 """
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="stepping out needs Linux's futex and rusage")
 def test_a_worker_whose_core_is_shared_steps_out_and_comes_back() -> None:
     # a worker preempted twice within 20 ms shares its core with another process: it sleeps (its chunks go to
@@ -303,6 +309,7 @@ def test_a_worker_whose_core_is_shared_steps_out_and_comes_back() -> None:
     assert got["back"] == [0, 1, 2, 3], got["back"]
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="stepping out needs Linux's futex and rusage")
 def test_no_worker_steps_out_of_a_loop_of_few_threads() -> None:
     # on 2 or 3 threads one step out costs more than sharing the core (see csrc/pool.c, worker_step_out)
@@ -349,6 +356,7 @@ print(json.dumps({"owners": owners, "cpus": cpus, "caller_cpu": caller_cpu, "mov
 """
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
                     reason="moving off the caller's CPU needs Linux and two CPUs")
 def test_a_worker_on_the_callers_cpu_moves_off_it_and_keeps_its_mask() -> None:
@@ -364,6 +372,7 @@ def test_a_worker_on_the_callers_cpu_moves_off_it_and_keeps_its_mask() -> None:
     assert got["said"].startswith("a worker that starts a loop on the caller's CPU moves") and "1 moves" in got["said"]
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not sys.platform.startswith("linux") or len(os.sched_getaffinity(0)) < 2,
                     reason="moving off the caller's CPU needs Linux and two CPUs")
 def test_rumus_keep_apart_zero_turns_it_off() -> None:
@@ -391,6 +400,7 @@ print(json.dumps({"runs": got}))
 """
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not sys.platform.startswith("linux") or (os.cpu_count() or 1) < 2,
                     reason="the caller sleeps on a futex on Linux; needs two CPUs")
 def test_a_caller_waiting_for_a_long_chunk_sleeps_instead_of_holding_its_cpu() -> None:

@@ -236,7 +236,9 @@ def test_rumus_info_prints_the_policy() -> None:
     env = {**os.environ, "RUMUS_NUM_THREADS": "3"}
     proc = subprocess.run([sys.executable, "-m", "rumus.cli", "info"], capture_output=True, text=True, timeout=300,
                           env=env)
-    line = next(x for x in proc.stdout.splitlines() if x.startswith("backend cpu"))
+    # the cpu backend's block: its header line to the blank line after it, wrapped lines joined
+    block = proc.stdout.split("backend cpu", 1)[1].split("\n\n", 1)[0]
+    line = " ".join(block.split())
     assert "kernel threads 3" in line and "BLAS " in line and "idle threads" in line
     p = threads.policy()
     if p.get("blas_kernel"):

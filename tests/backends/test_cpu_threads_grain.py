@@ -60,6 +60,7 @@ print(json.dumps({"threads": threads.get_num_threads(), "workers": len(before),
 """
 
 
+@pytest.mark.timing
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs Linux's /proc/self/task")
 def test_small_kernels_of_every_class_wake_no_thread() -> None:
     got = run_threads_script(SCRIPT, 3)

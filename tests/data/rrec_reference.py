@@ -10,7 +10,9 @@ import struct
 
 import numpy as np
 
-NP = {0: "<f4", 1: "<f2"}
+# SPEC B's float tags, then the integer and bool tags (bool: one byte, 0 or 1)
+NP = {0: "<f4", 1: "<f2", 2: "i1", 3: "u1", 4: "<i2", 5: "<i4", 6: "<i8", 7: "u1"}
+BOOL_TAG = 7
 
 
 def encode_block(arr: np.ndarray, tag: int) -> bytes:
@@ -59,8 +61,10 @@ def _decode_block(buf: bytes, pos: int, end: int) -> tuple[np.ndarray, int] | No
         return None
     if np.prod([d or 1 for d in dims], dtype=object) * np.dtype(NP[tag]).itemsize >= 1 << 62:
         return None  # an empty block whose other sizes overflow: not representable
-    arr = np.frombuffer(buf[start:start + nbytes], dtype=NP[tag]).reshape(dims).astype(np.float32)
-    return arr, stop
+    raw = np.frombuffer(buf[start:start + nbytes], dtype=NP[tag]).reshape(dims)
+    if tag == BOOL_TAG:
+        return (raw.astype(np.bool_), stop) if not (raw > 1).any() else None
+    return (raw.astype(np.float32) if tag in (0, 1) else raw.astype(raw.dtype.newbyteorder("="))), stop
 
 
 def decode_record(buf: bytes, offset: int, length: int) -> tuple[np.ndarray, np.ndarray] | None:

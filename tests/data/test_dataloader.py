@@ -71,6 +71,7 @@ class _Slow(Dataset):
         return np.full(3, i, np.float32)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("workers, mode", MODES[1:])
 def test_early_break_stops_the_workers(workers, mode):
     before = set(threading.enumerate())
@@ -97,6 +98,7 @@ class _Failing(Dataset):
         return float(i)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("workers, mode", MODES)
 def test_worker_exception_reaches_the_caller_with_its_traceback(workers, mode):
     loader = DataLoader(_Failing(), batch_size=4, num_workers=workers, worker_mode=mode)

@@ -52,7 +52,9 @@ CASES = [
     ("record-into-index", _with_index_entry(1, R1, 40), "into the index", IO + 16, "open"),
     ("length-not-4", _with_index_entry(0, R0, 51), "not a multiple of 4", IO, "open"),
     ("records-out-of-order", build_file(GOOD, index=[(R1, 36), (R0, 52)]), "does not start where", IO, "open"),
-    ("unknown-dtype-tag", _record1(_u32(1, 3, 7) + bytes(8)), "unknown dtype tag 7", R1 + 8, "read"),
+    ("unknown-dtype-tag", _record1(_u32(1, 3, 8) + bytes(8)), "unknown dtype tag 8", R1 + 8, "read"),
+    ("bool-byte-not-0-or-1", _record1(_u32(1, 3, 7) + b"\x01\x02\x00\x00"), "byte other than 0 or 1", R1 + 12,
+     "read"),
     ("ndim-overflow", _record1(_u32(2**32 - 1) + bytes(16)), "claims 4294967295 dimensions", R1, "read"),
     ("ndim-too-many", _record1(_u32(33, *[1] * 33, 0) + bytes(4)), "at most 32", R1, "read"),
     ("sizes-overflow", _record1(_u32(3, 2**32 - 1, 2**32 - 1, 2**32 - 1, 0) + bytes(4)), "truncated", R1 + 20,
@@ -84,7 +86,8 @@ def test_malformed_file_raises_format_error(tmp_path, data, phrase, offset, when
                 ds.verify()
     msg = str(info.value)
     assert phrase in msg and f"byte {offset}" in msg and str(path) in msg, msg
-    assert cli(["rrec", "verify", str(path)]) == 1
+    # a damaged .rrec file fails the check (1); a file that is not one at all (no magic) is bad input (2)
+    assert cli(["rrec", "verify", str(path)]) == (1 if data[:4] == b"RREC" else 2)
 
 
 def test_good_file_of_the_cases_is_good(tmp_path):

@@ -116,6 +116,7 @@ def test_integer_average_is_refused() -> None:
         dist.spawn(run, 2)
 
 
+@pytest.mark.timing
 def test_a_rank_that_raises_stops_every_rank_in_process() -> None:
     def run(c: dist.InProcessCommunicator) -> None:
         if c.rank == 1:

@@ -25,6 +25,7 @@ def test_ddp_over_mpi_matches_single_process(tmp_path: Path, bucket_cap_mb: floa
         np.testing.assert_array_equal(ranks[0][f"arr_{i}"], ranks[1][f"arr_{i}"])
 
 
+@pytest.mark.timing
 def test_a_rank_that_raises_stops_every_rank() -> None:
     start = time.monotonic()
     done = launch("mpi_fail_main.py", timeout=120)

@@ -155,7 +155,7 @@ def test_cli_export_check_run(tmp_path: Any, capsys: Any) -> None:
     assert cli_main(["onnx", "run", out, "--input", str(tmp_path / "in.npy"), "--save", str(tmp_path / "o")]) == 0
     assert np.load(tmp_path / "o_0.npy").shape == (6, 2)
     (tmp_path / "bad.onnx").write_bytes(b"junk")
-    assert cli_main(["onnx", "check", str(tmp_path / "bad.onnx")]) == 1
+    assert cli_main(["onnx", "check", str(tmp_path / "bad.onnx")]) == 2  # a malformed file is bad input
 
 
 def _factory() -> Any:

@@ -85,15 +85,29 @@ def test_unloadable_c_extension_fails_the_run(tmp_path: Path):
     assert "plugin 'cpu' loaded partly: C kernels" in out.stdout
 
 
-def test_unclaimed_but_registered_kernel_fails_the_run(tmp_path: Path):
-    # the kernel claims every dtype of the op (dtypes=None), float16 included, which the CPU backend
-    # does not hold: that registration can never be tested, and must not pass as "skipped"
-    source = PLUGIN.format(schema_dtypes="(float32, float16)", kernel_dtypes="None")
-    # the CPU backend holds float16 since issue 13: run against one that does not
-    drop = "import rumus_cpu.backend as b\nb.DTYPES = tuple(d for d in b.DTYPES if d.name != 'float16')"
-    out = conformance(install(tmp_path, source), pre=drop)
+# the CPU backend holds float16 since issue 13: these run against one that does not
+DROP_FLOAT16 = "import rumus_cpu.backend as b\nb.DTYPES = tuple(d for d in b.DTYPES if d.name != 'float16')"
+
+
+def test_a_named_dtype_the_backend_does_not_hold_is_untested_and_fails_the_run(tmp_path: Path):
+    # the kernel names float16, which the backend does not hold: that registration can never be
+    # tested, and must not pass as "skipped"
+    source = PLUGIN.format(schema_dtypes="(float32, float16)", kernel_dtypes="[float32, float16]")
+    out = conformance(install(tmp_path, source), pre=DROP_FLOAT16)
     assert out.returncode != 0
     assert "UNTESTED" in out.stdout and "fakeneg / rumus.float16" in out.stdout
+
+
+def test_dtypes_none_claims_only_the_dtypes_the_backend_holds(tmp_path: Path):
+    # dtypes=None claims every dtype of the op that the backend holds: float16 is no claim here
+    source = PLUGIN.format(schema_dtypes="(float32, float16)", kernel_dtypes="None")
+    out = conformance(install(tmp_path, source), pre=DROP_FLOAT16)
+    assert out.returncode == 0, out.stdout[-3000:]
+    lines = out.stdout.splitlines()
+    header = lines[lines.index("backend: cpu") + 1].split()
+    assert header == ["op", "f32"]  # no float16 column: nothing claims it
+    assert next(line.split() for line in lines if line.startswith("fakeneg ")) == ["fakeneg", "ok"]
+    assert "fakeneg-float16" not in out.stdout and "UNTESTED" not in out.stdout
 
 
 def test_held_dtype_without_kernel_fails_unless_listed_as_known_gap(tmp_path: Path):

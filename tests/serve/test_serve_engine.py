@@ -137,3 +137,75 @@ def test_top_k_and_top_p_sample_only_from_the_allowed_tokens() -> None:
     p9 = {sample(logits, SamplingParams(temperature=1.0, top_p=0.9), rng) for _ in range(300)}
     assert k2 == {0, 1} and p7 == {0, 1} and p9 == {0, 1, 2}
     assert sample(logits, SamplingParams(), rng) == 0
+
+
+def test_a_sequence_whose_logits_cannot_be_sampled_fails_alone(model: GPT2LMHeadModel,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """NaN logits for one request (here: forced for the request with seed 13) end that request with an error
+    event; the others in the same batch finish with exactly their greedy tokens."""
+    import rumus.serve.engine as engine_mod
+    real = engine_mod.sample
+
+    def poisoned(logits: np.ndarray, params: SamplingParams, rng: np.random.Generator) -> int:
+        return real(np.full_like(logits, np.nan) if params.seed == 13 else logits, params, rng)
+    monkeypatch.setattr(engine_mod, "sample", poisoned)
+    eng = Engine(model, block_size=4)
+    good = [eng.add(p, greedy(n)) for p, n in zip(PROMPTS[:3], MAX_NEW[:3])]
+    bad = eng.add([4, 5], SamplingParams(max_tokens=5, seed=13))
+    errors = []
+    while not eng.idle:
+        errors += [ev for ev in eng.step() if ev.error is not None]
+    assert [ev.seq for ev in errors] == [bad] and "NaN or infinite logits" in str(errors[0].error)
+    assert bad.finish_reason == "error" and bad.generated == []
+    assert [s.generated for s in good] == [reference_greedy(model, p, n) for p, n in zip(PROMPTS[:3], MAX_NEW[:3])]
+    assert eng.allocator.free == eng.allocator.num_blocks  # the failed sequence's blocks went back too
+
+
+def test_a_tiny_temperature_samples_the_top_token_instead_of_nan() -> None:
+    logits = np.array([0.5, 3.0, -2.0, 1.0], dtype=np.float32)
+    for t in (1e-310, 5e-324, 1e-30):
+        p = SamplingParams(temperature=t, seed=0)
+        assert sample(logits, p, np.random.default_rng(0)) == 1
+    for bad in (float("nan"), float("inf"), -1e-300, 100.5):
+        with pytest.raises(rm.RumusError, match="temperature"):
+            SamplingParams(temperature=bad)
+
+
+def test_worker_calls_take_turns_with_generation_instead_of_running_back_to_back(model: GPT2LMHeadModel) -> None:
+    """Embedding requests (worker calls) queued behind a generating request: between any two calls at least
+    one engine step runs while the request still generates, so a burst of embeddings cannot stall it."""
+    import asyncio
+    import time as _time
+
+    from rumus.serve.worker import Handle, Worker
+    eng = Engine(model, block_size=4)
+    worker = Worker(eng)
+    worker.start()
+    seen: list[int] = []
+
+    def slow_call() -> int:
+        _time.sleep(0.005)  # any duration: the engine then steps for as long before the next call
+        seen.append(eng.tokens_generated)
+        return len(seen)
+
+    async def scenario() -> list[str]:
+        loop = asyncio.get_running_loop()
+        h = Handle([1, 2, 3], greedy(40), loop)
+        worker.submit(h)
+        while eng.tokens_generated == 0:
+            await asyncio.sleep(0.001)
+        results = await asyncio.gather(*[worker.call(slow_call, loop) for _ in range(6)])
+        assert sorted(results) == [1, 2, 3, 4, 5, 6]
+        kinds = []
+        while True:
+            kind, _ = await h.out.get()
+            kinds.append(kind)
+            if kind != "token":
+                return kinds
+    try:
+        kinds = asyncio.run(scenario())
+    finally:
+        worker.stop()
+    assert kinds.count("token") == 40 and kinds[-1] == "done"
+    during = [n for n in seen if n < 40]
+    assert len(during) >= 2 and all(b > a for a, b in zip(during, during[1:])), seen

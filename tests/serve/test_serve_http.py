@@ -106,18 +106,21 @@ BAD: list[tuple[str, Any, str]] = [
     ("/v1/generate", {"max_new_tokens": 3}, "'token_ids' must be a non-empty list"),
     ("/v1/generate", {"token_ids": []}, "'token_ids' must be a non-empty list"),
     ("/v1/generate", {"token_ids": [1, "x"]}, "'token_ids' must be a non-empty list"),
-    ("/v1/generate", {"token_ids": [1, 999]}, r"token ids must be ints in \[0, 256\)"),
+    ("/v1/generate", {"token_ids": [1, 999]}, r"token ids must be ints in \[0, 256\); 'token_ids'\[1\] is 999"),
+    ("/v1/generate", {"token_ids": [1] * 10, "max_new_tokens": 300}, r"\+ max_new_tokens \(300\) exceeds"),
+    ("/v1/completions", b'{"prompt": "x", "temperature": 1e999}', "'temperature' must be a number in"),
+    ("/v1/completions", {"prompt": "\ud800"}, "'prompt' holds a lone UTF-16 surrogate"),
+    ("/v1/completions", b"[" * 50000, "nested too deeply"),
     ("/v1/generate", {"token_ids": [1], "max_new_tokens": 0}, "'max_new_tokens' must be an integer >= 1"),
     ("/v1/generate", {"token_ids": [1] * 65, "max_new_tokens": 1}, "limit of 64 tokens per prompt"),
     ("/v1/generate", {"token_ids": [1] * 10, "max_new_tokens": 300}, "context length of 256 tokens"),
     ("/v1/completions", {"prompt": ""}, "'prompt' must be a non-empty string"),
     ("/v1/completions", {"prompt": "x", "temperature": "hot"}, "'temperature' must be a number"),
-    ("/v1/completions", {"prompt": "x", "top_p": 0}, r"top_p must be a number in \(0, 1\]"),
+    ("/v1/completions", {"prompt": "x", "top_p": 0}, r"'top_p' must be a number in \(0, 1\]"),
     ("/v1/completions", {"prompt": "x", "stream": "yes"}, "'stream' must be true or false"),
     ("/v1/completions", {"prompt": "x", "stop": [""]}, "'stop' must be"),
     ("/v1/embeddings", {"input": 3}, "'input' must be"),
     ("/v1/embeddings", {"input": "y" * 300}, "limit is 256 tokens"),
-    ("/v1/completions", b"{" + b" " * (1 << 20) + b"}", "exceeds the limit of 1048576 bytes"),
 ]
 
 
@@ -129,6 +132,26 @@ def test_every_bad_request_gets_400_and_a_json_error_and_the_server_keeps_servin
     assert status == 400 and headers["content-type"] == "application/json"
     import re
     assert re.search(message, reply["error"]), reply
+    assert server.request("POST", "/v1/generate", {"token_ids": [5], "max_new_tokens": 2})[0] == 200
+
+
+def test_a_body_over_the_limit_gets_413_whether_its_length_is_declared_or_not(server: ServerProcess) -> None:
+    status, _, reply = server.request("POST", "/v1/completions", raw=b"{" + b" " * (1 << 20) + b"}")
+    assert status == 413 and "exceeds the limit of 1048576 bytes" in reply["error"]
+    conn = server.connect()
+    conn.putrequest("POST", "/v1/completions")
+    conn.putheader("Transfer-Encoding", "chunked")
+    conn.endheaders()
+    piece = b" " * 65536
+    try:
+        for _ in range(20):
+            conn.send(b"%x\r\n" % len(piece) + piece + b"\r\n")
+        conn.send(b"0\r\n\r\n")
+    except OSError:
+        pass  # the server may answer and close before the rest is sent
+    resp = conn.getresponse()
+    assert resp.status == 413 and "exceeds the limit" in json.loads(resp.read())["error"]
+    conn.close()
     assert server.request("POST", "/v1/generate", {"token_ids": [5], "max_new_tokens": 2})[0] == 200
 
 
@@ -166,6 +189,7 @@ def test_a_client_that_disconnects_frees_its_sequence_and_kv_blocks(server: Serv
     assert server.metric("rumus_generated_tokens_total") - before < 250  # it stopped early: cancelled
 
 
+@pytest.mark.timing
 def test_full_queue_gets_429_with_retry_after_and_sigterm_drains_in_flight_requests(
         checkpoint: tuple[str, GPT2LMHeadModel], tmp_path: os.PathLike[str]) -> None:
     s = ServerProcess(checkpoint[0], "--max-running", "1", "--max-queue", "1",

@@ -8,21 +8,27 @@ helpers of shaders/int64.wgsl). A primitive a kind lacks raises Unsupported: no 
 from __future__ import annotations
 
 from .expr_lang import Renderer, Unsupported
+from .expr_wgsl_float import FLOAT_HELPERS
 from .expressions import Expr
 
 TYPES = {"f": "f32", "i": "i32", "l": "vec2<u32>"}
 PARAMS = ("bitcast<f32>(cfg.p.x)", "bitcast<f32>(cfg.p.y)")
 
+# WGSL's built-ins are not trusted at the edges (Vulkan lets exp, log, tanh, atan2, pow lose accuracy, flush
+# subnormals and ignore NaN and signed zeros): the float helpers below are written out to give the C99 / IEEE
+# answers the CPU backend gives, NaN tested on the bits.
 _F_CALLS = {
-    "exp": "exp({0})", "log": "log({0})", "sqrt": "sqrt({0})", "rsqrt": "inverseSqrt({0})", "sin": "sin({0})",
-    "cos": "cos({0})", "tanh": "tanh(clamp({0}, -15.0, 15.0))",  # exp-based tanh would overflow to NaN
-    "sigmoid": "(1.0 / (1.0 + exp(-{0})))", "erf": "erf_f({0})",
-    "phi": "(0.5 * (1.0 + erf_f({0} * 0.7071067811865476)))",
+    "exp": "exp_f({0})", "log": "log_f({0})", "sqrt": "sqrt({0})", "rsqrt": "inverseSqrt({0})", "sin": "sin_f({0})",
+    "cos": "cos_f({0})", "tanh": "tanh_f({0})", "sigmoid": "sigmoid_f({0})", "erf": "erf_f({0})",
+    "phi": "(0.5 * erfc_f({0} * (-0.7071067811865476)))",
     "floor": "floor({0})", "ceil": "ceil({0})", "trunc": "trunc({0})", "rint": "round({0})",  # ties to even
-    "abs": "abs({0})", "pow": "spow({0}, {1})", "fmod": "fmod_f({0}, {1})", "atan2": "atan2({0}, {1})",
-    "max": "max({0}, {1})", "min": "min({0}, {1})", "isnan": "isnan_f({0})", "isinf": "isinf_f({0})",
+    "abs": "abs({0})", "pow": "pow_f({0}, {1})", "fmod": "fmod_f({0}, {1})", "atan2": "atan2_f({0}, {1})",
+    "max": "max_f({0}, {1})", "min": "min_f({0}, {1})", "isnan": "isnan_f({0})", "isinf": "isinf_f({0})",
     "isfinite": "isfinite_f({0})", "truthy": "truthy_f({0})", "log1p": "log1p_f({0})", "expm1": "expm1_f({0})",
 }
+# float comparisons: NaN compares unequal and unordered (a compiler may assume `x != x` is false)
+_F_CMP = {"<": "lt_f({0}, {1})", ">": "lt_f({1}, {0})", "<=": "le_f({0}, {1})", ">=": "le_f({1}, {0})",
+          "==": "eq_f({0}, {1})", "!=": "(!eq_f({0}, {1}))"}
 _I_CALLS = {"abs": "abs({0})", "max": "max({0}, {1})", "min": "min({0}, {1})", "truthy": "({0} != 0)",
             "isnan": "false", "fmod": "fmod_i({0}, {1})"}
 _L_CALLS = {"abs": "i64_abs({0})", "max": "i64_max({0}, {1})", "min": "i64_min({0}, {1})",
@@ -30,45 +36,19 @@ _L_CALLS = {"abs": "i64_abs({0})", "max": "i64_max({0}, {1})", "min": "i64_min({
 _L_CMP = {"<": "i64_lt({0}, {1})", ">": "i64_lt({1}, {0})", "<=": "!i64_lt({1}, {0})", ">=": "!i64_lt({0}, {1})",
           "==": "i64_eq({0}, {1})", "!=": "!i64_eq({0}, {1})"}
 
-HELPERS = {
-    "erf_f": """
-// erf with |error| < 1.5e-7 (Abramowitz and Stegun 7.1.26); WGSL has no erf
-fn erf_f(x: f32) -> f32 {
-    let t = 1.0 / (1.0 + 0.3275911 * abs(x));
-    let y = 1.0 - t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-        * exp(-x * x);
-    return select(-y, y, x >= 0.0);
-}""",
-    "log1p_f": """
-// log(1 + x) without losing small x (Goldberg's trick); WGSL has no log1p
-fn log1p_f(x: f32) -> f32 {
-    let u = 1.0 + x;
-    if (u == 1.0) { return x; }
-    return log(u) * x / (u - 1.0);
-}""",
-    "expm1_f": """
-// exp(x) - 1 without losing small x; WGSL has no expm1. Not Kahan's (u - 1) * x / log(u): Vulkan allows
-// log an absolute error of 2^-21 near 1, which made expm1(-1e-3) 1e-4 off on lavapipe. Taylor to x^9 below
-// |x| = 0.5 (the first term left out is under 3e-10 of the result)
-fn expm1_f(x: f32) -> f32 {
-    if (abs(x) < 0.5) {
-        return x * (1.0 + x * (0.5 + x * (1.0 / 6.0 + x * (1.0 / 24.0 + x * (1.0 / 120.0 + x * (1.0 / 720.0
-            + x * (1.0 / 5040.0 + x * (1.0 / 40320.0 + x * (1.0 / 362880.0)))))))));
-    }
-    return exp(x) - 1.0;
-}""",
+HELPERS: dict[str, str] = {
+    **FLOAT_HELPERS,
     "isnan_f": "\nfn isnan_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }",
     "isinf_f": "\nfn isinf_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) == 0x7f800000u; }",
     "isfinite_f": "\nfn isfinite_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) < 0x7f800000u; }",
     # on the bits, as the casts to bool (backends' layout.py): a GPU may flush a subnormal to zero in a float
     # compare (the H200 did), which would make logical_not(1e-40) true
     "truthy_f": "\nfn truthy_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }",
-    "fmod_f": "\nfn fmod_f(a: f32, b: f32) -> f32 { return a - b * trunc(a / b); }",
     "mod_f": """
 // Python's modulo: the divisor's sign
 fn mod_f(a: f32, b: f32) -> f32 {
     let m = fmod_f(a, b);
-    return select(m, m + b, m != 0.0 && ((b < 0.0) != (m < 0.0)));
+    return select(m, m + b, m != 0.0 && ((b < 0.0) != (m < 0.0)));  // NaN m: both tests false
 }""",
     "floordiv_f": """
 // Python's floor division on floats (numpy's and PyTorch's algorithm)
@@ -77,7 +57,7 @@ fn floordiv_f(a: f32, b: f32) -> f32 {
     let m = fmod_f(a, b);
     var d = (a - m) / b;
     if (m != 0.0 && ((b < 0.0) != (m < 0.0))) { d = d - 1.0; }
-    if (d == 0.0) { return 0.0; }
+    if (d == 0.0) { return bitcast<f32>(bitcast<u32>(a / b) & 0x80000000u); }  // copysign(0, a / b)
     let f = floor(d);
     return select(f, f + 1.0, d - f > 0.5);
 }""",
@@ -149,8 +129,37 @@ fn floordiv_l(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return select(q, i64_sub(q, vec2<u32>(1u, 0u)), neg && any(qr[1] != vec2<u32>(0u)));
 }""",
 }
-_DEPENDS = {"mod_f": ("fmod_f",), "floordiv_f": ("fmod_f",), "mod_i": ("fmod_i",), "floordiv_i": ("tdiv_i", "fmod_i"),
-            "fmod_l": ("u64_divmod",), "mod_l": ("u64_divmod", "fmod_l"), "floordiv_l": ("u64_divmod",)}
+def _calls(text: str) -> list[str]:
+    return [h for h in HELPERS if f"{h}(" in text]
+
+
+def _closure(roots: list[str]) -> list[str]:
+    """roots and every helper they call, transitively (WGSL needs no declaration before use)."""
+    seen: list[str] = []
+    todo = list(roots)
+    while todo:
+        h = todo.pop()
+        if h not in seen:
+            seen.append(h)
+            todo += [d for d in _calls(HELPERS[h].split("{", 1)[1]) if d != h]
+    return seen
+
+
+def helper_source(names: list[str]) -> str:
+    """WGSL of the named helpers and every helper they call (for kernels outside the table, e.g. clamp)."""
+    return "".join(HELPERS[h] for h in _closure(names))
+
+
+# each helper's helpers, found in its text (the fused kernels' renderer reads this table too)
+_DEPENDS: dict[str, tuple[str, ...]] = {h: tuple(d for d in _closure([h]) if d != h) for h in HELPERS}
+
+
+def _is_zero(text: str) -> bool | None:
+    """Whether a rendered operand is the constant 0.0 (None: not a number literal)."""
+    try:
+        return float(text.strip("()")) == 0.0
+    except ValueError:
+        return None
 
 
 class WgslRenderer(Renderer):
@@ -184,12 +193,16 @@ class WgslRenderer(Renderer):
         return f"({a} {op} {b})"
 
     def cmp(self, op: str, a: str, b: str) -> str:
-        return _L_CMP[op].format(a, b) if self.kind == "l" else f"({a} {op} {b})"
+        if self.kind == "l":
+            return _L_CMP[op].format(a, b)
+        return _F_CMP[op].format(a, b) if self.kind == "f" else f"({a} {op} {b})"
 
     def logic(self, op: str, a: str, b: str) -> str:
         return f"({a} {'&&' if op == 'and' else '||'} {b})"
 
     def select(self, c: str, a: str, b: str) -> str:
+        if self.kind == "f" and _is_zero(b) and _is_zero(a) is False and a.strip("()").startswith("-"):
+            return f"zero_or_f({c}, {a})"  # a +0.0 that stays +0.0 (see zero_or_f)
         return f"select({b}, {a}, {c})"
 
     def call(self, fn: str, args: list[str]) -> str:
@@ -212,7 +225,5 @@ def function(name: str, e: Expr, kind: str) -> tuple[str, str]:
     args = ", ".join(f"{n}: {t}" for n in e.inputs)
     body = [f"    let {n} = {v};" for n, v, _ in lets] + [f"    return {res};"]
     src = f"fn ex_{name}({args}) -> {out} {{\n" + "\n".join(body) + "\n}"
-    used = [h for h in HELPERS if f"{h}(" in src]
-    used = [*dict.fromkeys(d for h in used for d in (*_DEPENDS.get(h, ()), h))]
-    helpers = "".join(HELPERS[h] for h in used)
+    helpers = "".join(HELPERS[h] for h in _closure(_calls(src)))
     return helpers + "\n" + src, f"ex_{name}({', '.join('abc'[:len(e.inputs)])})"

@@ -152,12 +152,13 @@ def register(registry: OpRegistry) -> None:
                       ((2, 3), {"repeats": 0, "dim": 0})]), doc="repeat each element `repeats` times", **kw))
     scan_cases = [((7,), {"dim": 0}), ((3, 9), {"dim": 1}), ((5, 2), {"dim": 0}), ((2, 3, 4), {"dim": 2}),
                   ((0, 3), {"dim": 1}), ((1,), {"dim": 0})]
+    # contiguous: a backend's scan kernel (sequential per row) walks rows of a dense [outer, n, inner] input
     registry.register(OpSchema("cumsum", ("x",), _same, attrs={"dim": 0}, dtype=_int_to_int64, dtypes=MOVE,
-                               autocast="float32",
+                               autocast="float32", contiguous=("x",),
                                reference=lambda x, dim: np.cumsum(x, axis=dim), samples=_gen(scan_cases),
                                doc="inclusive prefix sums along dim (ints sum in int64)", **kw))
     registry.register(OpSchema("cumprod", ("x",), _same, attrs={"dim": 0}, dtype=_int_to_int64, dtypes=FLOAT,
-                               autocast="float32",
+                               autocast="float32", contiguous=("x",),
                                reference=lambda x, dim: np.cumprod(x, axis=dim), samples=_gen(scan_cases),
                                doc="inclusive prefix products along dim", **kw))
     registry.register(OpSchema(
