@@ -14,7 +14,9 @@ Counted, with `ast`, per source line ("call site"):
 - every `.name(...)` call, and every `.shape`/`.dtype`/`.device`-style attribute read, whose name is a
   torch.Tensor attribute and not also a method of Python's str/list/dict/set/tuple (a value's type is
   unknown to `ast`, so shared names like `.split`, `.index`, `.copy` are left out rather than guessed).
-A site resolves when the same chain exists on rumus (`torch.` read as `rumus.`; tensor names on
+Only names that exist in the reference torch install count (torch.utils.tensorboard, which needs the
+separate tensorboard package, does not). A site resolves when the same chain exists on rumus (`torch.` read as
+`rumus.`; tensor names on
 a rumus tensor).
 """
 
@@ -134,7 +136,9 @@ def sites(tree: ast.Module) -> Iterator[tuple[str, str]]:
                 node.module == "torch" or node.module.startswith("torch.")):
             for a in node.names:
                 if a.name != "*":
-                    yield "torch", f"{node.module}.{a.name}"
+                    best = _longest_torch_prefix([*node.module.split(".")[1:], a.name])
+                    if best is not None:
+                        yield "torch", ".".join(["torch", *best])
         if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             parent = parents.get(node)
             if isinstance(parent, ast.Attribute) and parent.value is node:

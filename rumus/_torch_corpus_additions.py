@@ -4,7 +4,9 @@ torch.scalar_tensor, torch._assert, torch.nn.utils.weight_norm / remove_weight_n
 torch.optim.optimizer.required, torch.nn.attention.SDPBackend / sdpa_kernel,
 torch.utils.checkpoint.get_device_states / set_device_states, and torch.jit's eager-mode markers
 (ignore, unused, export, is_scripting, is_tracing, Final: what model code writes so that TorchScript can
-skip a function; in eager mode they change nothing). torch.jit.script / trace are not provided: rumus
+skip a function; in eager mode they change nothing), torch.fx.wrap (the same kind of marker, for symbolic
+tracing), and torch.distributions' per-family module paths (torch.distributions.normal.Normal, ...).
+torch.jit.script / trace are not provided: rumus
 compiles with rumus.compile, and a silent identity there would claim a compilation that did not happen."""
 
 from __future__ import annotations
@@ -215,7 +217,39 @@ def _jit_module() -> types.ModuleType:
     return jit
 
 
+_DISTRIBUTION_MODULES = {
+    "normal": ["Normal"], "categorical": ["Categorical"], "uniform": ["Uniform"], "bernoulli": ["Bernoulli"],
+    "beta": ["Beta"], "laplace": ["Laplace"], "exponential": ["Exponential"],
+    "one_hot_categorical": ["OneHotCategorical"], "multivariate_normal": ["MultivariateNormal"],
+    "independent": ["Independent"], "kl": ["kl_divergence", "register_kl"], "distribution": ["Distribution"],
+}
+
+
+def _fx_wrap(fn_or_name: Any) -> Any:
+    """torch.fx.wrap: marks a function as a leaf for symbolic tracing; eager code is unchanged."""
+    return fn_or_name
+
+
+def _install_modules(namespace: dict[str, Any]) -> None:
+    dists = importlib.import_module("rumus.distributions")
+    for sub, names in _DISTRIBUTION_MODULES.items():
+        full = f"rumus.distributions.{sub}"
+        if full in sys.modules or hasattr(dists, sub):
+            continue
+        mod = types.ModuleType(full, f"torch.distributions.{sub}'s path to rumus.distributions' names.")
+        for n in names:
+            setattr(mod, n, getattr(dists, n))
+        sys.modules[full] = mod
+        setattr(dists, sub, mod)
+    if "fx" not in namespace:
+        fx = types.ModuleType("rumus.fx", "torch.fx's eager-mode marker wrap() only; no symbolic tracing.")
+        fx.wrap = _fx_wrap  # type: ignore[attr-defined]
+        sys.modules["rumus.fx"] = fx
+        namespace["fx"] = fx
+
+
 def install(namespace: dict[str, Any]) -> None:
+    _install_modules(namespace)
     namespace.setdefault("normal", normal)
     namespace.setdefault("pi", math.pi)
     namespace.setdefault("scalar_tensor", scalar_tensor)

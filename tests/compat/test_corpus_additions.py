@@ -153,3 +153,27 @@ def test_jit_markers_scalar_tensor_assert_pi_match_torch() -> None:
         r = rumus.scalar_tensor(v, dtype=getattr(rumus, dt)) if dt else rumus.scalar_tensor(v)
         assert tuple(r.shape) == tuple(t.shape) == () and str(r.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
         assert r.item() == t.item()
+
+
+def test_distribution_module_paths_and_fx_wrap() -> None:
+    from rumus.distributions.categorical import Categorical
+    from rumus.distributions.kl import kl_divergence
+    from rumus.distributions.normal import Normal
+
+    import rumus.distributions as rd
+
+    assert Categorical is rd.Categorical and Normal is rd.Normal and kl_divergence is rd.kl_divergence
+    logits = np.array([[0.1, -0.4, 1.2]], dtype=np.float32)
+    tl = torch.distributions.categorical.Categorical(logits=torch.from_numpy(logits))
+    rl = Categorical(logits=rumus.from_numpy(logits))
+    act = np.array([2])
+    np.testing.assert_allclose(rl.log_prob(rumus.from_numpy(act)).numpy(), tl.log_prob(torch.from_numpy(act)).numpy(),
+                               rtol=1e-6)
+
+    def leaf(x: Any) -> Any:
+        return x + 1
+
+    # torch.fx.wrap only accepts calls at a module's top level (it registers the name for tracing);
+    # what it returns there is its argument, which is all eager code sees.
+    assert callable(torch.fx.wrap)
+    assert rumus.fx.wrap(leaf) is leaf and rumus.fx.wrap("leaf") == "leaf"

@@ -32,7 +32,7 @@ def test_three_programs_match_torch(packages: Path) -> None:
     rumus_runs = run_corpus.run_one(",".join(SMOKE), "rumus", [0])
     for name, t, r in zip(SMOKE, torch_runs, rumus_runs):
         assert "error" not in t, f"{name} under torch: {t.get('error')}"
-        verdict, why = run_corpus.verdict(t, t, r)
+        verdict, why = run_corpus.verdict([t], r)
         assert verdict == "match", f"{name}: {verdict} {why}"
         assert len(r["losses"]) == 3 and r["losses"][-1] < r["losses"][0], name
 

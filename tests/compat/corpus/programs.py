@@ -5,7 +5,8 @@ around it.
 
 Fields: package (a key of PACKAGES), module (what to import), build (expression evaluated in that
 module's namespace), input / target ((kind, shape)), loss (expression over model, x, y, torch, F),
-steps, lr; warmup: run one forward first (lazy layers take their shapes from it).
+steps, lr; warmup: run one forward first (lazy layers take their shapes from it); torch_seeds: how many
+torch runs give the spread (more for programs that sample).
 A whole-program entry instead names a script (a path in its package), its command line (small settings,
 a local environment from stubs/) and the tensorboard tag whose scalars are its losses; the harness runs
 it as __main__ and gives the parameters each optimizer receives the same numpy start in both frameworks.
@@ -30,6 +31,7 @@ class Program:
     lr: float = 1e-3
     eval_mode: bool = False
     warmup: bool = False
+    torch_seeds: int = 2
     script: str | None = None
     argv: tuple[str, ...] = ()
     loss_tag: str = ""
@@ -105,11 +107,6 @@ PROGRAMS: dict[str, Program] = {
                                  f"ViT(image_size=16, patch_size=4, num_classes=5, {_VIT})"),
     "parallel_vit": Program("vit-pytorch", "vit_pytorch.parallel_vit",
                             f"ViT(image_size=16, patch_size=4, num_classes=5, {_VIT})"),
-    "mae": Program("vit-pytorch", "vit_pytorch.mae",
-                   "MAE(encoder=__import__('vit_pytorch.vit', fromlist=['ViT']).ViT(image_size=16, patch_size=4,"
-                   f" num_classes=5, {_VIT}), decoder_dim=32, decoder_depth=1, decoder_heads=2, decoder_dim_head=8)",
-                   target=("none", ()), loss="model(x)",
-                   note="random masking: the loss depends on the generator, so the torch runs spread"),
     # ---- Phil Wang: other architectures --------------------------------------------------------------
     "mlp_mixer": Program("mlp-mixer-pytorch", "mlp_mixer_pytorch.mlp_mixer_pytorch",
                          "MLPMixer(image_size=16, channels=3, patch_size=4, dim=32, depth=2, num_classes=5)"),
@@ -125,7 +122,7 @@ PROGRAMS: dict[str, Program] = {
                         "BertForMaskedLM(BertConfig(24, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,"
                         " intermediate_size=64, max_position_embeddings=32))",
                         input=TOK, target=TOK_T, loss="model(x, masked_lm_labels=y)",
-                        note="dropout 0.1 in the config's defaults: the torch runs spread"),
+                        torch_seeds=6, note="dropout 0.1 in the config's defaults: the torch runs spread"),
     "bert_classifier": Program("pytorch-pretrained-bert", "pytorch_pretrained_bert.modeling",
                                "BertForSequenceClassification(BertConfig(24, hidden_size=32, num_hidden_layers=2,"
                                " num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.,"
@@ -161,17 +158,18 @@ PROGRAMS: dict[str, Program] = {
                            note="epsilon-greedy exploration and replay sampling from numpy/random, seeded by --seed"),
     "cleanrl_ddpg": Program("cleanrl", "", "", script="cleanrl/ddpg_continuous_action.py", loss_tag="losses/qf1_loss",
                             argv=("--env-id", "Pendulum-v1", "--total-timesteps", "500", "--learning-starts", "150",
-                                  "--batch-size", "32", "--buffer-size", "1000", "--cuda", "False")),
+                                  "--batch-size", "32", "--buffer-size", "1000", "--cuda", "False"),
+                            torch_seeds=4, note="exploration noise from torch's generator: the torch runs spread"),
     "cleanrl_ppo_continuous": Program("cleanrl", "", "", script="cleanrl/ppo_continuous_action.py",
                                       loss_tag="losses/value_loss",
                                       argv=("--env-id", "Pendulum-v1", "--total-timesteps", "256", "--num-steps", "64",
                                             "--num-minibatches", "2", "--update-epochs", "2", "--cuda", "False"),
-                                      note="actions sampled from torch's Normal: the torch runs spread"),
+                                      torch_seeds=4, note="actions sampled from torch's Normal: the torch runs spread"),
     "cleanrl_rpo_continuous": Program("cleanrl", "", "", script="cleanrl/rpo_continuous_action.py",
                                       loss_tag="losses/value_loss",
                                       argv=("--env-id", "Pendulum-v1", "--total-timesteps", "256", "--num-steps", "64",
                                             "--num-minibatches", "2", "--update-epochs", "2", "--cuda", "False"),
-                                      note="actions sampled from torch's Normal: the torch runs spread"),
+                                      torch_seeds=4, note="actions sampled from torch's Normal: the torch runs spread"),
     "d2l_lenet": Program("d2l", "d2l.torch", "LeNet(lr=0.1, num_classes=5)", input=("float", (4, 1, 28, 28)),
                          warmup=True),
     "d2l_resnet18": Program("d2l", "d2l.torch", "resnet18(5, in_channels=1)", input=("float", (4, 1, 16, 16)),
@@ -187,6 +185,6 @@ PROGRAMS: dict[str, Program] = {
                         warmup=True),
     "d2l_gru_lm": Program("d2l", "d2l.torch", "RNNLM(GRU(num_inputs=24, num_hiddens=32, num_layers=1),"
                           " vocab_size=24, lr=1.)",
-                          input=TOK, target=TOK_T,
+                          input=TOK, target=TOK_T, warmup=True,
                           loss=LM_LOSS),
 }

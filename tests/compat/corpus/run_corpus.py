@@ -4,8 +4,8 @@
     python tests/compat/corpus/run_corpus.py [--jobs 2] [--only NAME ...] [--min-pass N] [--json FILE]
 
 Verdicts: `match` (every step's loss within 1e-4 + 1e-3*|loss| of torch's seed-0 run), `spread` (each
-step within torch's own seed-0/seed-1 range, widened by that tolerance: the program samples, e.g.
-dropout or random masking), `DIFFERS` (outside both), `FAIL` (rumus raised: the first error is shown),
+step within the range of torch's own runs over seeds 0..torch_seeds-1, widened by that tolerance: the
+program samples, e.g. dropout or exploration), `DIFFERS` (outside both), `FAIL` (rumus raised; first error shown),
 `TORCH-FAIL` (the adapter is broken under torch itself; not counted as a program run).
 Exit status 1 when fewer than --min-pass programs pass.
 """
@@ -46,23 +46,27 @@ def _tol(v: float) -> float:
     return 1e-4 + 1e-3 * abs(v)
 
 
-def verdict(t0: dict[str, Any], t1: dict[str, Any], r: dict[str, Any]) -> tuple[str, str]:
-    if "error" in t0 or "error" in t1:
-        bad = t0 if "error" in t0 else t1
+def verdict(torch_runs: list[dict[str, Any]], r: dict[str, Any]) -> tuple[str, str]:
+    """torch_runs[0] is seed 0 (rumus's seed); the others give the spread."""
+    bad = next((t for t in torch_runs if "error" in t), None)
+    if bad is not None:
         return "TORCH-FAIL", f"{bad['error']} ({bad.get('where')})"
     if "error" in r:
         return "FAIL", f"{r['error']} ({r.get('where')})"
-    a, b, c = t0["losses"], t1["losses"], r["losses"]
-    if len(c) != len(a):
+    a, c = torch_runs[0]["losses"], r["losses"]
+    if len(c) != len(a) or any(len(t["losses"]) != len(a) for t in torch_runs):
         return "DIFFERS", f"{len(c)} losses, torch gave {len(a)}"
     if any(x != x for x in c):
         return "DIFFERS", "rumus loss is NaN"
     if all(abs(x - y) <= _tol(y) for x, y in zip(c, a)):
         return "match", ""
-    if all(min(y, z) - _tol(y) <= x <= max(y, z) + _tol(y) for x, y, z in zip(c, a, b)):
-        return "spread", "torch's two seeds differ (the program samples); rumus lies between them"
+    cols = [[t["losses"][i] for t in torch_runs] for i in range(len(a))]
+    if all(min(col) - _tol(col[0]) <= x <= max(col) + _tol(col[0]) for x, col in zip(c, cols)):
+        return "spread", (f"torch's {len(torch_runs)} seeds differ (the program samples); rumus lies within"
+                          " their range at every step")
     worst = max(range(len(c)), key=lambda i: abs(c[i] - a[i]))
-    return "DIFFERS", f"step {worst}: rumus {c[worst]:.6g}, torch {a[worst]:.6g} / {b[worst]:.6g}"
+    return "DIFFERS", (f"step {worst}: rumus {c[worst]:.6g}, torch {min(cols[worst]):.6g} .. {max(cols[worst]):.6g}"
+                       f" over {len(torch_runs)} seeds")
 
 
 def _fmt(res: dict[str, Any]) -> str:
@@ -78,7 +82,8 @@ def main() -> int:
     args = ap.parse_args()
     fetch_packages.fetch_all()
     names = args.only or list(PROGRAMS)
-    jobs = [(n, fw, seeds) for n in names for fw, seeds in (("rumus", [0]), ("torch", [0, 1]))]
+    jobs = [(n, fw, seeds) for n in names
+            for fw, seeds in (("rumus", [0]), ("torch", list(range(PROGRAMS[n].torch_seeds))))]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         outs = list(pool.map(lambda j: run_one(*j), jobs))
     results = {(n, fw, s): o for (n, fw, seeds), runs in zip(jobs, outs) for s, o in zip(seeds, runs)}
@@ -87,14 +92,15 @@ def main() -> int:
     print("| program | package | torch seed 0 | torch seed 1 | rumus | verdict | note / first error |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for n in names:
-        t0, t1, r = results[(n, "torch", 0)], results[(n, "torch", 1)], results[(n, "rumus", 0)]
-        v, why = verdict(t0, t1, r)
+        tr = [results[(n, "torch", s)] for s in range(PROGRAMS[n].torch_seeds)]
+        t0, t1, r = tr[0], tr[1], results[(n, "rumus", 0)]
+        v, why = verdict(tr, r)
         if v != "TORCH-FAIL":
             counted += 1
             passed += v in ("match", "spread")
         why = why.replace("|", "\\|").replace("\n", " ")
         print(f"| {n} | {PROGRAMS[n].package} | {_fmt(t0)} | {_fmt(t1)} | {_fmt(r)} | {v} | {why} |")
-        rows.append({"program": n, "verdict": v, "why": why, "torch0": t0, "torch1": t1, "rumus": r})
+        rows.append({"program": n, "verdict": v, "why": why, "torch": tr, "rumus": r})
     print(f"\n{passed} passed, {counted - passed} failed (of {counted} programs run; "
           f"{len(names) - counted} with a broken adapter)")
     if args.json:
