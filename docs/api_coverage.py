@@ -136,9 +136,9 @@ def sites(tree: ast.Module) -> Iterator[tuple[str, str]]:
                 node.module == "torch" or node.module.startswith("torch.")):
             for a in node.names:
                 if a.name != "*":
-                    best = _longest_torch_prefix([*node.module.split(".")[1:], a.name])
-                    if best is not None:
-                        yield "torch", ".".join(["torch", *best])
+                    full = [*node.module.split(".")[1:], a.name]
+                    if _longest_torch_prefix(full) == full:
+                        yield "torch", ".".join(["torch", *full])
         if isinstance(node, (ast.Attribute, ast.Name)) and isinstance(node.ctx, ast.Load):
             parent = parents.get(node)
             if isinstance(parent, ast.Attribute) and parent.value is node:
