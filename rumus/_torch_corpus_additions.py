@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import importlib
+import importlib.machinery
 import math
 import numbers
 import sys
@@ -206,7 +207,7 @@ def _false() -> bool:
 
 
 def _jit_module() -> types.ModuleType:
-    jit = types.ModuleType("rumus.jit", "torch.jit's eager-mode markers (see rumus._torch_corpus_additions).")
+    jit = _new_module("rumus.jit", "torch.jit's eager-mode markers (see rumus._torch_corpus_additions).")
     for name in ("ignore", "unused", "export"):
         setattr(jit, name, _marker)
     jit.is_scripting = _false  # type: ignore[attr-defined]
@@ -225,6 +226,14 @@ _DISTRIBUTION_MODULES = {
 }
 
 
+def _new_module(name: str, doc: str) -> types.ModuleType:
+    # A spec, so importlib.util.find_spec (and the corpus's import renaming) can name it like a file module.
+    mod = types.ModuleType(name, doc)
+    mod.__spec__ = importlib.machinery.ModuleSpec(name, None)
+    sys.modules[name] = mod
+    return mod
+
+
 def _fx_wrap(fn_or_name: Any) -> Any:
     """torch.fx.wrap: marks a function as a leaf for symbolic tracing; eager code is unchanged."""
     return fn_or_name
@@ -236,15 +245,13 @@ def _install_modules(namespace: dict[str, Any]) -> None:
         full = f"rumus.distributions.{sub}"
         if full in sys.modules or hasattr(dists, sub):
             continue
-        mod = types.ModuleType(full, f"torch.distributions.{sub}'s path to rumus.distributions' names.")
+        mod = _new_module(full, f"torch.distributions.{sub}'s path to rumus.distributions' names.")
         for n in names:
             setattr(mod, n, getattr(dists, n))
-        sys.modules[full] = mod
         setattr(dists, sub, mod)
     if "fx" not in namespace:
-        fx = types.ModuleType("rumus.fx", "torch.fx's eager-mode marker wrap() only; no symbolic tracing.")
+        fx = _new_module("rumus.fx", "torch.fx's eager-mode marker wrap() only; no symbolic tracing.")
         fx.wrap = _fx_wrap  # type: ignore[attr-defined]
-        sys.modules["rumus.fx"] = fx
         namespace["fx"] = fx
 
 
@@ -255,9 +262,7 @@ def install(namespace: dict[str, Any]) -> None:
     namespace.setdefault("scalar_tensor", scalar_tensor)
     namespace.setdefault("_assert", _assert)
     if "jit" not in namespace:
-        jit = _jit_module()
-        sys.modules["rumus.jit"] = jit
-        namespace["jit"] = jit
+        namespace["jit"] = _jit_module()
     # rumus.utils.checkpoint is also the name of the checkpoint function; the module is what torch names.
     _checkpoint = importlib.import_module("rumus.utils.checkpoint")
     for mod, names in ((_nn_utils, {"weight_norm": weight_norm, "remove_weight_norm": remove_weight_norm}),

@@ -160,7 +160,12 @@ def test_distribution_module_paths_and_fx_wrap() -> None:
     from rumus.distributions.kl import kl_divergence
     from rumus.distributions.normal import Normal
 
+    import importlib.util
+
     import rumus.distributions as rd
+
+    assert importlib.util.find_spec("rumus.distributions.normal") is not None
+    assert importlib.util.find_spec("rumus.jit") is not None and importlib.util.find_spec("rumus.fx") is not None
 
     assert Categorical is rd.Categorical and Normal is rd.Normal and kl_divergence is rd.kl_divergence
     logits = np.array([[0.1, -0.4, 1.2]], dtype=np.float32)

@@ -122,7 +122,7 @@ PROGRAMS: dict[str, Program] = {
                         "BertForMaskedLM(BertConfig(24, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,"
                         " intermediate_size=64, max_position_embeddings=32))",
                         input=TOK, target=TOK_T, loss="model(x, masked_lm_labels=y)",
-                        torch_seeds=6, note="dropout 0.1 in the config's defaults: the torch runs spread"),
+                        torch_seeds=16, note="dropout 0.1 in the config's defaults: the torch runs spread"),
     "bert_classifier": Program("pytorch-pretrained-bert", "pytorch_pretrained_bert.modeling",
                                "BertForSequenceClassification(BertConfig(24, hidden_size=32, num_hidden_layers=2,"
                                " num_attention_heads=2, intermediate_size=64, hidden_dropout_prob=0.,"
