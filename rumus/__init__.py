@@ -138,6 +138,9 @@ from . import linalg  # noqa: E402,F401  (torch.linalg: decompositions and solve
 globals().update(linalg.TORCH_ALIASES)  # torch.det, torch.inverse, torch.svd (U, S, V), ...
 save = io.save  # whole checkpoints; rumus.load also reads torch.save and safetensors files
 load = io.load
+from ._torch_corpus_additions import install as _install_corpus_additions  # noqa: E402
+
+_install_corpus_additions(globals())  # torch.normal, nn.utils.weight_norm, ... (the corpus programs' names)
 
 # `from rumus import *`: the names above plus each family's (a run-time list: mypy reads the `as` and star
 # imports instead, since it takes only a literal __all__ and would hide every name missing from it).

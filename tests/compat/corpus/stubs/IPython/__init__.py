@@ -1,0 +1,1 @@
+"""Stand-in for IPython (d2l imports IPython.display for notebook plots)."""

@@ -1,0 +1,1 @@
+"""Stand-in for botocore (imported for its exception class only)."""

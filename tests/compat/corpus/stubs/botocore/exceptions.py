@@ -1,0 +1,5 @@
+"""Stand-in for botocore.exceptions."""
+
+
+class ClientError(Exception):
+    pass
