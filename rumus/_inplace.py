@@ -226,6 +226,15 @@ def copy_(x: Tensor, src: Any) -> Tensor:
     return x
 
 
+def _drop_leading_ones(value: Tensor, ndim: int) -> Tensor:
+    """torch's assignment rule: a value with more dims than its target loses its leading size-1 dims
+    (`a[t] = v` with v [1, 1] into a [1] slot), then broadcasts as usual."""
+    extra = value.ndim - ndim
+    if extra <= 0 or any(s != 1 for s in value.shape[:extra]):
+        return value
+    return value.reshape(value.shape[extra:])
+
+
 def setitem(x: Tensor, index: Any, value: Any) -> None:
     """x[index] = value. With autograd on and x or value requiring grad, the write is recorded
     (on x's base when x is a view)."""
@@ -235,6 +244,8 @@ def setitem(x: Tensor, index: Any, value: Any) -> None:
         _advanced_index.setitem(x, index, value)
         return
     value_grad = isinstance(value, Tensor) and value.requires_grad
+    if isinstance(value, Tensor):
+        value = _drop_leading_ones(value, _views.raw_index(x, index).ndim)
     if not (grad_state.enabled and (x.requires_grad or value_grad)):
         target = _views.raw_index(x, index)
         if isinstance(value, Tensor):

@@ -138,3 +138,25 @@ def test_orthogonal_init_gives_orthonormal_rows(lib: ModuleType) -> None:
     lib.nn.init.orthogonal_(conv)
     flat = conv.detach().numpy().reshape(6, -1)
     np.testing.assert_allclose(flat @ flat.T, np.eye(6), atol=1e-5)
+
+
+@pytest.mark.parametrize("make, shape", [
+    (lambda L: L.nn.LazyLinear(3), (4, 7)), (lambda L: L.nn.LazyConv2d(5, 3, padding=1), (2, 4, 6, 6)),
+    (lambda L: L.nn.LazyConv1d(2, 3, stride=2), (3, 4, 9)),
+], ids=["lazy_linear", "lazy_conv2d", "lazy_conv1d"])
+def test_lazy_layers_take_their_input_size_from_the_first_forward(make: Callable[[ModuleType], Any],
+                                                                   shape: tuple[int, ...]) -> None:
+    ours, theirs = make(rumus), make(torch)
+    opt = rumus.optim.SGD(ours.parameters(), lr=0.1)  # made before the first forward, as d2l does
+    x = RNG.normal(size=shape).astype(np.float32)
+    y, ty = ours(rumus.tensor(x)), theirs(torch.from_numpy(x))
+    assert tuple(y.shape) == tuple(ty.shape)
+    assert [tuple(p.shape) for p in ours.parameters()] == [tuple(p.shape) for p in theirs.parameters()]
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    _same_params(ours, theirs)
+    y, ty = ours(rumus.tensor(x)), theirs(torch.from_numpy(x))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=2e-5, atol=2e-5)
+    before = ours.weight.numpy().copy()
+    y.sum().backward()
+    opt.step()
+    assert not np.array_equal(ours.weight.numpy(), before)  # the optimizer trains the materialized weight

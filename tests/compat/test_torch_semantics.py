@@ -190,3 +190,14 @@ def test_creation_overloads(lib: ModuleType) -> None:
     assert tuple(lib.empty(size=[4]).shape) == (4,)
     assert tuple(lib.randn(size=(1, 2)).shape) == (1, 2)
     assert lib.randint(10, (100,)).max().item() < 10
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_assignment_drops_leading_size_one_dims_of_the_value(lib: ModuleType) -> None:
+    a = lib.zeros(3, 1)
+    a[1] = lib.ones(1, 1) * 5
+    b = lib.zeros(4)
+    b[2] = lib.tensor([[7.0]])
+    assert a.tolist() == [[0.0], [5.0], [0.0]] and b.tolist() == [0.0, 0.0, 7.0, 0.0]
+    with pytest.raises(RuntimeError):
+        lib.zeros(2)[0] = lib.ones(2, 1)

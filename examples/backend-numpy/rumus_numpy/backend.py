@@ -44,7 +44,8 @@ class NumpyBackend:
         return None  # every kernel has finished when it returns: nothing is queued
 
     def capabilities(self, device: Device) -> Capabilities:
-        return Capabilities(dtypes=DTYPES, description="host numpy arrays; scope: the primitive ops only (a reference backend)")
+        return Capabilities(dtypes=DTYPES,
+                            description="host numpy arrays; scope: the primitive ops only (a reference backend)")
 
     def adapt_kernel(self, kernel: Kernel) -> Kernel:
         return callable_kernel(self.name, kernel)  # Python callables run as they are; no shaders here
