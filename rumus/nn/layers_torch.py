@@ -18,7 +18,7 @@ from .module import Module
 from .parameter import Parameter
 
 __all__ = [
-    "LazyConv1d", "LazyConv2d", "LazyLinear",
+    "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyConv1d", "LazyConv2d", "LazyLinear",
     "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d", "Bilinear", "ConstantPad1d",
     "ConstantPad2d", "CosineEmbeddingLoss", "CosineSimilarity", "Fold", "GLU", "InstanceNorm1d", "InstanceNorm2d",
     "KLDivLoss", "MarginRankingLoss", "MaxPool1d", "PReLU", "PairwiseDistance", "ParameterDict", "ParameterList",
@@ -534,10 +534,10 @@ class ParameterDict(Module):
 
 
 def _materialize(module: Module, built: Module) -> None:
-    """Give `module`'s parameters the shapes and initial values of `built` in place: the Parameter objects stay
-    the same, so an optimizer made before the first forward keeps training them (torch's lazy modules)."""
+    """Give `module`'s parameters (and buffers) the shapes and initial values of `built` in place: the objects
+    stay the same, so an optimizer made before the first forward keeps training them (torch's lazy modules)."""
     from .._tensor_base import _init
-    for name, new in built.named_parameters(recurse=False):
+    for name, new in [*built.named_parameters(recurse=False), *built.named_buffers(recurse=False)]:
         old = getattr(module, name)
         wanted = old.requires_grad
         _init(old, new._storage, new.shape, new._strides, new._offset)
@@ -619,3 +619,34 @@ class LazyConv2d(_LazyConv):
     @property
     def _conv(self) -> Any:  # type: ignore[override]
         return _conv_class(2)
+
+
+def _lazy_batch_norm(base: Any, doc: str) -> Any:
+    class Lazy(base):  # type: ignore[misc,valid-type]
+        __doc__ = doc
+
+        def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
+                     track_running_stats: bool = True, device: Any = None, dtype: Any = None) -> None:
+            super().__init__(0, eps, momentum, affine, track_running_stats, device, dtype)
+            object.__setattr__(self, "_where", (device, dtype))
+
+        def forward(self, x: Tensor) -> Tensor:
+            if self.num_features == 0:
+                device, dtype = self._where
+                built = base(x.shape[1], self.eps, self.momentum, self.affine, self.track_running_stats,
+                             device or x.device, dtype or x.dtype)
+                _materialize(self, built)
+                self.num_features = x.shape[1]
+            return super().forward(x)  # type: ignore[no-any-return]
+
+    Lazy.__name__ = Lazy.__qualname__ = "Lazy" + base.__name__
+    return Lazy
+
+
+def _lazy_bn_bases() -> tuple[Any, Any]:
+    from .normalization import BatchNorm1d, BatchNorm2d
+    return BatchNorm1d, BatchNorm2d
+
+
+LazyBatchNorm1d = _lazy_batch_norm(_lazy_bn_bases()[0], "A BatchNorm1d whose num_features comes from the first input.")
+LazyBatchNorm2d = _lazy_batch_norm(_lazy_bn_bases()[1], "A BatchNorm2d whose num_features comes from the first input.")

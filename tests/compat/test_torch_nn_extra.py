@@ -160,3 +160,12 @@ def test_lazy_layers_take_their_input_size_from_the_first_forward(make: Callable
     y.sum().backward()
     opt.step()
     assert not np.array_equal(ours.weight.numpy(), before)  # the optimizer trains the materialized weight
+
+
+def test_lazy_batch_norm_matches_torch_after_its_first_forward() -> None:
+    ours, theirs = rumus.nn.LazyBatchNorm2d(), torch.nn.LazyBatchNorm2d()
+    x = RNG.normal(size=(4, 3, 5, 5)).astype(np.float32)
+    y, ty = ours(rumus.tensor(x)), theirs(torch.from_numpy(x))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
+    np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-5)
