@@ -609,7 +609,7 @@ class LazyConv1d(_LazyConv):
     """A Conv1d whose in_channels is read from the first input (torch.nn.LazyConv1d)."""
 
     @property
-    def _conv(self) -> Any:  # type: ignore[override]
+    def _conv(self) -> Any:
         return _conv_class(1)
 
 
@@ -617,12 +617,12 @@ class LazyConv2d(_LazyConv):
     """A Conv2d whose in_channels is read from the first input (torch.nn.LazyConv2d)."""
 
     @property
-    def _conv(self) -> Any:  # type: ignore[override]
+    def _conv(self) -> Any:
         return _conv_class(2)
 
 
 def _lazy_batch_norm(base: Any, doc: str) -> Any:
-    class Lazy(base):  # type: ignore[misc,valid-type]
+    class Lazy(base):  # type: ignore[misc]
         __doc__ = doc
 
         def __init__(self, eps: float = 1e-5, momentum: float | None = 0.1, affine: bool = True,
@@ -631,7 +631,8 @@ def _lazy_batch_norm(base: Any, doc: str) -> Any:
             object.__setattr__(self, "_where", (device, dtype))
 
         def forward(self, x: Tensor) -> Tensor:
-            if self.num_features == 0:
+            features: int = getattr(self, "num_features")  # noqa: B009  (mypy cannot see the base class here)
+            if features == 0:
                 device, dtype = self._where
                 built = base(x.shape[1], self.eps, self.momentum, self.affine, self.track_running_stats,
                              device or x.device, dtype or x.dtype)
