@@ -18,7 +18,7 @@ from .module import Module
 from .parameter import Parameter, weight_and_bias
 
 # rumus.nn star-imports these.
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 class _ConvNd(Module):
@@ -108,6 +108,32 @@ class Conv2d(_Conv):
 
     def forward(self, x: Tensor) -> Tensor:
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+
+class ConvTranspose1d(_ConvNd):
+    """1-D transposed convolution over [N, C, L] inputs; weight [in, out / groups, k], as torch.nn.ConvTranspose1d
+    (computed as the 2-D one over a height of 1)."""
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
+                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, 1, "kernel_size"), _tuple(stride, 1, "stride"),
+                         _tuple(padding, 1, "padding"), _tuple(dilation, 1, "dilation"), True,
+                         _tuple(output_padding, 1, "output_padding"), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
+        output_padding: Any = self.output_padding
+        if output_size is not None:
+            (length,) = tuple(output_size)[-1:]  # as the 2-D rule over a height of 1
+            pad = int(self.padding[0])  # a transposed convolution's padding is a number, never "same"
+            _, extra = F.transposed_output_padding((1, x.shape[-1]), (1, length), (1, self.kernel_size[0]),
+                                                   (1, self.stride[0]), (0, pad), (1, self.dilation[0]))
+            output_padding = (extra,)
+        unbatched = x.ndim == 2
+        x4 = (x.unsqueeze(0) if unbatched else x).unsqueeze(2)
+        y = F.conv_transpose2d(x4, self.weight.unsqueeze(2), self.bias, (1, self.stride[0]), (0, int(self.padding[0])),
+                               (0, tuple(output_padding)[0]), self.groups, (1, self.dilation[0]))
+        y = y.squeeze(2)
+        return y.squeeze(0) if unbatched else y
 
 
 class ConvTranspose2d(_ConvNd):

@@ -169,3 +169,24 @@ def test_lazy_batch_norm_matches_torch_after_its_first_forward() -> None:
     np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
     assert sorted(ours.state_dict()) == sorted(theirs.state_dict())
     np.testing.assert_allclose(ours.running_var.numpy(), theirs.running_var.numpy(), rtol=1e-5)
+
+
+@pytest.mark.parametrize("args", [
+    dict(in_channels=3, out_channels=4, kernel_size=3, stride=2, padding=1, output_padding=1),
+    dict(in_channels=4, out_channels=2, kernel_size=2, groups=2, dilation=2),
+], ids=["strided", "grouped_dilated"])
+def test_conv_transpose1d_matches_torch(args: dict[str, int]) -> None:
+    ours, theirs = rumus.nn.ConvTranspose1d(**args), torch.nn.ConvTranspose1d(**args)
+    assert tuple(ours.weight.shape) == tuple(theirs.weight.shape)
+    _same_params(ours, theirs)
+    x = RNG.normal(size=(2, args["in_channels"], 7)).astype(np.float32)
+    y, ty = ours(rumus.tensor(x)), theirs(torch.from_numpy(x))
+    np.testing.assert_allclose(y.detach().numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-5)
+    (y * y).sum().backward()
+    (ty * ty).sum().backward()
+    np.testing.assert_allclose(ours.weight.grad.numpy(), theirs.weight.grad.numpy(), rtol=1e-4, atol=1e-4)
+    want = theirs(torch.from_numpy(x), output_size=[theirs(torch.from_numpy(x)).shape[-1] - 1]) \
+        if args.get("stride", 1) > 1 else None
+    if want is not None:
+        got = ours(rumus.tensor(x), output_size=[want.shape[-1]])
+        assert tuple(got.shape) == tuple(want.shape)
