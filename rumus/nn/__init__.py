@@ -6,13 +6,14 @@ from typing import TYPE_CHECKING
 
 from . import functional as functional, init as init, utils as utils
 from . import activation, attention, containers, conv, dropout, linear, loss, module, normalization, parameter
-from . import layers_torch, pooling, rnn, sparse, transformer, transformer_decoder
+from . import layers_torch, lazy, pooling, rnn, sparse, transformer, transformer_decoder
 from .activation import *  # noqa: F403
 from .attention import *  # noqa: F403
 from .containers import *  # noqa: F403
 from .conv import *  # noqa: F403
 from .dropout import *  # noqa: F403
 from .layers_torch import *  # noqa: F403
+from .lazy import *  # noqa: F403
 from .linear import *  # noqa: F403
 from .loss import *  # noqa: F403
 from .module import *  # noqa: F403
@@ -24,7 +25,7 @@ from .sparse import *  # noqa: F403
 from .transformer import *  # noqa: F403
 from .transformer_decoder import *  # noqa: F403
 
-_FAMILIES = (activation, attention, containers, conv, dropout, layers_torch, linear, loss, module, normalization,
+_FAMILIES = (activation, attention, containers, conv, dropout, layers_torch, lazy, linear, loss, module, normalization,
              parameter, pooling, rnn, sparse, transformer, transformer_decoder)
 
 # `from rumus.nn import *`: the submodules users reach for and each family's layers. A run-time list: mypy reads
