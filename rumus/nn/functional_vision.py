@@ -15,6 +15,7 @@ from .. import _creation
 from .. import _math as M
 from .. import _views as V
 from ..tensor import Tensor
+from ._functional_loss import reduce_loss
 
 
 def _pair(v: Any) -> tuple[int, int]:
@@ -298,20 +299,10 @@ def _clip_border(coord: Tensor, limit: float) -> Tensor:
     return M.where(inside, coord, M.clamp(coord, 0.0, limit).detach())
 
 
-def _reduce(loss: Tensor, reduction: str) -> Tensor:
-    if reduction == "mean":
-        return M.mean(loss)
-    if reduction == "sum":
-        return M.sum(loss)
-    if reduction == "none":
-        return loss
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         size_average: Any = None, reduce: Any = None, reduction: str = "mean") -> Tensor:
     """max(0, -target * (x1 - x2) + margin)."""
-    return _reduce(M.relu(M.add(M.mul(M.neg(target), M.sub(input1, input2)), margin)), reduction)
+    return reduce_loss(M.relu(M.add(M.mul(M.neg(target), M.sub(input1, input2)), margin)), reduction)
 
 
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, margin: float = 1.0, p: float = 2,
@@ -323,7 +314,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor, marg
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         d_neg = M.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce(M.relu(M.add(M.sub(d_pos, d_neg), margin)), reduction)
+    return reduce_loss(M.relu(M.add(M.sub(d_pos, d_neg), margin)), reduction)
 
 
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
@@ -337,13 +328,13 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor, margin
     neg = M.relu(M.sub(cos, margin))
     zero = M._t(0.0, cos)
     loss = M.add(M.where(M.eq(target, 1), pos, zero), M.where(M.eq(target, -1), neg, zero))
-    return _reduce(loss, reduction)
+    return reduce_loss(loss, reduction)
 
 
 def soft_margin_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: Any = None,
                      reduction: str = "mean") -> Tensor:
     """log(1 + exp(-target * input)), for targets of +1 / -1."""
-    return _reduce(M.log1p(M.exp(M.mul(M.neg(target), input))), reduction)
+    return reduce_loss(M.log1p(M.exp(M.mul(M.neg(target), input))), reduction)
 
 
 __all__ = [

@@ -13,6 +13,8 @@ import torch
 
 import rumus
 
+from ._same_code import assert_matches_torch
+
 RNG = np.random.default_rng(7)
 A = RNG.uniform(-0.9, 0.9, (3, 4))          # inside asin/acos's domain
 B = RNG.uniform(-2, 2, (3, 4))
@@ -72,27 +74,13 @@ CASES: dict[str, tuple[list[np.ndarray], Callable[..., Any]]] = {
 }
 
 
-def _run(lib: ModuleType, name: str, dtype: str) -> tuple[np.ndarray, list[np.ndarray | None]]:
-    arrays, call = CASES[name]
-    ts = [lib.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
-    out = call(lib, *ts)
-    weights = np.linspace(-1, 1, int(np.prod(tuple(out.shape))) or 1).reshape(tuple(out.shape)).astype(dtype)
-    finite = lib.where(lib.isfinite(out), out, lib.zeros_like(out))
-    (finite * lib.tensor(weights)).sum().backward()
-    return out.detach().numpy(), [None if t.grad is None else t.grad.numpy() for t in ts]
+TOLERANCES = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-6)}
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_torch_values_and_gradients(name: str, dtype: str) -> None:
-    want, want_grads = _run(torch, name, dtype)
-    got, got_grads = _run(rumus, name, dtype)
-    tol = {"float64": (1e-10, 1e-12), "float32": (2e-5, 2e-6)}[dtype]
-    np.testing.assert_allclose(got, want, rtol=tol[0], atol=tol[1], equal_nan=True)
-    for g, w in zip(got_grads, want_grads):
-        assert (g is None) == (w is None)
-        if w is not None:
-            np.testing.assert_allclose(g, w, rtol=tol[0] * 10, atol=tol[1] * 10)
+    assert_matches_torch(torch, rumus, CASES[name], dtype, TOLERANCES)
 
 
 def test_sinh_keeps_small_arguments() -> None:

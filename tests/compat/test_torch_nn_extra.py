@@ -13,6 +13,8 @@ import torch
 
 import rumus
 
+from ._same_code import assert_matches_torch
+
 RNG = np.random.default_rng(3)
 IMG = RNG.normal(size=(2, 8, 4, 5))
 SEQ = RNG.normal(size=(2, 3, 9))
@@ -64,26 +66,13 @@ CASES: dict[str, tuple[list[np.ndarray], Callable[..., Any]]] = {
 }
 
 
-def _run(lib: ModuleType, name: str, dtype: str) -> tuple[np.ndarray, list[np.ndarray | None]]:
-    arrays, call = CASES[name]
-    ts = [lib.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
-    out = call(lib, *ts)
-    weights = np.cos(np.arange(int(np.prod(tuple(out.shape))) or 1)).reshape(tuple(out.shape)).astype(dtype)
-    (out * lib.tensor(weights)).sum().backward()
-    return out.detach().numpy(), [None if t.grad is None else t.grad.numpy() for t in ts]
+TOLERANCES = {"float64": (1e-9, 1e-11), "float32": (3e-5, 3e-6)}
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_torch_values_and_gradients(name: str, dtype: str) -> None:
-    want, want_grads = _run(torch, name, dtype)
-    got, got_grads = _run(rumus, name, dtype)
-    rtol, atol = {"float64": (1e-9, 1e-11), "float32": (3e-5, 3e-6)}[dtype]
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
-    for g, w in zip(got_grads, want_grads):
-        assert (g is None) == (w is None)
-        if w is not None:
-            np.testing.assert_allclose(g, w, rtol=rtol * 10, atol=atol * 10)
+    assert_matches_torch(torch, rumus, CASES[name], dtype, TOLERANCES)
 
 
 def _same_params(ours: Any, theirs: Any) -> None:
