@@ -190,3 +190,28 @@ def test_creation_overloads(lib: ModuleType) -> None:
     assert tuple(lib.empty(size=[4]).shape) == (4,)
     assert tuple(lib.randn(size=(1, 2)).shape) == (1, 2)
     assert lib.randint(10, (100,)).max().item() < 10
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_small_habits_of_torch_programs(lib: ModuleType) -> None:
+    assert tuple(lib.Tensor(2, 3).shape) == (2, 3) and lib.Tensor(2, 3).dtype == lib.float32
+    assert tuple(lib.Tensor().shape) == (0,)
+    assert lib.Tensor([1, 2]).dtype == lib.float32
+    assert lib.Size([2, 3]) == (2, 3) and lib.Size([2, 3]).numel() == 6
+    x = lib.zeros(3)
+    assert x.type() == "torch.FloatTensor" and x.type(lib.LongTensor).dtype == lib.int64
+    assert x.type("torch.IntTensor").dtype == lib.int32 and x.type(lib.float64).dtype == lib.float64
+    state = lib.get_rng_state()
+    a = lib.randn(4)
+    lib.set_rng_state(state)
+    np.testing.assert_array_equal(lib.randn(4).numpy(), a.numpy())
+    lib.use_deterministic_algorithms(False)
+    lib.set_float32_matmul_precision("high")
+    assert lib.get_float32_matmul_precision() == "high"
+    lib.set_float32_matmul_precision("highest")
+    assert lib.autograd.Variable(lib.ones(2), requires_grad=True).requires_grad
+
+    def f(t):  # type: ignore[no-untyped-def]  (torch's script types an unannotated argument as a Tensor)
+        return t * 2
+
+    assert _np(lib.jit.script(f)(lib.ones(2))).tolist() == [2.0, 2.0]
