@@ -211,7 +211,8 @@ def test_small_habits_of_torch_programs(lib: ModuleType) -> None:
     lib.set_float32_matmul_precision("highest")
     assert lib.autograd.Variable(lib.ones(2), requires_grad=True).requires_grad
 
-    def f(t):  # type: ignore[no-untyped-def]  (torch's script types an unannotated argument as a Tensor)
+    # torch's script types an unannotated argument as a Tensor (and reads type comments on the def line)
+    def f(t):
         return t * 2
 
     assert _np(lib.jit.script(f)(lib.ones(2))).tolist() == [2.0, 2.0]
