@@ -93,6 +93,10 @@ def install(namespace: dict[str, Any]) -> None:
                 setattr(Tensor, name, fn)
     namespace.update(FUNCTIONS)
     Tensor.type = TH.tensor_type  # type: ignore[method-assign]
-    Tensor.__init__ = TH._tensor_init  # type: ignore[method-assign]
+    from . import sparse  # late binding: the sparse layout is written with the ops installed here
+    Tensor.to_sparse = sparse.to_sparse  # type: ignore[attr-defined]
+    Tensor.is_sparse = False  # type: ignore[attr-defined]
+    namespace.update(sparse=sparse, sparse_coo_tensor=sparse.sparse_coo_tensor, spmm=sparse.spmm)
+    Tensor.__init__ = TH._tensor_init  # type: ignore[method-assign,assignment]
     C._register_composites()
     _ = parse_dtype  # dtype names such as "float" already parse (rumus.float is the same object as float32)
