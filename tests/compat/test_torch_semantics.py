@@ -216,3 +216,13 @@ def test_small_habits_of_torch_programs(lib: ModuleType) -> None:
         return t * 2
 
     assert _np(lib.jit.script(f)(lib.ones(2))).tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_bool_stays_bool_through_where_masked_fill_and_maximum(lib: ModuleType) -> None:
+    x = lib.tensor([-1.0, 2.0, 3.0])
+    b = lib.tensor([True, False, True])
+    for out, want in [(lib.where(x > 0, b, b), [True, False, True]), (lib.where(x > 0, b, False), [False, False, True]),
+                      (lib.maximum(b, ~b), [True, True, True]), (lib.minimum(b, ~b), [False, False, False]),
+                      (b.masked_fill(~b, True), [True, True, True]), (b.tile(2), [True, False, True] * 2)]:
+        assert out.dtype == lib.bool and out.tolist() == want
