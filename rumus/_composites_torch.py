@@ -291,7 +291,10 @@ def masked_fill(x: Tensor, mask: Tensor, value: Any) -> Tensor:
     if mask.dtype.name != "bool":
         raise DTypeError(f"masked_fill: the mask must be a bool tensor, got {mask.dtype}")
     v = value if isinstance(value, Tensor) else M._t(value, x)
-    return M.where(mask, v.to(dtype=x.dtype) if v.dtype != x.dtype else v, x)
+    v = v.to(dtype=x.dtype) if v.dtype != x.dtype else v
+    if x.dtype == bool_:  # bool stays bool (torch), as logic
+        return M.logical_or(M.logical_and(mask, v), M.logical_and(M.logical_not(mask), x))
+    return M.where(mask, v, x)
 
 
 def masked_fill_(x: Tensor, mask: Tensor, value: Any) -> Tensor:

@@ -13,6 +13,7 @@ from . import _creation
 from . import _math as M
 from . import _torch_api as A
 from . import _torch_functions as TF
+from . import _torch_habits as TH
 from .tensor import Tensor
 
 
@@ -78,6 +79,7 @@ FUNCTIONS: dict[str, Any] = {
     "sort": C.sort, "msort": C.msort, "topk": C.topk, "kthvalue": C.kthvalue,
     **A.DTYPE_ALIASES,
     **TF.FUNCTIONS,
+    **TH.FUNCTIONS,
 }
 
 
@@ -90,5 +92,11 @@ def install(namespace: dict[str, Any]) -> None:
             if name.startswith("__") or name in vars(Tensor) or isinstance(fn, property):
                 setattr(Tensor, name, fn)
     namespace.update(FUNCTIONS)
+    Tensor.type = TH.tensor_type  # type: ignore[method-assign]
+    from . import sparse  # late binding: the sparse layout is written with the ops installed here
+    Tensor.to_sparse = sparse.to_sparse  # type: ignore[attr-defined]
+    Tensor.is_sparse = False  # type: ignore[attr-defined]
+    namespace.update(sparse=sparse, sparse_coo_tensor=sparse.sparse_coo_tensor, spmm=sparse.spmm)
+    Tensor.__init__ = TH._tensor_init  # type: ignore[method-assign,assignment]
     C._register_composites()
     _ = parse_dtype  # dtype names such as "float" already parse (rumus.float is the same object as float32)

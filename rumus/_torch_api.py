@@ -46,7 +46,18 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
         if dt is not None:
             like = condition.to(dt)
             return M.where(condition, M._t(input, like), M._t(other, like))
+    if _both_bool(input, other):  # bool choices stay bool (torch), computed as logic
+        c = condition.to(bool_)
+        a = input if isinstance(input, Tensor) else M._t(bool(input), other)
+        b = other if isinstance(other, Tensor) else M._t(bool(other), input)
+        return M.logical_or(M.logical_and(c, a), M.logical_and(M.logical_not(c), b))
     return M.where(condition, input, other)
+
+
+def _both_bool(a: Any, b: Any) -> bool:
+    def is_bool(v: Any) -> bool:
+        return isinstance(v, bool) or isinstance(v, Tensor) and v.dtype == bool_
+    return is_bool(a) and is_bool(b) and (isinstance(a, Tensor) or isinstance(b, Tensor))
 
 
 def nonzero(x: Tensor, as_tuple: bool = False) -> Any:

@@ -112,6 +112,18 @@ def xlogy(x: Tensor, y: Any) -> Tensor:
     return M.add(M.mul(x, safe), M.mul(M.sub(x, x.detach()), extra))
 
 
+def maximum(a: Tensor, b: Tensor) -> Tensor:
+    if a.dtype == bool_ and b.dtype == bool_:  # bool stays bool (torch): the larger of two bools is "or"
+        return M.logical_or(a, b)
+    return M.maximum(a, b)
+
+
+def minimum(a: Tensor, b: Tensor) -> Tensor:
+    if a.dtype == bool_ and b.dtype == bool_:
+        return M.logical_and(a, b)
+    return M.minimum(a, b)
+
+
 def clamp_min(x: Tensor, min: Any) -> Tensor:
     return M.clamp(x, min=min)
 
@@ -339,9 +351,9 @@ def swapaxes(x: Tensor, axis0: int, axis1: int) -> Tensor:
     return V.transpose(x, axis0, axis1)
 
 
-def tile(x: Tensor, dims: Sequence[int]) -> Tensor:
+def tile(x: Tensor, *dims: Any) -> Tensor:
     from ._composites_torch import repeat
-    reps = tuple(dims)
+    reps = tuple(dims[0]) if len(dims) == 1 and not isinstance(dims[0], int) else tuple(int(d) for d in dims)
     if len(reps) < x.ndim:
         reps = (1,) * (x.ndim - len(reps)) + reps
     return repeat(x, reps)
@@ -503,7 +515,8 @@ FUNCTIONS: dict[str, Any] = {
     "erf": erf, "tan": tan, "atan": atan, "asin": asin, "acos": acos, "arctan": atan, "arcsin": asin,
     "arccos": acos, "sinh": sinh, "cosh": cosh, "log10": log10, "log2": log2, "deg2rad": deg2rad,
     "rad2deg": rad2deg, "frac": frac, "hypot": hypot, "xlogy": xlogy, "clamp_min": clamp_min,
-    "clamp_max": clamp_max, "lerp": lerp, "addcmul": addcmul, "addcdiv": addcdiv, "nan_to_num": nan_to_num,
+    "clamp_max": clamp_max, "maximum": maximum, "minimum": minimum, "lerp": lerp, "addcmul": addcmul,
+    "addcdiv": addcdiv, "nan_to_num": nan_to_num,
     "addmm": addmm, "baddbmm": baddbmm, "t": t, "diagonal": diagonal, "diag": diag, "diag_embed": diag_embed,
     "trace": trace, "kron": kron, "tril_indices": tril_indices, "triu_indices": triu_indices, "cross": cross,
     "dist": dist, "cdist": cdist, "tensordot": tensordot, "unbind": unbind, "atleast_1d": atleast_1d,

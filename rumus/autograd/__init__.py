@@ -12,7 +12,7 @@ from .function import Function
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .graph import run_backward
 
-__all__ = ["Function", "backward", "enable_grad", "grad", "inference_mode", "is_grad_enabled", "no_grad",
+__all__ = ["Function", "Variable", "backward", "enable_grad", "grad", "inference_mode", "is_grad_enabled", "no_grad",
            "set_grad_enabled"]
 
 
@@ -61,3 +61,8 @@ def grad(outputs: Tensor | Sequence[Tensor], inputs: Tensor | Sequence[Tensor],
 
 
 _: Any = RumusError
+
+
+def Variable(data: Tensor, requires_grad: bool = False, volatile: bool = False) -> Tensor:  # noqa: N802
+    """torch.autograd.Variable (a tensor since torch 0.4): the same tensor, requiring grad if asked."""
+    return data.requires_grad_(True) if requires_grad and not data.requires_grad else data

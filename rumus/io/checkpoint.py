@@ -40,6 +40,10 @@ _FORMAT_VERSION = 1
 
 
 # ---- encoding ------------------------------------------------------------------------------------------
+class _NotATree(Exception):
+    """The object holds something a JSON tree cannot (a module, a numpy array): save pickles it instead."""
+
+
 class _Encoder:
     def __init__(self) -> None:
         self.payloads: list[bytes] = []
@@ -60,7 +64,7 @@ class _Encoder:
         if isinstance(obj, Tensor):
             return self._tensor(obj, where)
         if isinstance(obj, np.ndarray):
-            raise RumusError(f"save: {where} is a numpy array; wrap it with rumus.from_numpy to save it")
+            raise _NotATree(where)
         if isinstance(obj, Mapping):
             return {"dict": [[self.node(k, f"{where} key", depth + 1), self.node(v, f"{where}[{k!r}]", depth + 1)]
                              for k, v in obj.items()]}
@@ -68,8 +72,7 @@ class _Encoder:
             return {"tuple": [self.node(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
         if isinstance(obj, list):
             return {"list": [self.node(v, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]}
-        raise RumusError(f"save: {where} is a {type(obj).__name__}; a checkpoint holds only tensors, dicts, "
-                         f"lists, tuples, numbers, strings, bools and None (save its state_dict() instead)")
+        raise _NotATree(where)
 
     def _tensor(self, t: Tensor, where: str) -> dict[str, Any]:
         if t.dtype.is_packed:
@@ -85,12 +88,25 @@ class _Encoder:
 
 
 def save(obj: Any, f: FileLike) -> None:
-    """Write `obj` (a state_dict, or any nesting of dicts/lists/tuples of tensors, numbers, strings)."""
+    """Write `obj`, as torch.save takes it. A state_dict, or any nesting of dicts/lists/tuples of tensors,
+    numbers and strings, is stored as a JSON tree with raw tensor payloads (it loads with the default
+    weights_only=True). Anything else — a whole module, a numpy array, an object of your own — is pickled
+    with its tensors lifted out, and loads only with `load(f, weights_only=False)`, as under torch."""
     enc = _Encoder()
-    tree = {"format": "rumus-checkpoint", "version": _FORMAT_VERSION, "root": enc.node(obj, "the object")}
+    extra: dict[str, bytes] = {}
+    try:
+        root = enc.node(obj, "the object")
+    except _NotATree:
+        from .object_pickle import dumps
+        enc = _Encoder()
+        extra[f"{_ROOT}/object.pkl"] = dumps(obj, enc.payloads)
+        root = {"pickle": "object.pkl"}
+    tree = {"format": "rumus-checkpoint", "version": _FORMAT_VERSION, "root": root}
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as z:
         z.writestr(f"{_ROOT}/tree.json", json.dumps(tree))
+        for member, blob in extra.items():
+            z.writestr(member, blob)
         for i, data in enumerate(enc.payloads):
             z.writestr(f"{_ROOT}/data/{i}", data)
     if isinstance(f, (str, os.PathLike)):
@@ -219,19 +235,19 @@ def _read_bytes(f: FileLike) -> tuple[bytes, str]:
 def load(f: FileLike, map_location: Any = None, weights_only: bool = True, device: Any = None) -> Any:
     """Read what `save` wrote, a PyTorch `torch.save` file (zip or legacy), or a safetensors file.
 
-    Nothing in the file is executed: PyTorch pickles go through an unpickler that admits only tensors,
-    containers and numbers (PyTorch's weights_only rule); `weights_only=False` is refused for that reason.
-    `map_location` (PyTorch's name) or `device` picks the device the tensors land on.
+    By default (weights_only=True, torch 2.6+'s default) nothing in the file is executed: PyTorch pickles go
+    through an unpickler that admits only tensors, containers and numbers, and a RUMUS file that holds a
+    pickled object (`save(model)`) is refused with WeightsOnlyRefused (an UnpicklingError, as torch's).
+    `weights_only=False` is the explicit opt-in that unpickles such an object — it runs code the file names,
+    so only for files from a source you trust. `map_location` (PyTorch's name) or `device` picks the device
+    the tensors land on.
     """
-    if not weights_only:
-        raise RumusError("load(weights_only=False) would run arbitrary code from the file; RUMUS never does. "
-                         "Save plain state_dicts (tensors, containers, numbers) and load them with the default")
     dev = device if device is not None else _device_of(map_location)
     data, name = _read_bytes(f)
     if data[:4] == b"PK\x03\x04":
         z = SafeZip(data, name)
         if f"{_ROOT}/tree.json" in z.names():
-            return _load_rumus(z, dev, name)
+            return _load_rumus(z, dev, name, weights_only)
         from .torch_pickle import load_torch_zip
         return load_torch_zip(z, dev, name)
     if data[:1] == b"\x80":  # a pickle protocol opcode: PyTorch's legacy (pre-1.6) format
@@ -242,7 +258,7 @@ def load(f: FileLike, map_location: Any = None, weights_only: bool = True, devic
     raise FormatError(f"{name}: not a RUMUS checkpoint, a PyTorch checkpoint or a safetensors file")
 
 
-def _load_rumus(z: SafeZip, dev: Any, name: str) -> Any:
+def _load_rumus(z: SafeZip, dev: Any, name: str, weights_only: bool = True) -> Any:
     raw = z.read(f"{_ROOT}/tree.json", limits.MAX_METADATA_BYTES, "rumus.io.limits.MAX_METADATA_BYTES")
     tree = json_safe.loads(raw, f"{name}: {_ROOT}/tree.json", _TREE_LIMITS)
     if not isinstance(tree, dict) or tree.get("format") != "rumus-checkpoint" or "root" not in tree:
@@ -250,7 +266,30 @@ def _load_rumus(z: SafeZip, dev: Any, name: str) -> Any:
     if tree.get("version") != _FORMAT_VERSION:
         raise FormatError(f"{name}: checkpoint format version {tree.get('version')} is not supported by this "
                           f"RUMUS (it reads version {_FORMAT_VERSION}); upgrade rumus")
-    return _Decoder(z, dev, name).node(tree["root"])
+    root = tree["root"]
+    if isinstance(root, dict) and set(root) == {"pickle"}:
+        return _load_pickled(z, dev, name, weights_only)
+    return _Decoder(z, dev, name).node(root)
+
+
+def _load_pickled(z: SafeZip, dev: Any, name: str, weights_only: bool) -> Any:
+    from .object_pickle import REFUSAL, WeightsOnlyRefused, loads
+    if weights_only:
+        raise WeightsOnlyRefused(REFUSAL.format(name=name))
+    member = f"{_ROOT}/object.pkl"
+    if member not in z.names():
+        raise FormatError(f"{name}: the checkpoint names a pickled object but holds no {member}")
+    data = z.read(member, limits.MAX_METADATA_BYTES, "rumus.io.limits.MAX_METADATA_BYTES")
+
+    def payload(key: int, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+        np_dtype = dtype.numpy.newbyteorder("<")
+        entry = f"{_ROOT}/data/{key}"
+        need = math.prod(shape) * np_dtype.itemsize
+        if entry not in z.names() or z.size(entry) != need:
+            raise FormatError(f"{name}: tensor {key} of the pickled object does not match its payload")
+        return np.frombuffer(z.read(entry), dtype=np_dtype).astype(dtype.numpy).reshape(shape)
+
+    return loads(data, payload, dev, name)
 
 
 def _load_safetensors(data: bytes, dev: Any, name: str) -> dict[str, Tensor]:

@@ -201,3 +201,38 @@ def test_assignment_drops_leading_size_one_dims_of_the_value(lib: ModuleType) ->
     assert a.tolist() == [[0.0], [5.0], [0.0]] and b.tolist() == [0.0, 0.0, 7.0, 0.0]
     with pytest.raises(RuntimeError):
         lib.zeros(2)[0] = lib.ones(2, 1)
+
+
+def test_small_habits_of_torch_programs(lib: ModuleType) -> None:
+    assert tuple(lib.Tensor(2, 3).shape) == (2, 3) and lib.Tensor(2, 3).dtype == lib.float32
+    assert tuple(lib.Tensor().shape) == (0,)
+    assert lib.Tensor([1, 2]).dtype == lib.float32
+    assert lib.Size([2, 3]) == (2, 3) and lib.Size([2, 3]).numel() == 6
+    x = lib.zeros(3)
+    assert x.type() == "torch.FloatTensor" and x.type(lib.LongTensor).dtype == lib.int64
+    assert x.type("torch.IntTensor").dtype == lib.int32 and x.type(lib.float64).dtype == lib.float64
+    state = lib.get_rng_state()
+    a = lib.randn(4)
+    lib.set_rng_state(state)
+    np.testing.assert_array_equal(lib.randn(4).numpy(), a.numpy())
+    lib.use_deterministic_algorithms(False)
+    lib.set_float32_matmul_precision("high")
+    assert lib.get_float32_matmul_precision() == "high"
+    lib.set_float32_matmul_precision("highest")
+    assert lib.autograd.Variable(lib.ones(2), requires_grad=True).requires_grad
+
+    # torch's script types an unannotated argument as a Tensor (and reads type comments on the def line)
+    def f(t):
+        return t * 2
+
+    assert _np(lib.jit.script(f)(lib.ones(2))).tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize("lib", LIBS)
+def test_bool_stays_bool_through_where_masked_fill_and_maximum(lib: ModuleType) -> None:
+    x = lib.tensor([-1.0, 2.0, 3.0])
+    b = lib.tensor([True, False, True])
+    for out, want in [(lib.where(x > 0, b, b), [True, False, True]), (lib.where(x > 0, b, False), [False, False, True]),
+                      (lib.maximum(b, ~b), [True, True, True]), (lib.minimum(b, ~b), [False, False, False]),
+                      (b.masked_fill(~b, True), [True, True, True]), (b.tile(2), [True, False, True] * 2)]:
+        assert out.dtype == lib.bool and out.tolist() == want
