@@ -155,5 +155,5 @@ FUNCTIONS: dict[str, Any] = {
     "use_deterministic_algorithms": use_deterministic_algorithms,
     "are_deterministic_algorithms_enabled": are_deterministic_algorithms_enabled,
     "set_float32_matmul_precision": set_float32_matmul_precision,
-    "get_float32_matmul_precision": get_float32_matmul_precision, "jit": jit,
+    "get_float32_matmul_precision": get_float32_matmul_precision,
 }

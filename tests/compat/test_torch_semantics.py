@@ -203,6 +203,7 @@ def test_assignment_drops_leading_size_one_dims_of_the_value(lib: ModuleType) ->
         lib.zeros(2)[0] = lib.ones(2, 1)
 
 
+@pytest.mark.parametrize("lib", LIBS)
 def test_small_habits_of_torch_programs(lib: ModuleType) -> None:
     assert tuple(lib.Tensor(2, 3).shape) == (2, 3) and lib.Tensor(2, 3).dtype == lib.float32
     assert tuple(lib.Tensor().shape) == (0,)
@@ -221,11 +222,6 @@ def test_small_habits_of_torch_programs(lib: ModuleType) -> None:
     lib.set_float32_matmul_precision("highest")
     assert lib.autograd.Variable(lib.ones(2), requires_grad=True).requires_grad
 
-    # torch's script types an unannotated argument as a Tensor (and reads type comments on the def line)
-    def f(t):
-        return t * 2
-
-    assert _np(lib.jit.script(f)(lib.ones(2))).tolist() == [2.0, 2.0]
 
 
 @pytest.mark.parametrize("lib", LIBS)
