@@ -113,12 +113,14 @@ def xlogy(x: Tensor, y: Any) -> Tensor:
 
 
 def maximum(a: Tensor, b: Tensor) -> Tensor:
+    """The elementwise larger of a and b (NaN if either is NaN); two bool tensors give their "or", as bool."""
     if a.dtype == bool_ and b.dtype == bool_:  # bool stays bool (torch): the larger of two bools is "or"
         return M.logical_or(a, b)
     return M.maximum(a, b)
 
 
 def minimum(a: Tensor, b: Tensor) -> Tensor:
+    """The elementwise smaller of a and b (NaN if either is NaN); two bool tensors give their "and", as bool."""
     if a.dtype == bool_ and b.dtype == bool_:
         return M.logical_and(a, b)
     return M.minimum(a, b)
