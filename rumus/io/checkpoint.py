@@ -40,6 +40,12 @@ _FORMAT_VERSION = 1
 
 
 # ---- encoding ------------------------------------------------------------------------------------------
+def payload_bytes(t: Tensor) -> bytes:
+    """A tensor's logical contents as the raw little-endian bytes a checkpoint stores for it."""
+    host = np.ascontiguousarray(t._storage.backend.to_numpy(t._arg)).reshape(t.shape)
+    return host.astype(host.dtype.newbyteorder("<"), copy=False).tobytes()
+
+
 class _NotATree(Exception):
     """The object holds something a JSON tree cannot (a module, a numpy array): save pickles it instead."""
 
@@ -80,9 +86,8 @@ class _Encoder:
                              f"dequantize it first")
         key = self._seen.get(id(t))
         if key is None:
-            host = np.ascontiguousarray(t._storage.backend.to_numpy(t._arg)).reshape(t.shape)
             key = len(self.payloads)
-            self.payloads.append(host.astype(host.dtype.newbyteorder("<"), copy=False).tobytes())
+            self.payloads.append(payload_bytes(t))
             self._seen[id(t)] = key
         return {"tensor": key, "dtype": t.dtype.name, "shape": list(t.shape), "requires_grad": t.requires_grad}
 

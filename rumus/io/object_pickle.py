@@ -10,7 +10,6 @@ import io
 import pickle
 from typing import Any
 
-import numpy as np
 
 from rumus_contracts import FormatError, RumusError, parse_dtype
 
@@ -42,9 +41,9 @@ class _Saver(pickle.Pickler):
             return None
         key = self._seen.get(id(obj))
         if key is None:
-            host = np.ascontiguousarray(obj._storage.backend.to_numpy(obj._arg)).reshape(obj.shape)
+            from .checkpoint import payload_bytes  # late binding: checkpoint imports this module lazily too
             key = len(self.payloads)
-            self.payloads.append(host.astype(host.dtype.newbyteorder("<"), copy=False).tobytes())
+            self.payloads.append(payload_bytes(obj))
             self._seen[id(obj)] = key
             self._keep.append(obj)
         from ..nn.parameter import Buffer, Parameter
