@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Literal, Union
+from typing import Literal
 
 from .errors import RumusError
 
 Kind = Literal["str", "int", "float", "flag", "choice", "path"]
-Value = Union[str, int, float, bool, None]
+Value = str | int | float | bool | None
 
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off", "")
