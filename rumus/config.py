@@ -71,10 +71,10 @@ def table(width: int = 100) -> str:
     for group, want in (("user-facing", True), ("experiments and test switches", False)):
         lines.append(f"{group}:")
         for k in (k for k in knobs() if k.user is want):
-            lines.append(textwrap.fill(f"{k.name} = {_now(k.name)}", width, initial_indent="  ", subsequent_indent="      ",
-                                       break_on_hyphens=False))
-            lines.append(textwrap.fill(f"{k.doc} [{_kind(k)}, {k.owner}]", width, initial_indent="      ",
-                                       subsequent_indent="      ", break_on_hyphens=False))
+            lines.append(textwrap.fill(f"{k.name} = {_now(k.name)}", width, initial_indent="  ",
+                                       subsequent_indent=" " * 6, break_on_hyphens=False))
+            lines.append(textwrap.fill(f"{k.doc} [{_kind(k)}, {k.owner}]", width, initial_indent=" " * 6,
+                                       subsequent_indent=" " * 6, break_on_hyphens=False))
     return "\n".join(lines)
 
 
@@ -91,8 +91,8 @@ def markdown() -> str:
         for k in (k for k in knobs() if k.user is want):
             out.append(f"| `{k.name}` | {_kind(k, ' / ')} | {_shown(k.default)} | {k.owner} | {k.doc} |")
         out.append("")
-    return "\n".join(out)
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 if __name__ == "__main__":
-    print(markdown() if "--markdown" in sys.argv[1:] else table())
+    sys.stdout.write(markdown() if "--markdown" in sys.argv[1:] else table() + "\n")
