@@ -36,7 +36,7 @@ DIRECT_MAX_GROUP_OUTPUTS = 2
 MODES = ("auto", "direct", "im2col")
 config.declare("RUMUS_VISION_CONV", "choice", "auto", "convolutions: direct kernels where they win (auto), always "
                "direct, or always im2col + GEMM", owner="rumus-vision", choices=MODES)
-_mode = config.text("RUMUS_VISION_CONV")  # read once, at plugin load; set_conv_mode changes it later
+_mode: str = config.text("RUMUS_VISION_CONV")  # read once, at plugin load; set_conv_mode changes it later
 
 
 def conv_mode() -> str:
