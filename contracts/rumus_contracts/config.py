@@ -127,8 +127,8 @@ declare("RUMUS_PLUGINS", "str", "", "comma-separated third-party plugins to load
         owner="core", user=True)
 declare("RUMUS_DISABLE_PLUGIN_AUTOLOAD", "flag", False, "load no third-party plugin, only RUMUS's own",
         owner="core", user=True)
-declare("RUMUS_CACHE_DIR", "path", None, "where compiled fused CPU kernels are cached (unset: ~/.cache/rumus)",
-        owner="cpu", user=True)
+declare("RUMUS_CACHE_DIR", "path", None,
+        "where rm.compile's fused CPU kernels are cached (unset: ~/.cache/rumus/fused)", owner="cpu", user=True)
 declare("RUMUS_COMPILE", "flag", True, "0 makes rm.compile run functions eagerly (for debugging)",
         owner="core", user=True)
 declare("RUMUS_TRACEBACK", "flag", False, "the CLI prints the full traceback of an internal error",
