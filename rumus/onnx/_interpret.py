@@ -428,7 +428,7 @@ def _isinf(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 def _atan(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
-    out: Tensor = op("atan2")(x, _same(x, np.ones((), np.float64)))
+    out: Tensor = op("atan2")(x, _creation.ones((), dtype=x.dtype, device=x.device))
     return out
 
 

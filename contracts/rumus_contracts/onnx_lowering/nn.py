@@ -1,9 +1,11 @@
-"""ONNX lowerings of embedding, gather/index_select/scatter_add and dropout."""
+"""ONNX lowerings of embedding, gather/index_select/scatter_add, argsort and dropout."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from . import Lowering, LoweringContext, OnnxExportError, OnnxNode
 
@@ -18,7 +20,24 @@ def _gather(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Ma
 
 def _index_select(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str],
                   a: Mapping[str, Any]) -> list[OnnxNode]:
-    return [OnnxNode("Gather", [ins[0], ins[1]], list(outs), {"axis": int(a["dim"])})]
+    if ctx.input_shapes[1]:
+        return [OnnxNode("Gather", [ins[0], ins[1]], list(outs), {"axis": int(a["dim"])})]
+    # a 0-d index keeps the dim (length 1), where Gather with a scalar index would drop it
+    one = ctx.fresh("index_1d")
+    return [OnnxNode("Reshape", [ins[1], ctx.const(np.asarray([1], dtype=np.int64), "int64")], [one]),
+            OnnxNode("Gather", [ins[0], one], list(outs), {"axis": int(a["dim"])})]
+
+
+def _argsort(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
+    """TopK over the whole dim: its ties keep the lower index first (ONNX's rule), as a stable sort does."""
+    if not ctx.input_shapes[0]:
+        return [OnnxNode("Identity", [ctx.const(0, "int64")], list(outs))]
+    dim = int(a["dim"]) % len(ctx.input_shapes[0])
+    shape, k, values = ctx.fresh("sort_shape"), ctx.fresh("sort_k"), ctx.fresh("sorted")
+    return [OnnxNode("Shape", [ins[0]], [shape], {"start": dim, "end": dim + 1}),
+            OnnxNode("Identity", [shape], [k]),
+            OnnxNode("TopK", [ins[0], k], [values, outs[0]],
+                     {"axis": dim, "largest": int(bool(a["descending"])), "sorted": 1})]
 
 
 def _scatter_add(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str],
@@ -38,5 +57,5 @@ def _dropout(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: M
 
 LOWERINGS: dict[str, Lowering] = {
     "embedding": _embedding, "gather": _gather, "index_select": _index_select, "scatter_add": _scatter_add,
-    "dropout": _dropout,
+    "dropout": _dropout, "argsort": _argsort,
 }
