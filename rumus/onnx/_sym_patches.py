@@ -153,7 +153,7 @@ def _traced_getitem(original: Any, tracer: Tracer) -> Any:
                                                                                                           "int32"):
                 from .. import _indexing, _math
                 wrapped = _math.where(_math.lt(idx, 0), _math.add(idx, x.shape[d]), idx)
-                return _indexing.index_select(x, d, wrapped)  # type: ignore[no-any-return]
+                return _indexing.index_select(x, d, wrapped)
         return original(x, index)  # type: ignore[no-any-return]
     return getitem
 

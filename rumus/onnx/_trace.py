@@ -193,7 +193,7 @@ class Tracer:
                 self.bind(t, causal)
                 return causal
             first = dynamic[0]
-            if self.is_sym(first):
+            if isinstance(first, SymInt) and self.is_sym(first):
                 what = first.origin
             else:
                 inp, axis, sym = self.symbols[int(first)]

@@ -28,7 +28,9 @@ def lower_view(tr: Tracer, name: str, in_shape: tuple[int, ...], out_shape: tupl
     if name == "getitem":
         return _getitem(tr, in_shape, attrs["index"], src, dst)
     if name in ("view", "reshape", "squeeze", "unsqueeze"):
-        return [OnnxNode("Reshape", [src, _reshape_target(tr, in_shape, out_shape)], [dst])]
+        # a 0 in Reshape's target copies the input's dim unless allowzero says it is a length (empty tensors)
+        empty = {"allowzero": 1} if any(not tr.is_dynamic(d) and int(d) == 0 for d in out_shape) else {}
+        return [OnnxNode("Reshape", [src, _reshape_target(tr, in_shape, out_shape)], [dst], empty)]
     if "positions" in attrs:  # a strided view (unfold, as_strided, diagonal): a Gather of the flat input
         return _strided(tr, name, in_shape, out_shape, np.asarray(attrs["positions"]), src, dst)
     raise OnnxExportError(f"view '{name}' has no ONNX lowering")
