@@ -403,10 +403,25 @@ def _gelu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 
 def _scatter(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
-    if at.get("reduction", "none") != "add":
-        raise RumusError("ScatterElements: only reduction='add' is supported")
+    """ScatterElements (torch's scatter / scatter_add / index_put): reduction add, or none (an addressed
+    element takes the update; ONNX leaves duplicates undefined). Negative indices count from the end."""
+    reduction = at.get("reduction", "none")
+    if reduction not in ("none", "add"):
+        raise RumusError(f"ScatterElements with reduction={reduction!r} is not supported (none, add)")
     x = T(a[0])
-    return op("scatter_add")(x, T(a[1]), _same(x, a[2]), dim=_norm(int(at.get("axis", 0)), x.ndim))
+    dim = _norm(int(at.get("axis", 0)), x.ndim)
+    idx = T(a[1])
+    idx = M.where(M.lt(idx, 0), M.add(idx, x.shape[dim]), idx)
+    upd = _same(x, a[2])
+    if reduction == "add":
+        return op("scatter_add")(x, idx, upd, dim=dim)  # type: ignore[no-any-return]
+    zeros = _creation.zeros(x.shape, dtype="float32", device=x.device)
+    hit = op("scatter_add")(zeros, idx, _creation.ones(idx.shape, dtype="float32", device=x.device), dim=dim)
+    if x.dtype.is_floating:
+        placed = op("scatter_add")(M.mul(x, 0), idx, upd, dim=dim)
+    else:  # scatter_add takes floats: integers go through float64, exact up to 2**53
+        placed = op("scatter_add")(zeros.to("float64"), idx, upd.to("float64"), dim=dim).to(x.dtype)
+    return M.where(M.gt(hit, 0), placed, x)
 
 
 def _mod(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -432,6 +447,26 @@ def _atan(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return out
 
 
+def _one_d(fn: Fn, weighted: bool) -> Fn:
+    """A 2-d op run on 1-d data ([N, C, L], torch's Conv1d / MaxPool1d / ConvTranspose1d): [N, C, 1, L] with a
+    kernel of height 1 (and no padding or stride along it), the result squeezed back."""
+    def run(a: list[Any], at: dict[str, Any], o: int) -> Any:
+        x = T(a[0])
+        if x.ndim != 3:
+            return fn(a, at, o)
+        wide = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0}
+        at2 = {k: [wide[k], *[int(v) for v in val]] if k in wide else val for k, val in at.items()}
+        if "pads" in at:
+            begin, end = (int(v) for v in at["pads"])
+            at2["pads"] = [0, begin, 0, end]
+        args = [_views.unsqueeze(x, 2), *a[1:]]
+        if weighted:
+            args[1] = _views.unsqueeze(T(a[1]), 2)
+        out = fn(args, at2, o)
+        return _views.squeeze(out, 2) if isinstance(out, Tensor) else tuple(_views.squeeze(t, 2) for t in out)
+    return run
+
+
 OPS: dict[str, Fn] = {
     "Floor": _unary(op("floor")), "Ceil": _unary(op("ceil")), "Round": _unary(op("round")), "Mod": _mod,
     "Atan": _atan, "IsNaN": _unary(op("isnan")), "IsInf": _isinf,
@@ -454,7 +489,8 @@ OPS: dict[str, Fn] = {
     "GatherElements": _gather_elements,
     "ScatterElements": _scatter, "Concat": _concat, "Split": _split, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze,
     "Flatten": _flatten, "ConstantOfShape": _constant_of_shape, "Trilu": _trilu,
-    "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _max_pool, "AveragePool": _avg_pool,
+    "Conv": _one_d(_conv, True), "ConvTranspose": _one_d(_conv_transpose, True),
+    "MaxPool": _one_d(_max_pool, False), "AveragePool": _one_d(_avg_pool, False),
     "GlobalAveragePool": _global_avg, "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
     "InstanceNormalization": _instance_norm,
 }
