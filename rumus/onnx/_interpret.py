@@ -157,6 +157,20 @@ def _flatten(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return x.reshape((lead, int(np.prod(x.shape[axis:]))))
 
 
+def _empty_extreme(x: Tensor, dims: tuple[int, ...], largest: bool) -> Tensor:
+    """ReduceMax / ReduceMin over an empty set: the identity (ONNX: the lowest / highest value of the type)."""
+    shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
+    np_type = x.dtype.numpy
+    if x.dtype.is_bool:
+        value: Any = not largest
+    elif x.dtype.is_floating:
+        value = -np.inf if largest else np.inf
+    else:
+        info = np.iinfo(np_type)
+        value = int(info.min if largest else info.max)
+    return _creation.full(shape, value, dtype=x.dtype, device=x.device)
+
+
 def _reduce(name: str) -> Fn:
     def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
         x = T(a[0])
@@ -168,7 +182,13 @@ def _reduce(name: str) -> Fn:
                 return x
             axes = list(range(x.ndim))
         dims = tuple(axes)
-        out: Tensor = op(name)(x, dims=dims) if name != "mean" else M.mean(x, dims, keepdim=True)
+        out: Tensor
+        if name in ("amax", "amin") and any(x.shape[d] == 0 for d in dims):
+            out = _empty_extreme(x, dims, name == "amax")
+        elif x.dtype.is_bool and name in ("amax", "amin"):  # any / all (torch's dynamo exporter writes these)
+            out = op(name)(x.to("int32"), dims=dims).to("bool")
+        else:
+            out = op(name)(x, dims=dims) if name != "mean" else M.mean(x, dims, keepdim=True)
         return out if at.get("keepdims", 1) else _views.squeeze(out, dims)
     return run
 
@@ -414,7 +434,7 @@ def _scatter(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     idx = M.where(M.lt(idx, 0), M.add(idx, x.shape[dim]), idx)
     upd = _same(x, a[2])
     if reduction == "add":
-        return op("scatter_add")(x, idx, upd, dim=dim)  # type: ignore[no-any-return]
+        return op("scatter_add")(x, idx, upd, dim=dim)
     zeros = _creation.zeros(x.shape, dtype="float32", device=x.device)
     hit = op("scatter_add")(zeros, idx, _creation.ones(idx.shape, dtype="float32", device=x.device), dim=dim)
     if x.dtype.is_floating:

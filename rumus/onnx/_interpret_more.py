@@ -185,6 +185,9 @@ def _reduce_via(kind: str) -> Fn:
 
 
 def _logsumexp(x: Tensor, dims: tuple[int, ...], keep: bool) -> Tensor:
+    if any(x.shape[d] == 0 for d in dims):  # the sum of no terms is 0: log gives -inf
+        s0 = M.log(op("sum")(M.exp(x), dims=dims))
+        return s0 if keep else _views.squeeze(s0, dims)
     m = op("amax")(x, dims=dims)
     finite = M.where(op("isfinite")(m), m, M.mul(m, 0))
     s = M.add(M.log(op("sum")(M.exp(M.sub(x, finite)), dims=dims)), finite)
