@@ -166,7 +166,7 @@ def _empty_extreme(x: Tensor, dims: tuple[int, ...], largest: bool) -> Tensor:
     elif x.dtype.is_floating:
         value = -np.inf if largest else np.inf
     else:
-        info = np.iinfo(np_type)
+        info = np.iinfo(np.dtype(np_type).name)
         value = int(info.min if largest else info.max)
     return _creation.full(shape, value, dtype=x.dtype, device=x.device)
 
