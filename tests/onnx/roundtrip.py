@@ -85,10 +85,7 @@ ORT_ILL_CONDITIONED: dict[tuple[str, str], str] = {
 
 
 # Layers whose import runs on cpu but not on wgpu, and why (the wgpu backend refuses them with DTypeError).
-WGPU_GAPS: dict[str, str] = {
-    "reductions (all / any)": "rumus's any() counts through uint8, which the wgpu backend lacks (eager x.any() on "
-                              "wgpu fails the same way)",
-}
+WGPU_GAPS: dict[str, str] = {}
 
 
 def training_only(schema: OpSchema) -> bool:

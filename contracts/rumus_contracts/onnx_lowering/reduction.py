@@ -9,8 +9,8 @@ from typing import Any
 from . import Lowering, LoweringContext, OnnxNode, axes, onnx_dtype
 
 
-# ReduceSum / ReduceProd take no 8- or 16-bit integers (nor bool): those are summed as int64, then cast
-_WIDENED = ("bool", "uint8", "int8", "int16")
+# A sum or product whose output dtype differs from its input's (integers and bool sum as int64, as torch's do;
+# ReduceSum / ReduceProd take no 8- or 16-bit integers nor bool anyway) casts its input to the output dtype first.
 
 
 def _reduce(op_type: str, axes_input_since: int) -> Lowering:
@@ -19,16 +19,13 @@ def _reduce(op_type: str, axes_input_since: int) -> Lowering:
         if not dims:  # reduces nothing (a 0-d tensor)
             return [OnnxNode("Identity", [ins[0]], list(outs))]
         nodes, src, dst = [], ins[0], outs[0]
-        widen = op_type in ("ReduceSum", "ReduceProd") and ctx.input_dtypes[0].name in _WIDENED
-        if widen:
-            src, dst = ctx.fresh("wide"), ctx.fresh("wide_sum")
-            nodes.append(OnnxNode("Cast", [ins[0]], [src], {"to": onnx_dtype("int64")}))
+        if op_type in ("ReduceSum", "ReduceProd") and ctx.input_dtypes[0] != ctx.output_dtypes[0]:
+            src = ctx.fresh("wide")
+            nodes.append(OnnxNode("Cast", [ins[0]], [src], {"to": onnx_dtype(ctx.output_dtypes[0])}))
         if ctx.opset >= axes_input_since:
             nodes.append(OnnxNode(op_type, [src, axes(ctx, dims)], [dst], {"keepdims": 1}))
         else:
             nodes.append(OnnxNode(op_type, [src], [dst], {"axes": dims, "keepdims": 1}))
-        if widen:
-            nodes.append(OnnxNode("Cast", [dst], list(outs), {"to": onnx_dtype(ctx.output_dtypes[0])}))
         return nodes
     return lower
 
