@@ -1,6 +1,7 @@
 """The row ops of the row-op table (rumus_contracts/ops/row_ops.py): softmax, log_softmax and their fused
-backward ops, rendered to C by row_c.py (csrc/internal/row_loops.h runs them). float16/bfloat16 rows
-compute in double and round each result once, as every non-contiguous row does."""
+backward ops along attrs['dim'], layer_norm and rms_norm over the trailing weight dims, rendered to C by
+row_c.py (csrc/internal/row_loops.h runs them). float16/bfloat16 rows compute in double and round each
+result once, as every non-contiguous row does."""
 
 from __future__ import annotations
 
@@ -27,6 +28,34 @@ def _meta(x: TensorArg, o: TensorArg, dim: int) -> Any:
     return softmax_meta(key) if meta is None else meta
 
 
+def _at(arg: TensorArg) -> Any:
+    """A pointer to the operand's first element (column operands arrive offset)."""
+    return ffi.cast("char *", _from_buffer(arg.buffer)) + arg.offset * arg.dtype.itemsize
+
+
+def norm_kernel(op: str) -> Kernel:
+    """A norm of the table over x seen as [rows, weight.numel] (the schema makes every operand contiguous);
+    weight (and bias) are its column operands, attrs['eps'] its parameter."""
+    loops = _lib.loops(lib.rumus_rows_find, op, _DTYPES)
+    run = lib.rumus_rows_run
+    eps_default = dict(ROW_OPS[op].params)["eps"]
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        y, x, cols = outputs[0], inputs[0], inputs[1:]
+        n = cols[0].numel
+        rows = x.numel // n if n else 0
+        meta = _get(key := ("s", (rows, n), (n, 1), (n, 1), 1)) or softmax_meta(key)
+        if meta is EMPTY:
+            return
+        c0 = _at(cols[0])
+        c1 = _at(cols[1]) if len(cols) > 1 else _NULL
+        run(loops[x.dtype.name], meta, _from_buffer(y.buffer), y.offset, _from_buffer(x.buffer), x.offset, _NULL, 0,
+            c0, c1, float(attrs.get("eps", eps_default)), 0.0)
+
+    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
+    return kernel
+
+
 def row_kernel(op: str) -> Kernel:
     """The row op `op` along attrs['dim']: forward ops take x, backward ops (grad, y) in one layout."""
     loops = _lib.loops(lib.rumus_rows_find, op, _DTYPES)
@@ -47,10 +76,12 @@ def row_kernel(op: str) -> Kernel:
         if meta is EMPTY:
             return
         yb, yo = (_from_buffer(inputs[1].buffer), inputs[1].offset) if two else (_NULL, 0)
-        run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset, yb, yo)
+        run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset, yb, yo,
+            _NULL, _NULL, 0.0, 0.0)
 
     kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
     return kernel
 
 
-KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [(op, row_kernel(op), _DTYPES) for op in ROW_OPS]
+KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [
+    (op, norm_kernel(op) if ROW_OPS[op].columns else row_kernel(op), _DTYPES) for op in ROW_OPS]

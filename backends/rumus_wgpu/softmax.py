@@ -1,4 +1,6 @@
-"""softmax / log_softmax along one dim (shaders/softmax.wgsl over the row machinery of reduce.py).
+"""The row ops of the row-op table (softmax, log_softmax and their backward) along one dim:
+shaders/softmax.wgsl over the row machinery of reduce.py, its folds, finish and stores rendered from
+rumus_contracts/ops/row_ops.py (row_wgsl.py).
 
 The launch plan (row_plan.py) spreads every row length over the whole GPU: a group of invocations per
 row sized for about four loads each (short rows pack many per workgroup, long rows get a whole one),
@@ -15,12 +17,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import RumusError, TensorArg
+from rumus_contracts import RumusError, TensorArg, config
+from rumus_contracts.ops.expr_lang import Unsupported
+from rumus_contracts.ops.row_ops import ROW_OPS
 from rumus_contracts.ops.row_wgsl import RowShader, row_shader
 
-from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
+from .layout import dealias, device_of, grid, new_buffer
 from .pipelines import render
-from .reduce import NO_SUBGROUPS, Rows, cached, vec_rows
+from .reduce import Rows, cached, vec_rows
 from .row_plan import RowPlan, plan_key, plan_rows
 
 ALIGNED_MIN = 64  # contiguous rows this long read their 4-aligned body as vec4 (a vec4 view needs 16 bytes)
@@ -232,7 +236,7 @@ def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool, 
 
 
 def use_subgroups(dev: Any) -> bool:
-    return "subgroup" in dev.features and not env_set(NO_SUBGROUPS)
+    return "subgroup" in dev.features and not config.flag("RUMUS_WGPU_NO_SUBGROUPS")
 
 
 def plan_for(dev: Any, rows: Rows, per: int) -> RowPlan:
@@ -265,7 +269,7 @@ def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None,
     plan = plan_for(dev, rows, 4 if vec else 1)
     # contiguous rows that vec4 does not fit (an odd length, an offset view): the fold pass reads their
     # aligned body as vec4 (the new plan), so the plan is sized for vec4 loads
-    aligned = (not vec and plan.unroll > 1 and not env_set(NOVEC) and rows.rstr == [1]
+    aligned = (not vec and plan.unroll > 1 and not config.flag("RUMUS_WGPU_NOVEC") and rows.rstr == [1]
                and rows.rlen >= ALIGNED_MIN and x.dtype.name in ("float32", "float16") and rows.in1_delta % 4 == 0)
     if aligned:
         plan = plan_for(dev, rows, 4)
@@ -315,7 +319,16 @@ def backward_kernel(op: str) -> Any:
     return kernel
 
 
+def _renders(op: str) -> bool:
+    try:
+        row_shader(op)
+    except Unsupported:
+        return False
+    return True
+
+
 def kernels() -> dict[str, Any]:
-    ops = ("softmax", "log_softmax")
-    return {**{op: softmax_kernel(op) for op in ops},
-            **{f"{op}_backward": backward_kernel(f"{op}_backward") for op in ops}}
+    """A kernel for every op of the row-op table whose passes the row shader holds: one input (forward
+    ops) or the backward ops' (grad, y)."""
+    ops = [op for op in ROW_OPS if _renders(op)]
+    return {op: softmax_kernel(op) if len(ROW_OPS[op].inputs) == 1 else backward_kernel(op) for op in ops}

@@ -13,6 +13,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import rumus as rm  # noqa: E402
 from rumus.nn import functional as F  # noqa: E402
+from rumus_contracts.ops.expr_lang import Unsupported  # noqa: E402
 from rumus_contracts.ops.row_c import render_rows  # noqa: E402
 from rumus_contracts.ops.row_ops import ROW_OPS  # noqa: E402
 from rumus_contracts.ops.row_wgsl import row_shader  # noqa: E402
@@ -35,7 +36,32 @@ def test_every_row_op_renders() -> None:
     src = render_rows()
     for name in ROW_OPS:
         assert f'"{name}_f32"' in src and f"rf_{name}(" in src
-        assert row_shader(name).kind in ("online", "sum")
+    # WGSL: the ops whose passes the row shader holds; the norms keep their own kernels there
+    assert {n for n in ROW_OPS if _wgsl_renders(n)} == {"softmax", "log_softmax", "softmax_backward",
+                                                        "log_softmax_backward"}
+
+
+def _wgsl_renders(name: str) -> bool:
+    try:
+        return row_shader(name).kind in ("online", "sum")
+    except Unsupported:
+        return False
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("cols", [1, 7, 64, 1000])
+def test_norms_match_float64(dtype: str, cols: int) -> None:
+    rng = np.random.default_rng(5)
+    x64 = rng.standard_normal((9, cols)) * 3 + 5  # offset data: the centred second pass matters
+    w64, b64 = rng.standard_normal(cols), rng.standard_normal(cols)
+    x, w, b = (rm.tensor(a.astype(np.float32)).to(getattr(rm, dtype)) for a in (x64, w64, b64))
+    x64, w64, b64 = (t.double().numpy() for t in (x, w, b))  # the stored values, exactly
+    tol = {"float32": 1e-6, "float64": 1e-13, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
+    mean, var = x64.mean(1, keepdims=True), x64.var(1, keepdims=True)
+    want = (x64 - mean) / np.sqrt(var + 1e-5) * w64 + b64
+    np.testing.assert_allclose(F.layer_norm(x, (cols,), w, b).double().numpy(), want, rtol=tol, atol=tol * 4)
+    want = x64 / np.sqrt((x64 * x64).mean(1, keepdims=True) + 1e-6) * w64
+    np.testing.assert_allclose(F.rms_norm(x, (cols,), w, eps=1e-6).double().numpy(), want, rtol=tol, atol=tol * 4)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -97,6 +123,11 @@ for op in ("softmax", "log_softmax"):
         y.backward(rm.tensor(rng.standard_normal(shape).astype(np.float32)))
         out[f"{op}{shape}"] = y.detach().numpy()
         out[f"{op}{shape}grad"] = x.grad.numpy()
+for rows, cols in ((4096, 64), (600, 4000)):
+    x = rm.tensor(rng.standard_normal((rows, cols)).astype(np.float32))
+    w, b = (rm.tensor(rng.standard_normal(cols).astype(np.float32)) for _ in range(2))
+    out[f"layer_norm{rows}"] = F.layer_norm(x, (cols,), w, b).numpy()
+    out[f"rms_norm{rows}"] = F.rms_norm(x, (cols,), w).numpy()
 np.savez(sys.argv[1], **out)
 print(json.dumps({}))
 """

@@ -29,6 +29,7 @@ class Pass:
     value: str
     reduce: str
     element: str
+    then: str = ""  # `name = expr; ...` over the row values so far, for the later passes
 
 
 @dataclass(frozen=True)
@@ -36,12 +37,18 @@ class RowOp:
     """inputs -- per-element operands sharing one layout (backward ops: the incoming grad g, then y).
     passes   -- the row reductions, in order.
     finalize -- `name = expr; ...` over the row values (empty: none).
-    out      -- one output element over inputs, row values, finalize names and `e`."""
+    out      -- one output element over inputs, row values, finalize names and `e`.
+    columns  -- operands indexed by the element's place in the row, the same for every row (a norm's
+                weight and bias), contiguous.
+    params   -- attributes and their defaults, in the order backends pass them (at most two).
+    Every expression may also use `n`, the row length."""
 
     inputs: tuple[str, ...]
     passes: tuple[Pass, ...]
     finalize: str
     out: str
+    columns: tuple[str, ...] = ()
+    params: tuple[tuple[str, float], ...] = ()
 
     @property
     def row_values(self) -> tuple[str, ...]:
@@ -50,11 +57,7 @@ class RowOp:
     @property
     def lets(self) -> tuple[tuple[str, str], ...]:
         """The finalize step as (name, expression) pairs."""
-        out = []
-        for part in filter(None, (s.strip() for s in self.finalize.split(";"))):
-            name, _, expr = part.partition("=")
-            out.append((name.strip(), expr.strip()))
-        return tuple(out)
+        return split_lets(self.finalize)
 
     def uses_e(self) -> bool:
         return any(isinstance(n, ast.Name) and n.id == "e" for n in ast.walk(ast.parse(self.out)))
@@ -66,6 +69,15 @@ class RowOp:
         first, second = self.passes
         return (first.reduce == "max" and second.reduce == "sum"
                 and _same(second.element, f"exp(({first.element}) - {first.value})"))
+
+
+def split_lets(src: str) -> tuple[tuple[str, str], ...]:
+    """`name = expr; ...` as (name, expression) pairs."""
+    out = []
+    for part in filter(None, (s.strip() for s in src.split(";"))):
+        name, _, expr = part.partition("=")
+        out.append((name.strip(), expr.strip()))
+    return tuple(out)
 
 
 def _same(a: str, b: str) -> bool:
@@ -80,4 +92,11 @@ ROW_OPS: dict[str, RowOp] = {
     # dx = y * (g - sum(g * y)); for log_softmax, dx = g - exp(y) * sum(g)
     "softmax_backward": RowOp(("g", "y"), (Pass("s", "sum", "g * y"),), "", "y * (g - s)"),
     "log_softmax_backward": RowOp(("g", "y"), (Pass("s", "sum", "g"),), "", "g - exp(y) * s"),
+    # the biased variance from the centred values (two passes: no cancellation for offset data)
+    "layer_norm": RowOp(("x",), (Pass("s1", "sum", "x", then="mean = s1 / n"),
+                                 Pass("ss", "sum", "(x - mean) * (x - mean)")),
+                        "rstd = 1 / sqrt(ss / n + eps)", "(x - mean) * (rstd * w) + b", columns=("w", "b"),
+                        params=(("eps", 1e-5),)),
+    "rms_norm": RowOp(("x",), (Pass("ss", "sum", "x * x"),), "rstd = 1 / sqrt(ss / n + eps)", "x * (rstd * w)",
+                      columns=("w",), params=(("eps", 1e-6),)),
 }

@@ -72,8 +72,9 @@ def row_shader(name: str) -> RowShader:
     """The WGSL pieces of row op `name`; Unsupported when the kernel's shape cannot hold its passes."""
     op: RowOp = ROW_OPS[name]
     dot = ("", "")
-    if len(op.inputs) > 2:
-        raise Unsupported(f"row op {name}: the row shader reads at most two inputs")
+    if len(op.inputs) > 2 or op.columns or op.params or any(p.then for p in op.passes):
+        raise Unsupported(f"row op {name}: the row shader reads at most two inputs, no column operands, "
+                          f"parameters or lets between passes")
     names = dict(zip(op.inputs, _SHADER_NAMES))
     if op.online_pair():
         kind, (m, s) = "online", op.passes
