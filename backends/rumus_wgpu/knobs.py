@@ -14,21 +14,22 @@ from typing import Any
 from rumus_contracts import config
 
 _ENV_DATA: dict[Any, Any] | None = getattr(os.environ, "_data", None)
-_KEYS: dict[str, Any] = {}  # knob name -> its key in os.environ's own dict
-_PARSED: dict[str, dict[Any, config.Value]] = {}  # knob name -> {raw value: parsed value}
+# knob name -> (its key in os.environ's own dict, {raw value: parsed value})
+_SEEN: dict[str, tuple[Any, dict[Any, config.Value]]] = {}
+
+
+def _entry(name: str) -> tuple[Any, dict[Any, config.Value]]:
+    config.is_set(name)  # an undeclared name raises here, before anything is cached for it
+    entry = _SEEN[name] = (os.environ.encodekey(name), {})
+    return entry
 
 
 def value(name: str) -> config.Value:
     """config.get(name), parsed once per distinct value of the variable."""
     if _ENV_DATA is None:
         return config.get(name)
-    key = _KEYS.get(name)
-    if key is None:
-        config.is_set(name)  # an undeclared name raises here, before anything is cached for it
-        key = _KEYS[name] = os.environ.encodekey(name)
-        _PARSED[name] = {}
+    key, seen = _SEEN.get(name) or _entry(name)
     raw = _ENV_DATA.get(key)
-    seen = _PARSED[name]
     try:
         return seen[raw]
     except KeyError:
@@ -37,5 +38,13 @@ def value(name: str) -> config.Value:
 
 
 def env_set(name: str) -> bool:
-    """Whether flag knob `name` is on (config.flag, at the cost of two dict lookups)."""
-    return bool(value(name))
+    """Whether flag knob `name` is on (config.flag; `value` written out: this runs several times per op)."""
+    if _ENV_DATA is None:
+        return config.flag(name)
+    key, seen = _SEEN.get(name) or _entry(name)
+    raw = _ENV_DATA.get(key)
+    try:
+        return bool(seen[raw])
+    except KeyError:
+        parsed = seen[raw] = config.get(name)
+        return bool(parsed)
