@@ -73,9 +73,6 @@ class NativeLayer:
         self._api: Any = None
         self.pass_calls: PassCalls | None = None  # set when raw-passes is on
 
-    def on(self, path: str) -> bool:
-        return path not in self.off
-
     @property
     def trusted_modules(self) -> bool:
         return "trusted-modules" not in self.off
