@@ -157,10 +157,10 @@ def probe(device: Any) -> NativeLayer:
             why = f"no wgpu.backends.wgpu_native._api ({type(exc).__name__}: {exc})"
     if why:
         layer.off = dict.fromkeys(PATHS, why)
-        return layer
-    _probe_paths(layer, device)
-    if layer.off:
-        warnings.warn(f"rumus_wgpu: wgpu-py's private fast paths are partly off, so kernels run slower: "
+    else:
+        _probe_paths(layer, device)
+    if layer.off and not why.startswith(PUBLIC_API):
+        warnings.warn(f"rumus_wgpu: wgpu-py's private fast paths are off, so kernels run slower: "
                       f"{layer.describe()}; {PUBLIC_API}=1 chooses the public API without this warning",
                       RuntimeWarning, stacklevel=3)
     return layer
