@@ -71,19 +71,21 @@ class NativeLayer:
         self.version = ""
         self.off: dict[str, str] = {}  # path -> why it is off
         self._api: Any = None
+        self._binds: tuple[Any, Any, Any] | None = None  # ffi.new, wgpuDeviceCreateBindGroup, GPUBindGroup
+        # what the probe found (plain attributes: the programs and the recorder read them per kernel)
+        self.trusted_modules = self.bind_groups = False
         self.pass_calls: PassCalls | None = None  # set when raw-passes is on
-
-    @property
-    def trusted_modules(self) -> bool:
-        return "trusted-modules" not in self.off
-
-    @property
-    def bind_groups(self) -> bool:
-        return "bind-groups" not in self.off
 
     @property
     def raw_passes(self) -> bool:
         return self.pass_calls is not None
+
+    def settle(self) -> None:
+        """Fix the paths' on/off flags from `off` once the probe is done."""
+        self.trusted_modules = "trusted-modules" not in self.off
+        self.bind_groups = "bind-groups" not in self.off
+        if "raw-passes" in self.off:
+            self.pass_calls = None
 
     def describe(self) -> str:
         """One line for `rumus info`: each path on or off (with why), and wgpu-py's version."""
@@ -114,19 +116,22 @@ class NativeLayer:
     def bind_group(self, device: Any, layout: Any, entries: Sequence[Entry]) -> Any:
         """wgpu-py's GPUBindGroup for buffer `entries`, made natively (only while bind-groups is on)."""
         try:
-            ffi = self._api.ffi
-            arr = ffi.new("WGPUBindGroupEntry[]", len(entries))  # zeroed: no chain, sampler, texture view
+            binds = self._binds
+            if binds is None:
+                api = self._api
+                binds = self._binds = (api.ffi.new, api.libf.wgpuDeviceCreateBindGroup, api.GPUBindGroup)
+            new, create, group_cls = binds
+            arr = new("WGPUBindGroupEntry[]", len(entries))  # zeroed: no chain, sampler, texture view
             for i, (binding, gpu, size) in enumerate(entries):
                 e = arr[i]
                 e.binding = binding
                 e.buffer = gpu._internal
                 e.size = size
-            desc = ffi.new("WGPUBindGroupDescriptor *")  # zeroed label: the empty string view
+            desc = new("WGPUBindGroupDescriptor *")  # zeroed label: the empty string view
             desc.layout = layout._internal
             desc.entries = arr
             desc.entryCount = len(entries)
-            return self._api.GPUBindGroup("", self._api.libf.wgpuDeviceCreateBindGroup(device._internal, desc),
-                                          device)
+            return group_cls("", create(device._internal, desc), device)
         except Exception as exc:
             raise NativePathError("bind-groups", "creating a bind group", exc) from exc
 
@@ -159,6 +164,7 @@ def probe(device: Any) -> NativeLayer:
         layer.off = dict.fromkeys(PATHS, why)
     else:
         _probe_paths(layer, device)
+    layer.settle()
     if layer.off and not why.startswith(PUBLIC_API):
         warnings.warn(f"rumus_wgpu: wgpu-py's private fast paths are off, so kernels run slower: "
                       f"{layer.describe()}; {PUBLIC_API}=1 chooses the public API without this warning",
