@@ -21,10 +21,10 @@ SOURCE_ROOTS = [ROOT / "rumus", ROOT / "contracts" / "rumus_contracts", ROOT / "
                 ROOT / "conformance" / "rumus_conformance", *sorted(ROOT.glob("plugins/*/rumus_*"))]
 THE_TABLE = ROOT / "contracts" / "rumus_contracts" / "config.py"
 # Files whose reads another change converts; the coordinator empties this when those changes land.
-NOT_YET_CONVERTED = ("backends/rumus_wgpu/", "backends/rumus_cpu/threads.py")
+NOT_YET_CONVERTED = ("backends/rumus_cpu/threads.py",)
 # RUMUS_* string literals in Python sources that are not environment variables (C macro names that
 # the C renderers write out).
-NOT_KNOBS = {"RUMUS_AS_IS"}
+NOT_KNOBS = {"RUMUS_AS_IS", "RUMUS_GRAIN_ROWS"}
 # The C build scripts run before RUMUS is importable and read their knobs themselves.
 BUILD_SCRIPTS = [ROOT / "setup.py", *sorted(ROOT.glob("csrc/build_*.py")), *sorted(ROOT.glob("*/*/csrc/build_*.py"))]
 NAME = re.compile(r"RUMUS_[A-Z0-9_]+")
@@ -83,7 +83,14 @@ def _is_environ(node: ast.AST) -> bool:
         (isinstance(node, ast.Name) and node.id == "environ")
 
 
+# Readers that go through rumus_contracts.config themselves, with a per-value cache for the per-op path
+# (backends/rumus_wgpu/knobs.py; its own test checks that a changed or bad value is seen).
+CONFIG_READERS = {"env_set"}
+
+
 def _through_config(func: ast.AST) -> bool:
+    if isinstance(func, ast.Name) and func.id in CONFIG_READERS:
+        return True
     return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "config"
 
 
