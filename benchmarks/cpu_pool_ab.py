@@ -3,13 +3,15 @@ build, timed in alternating blocks for --rounds rounds (A first on even rounds, 
 
     python benchmarks/cpu_pool_ab.py --a /tmp/old-checkout --b . --rounds 5
     python benchmarks/cpu_pool_ab.py --a /tmp/old-checkout --b . --threads 16 --spinners 1
+    python benchmarks/cpu_pool_ab.py --a . --b . --env-b RUMUS_GEMM_KERNEL=blas --spinners 2 --anywhere
 
 A build is a checkout with its C extensions built (for a pool change: keep the old checkout's .so files).
 Each process imports that checkout's rumus; the steps and their timing are cpu_scaling.py's (median of
-batched samples, ~0.3 s per step and block). --spinners K keeps K processes spinning, pinned on the last
-K CPUs, for the whole run (both builds meet the same neighbours). Printed per round: each step's median
-per build; last, per step, min and median over rounds per build and the median of B / A within rounds,
-with the load average before and after.
+batched samples, ~0.3 s per step and block). --env-a / --env-b add environment variables to one side (A/B
+a knob on one checkout). --spinners K keeps K processes spinning, pinned on the last K CPUs (--anywhere:
+unpinned, like other programs' load), for the whole run (both sides meet the same neighbours). Printed
+per round: each step's median per side; last, per step, min and median over rounds per side and the
+median of B / A within rounds, with the load average before and after.
 """
 
 from __future__ import annotations
@@ -40,15 +42,15 @@ def _worker() -> int:
     return 0
 
 
-def _start(tree: str, threads: int | None) -> subprocess.Popen[str]:
+def _start(tree: str, threads: int | None, extra: list[str]) -> subprocess.Popen[str]:
     root = os.path.abspath(tree)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(os.path.join(root, p) for p in PATHS),
-           "RUMUS_BACKEND": "cpu"}
+           "RUMUS_BACKEND": "cpu", **dict(kv.split("=", 1) for kv in extra)}
     if threads:
         env["RUMUS_NUM_THREADS"] = str(threads)
     proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--worker"], env=env, text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    print(f"{tree}: {_read(proc)['rumus']}", flush=True)
+    print(f"{tree} {' '.join(extra)}: {_read(proc)['rumus']}", flush=True)
     return proc
 
 
@@ -71,20 +73,25 @@ def _block(proc: subprocess.Popen[str]) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--a", required=True, help="checkout A (the baseline)")
-    p.add_argument("--b", required=True, help="checkout B (the change)")
+    p.add_argument("--a", help="checkout A (the baseline)")
+    p.add_argument("--b", help="checkout B (the change)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=None, help="RUMUS_NUM_THREADS for both (unset: the default)")
+    p.add_argument("--env-a", nargs="*", default=[], metavar="KEY=VALUE", help="environment of A only")
+    p.add_argument("--env-b", nargs="*", default=[], metavar="KEY=VALUE", help="environment of B only")
     p.add_argument("--spinners", type=int, default=0, help="busy processes, pinned on the last CPUs")
+    p.add_argument("--anywhere", action="store_true", help="the spinners are not pinned")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
         return _worker()
+    if not args.a or not args.b:
+        p.error("--a and --b name the two checkouts")
     print(f"load average before: {os.getloadavg()}", flush=True)
-    spin = "import os\nos.sched_setaffinity(0, {%d})\nwhile True: pass"
-    hogs = [subprocess.Popen([sys.executable, "-c", spin % c])
+    spin = "while True: pass" if args.anywhere else "import os\nos.sched_setaffinity(0, {%d})\nwhile True: pass"
+    hogs = [subprocess.Popen([sys.executable, "-c", spin if args.anywhere else spin % c])
             for c in sorted(os.sched_getaffinity(0))[-args.spinners:]] if args.spinners else []
-    procs = {"A": _start(args.a, args.threads), "B": _start(args.b, args.threads)}
+    procs = {"A": _start(args.a, args.threads, args.env_a), "B": _start(args.b, args.threads, args.env_b)}
     got: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
     try:
         for r in range(args.rounds):
@@ -97,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
         for proc in [*procs.values(), *hogs]:
             proc.kill()
             proc.wait()
-    print(f"load average after: {os.getloadavg()}; {args.spinners} spinners; threads {args.threads or 'default'}")
+    print(f"load average after: {os.getloadavg()}; {args.spinners} spinners{' (unpinned)' if args.anywhere else ''}; "
+          f"threads {args.threads or 'default'}")
     print("| step | A min ms | A median ms | B min ms | B median ms | B / A (median of rounds) |")
     print("|---|---|---|---|---|---|")
     for k in got["A"][0]:

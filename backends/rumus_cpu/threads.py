@@ -237,7 +237,6 @@ def configure_process(lib: Any) -> None:
     (process_changes)."""
     if _state.get("process_configured"):
         return
-    _state["process_configured"] = True
     keep_freed_memory(lib)
     attach_blas(lib)
     choose_gemm_kernel(lib)
@@ -245,6 +244,7 @@ def configure_process(lib: Any) -> None:
     set_num_threads(int(lib.rumus_get_num_threads()))  # the budget now reaches numpy's BLAS too
     if hasattr(os, "register_at_fork"):  # the pool's workers do not survive fork: children run on one thread
         os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
+    _state["process_configured"] = True  # last: after a bad knob (ConfigError) above, the next start tries again
 
 
 def process_changes() -> list[str]:
