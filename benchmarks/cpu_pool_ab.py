@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--a and --b name the two checkouts")
     print(f"load average before: {os.getloadavg()}", flush=True)
     spin = "while True: pass" if args.anywhere else "import os\nos.sched_setaffinity(0, {%d})\nwhile True: pass"
-    hogs = [subprocess.Popen([sys.executable, "-c", spin if args.anywhere else spin % c])
+    hogs: list[subprocess.Popen[bytes]] = [subprocess.Popen([sys.executable, "-c", spin if args.anywhere else spin % c])
             for c in sorted(os.sched_getaffinity(0))[-args.spinners:]] if args.spinners else []
     procs = {"A": _start(args.a, args.threads, args.env_a), "B": _start(args.b, args.threads, args.env_b)}
     got: dict[str, list[dict[str, float]]] = {"A": [], "B": []}
@@ -101,9 +101,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{k} A {got['A'][-1][k] * 1e3:.3g} B {got['B'][-1][k] * 1e3:.3g} ms" for k in got["A"][-1]),
                 flush=True)
     finally:
-        for proc in [*procs.values(), *hogs]:
+        for proc in procs.values():
             proc.kill()
             proc.wait()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
     print(f"load average after: {os.getloadavg()}; {args.spinners} spinners{' (unpinned)' if args.anywhere else ''}; "
           f"threads {args.threads or 'default'}")
     print("| step | A min ms | A median ms | B min ms | B median ms | B / A (median of rounds) |")
