@@ -250,7 +250,8 @@ def configure_process(lib: Any) -> None:
 def process_changes() -> list[str]:
     """What the backend changed process-wide so far: libgomp's spin when the plugins loaded, the rest when
     the backend started ([] right after import)."""
-    out = [f"libgomp: {_state['openmp']}"] if _state.get("openmp_checked") else []
+    out = ([f"libgomp: {_state['openmp']} (when the cpu plugin registered; OMP_WAIT_POLICY or GOMP_SPINCOUNT set "
+            "by you declines it)"] if _state.get("openmp_checked") else [])
     if not _state.get("process_configured"):
         return out
     blas = (f"jobs on the kernel threads (threads callback of {_state['blas']})" if _state["blas"]
