@@ -95,7 +95,9 @@ static inline int64_t rumus_now_ns(void) {
 static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
     syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
 }
-static void futex_wake(_Atomic uint32_t *word) { syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0); }
+static void futex_wake(_Atomic uint32_t *word) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 #else
 /* elsewhere one condition variable stands in for every futex word; a wake wakes all, who look again */
 static pthread_mutex_t g_sleep_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -253,7 +255,9 @@ int rumus_parallel_together(int n, rumus_range_fn fn, void *ctx) {
     return 1;
 }
 
-void rumus_pool_set_spin_us(int64_t us) { atomic_store_explicit(&g_spin_ns, (us < 0 ? 0 : us) * 1000, memory_order_relaxed); }
+void rumus_pool_set_spin_us(int64_t us) {
+    atomic_store_explicit(&g_spin_ns, (us < 0 ? 0 : us) * 1000, memory_order_relaxed);
+}
 int64_t rumus_pool_get_spin_us(void) { return atomic_load_explicit(&g_spin_ns, memory_order_relaxed) / 1000; }
 int rumus_pool_workers(void) { return g_workers; }
 int64_t rumus_pool_loops(void) { return atomic_load_explicit(&g_loops, memory_order_relaxed); }

@@ -124,9 +124,9 @@ static int blas_spawn(blas_job *jobs, pthread_t *tids, int from, int to) {
 }
 
 /* OpenBLAS's level-3 jobs wait on each other (one packs a panel the others read), so all `numjobs`
-   must run at once: on the kernels' pool, one job per thread (csrc/pool.c, rumus_parallel_together), or, where it cannot
-   promise that many threads (a fork()ed child, a call from inside a kernel's loop, another caller using
-   the pool), on threads started for the call. */
+   must run at once: on the kernels' pool, one job per thread (csrc/pool.c, rumus_parallel_together), or,
+   where it cannot promise that many threads (a fork()ed child, a call from inside a kernel's loop, another
+   caller using the pool), on threads started for the call. */
 void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void *jobdata, int dojob_data) {
     RUMUS_UNUSED(sync); /* OpenBLAS passes 1; every job has finished when this returns either way */
     blas_dojob_fn fn = (blas_dojob_fn)dojob;
