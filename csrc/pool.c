@@ -128,7 +128,7 @@ static int64_t claim(uint32_t gen) {
 }
 
 /* Chunks of loop `gen` until none is left; the thread that finishes the last one wakes a sleeping caller
-   (seq_cst against the caller's flag-then-look in finish). */
+   (seq_cst against the caller's flag-then-look at the end of run). */
 static void run_chunks(uint32_t gen) {
     int64_t c;
     while ((c = claim(gen)) >= 0) {
