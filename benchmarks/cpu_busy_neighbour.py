@@ -1,4 +1,4 @@
-"""Busy neighbour (issue 11): the MLP, CNN and transformer training steps alone, and while another process
+"""Busy neighbour: the MLP, CNN and transformer training steps alone, and while another process
 spins on one core (pinned there), alone and busy side by side in one process per library, for --rounds rounds.
 
     python benchmarks/cpu_busy_neighbour.py                  # RUMUS at its default thread budget
@@ -94,10 +94,10 @@ def main(argv: list[str] | None = None) -> int:
           "expected on a quiet machine | |")
     print("|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows(raw)))
-    for key, what in (("step_outs", "stepped out"), ("moves", "moved off the caller's CPU")):
+    for key, what in (("pool_loops", "loops on more than one thread"), ("pool_wakes", "sleeping workers woken")):
         got = {k: [b.get(key, 0) for rd in raw["libs"]["rumus"] for b in rd if b["kind"] == k]
                for k in ("alone", "busy")}
-        print(f"\nRUMUS workers {what} (csrc/pool.c): {sum(got['busy'])} in {len(got['busy'])} busy blocks, "
+        print(f"\nRUMUS pool, {what} (csrc/pool.c): {sum(got['busy'])} in {len(got['busy'])} busy blocks, "
               f"{sum(got['alone'])} in {len(got['alone'])} blocks alone")
     print(f"\nbusy: another process spinning on CPU {raw['hog_cpu']} of {cpus}; ms: medians over rounds; ratios "
           "taken within each round; 'within' allows 10% over the expected ratio for noise")

@@ -118,7 +118,7 @@ def main() -> int:
     ap.add_argument("--blocks", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=0.4, help="per block")
     ap.add_argument("--step", choices=["mlp", "cnn"], default="mlp")
-    ap.add_argument("--spin-us", type=int, default=None, help="the pool's polling time (RUMUS_SPIN_US)")
+    ap.add_argument("--spin-us", type=int, default=None, help="the pool's polling time in us (default 50, csrc/pool.c)")
     ap.add_argument("--no-sampler", action="store_true")
     args = ap.parse_args()
     os.environ.setdefault("RUMUS_BACKEND", "cpu")

@@ -360,27 +360,27 @@ def worker(lib: str, counts: list[int], rounds: int, budget: float, quick: bool,
             else:
                 kinds = ["alone", "busy"] if n in busy_at else ["alone"]
             for kind in (kinds if r % 2 == 0 else kinds[::-1]):
-                t0, (outs0, moves0) = time.time(), _pool_counts()
+                t0, (loops0, wakes0) = time.time(), _pool_counts()
                 if kind == "busy":
                     with _hogging(hog_cpu):
                         res = _time_block(cases, budget, quick)
                 else:
                     res = _time_block(variants.get(kind, cases), budget, quick)
-                outs, moves = (b - a for a, b in zip((outs0, moves0), _pool_counts()))
-                blocks.append({"threads": n, "kind": kind, "cases": res, "step_outs": outs, "moves": moves})
+                loops, wakes = (b - a for a, b in zip((loops0, wakes0), _pool_counts()))
+                blocks.append({"threads": n, "kind": kind, "cases": res, "pool_loops": loops, "pool_wakes": wakes})
                 print(f"# {lib}: round {r + 1}, {n} threads, {kind}: {len(res)} cases in {time.time() - t0:.1f} s, "
-                      f"{outs} step-outs, {moves} moves ({time.time() - since:.0f} s)", file=sys.stderr, flush=True)
+                      f"{loops} pool loops, {wakes} wakes ({time.time() - since:.0f} s)", file=sys.stderr, flush=True)
         out.append(blocks)
     return out
 
 
 def _pool_counts() -> tuple[int, int]:
-    """RUMUS's pool so far: workers that stepped out (a worker whose core another thread shares) and workers
-    that moved off the caller's CPU (csrc/pool.c); zeros where RUMUS's CPU backend is not loaded."""
+    """RUMUS's pool so far: loops run on more than one thread and sleeping workers woken (csrc/pool.c);
+    zeros where RUMUS's CPU backend is not loaded."""
     if "rumus_cpu._lib" not in sys.modules:
         return 0, 0
     from rumus_cpu._lib import lib
-    return int(lib.rumus_pool_step_outs()), int(lib.rumus_pool_moves())
+    return int(lib.rumus_pool_loops()), int(lib.rumus_pool_wakes())
 
 
 def _run_worker(lib: str, counts: list[int], rounds: int, budget: float, quick: bool, busy_at: list[int],

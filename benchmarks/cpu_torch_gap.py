@@ -8,7 +8,7 @@ A step after any idle time wakes its library's sleeping threads, and a step afte
 work's data in the caches. So the base is the step after a pause (PAUSE_S: threads asleep), and the control
 for "after the other library's step" is the step after a second model of its own library (same sizes, its
 own memory) and then a pause: other data in the caches, threads asleep, no other library. The gap (GAP_S,
-longer than RUMUS's workers poll after a loop, RUMUS_SPIN_US, and than libgomp's GOMP_SPINCOUNT polls)
+longer than RUMUS's workers poll after a loop (50 us, csrc/pool.c) and than libgomp's GOMP_SPINCOUNT polls)
 separates the other library's threads still polling on the cores (gone after the gap) from its data in the
 caches (still there). The same with RUMUS's polling off (its workers sleep at once after a loop) says what
 that polling costs torch. Printed: per library and step, the median over rounds of each variant's time over

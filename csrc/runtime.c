@@ -23,15 +23,14 @@ void rumus_set_num_threads(int n) { g_threads = n < 1 ? 1 : n; }
 int rumus_get_num_threads(void) { return g_threads; }
 
 /* Grains, one per kernel class (internal/rumus.h lists the classes). A grain is the work below which a
-   kernel stays on the calling thread, with no OpenMP call at all; above it each thread gets at least half
-   a grain, some 15-50 us of that class's work on one core, while waking a thread and the barrier after it
-   cost a few us (more with more threads and on a loaded machine). Measured on the dev Xeon, one thread,
-   under load (so ~2x the quiet figures): an add 0.55 ns per element, softmax 3.6 and cross-entropy 4.0 ns
-   per element, a BLAS multiply-add 0.046 ns, flash attention ~0.38 ns per multiply-add of its own loops.
-   The GEMM grain was lowered to 2^19 after a sweep on the 16-core host (csrc/gemm_blocked.c says why).
-   So the thread count of a kernel follows its size, never just the budget: a 128x10x256 product stays on
-   one thread, a 128x256x256 one (32 blocks) takes up to 32, a 32K-element add 1 (issue 11: at 32768 the MLP
-   step's 128x256 ops split in two and the step got slower with more threads).
+   kernel stays on the calling thread and wakes no other; above it each thread gets at least half a grain,
+   some 15-50 us of that class's work on one core, while waking a thread and waiting for it cost a few us
+   (more with more threads and on a loaded machine). Measured on the dev Xeon, one thread, under load (so
+   ~2x the quiet figures): an add 0.55 ns per element, softmax 3.6 and cross-entropy 4.0 ns per element, a
+   BLAS multiply-add 0.046 ns, flash attention ~0.38 ns per multiply-add of its own loops (csrc/gemm_blocked.c
+   says why its grain is 2^19). So the thread count of a kernel follows its size, never just the budget: a
+   128x10x256 product stays on one thread, a 128x256x256 one (32 blocks) takes up to 32, a 32K-element add
+   1 (split in two, the MLP step's 128x256 ops made the step slower with more threads).
    rumus_set_parallel_threshold sets the elementwise grain only. */
 void rumus_set_parallel_threshold(int64_t elements) { g_threshold = elements < 2 ? 2 : elements; }
 int64_t rumus_get_parallel_threshold(void) { return g_threshold; }
@@ -125,9 +124,9 @@ static int blas_spawn(blas_job *jobs, pthread_t *tids, int from, int to) {
 }
 
 /* OpenBLAS's level-3 jobs wait on each other (one packs a panel the others read), so all `numjobs`
-   must run at once: on the kernels' pool (csrc/pool.c, rumus_parallel_together), or, where it cannot
-   promise that many threads (a fork()ed child, a call from inside a kernel's loop, another caller using
-   the pool), on threads started for the call. */
+   must run at once: on the kernels' pool, one job per thread (csrc/pool.c, rumus_parallel_together), or,
+   where it cannot promise that many threads (a fork()ed child, a call from inside a kernel's loop, another
+   caller using the pool), on threads started for the call. */
 void rumus_blas_callback(int sync, void *dojob, int numjobs, size_t elsize, void *jobdata, int dojob_data) {
     RUMUS_UNUSED(sync); /* OpenBLAS passes 1; every job has finished when this returns either way */
     blas_dojob_fn fn = (blas_dojob_fn)dojob;

@@ -5,23 +5,18 @@
   elements, BLAS multiply-adds, the kernels' own multiply-adds; csrc/runtime.c, rumus_threads_for_grain):
   below its grain a kernel stays on the calling thread and wakes no other; above it, it splits one way per
   half grain up to the budget.
-- The pool (csrc/pool.c, not OpenMP): a loop split `nt` ways wakes at most nt - 1 workers, the caller
-  works too, and the loop's chunks are taken as threads come free. The loop ends when its chunks are done:
-  a worker that did not get a core in time (another process holds it) is never waited for, and no
-  barrier makes every thread of a team check in. Idle workers poll for RUMUS_SPIN_US microseconds (default
-  SPIN_US: enough to bridge the gap between two kernels of one step) and then sleep on a futex; they never
-  exit, so kernels of different sizes one after another create no threads.
+- The pool (csrc/pool.c, not OpenMP): a loop is cut into fixed chunks by its size and thread count alone
+  (the same bits at every thread count), wakes at most nt - 1 workers, and its threads, the caller
+  included, take chunks from one shared counter. Idle workers poll for SPIN_US microseconds (the gap
+  between two kernels of one step) and then sleep on a futex; they never exit.
 - BLAS: OpenBLAS hands its jobs to csrc/runtime.c's callback, which runs them on the pool, so OpenBLAS's
-  own threads never get work. Those threads used to spin ~2^28 cycles after every call (measured: 126 ms
-  of CPU after one GEMM), against the kernels' threads: on a 16-core host an MLP step took 40 ms at 16
-  threads and 2.2 ms at 1. The backend's own GEMMs do not use OpenBLAS's threading at all
+  own threads never get work. Those threads spin ~2^28 cycles after every call (measured: 126 ms of CPU
+  after one GEMM), against the kernels' threads. The backend's own GEMMs do not use OpenBLAS's threading
   (csrc/gemm_blocked.c: independent blocks, one single-threaded call each, the same blocks at every thread
   count); the callback serves numpy code elsewhere in the process.
-- Keeping apart: a worker that starts a loop on the CPU the calling thread runs on moves to another
-  (csrc/pool.c, keep_off_callers_cpu; RUMUS_KEEP_APART=0 turns it off). With another process busy on one
-  of 2 cores, Linux put both threads on the free core and the step ran at half speed.
 - PyTorch in the same process keeps its own OpenMP threads; RUMUS's workers sleep after SPIN_US, so they
-  do not hold cores while torch runs.
+  do not hold cores while torch runs. libgomp itself is loaded with a short spin when the cpu plugin
+  registers its backend (quiet_openmp_for_later_libraries).
 - Freed memory (glibc): buffers up to 32 MiB come from the heap and up to RUMUS_MALLOC_KEEP_MB (default
   256; 0 leaves glibc's defaults) of freed memory stays there, so a step's fresh outputs do not page-fault
   on every page again each step (csrc/runtime.c, rumus_malloc_keep). The user's own MALLOC_MMAP_THRESHOLD_
@@ -32,17 +27,16 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
-import warnings
 from typing import Any
 
-SPIN_US = 50
-STEP_OUT_LEAST_THREADS = 4  # see csrc/pool.c, worker_step_out: on fewer threads sharing the core costs less
+from rumus_contracts import config
+
+SPIN_US = 50  # csrc/pool.c's g_spin_ns, in microseconds
 GOMP_SPIN_COUNT = "10000"  # libgomp's polls before sleeping, for an OpenMP library loaded after rumus (torch)
 # the kernel classes of csrc/runtime.c's rumus_grain, in its order
 GRAIN_CLASSES = ("elementwise elements", "row elements", "BLAS multiply-adds", "loop multiply-adds")
 
-_state: dict[str, Any] = {"spin": "unknown", "blas": None, "malloc": "glibc's defaults", "openmp": "not loaded"}
+_state: dict[str, Any] = {"blas": None, "malloc": "glibc's defaults", "openmp": "not loaded"}
 MALLOC_MMAP_MAX = 32 << 20  # the largest M_MMAP_THRESHOLD glibc accepts on 64-bit hosts
 MALLOC_KEEP_MB = 256
 
@@ -63,26 +57,10 @@ def physical_cores() -> int:
     return max(len(cores), 1)
 
 
-def _env_int(name: str, least: int, fallback: str) -> int | None:
-    """Integer environment variable `name` if set and >= least; None if unset; a warning naming what is used
-    instead (`fallback`) and None if it is not such an integer."""
-    env = os.environ.get(name, "").strip()
-    if not env:
-        return None
-    try:
-        value = int(env)
-        if value >= least:
-            return value
-    except ValueError:
-        pass
-    what = "a positive integer" if least == 1 else "a non-negative integer"
-    warnings.warn(f"{name}={env!r} is not {what}; {fallback}", RuntimeWarning, stacklevel=3)
-    return None
-
-
 def default_num_threads() -> int:
-    n = _env_int("RUMUS_NUM_THREADS", 1, "using every physical core")
-    return physical_cores() if n is None else n
+    """RUMUS_NUM_THREADS, else every physical core (a value that is not a positive integer raises ConfigError)."""
+    n = config.get("RUMUS_NUM_THREADS")
+    return physical_cores() if n is None else int(n)
 
 
 def _openblas_libraries() -> list[str]:
@@ -145,12 +123,7 @@ def choose_gemm_kernel(lib: Any) -> None:
     """RUMUS_GEMM_KERNEL (read once, at load): `auto` (default) gives float32 GEMM calls to RUMUS's own
     micro-kernel where it beats OpenBLAS (csrc/sgemm_kernel.c's rule, by shape), `blas` keeps OpenBLAS,
     `own` takes the own kernel for every float32 call (where the CPU has AVX2 or AVX-512); for A/B runs."""
-    env = os.environ.get("RUMUS_GEMM_KERNEL", "").strip().lower() or "auto"
-    if env not in GEMM_KERNELS:
-        warnings.warn(f"RUMUS_GEMM_KERNEL={env!r} is not one of {', '.join(GEMM_KERNELS)}; using auto",
-                      RuntimeWarning, stacklevel=3)
-        env = "auto"
-    lib.rumus_sgemm_set_mode(GEMM_KERNELS.index(env))
+    lib.rumus_sgemm_set_mode(GEMM_KERNELS.index(config.text("RUMUS_GEMM_KERNEL")))
 
 
 def gemm_kernel_description() -> str:
@@ -182,21 +155,9 @@ def keep_freed_memory(lib: Any) -> None:
     if any(k in os.environ for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")):
         _state["malloc"] = "as set by the user (MALLOC_*_THRESHOLD_)"
         return
-    env = os.environ.get("RUMUS_MALLOC_KEEP_MB", "").strip()
-    try:
-        keep_mb = int(env) if env else MALLOC_KEEP_MB
-    except ValueError:
-        warnings.warn(f"RUMUS_MALLOC_KEEP_MB={env!r} is not an integer; keeping {MALLOC_KEEP_MB} MiB",
-                      RuntimeWarning, stacklevel=2)
-        keep_mb = MALLOC_KEEP_MB
+    keep_mb = config.integer("RUMUS_MALLOC_KEEP_MB")
     if keep_mb > 0 and lib.rumus_malloc_keep(MALLOC_MMAP_MAX, min(keep_mb, 2047) << 20):
         _state["malloc"] = f"heap up to {MALLOC_MMAP_MAX >> 20} MiB buffers, {min(keep_mb, 2047)} MiB kept free"
-
-
-def spin_us() -> int:
-    """How long idle workers poll for the next loop before sleeping: RUMUS_SPIN_US, else SPIN_US."""
-    us = _env_int("RUMUS_SPIN_US", 0, f"polling {SPIN_US} us")
-    return SPIN_US if us is None else us
 
 
 def _libgomp_loaded() -> bool:
@@ -234,8 +195,8 @@ def quiet_openmp_for_later_libraries() -> None:
     time alone (MLP / CNN / transformer) and RUMUS's steps right after torch's +15% / +0% / -4%; 1000 polls
     cost torch 1.11-1.33x, 100000 cost RUMUS's CNN +54%. A library loaded later under the same soname (torch's
     libgomp.so.1) reuses this copy. The user's OMP_WAIT_POLICY / GOMP_SPINCOUNT win, and the environment
-    is restored, so child processes see the user's. Where libgomp is already loaded (torch imported first)
-    nothing can change: `rumus info` says so. RUMUS_GOMP_SPINCOUNT sets the count (default GOMP_SPIN_COUNT)."""
+    is restored, so child processes see the user's. To decline, set OMP_WAIT_POLICY or GOMP_SPINCOUNT
+    yourself. Where libgomp is already loaded (torch imported first) nothing can change: `rumus info` says so."""
     if _state.get("openmp_checked"):  # once: the plugins' load, or else the backend's creation
         return
     _state["openmp_checked"] = True
@@ -250,11 +211,7 @@ def quiet_openmp_for_later_libraries() -> None:
     path = _libgomp_path()
     if not path:
         return
-    spin = os.environ.get("RUMUS_GOMP_SPINCOUNT", "").strip() or GOMP_SPIN_COUNT
-    if not spin.isdigit():
-        warnings.warn(f"RUMUS_GOMP_SPINCOUNT={spin!r} is not a count; using {GOMP_SPIN_COUNT}", RuntimeWarning,
-                      stacklevel=2)
-        spin = GOMP_SPIN_COUNT
+    spin = GOMP_SPIN_COUNT
     os.environ["GOMP_SPINCOUNT"] = spin
     try:
         ctypes.CDLL(path)
@@ -265,29 +222,10 @@ def quiet_openmp_for_later_libraries() -> None:
         del os.environ["GOMP_SPINCOUNT"]
 
 
-def step_out_least_threads() -> int:
-    """Loops of this many threads or more let a worker whose core another process shares step out
-    (csrc/pool.c, worker_step_out): RUMUS_STEP_OUT (0: never), else STEP_OUT_LEAST_THREADS."""
-    n = _env_int("RUMUS_STEP_OUT", 0, f"stepping out in loops of {STEP_OUT_LEAST_THREADS} threads or more")
-    return STEP_OUT_LEAST_THREADS if n is None else n
-
-
-def keep_apart() -> bool:
-    """Whether a worker that starts a loop on the caller's CPU moves off it (csrc/pool.c,
-    keep_off_callers_cpu): RUMUS_KEEP_APART=0 says no; on by default."""
-    n = _env_int("RUMUS_KEEP_APART", 0, "workers keeping off the caller's CPU")
-    return n is None or n > 0
-
-
 def configure(lib: Any) -> None:
-    """At load, RUMUS's own pool only (nothing process-wide): the thread budget, the polling time, stepping
-    out and keeping apart. The process-wide settings come later: libgomp when the plugins load (plugin.py),
-    the rest when the backend starts (configure_process)."""
-    us = spin_us()
-    lib.rumus_pool_set_spin_us(us)
-    _state["spin"] = f"poll {us} us, then sleep" + (" (RUMUS_SPIN_US)" if os.environ.get("RUMUS_SPIN_US") else "")
-    lib.rumus_pool_set_step_out(step_out_least_threads(), 0)
-    lib.rumus_pool_set_keep_apart(int(keep_apart()))
+    """At load, RUMUS's own pool only (nothing process-wide): the thread budget. The process-wide settings
+    come later: libgomp when the plugins load (plugin.py), the rest when the backend starts
+    (configure_process)."""
     lib.rumus_set_num_threads(max(default_num_threads(), 1))
 
 
@@ -299,20 +237,21 @@ def configure_process(lib: Any) -> None:
     (process_changes)."""
     if _state.get("process_configured"):
         return
-    _state["process_configured"] = True
     keep_freed_memory(lib)
     attach_blas(lib)
     choose_gemm_kernel(lib)
     quiet_openmp_for_later_libraries()  # done already when the plugins loaded (rumus_cpu.plugin)
     set_num_threads(int(lib.rumus_get_num_threads()))  # the budget now reaches numpy's BLAS too
-    if hasattr(os, "register_at_fork"):  # OpenMP's pool does not survive fork: children run on one thread
+    if hasattr(os, "register_at_fork"):  # the pool's workers do not survive fork: children run on one thread
         os.register_at_fork(after_in_child=lib.rumus_after_fork_child)
+    _state["process_configured"] = True  # last: after a bad knob (ConfigError) above, the next start tries again
 
 
 def process_changes() -> list[str]:
     """What the backend changed process-wide so far: libgomp's spin when the plugins loaded, the rest when
     the backend started ([] right after import)."""
-    out = [f"libgomp: {_state['openmp']}"] if _state.get("openmp_checked") else []
+    out = ([f"libgomp: {_state['openmp']} (when the cpu plugin registered; OMP_WAIT_POLICY or GOMP_SPINCOUNT set "
+            "by you declines it)"] if _state.get("openmp_checked") else [])
     if not _state.get("process_configured"):
         return out
     blas = (f"jobs on the kernel threads (threads callback of {_state['blas']})" if _state["blas"]
@@ -336,23 +275,6 @@ def set_num_threads(n: int) -> None:
         pass
 
 
-def _step_out_description(lib: Any) -> str:
-    least = int(lib.rumus_pool_get_step_out())
-    if least <= 0 or not sys.platform.startswith("linux"):
-        return "never" + (" (RUMUS_STEP_OUT=0)" if least <= 0 else " (Linux only)")
-    return (f"a worker preempted twice within 20 ms sleeps 20 ms, doubling up to 1 s while its core stays shared "
-            f"(loops of >= {least} threads, at most a quarter of them out; {int(lib.rumus_pool_step_outs())} so far)")
-
-
-def _keep_apart_description(lib: Any) -> str:
-    if not lib.rumus_pool_get_keep_apart():
-        return "off (RUMUS_KEEP_APART=0)"
-    if not sys.platform.startswith("linux"):
-        return "off (Linux only)"
-    return (f"a worker that starts a loop on the caller's CPU moves to another "
-            f"({int(lib.rumus_pool_moves())} moves so far)")
-
-
 def get_num_threads() -> int:
     from ._lib import lib
     return int(lib.rumus_get_num_threads())
@@ -366,9 +288,7 @@ def policy() -> dict[str, Any]:
         "pool_workers": int(lib.rumus_pool_workers()),
         "grain": int(lib.rumus_get_parallel_threshold()),
         "grains": {name: int(lib.rumus_grain(i)) for i, name in enumerate(GRAIN_CLASSES)},
-        "idle": _state["spin"],
-        "step_out": _step_out_description(lib),
-        "keep_apart": _keep_apart_description(lib),
+        "idle": f"poll {int(lib.rumus_pool_get_spin_us())} us, then sleep",
         "openmp_of_others": _state["openmp"],
         "malloc": _state["malloc"],
         "blas_on_kernel_threads": bool(lib.rumus_blas_attached()),
@@ -404,8 +324,7 @@ def describe() -> str:
     return (f"kernel threads {n} (own pool; 1 thread below "
             f"{p['grain']} elements (row kernels {g['row elements']}, BLAS products "
             f"{g['BLAS multiply-adds']} multiply-adds, own-loop products {g['loop multiply-adds']}), then one "
-            f"per half of that; idle threads: {p['idle']}; stepping out: {p['step_out']}; "
-            f"keeping apart: {p['keep_apart']}); "
+            f"per half of that; idle threads: {p['idle']}); "
             f"BLAS {blas}: {where}{mm}; {p['gemm_kernel']}; "
             f"malloc: {p['malloc']}; other OpenMP: {p['openmp_of_others']}; process-wide changes made when the "
             f"backend started: {'; '.join(p['process_changes']) or 'none yet'}")

@@ -152,12 +152,6 @@ declare("RUMUS_MALLOC_KEEP_MB", "int", 256, "MiB of freed memory glibc keeps for
         owner="cpu", least=0)
 declare("RUMUS_QUANT_ISA", "choice", None, "force the quantized matmuls' inner loop (unset: the best the CPU has)",
         owner="cpu", choices=("portable", "avx2", "avx512vnni"))
-declare("RUMUS_SPIN_US", "int", 50, "microseconds idle pool workers poll before sleeping", owner="cpu", least=0)
-declare("RUMUS_GOMP_SPINCOUNT", "str", "10000", "libgomp's spin count set at cpu plugin load (GOMP_SPINCOUNT wins)",
-        owner="cpu")
-declare("RUMUS_STEP_OUT", "int", None, "threads from which pool loops step out on preemption (0: never)",
-        owner="cpu", least=0)
-declare("RUMUS_KEEP_APART", "int", None, "1: pool workers keep off the caller's CPU; 0: never", owner="cpu", least=0)
 declare("RUMUS_WGPU_POOL_CACHE_MB", "float", 8192.0, "MiB of freed GPU buffers the wgpu pool keeps for reuse",
         owner="wgpu", least=0)
 declare("RUMUS_WGPU_PUBLIC_API", "flag", False, "use only wgpu-py's public API (no private fast paths)", owner="wgpu")

@@ -146,13 +146,13 @@ int64_t rumus_find_named(const void *table, int64_t count, size_t entry_size, co
 #endif
 
 /* The kernels' thread pool (csrc/pool.c). fn(ctx, begin, end) runs over [0, n) cut into contiguous chunks
-   (a few per thread, by n and nt alone), taken as threads come free; at most `nt` threads, the caller one of
-   them. nt <= 1, a call from inside a loop, a second caller at the same moment or a fork()ed child: one call
+   (a few per thread, by n and nt alone), taken from one shared counter; at most `nt` threads, the caller one
+   of them. nt <= 1, a call from inside a loop, a second caller at the same moment or a fork()ed child: one call
    fn(ctx, 0, n) on the calling thread. Each chunk's results must not depend on which thread runs it. */
 typedef void (*rumus_range_fn)(void *ctx, int64_t begin, int64_t end);
 void rumus_parallel_for(int nt, int64_t n, rumus_range_fn fn, void *ctx);
-/* fn(ctx, i, i + 1) for i < n, all n at once on n threads (parts that wait on each other: OpenBLAS's jobs);
-   0 (nothing run) where the pool cannot promise n threads. */
+/* fn(ctx, i, i + 1) for i < n, all n at once on n threads, one part each (parts that wait on each other:
+   OpenBLAS's jobs); 0 (nothing run) where the pool cannot promise n threads. */
 int rumus_parallel_together(int n, rumus_range_fn fn, void *ctx);
 
 #endif

@@ -342,15 +342,6 @@ def test_the_environment_variable_picks_the_route(routes: dict[str, tuple[dict[s
     np.testing.assert_array_equal(routes["own"][1]["mm"], routes["own"][1]["mm_whole_own"])
 
 
-def test_an_unknown_kernel_name_warns_and_uses_auto() -> None:
-    env = {**os.environ, "RUMUS_GEMM_KERNEL": "fastest", "RUMUS_BACKEND": "cpu"}
-    code = ("import warnings; warnings.simplefilter('always'); import rumus as rm; import rumus_cpu._lib as L; "
-            "rm.zeros(1); print(L.lib.rumus_sgemm_mode())")  # the kernel is chosen when the backend starts
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip().splitlines()[-1] == "0" and "RUMUS_GEMM_KERNEL='fastest'" in proc.stderr
-
-
 @pytest.mark.parametrize("kernel", ["own", "blas"])
 def test_public_ops_match_torch_in_float64(routes: dict[str, tuple[dict[str, Any], Any]], kernel: str) -> None:
     torch = pytest.importorskip("torch")

@@ -21,7 +21,7 @@ SOURCE_ROOTS = [ROOT / "rumus", ROOT / "contracts" / "rumus_contracts", ROOT / "
                 ROOT / "conformance" / "rumus_conformance", *sorted(ROOT.glob("plugins/*/rumus_*"))]
 THE_TABLE = ROOT / "contracts" / "rumus_contracts" / "config.py"
 # Files whose reads another change converts; the coordinator empties this when those changes land.
-NOT_YET_CONVERTED = ("backends/rumus_cpu/threads.py",)
+NOT_YET_CONVERTED: tuple[str, ...] = ()
 # RUMUS_* string literals in Python sources that are not environment variables (C macro names that
 # the C renderers write out).
 NOT_KNOBS = {"RUMUS_AS_IS", "RUMUS_GRAIN_ROWS"}
