@@ -34,7 +34,8 @@ def save() -> None:
 def open_device(wgpu: Any, extras: Any, toggles: list[str]) -> Any:
     adapter = wgpu.gpu.request_adapter_sync(power_preference="high-performance")
     need = [f for f in ("chromium-experimental-subgroup-matrix", "shader-f16", "subgroups") if f in adapter.features]
-    limits = {k: adapter.limits[k] for k in ("max-compute-workgroup-storage-size", "max-compute-invocations-per-workgroup",
+    limits = {k: adapter.limits[k] for k in ("max-compute-workgroup-storage-size",
+                                             "max-compute-invocations-per-workgroup",
                                              "max-compute-workgroup-size-x", "max-storage-buffer-binding-size",
                                              "max-buffer-size") if k in adapter.limits}
     out.setdefault("limits", limits)
@@ -102,7 +103,8 @@ def main() -> None:
     fast = open_device(wgpu, extras, ["disable_robustness", "disable_workgroup_init", "skip_validation"])
     robust = open_device(wgpu, extras, [])
     # bounds-safe: the hardware's robust buffer access instead of Dawn's index clamping (dawn.py's defaults)
-    safe = open_device(wgpu, extras, ["vulkan_use_buffer_robust_access_2", "enable_integer_range_analysis_in_robustness",
+    safe = open_device(wgpu, extras, ["vulkan_use_buffer_robust_access_2",
+                                      "enable_integer_range_analysis_in_robustness",
                                       "vulkan_use_cooperative_matrix_robust_access"])
     out["adapter"] = str(fast.adapter.info.get("device"))
     n = 4096
@@ -116,7 +118,8 @@ def main() -> None:
 
     def buffers(device: Any, *arrays: np.ndarray, c_bytes: int) -> list[Any]:
         c = device.create_buffer(size=c_bytes, usage=usage)
-        return [c, *(device.create_buffer_with_data(data=np.ascontiguousarray(x).tobytes(), usage=usage) for x in arrays)]
+        return [c, *(device.create_buffer_with_data(data=np.ascontiguousarray(x).tobytes(), usage=usage)
+                     for x in arrays)]
 
     ops = {id(d): buffers(d, a, b, c_bytes=n * n * 4) for d in (fast, robust, safe)}
 
@@ -163,7 +166,8 @@ def main() -> None:
         out["best"] = best_name
         # layouts: the transposed operand stored transposed, so the reference stays a @ b
         aT, bT = np.ascontiguousarray(a.T), np.ascontiguousarray(b.T)
-        layouts = (("nt", False, True, a, bT, "f32"), ("tn", True, False, aT, b, "f32"), ("tt", True, True, aT, bT, "f32"),
+        layouts = (("nt", False, True, a, bT, "f32"), ("tn", True, False, aT, b, "f32"),
+                   ("tt", True, True, aT, bT, "f32"),
                    ("nn_f16c", False, False, a, b, "f16"))
         for tag, a_t, b_t, xa, xb, c_dt in layouts:
             try:

@@ -76,7 +76,7 @@ def main() -> None:
             m, k = na.shape[-2:]
             nn = nb.shape[-1]
             flops = 2.0 * m * k * nn * (na.shape[0] if na.ndim == 3 else 1)
-            per = timed(lambda: xa @ yb, max(5, min(200, int(3e12 / flops))), sync)
+            per = timed(lambda xa=xa, yb=yb: xa @ yb, max(5, min(200, int(3e12 / flops))), sync)
             out[name] = {"rel_err_f16_out": err, "dispatches": backend.stats()["dispatches"] - before,
                          "ms": per * 1e3, "tflops": flops / per / 1e12}
             import torch

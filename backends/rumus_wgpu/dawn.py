@@ -29,7 +29,7 @@ INSTANCE_TOGGLES = ("allow_unsafe_apis", "vulkan_enable_f16_on_nvidia", "vulkan_
 
 
 def selected() -> str:
-    return config.text(IMPL_ENV)
+    return str(config.text(IMPL_ENV))
 
 
 def use_selected_impl() -> None:
@@ -43,7 +43,7 @@ def use_selected_impl() -> None:
         raise BackendUnavailable(f"{IMPL_ENV}=dawn, but wgpu-native's 'wgpu' was imported first in this process; "
                                  f"set {IMPL_ENV} before anything imports wgpu")
     try:
-        import wgpudawn
+        import wgpudawn  # noqa: F401  (bound as `wgpu` below, through sys.modules)
         from wgpudawn.backends.dawn import extras
     except ImportError as exc:
         raise BackendUnavailable(f"{IMPL_ENV}=dawn needs the 'wgpudawn' package ({exc}); "

@@ -98,7 +98,8 @@ def _operand(tile: MatrixTile, side: str, trans: bool, exact: bool) -> tuple[lis
         if exact and not guard:
             loads.append(f"        {side}v{j} = {buf}[{idx}];")
         else:
-            loads.append(f"        if ({valid}) {{ {side}v{j} = {buf}[{idx}]; }} else {{ {side}v{j} = vec4<u32>(0u); }}")
+            loads.append(f"        if ({valid}) {{ {side}v{j} = {buf}[{idx}]; }} "
+                         f"else {{ {side}v{j} = vec4<u32>(0u); }}")
         st = f"{put}(dst * {size}u + {side}r{j} * {stride}u + {side}c{j}, {side}v{j});"
         stores.append(f"        if ({e} < {total}u) {{ {st} }}" if guard else f"        {st}")
     return decls, loads, stores, size
@@ -125,7 +126,8 @@ def _compute(tile: MatrixTile, a_trans: bool, b_trans: bool, a_size: int, b_size
                        f"{b_stride}u);")
         for i in range(tile.tm):
             for j in range(tile.tn):
-                out.append(f"        acc{i}_{j} = subgroupMatrixMultiplyAccumulate(fa{kk}_{i}, fb{kk}_{j}, acc{i}_{j});")
+                out.append(f"        acc{i}_{j} = subgroupMatrixMultiplyAccumulate(fa{kk}_{i}, fb{kk}_{j}, "
+                           f"acc{i}_{j});")
     return out
 
 
@@ -167,7 +169,8 @@ def _epilogue(tile: MatrixTile, c_dtype: str, direct: bool, bias: str, activatio
             if c_dtype == "f32":
                 out.append("        c[ci / 4u] = v0; c[ci / 4u + 1u] = v1;")
             else:
-                out.append("        c[ci / 8u] = vec4<u32>(bitcast<u32>(vec2<f16>(v0.xy)), bitcast<u32>(vec2<f16>(v0.zw)), "
+                out.append("        c[ci / 8u] = vec4<u32>(bitcast<u32>(vec2<f16>(v0.xy)), "
+                           "bitcast<u32>(vec2<f16>(v0.zw)), "
                            "bitcast<u32>(vec2<f16>(v1.xy)), bitcast<u32>(vec2<f16>(v1.zw)));")
             out.append("      }")
             out.append("    }")
