@@ -4,7 +4,7 @@ then the layouts (NT, TN), an f16 C with bias + GELU, ragged shapes and a batch 
 GEMMs timed in the same run. On the lent GPU, with the wgpudawn wheel in .gpu/dawn:
     source .gpu/setup.sh; pip install -q --no-deps --target /tmp/dawn .gpu/dawn/*.whl
     PYTHONPATH=/tmp/dawn:$PYTHONPATH python3 benchmarks/gpu_matrix_gemm_sweep.py   (writes $OUT/matrix_gemm.json)
-RUMUS_SWEEP=quick runs two tiles only.
+RUMUS_SWEEP=quick runs two tiles only, RUMUS_SWEEP=all adds the earlier rounds' tiles (docs/GPU_TENSOR_CORES.md).
 """
 from __future__ import annotations
 
@@ -23,6 +23,13 @@ sys.path[:0] = [os.path.join(os.path.dirname(__file__), "..", d) for d in ("cont
 from rumus_wgpu.matrix_gemm import MatrixTile, generate  # noqa: E402
 
 OUT = os.environ.get("OUT", "/tmp")
+T = MatrixTile
+EARLIER = [T(128, 128, 32, 2, 2), T(128, 128, 32, 2, 4), T(128, 128, 16, 2, 2), T(128, 128, 64, 2, 2, double=False),
+           T(256, 128, 32, 4, 2, double=False), T(256, 128, 16, 4, 2), T(128, 256, 16, 2, 4), T(64, 64, 32, 2, 2),
+           T(128, 128, 32, 2, 4, group=8), T(128, 64, 32, 2, 2), T(64, 128, 32, 2, 2),
+           T(128, 256, 32, 4, 2, double=False), T(128, 256, 32, 4, 4, double=False),
+           T(256, 128, 32, 8, 2, double=False), T(128, 128, 32, 8, 1), T(128, 128, 32, 4, 1), T(128, 128, 32, 8, 2),
+           T(64, 256, 32, 2, 4)]
 out: dict[str, Any] = {}
 
 
@@ -144,12 +151,14 @@ def main() -> None:
         print(name, out[name], flush=True)
         save()
 
-    T = MatrixTile
     # the earlier rounds' leaders (docs/GPU_TENSOR_CORES.md has every round's table)
     tiles = [T(128, 128, 32, 4, 2, group=8), T(128, 256, 32, 2, 4, double=False, group=8), T(128, 128, 32, 4, 2),
              T(128, 128, 32, 4, 2, group=4), T(128, 256, 32, 2, 4, double=False)]
     if os.environ.get("RUMUS_SWEEP") == "quick":
         tiles = tiles[:2]
+    if os.environ.get("RUMUS_SWEEP") == "all":  # the earlier rounds' tiles too, bounds-checked loads, staged C
+        for tile in EARLIER:
+            sweep_one(f"nn_{tile.name()}", fast, tile)
     for tile in tiles:
         sweep_one(f"nn_{tile.name()}_exact_direct", fast, tile, direct=True, exact=True)
     for tile in tiles[:2]:
