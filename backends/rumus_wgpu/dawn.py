@@ -7,9 +7,8 @@ are separate native libraries whose buffers cannot be shared without a copy thro
 choice is made once, for the process, before the backend first imports `wgpu`: the name `wgpu` is
 then bound to `wgpudawn` (and its submodules to theirs), and every module of the backend uses Dawn.
 
-wgpu-py's private native layer (`wgpu.backends.wgpu_native`) does not exist under Dawn, so the backend's
-private fast paths (pipelines.py, recorder.py, bind_groups.py) find nothing and take wgpu-py's public
-API, as with RUMUS_WGPU_PUBLIC_API=1.
+wgpu-py's private native layer (`wgpu.backends.wgpu_native`) does not exist under Dawn, so native.py finds
+nothing and the backend takes wgpu-py's public API, as with RUMUS_WGPU_PUBLIC_API=1.
 """
 
 from __future__ import annotations
