@@ -22,7 +22,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
         for (var j = at.lane; j < cfg.classes; j += at.t) {
             part.z += w_at(j);
         }
-        wsum = reduce_group(lid, at.lane, at.t, part, at.ninf).z;
+        wsum = reduce_group(lid, at.lane, cfg.group, part, at.ninf).z;  // cfg.group (= at.t): Tint must see the barriers' loop bound uniform
     }
     if (!at.valid) {
         return;

@@ -40,7 +40,7 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
             }
         }
     }
-    acc = reduce_group(lid, at.lane, at.t, acc, at.ninf);
+    acc = reduce_group(lid, at.lane, cfg.group, acc, at.ninf);  // cfg.group (= at.t): Tint must see the barriers' loop bound uniform
     if (!at.valid || at.lane != 0u) {
         return;
     }

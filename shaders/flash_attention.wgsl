@@ -64,7 +64,7 @@ fn drop_factor(bh: u32, i: u32, j: u32) -> f32 {
 }
 
 fn neg_inf() -> f32 {
-    return bitcast<f32>(0xff800000u);
+    return bitcast<f32>(0xff800000u | (cfg.L & 0u));  // a runtime value: Tint rejects a constant -inf
 }
 
 // element e of a tile of BK rows that starts at row `start` of `count` rows: (its row, clamped into range;

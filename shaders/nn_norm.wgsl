@@ -433,7 +433,7 @@ fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: 
         let r = (block0 + it) * h.per + lid / h.t;
         let n4 = select(0u, h.len4, r < cfg.n);
         var xs = held_x(cfg.off[0].y / 4u + r * h.len4, h.lane, h.t, n4);
-        let st = held_stats(lid, h.lane, h.t, &xs);
+        let st = held_stats(lid, h.lane, cfg.group, &xs);  // cfg.group (= h.t): Tint must see the barriers' loop bound uniform
         for (var k = 0u; k < SLOTS; k++) {
             let j = h.lane + k * h.t;
             if (j < n4) {
@@ -474,7 +474,7 @@ fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: 
                 gs[k] = vec4<f32>(g[cfg.off[0].z / 4u + r * h.len4 + h.lane + k * h.t]);
             }
         }
-        let st = held_stats(lid, h.lane, h.t, &xs);
+        let st = held_stats(lid, h.lane, cfg.group, &xs);  // cfg.group (= h.t): Tint must see the barriers' loop bound uniform
         var s = vec2<f32>(0.0);
         for (var k = 0u; k < SLOTS; k++) {
             let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
@@ -483,7 +483,7 @@ fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: 
             dw[k] += select(vec4<f32>(0.0), gs[k] * xh, h.lane + k * h.t < n4);
             db[k] += gs[k];
         }
-        let m = row_sum2(lid, h.lane, h.t, s) * inv_n;
+        let m = row_sum2(lid, h.lane, cfg.group, s) * inv_n;
         let m1 = select(0.0, m.x, (cfg.flags & 1u) != 0u);
         for (var k = 0u; k < SLOTS; k++) {
             let j = h.lane + k * h.t;

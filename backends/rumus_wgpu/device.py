@@ -16,7 +16,8 @@ from .pipelines import Programs
 from .pool import BufferPool
 from .recorder import Recorder
 
-WANTED_FEATURES = ("shader-f16", "timestamp-query", "subgroup")
+# "subgroup" is wgpu-native's name, "subgroups" Dawn's; subgroup matrices are Dawn's (matrix_units.py)
+WANTED_FEATURES = ("shader-f16", "timestamp-query", "subgroup", "subgroups", "chromium-experimental-subgroup-matrix")
 REPORTED_LIMITS = (
     "max-storage-buffer-binding-size", "max-buffer-size", "max-compute-workgroup-storage-size",
     "max-compute-invocations-per-workgroup", "max-compute-workgroups-per-dimension",
@@ -29,6 +30,8 @@ _TYPE_ORDER = {"DiscreteGPU": 0, "IntegratedGPU": 1, "VirtualGPU": 2, "Unknown":
 def list_adapters() -> list[Any]:
     """Usable adapters, discrete GPUs first. OpenGL adapters are dropped when another backend exists
     (the GL path of wgpu lacks compute features and shows the same hardware twice)."""
+    from .dawn import use_selected_impl
+    use_selected_impl()
     try:
         import wgpu
     except ImportError as exc:

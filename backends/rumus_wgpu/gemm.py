@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rumus_contracts import RumusError, TensorArg, contiguous_strides, float32
+from rumus_contracts import RumusError, TensorArg, contiguous_strides, float16, float32
 
-from . import bf16, knobs
+from . import bf16, knobs, matrix_units
 from .elementwise import copy
 from .layout import coalesce, dealias, device_of, env_set, new_buffer, remember
 from .pipelines import CHECKED, render, wgsl_scalar
@@ -245,6 +245,8 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     or packing when a training loop repeats a shape); split-K launches always take the full path."""
     c = outputs[0]
     a, b = inputs
+    if a.dtype == float16 and matrix_units.try_matmul(c, a, b):
+        return
     cb = c.buffer
     if isinstance(cb, WgpuBuffer) and a.buffer is not cb and b.buffer is not cb and not env_set(GEMM_ENV):
         key: tuple[Any, ...] | None = ("gemm", c.shape, c.strides, c.offset, c.dtype, a.shape, a.strides,

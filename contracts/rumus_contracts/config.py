@@ -165,3 +165,10 @@ declare("RUMUS_WGPU_CONV_IM2COL", "flag", False, "every wgpu convolution through
 declare("RUMUS_WGPU_NO_SUBGROUPS", "flag", False, "row merges through workgroup memory even with subgroups",
         owner="wgpu")
 declare("RUMUS_WGPU_NOVEC", "flag", False, "scalar shaders instead of the vec4 forms", owner="wgpu")
+declare("RUMUS_WGPU_IMPL", "choice", "native", "the WebGPU implementation under the wgpu backend: native (wgpu-py on "
+        "wgpu-native) or dawn (the wgpudawn package, which reaches matrix units)", owner="wgpu", user=True,
+        choices=("native", "dawn"))
+declare("RUMUS_WGPU_DAWN_UNCHECKED", "flag", False, "Dawn without its shader bounds checks (robustness) on every "
+        "kernel: the matrix GEMM about 2x faster, out-of-bounds accesses undefined", owner="wgpu")
+declare("RUMUS_WGPU_MATRIX_UNITS", "flag", True, "float16 GEMMs on subgroup matrices where the device has them "
+        "(RUMUS_WGPU_IMPL=dawn)", owner="wgpu", user=True)

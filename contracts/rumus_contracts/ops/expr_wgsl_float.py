@@ -22,10 +22,14 @@ that flushes subnormals in arithmetic still writes them), to float32 accuracy:
 
 from __future__ import annotations
 
-_NAN = "bitcast<f32>(0x7fc00000u)"
-_INF = "bitcast<f32>(0x7f800000u)"
+# NaN and infinity from private variables: WGSL const-evaluates bitcast<f32>(constant bits), and Tint (Dawn)
+# rejects a constant that is not a finite f32
+_NAN = "nan_f()"
+_INF = "inf_f()"
 
 FLOAT_HELPERS: dict[str, str] = {
+    "nan_f": "\nvar<private> nan_bits_f: u32 = 0x7fc00000u;\nfn nan_f() -> f32 { return bitcast<f32>(nan_bits_f); }",
+    "inf_f": "\nvar<private> inf_bits_f: u32 = 0x7f800000u;\nfn inf_f() -> f32 { return bitcast<f32>(inf_bits_f); }",
     "signbit_f": "\nfn signbit_f(x: f32) -> bool { return (bitcast<u32>(x) & 0x80000000u) != 0u; }",
     # select(0.0, a, c) for a negative constant a, as bits: lavapipe compiles select(0.0, -1.0, c) as
     # -f32(c), a -0.0 where c is false; the mask (a no-op) keeps the compiler from seeing that pattern
