@@ -28,6 +28,6 @@ def rumus_register_kernels(registry: KernelRegistry) -> None:
         registry.register(op, "wgpu", table[op], dtypes=dtypes)
     for op, kernel in bfloat16_widened(table).items():  # bfloat16 through float32 kernels (widen.py)
         registry.register(op, "wgpu", kernel, dtypes=(bfloat16,))
-    from . import quant  # q8 / int4 weights (issue 15)
+    from . import quant  # q8 / int4 weights
     for op, dtypes in quant.CLAIMS.items():
         registry.register(op, "wgpu", quant.kernels()[op], dtypes=dtypes)

@@ -12,11 +12,11 @@ Thresholds (the "new" plan, the default):
 - split: a row is split when it fills a whole workgroup, the one-pass launch would run fewer than
   SPLIT_WORKGROUPS / 4 workgroups (few long rows leave most of a big GPU idle: 64 rows on a 132-SM GPU
   is one workgroup on half of its multiprocessors), the row holds at least two chunks of SPLIT_CHUNK
-  elements and at least SPLIT_MIN_ROW elements. The last bound is measured: on the H200 (session 6,
-  `gpu_rows.py` plans table) 64 rows of 32000 or 32001 ran 1.05x to 3.4x faster in one unrolled pass
+  elements and at least SPLIT_MIN_ROW elements. The last bound is measured: on the H200
+  (`gpu_rows.py` plans table) 64 rows of 32000 or 32001 ran 1.05x to 3.4x faster in one unrolled pass
   than split 8 ways (the second pass and the partials cost more than the idle multiprocessors), while
   8 rows of 262144 or one of 2**20 need the split to fill the GPU (split, they ran at 2.9x and 7.3x
-  torch's speed in session 5).
+  torch's speed).
   Splits: enough to reach about SPLIT_WORKGROUPS workgroups, at most one per
   SPLIT_CHUNK elements (a chunk is then about one unrolled step of each invocation, or more), within the
   adapter's grid limit. SPLIT_WORKGROUPS is 1024: 4 to 8 workgroups of 256 per multiprocessor on a

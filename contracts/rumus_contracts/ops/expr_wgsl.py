@@ -62,7 +62,7 @@ fn floordiv_f(a: f32, b: f32) -> f32 {
     return select(f, f + 1.0, d - f > 0.5);
 }""",
     # Signed % with a negative operand is undefined in Vulkan's SPIR-V (OpSRem/OpSMod): NVIDIA's driver
-    # returned the floored remainder (conformance on the H200, session 6). Quotient and remainder are taken
+    # returned the floored remainder (conformance on the H200). Quotient and remainder are taken
     # on the magnitudes as u32 (OpUDiv/OpUMod, defined for all operands), then signed as C truncates.
     "fmod_i": """
 fn fmod_i(a: i32, b: i32) -> i32 {
