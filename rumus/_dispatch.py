@@ -20,7 +20,7 @@ from ._thread_state import autocast_state as _autocast
 from .autograd.grad_mode import no_grad
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Node
-from ._tensor_base import Tensor, make_tensor
+from ._tensor_base import Tensor, _contiguous, fresh_tensor, make_tensor
 
 Formula = Callable[..., Any]
 # backward formulas of core ops: name -> (formula, saves inputs, saves outputs); filled by autograd.formulas
@@ -51,6 +51,11 @@ _route_log: list[tuple[str, str, str]] | None = None
 # holds in its expanded-strides slot for it: a call with a plan checks it only where it already branches.
 _DECOMPOSED: Any = object()
 _DECOMPOSE: list[Any] = []
+
+# Op.__call__'s planned path, per signature: kernel, output shape, its contiguous strides, output dtype,
+# element count, per input expanded strides (None for all when none is expanded), the schema's attribute
+# defaults (None when it has none), whether the op is differentiable
+_QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, bool]
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
@@ -111,6 +116,12 @@ class Op:
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
         self._fused: dict[tuple[str, DType], bool] = {}  # composite ops: (backend, dtype) -> a fused kernel exists
         self._variadic = schema.variadic is not None
+        # Op.__call__'s planned path: (backend, per input shape, strides, dtype, then the attrs as given) ->
+        # _QuickPlan; for single-output, out-of-place, fixed-arity ops whose plan key keeps every attribute
+        self._quick = (schema.num_outputs == 1 and not schema.inplace and not self._variadic
+                       and not self._volatile)
+        self._autocasts = schema.autocast is not None
+        self._quick_plans: dict[tuple[Any, ...], _QuickPlan] = {}
         self.__doc__ = schema.doc
 
     def __repr__(self) -> str:
@@ -126,6 +137,71 @@ class Op:
 
     def __call__(self, *args: Any, **attrs: Any) -> Tensor:
         """One output (in-place ops return their first updated input, like PyTorch's `x.add_()`)."""
+        if self._quick and _tracer is None and _capture is None and _route_log is None and not (
+                self._autocasts and _autocast.enabled):
+            # The planned path: a call whose signature (tensor inputs on one device, their shapes, strides
+            # and dtypes, the attribute names and values) ran before through _run without promotion, copies
+            # or a decomposition. _run's checks proved the plan then; here it only allocates and launches.
+            # Dtypes enter the key by name (a str hashes in C; DType.__hash__ is a Python call).
+            n = len(args)
+            key: Any = None
+            if n == 2:
+                a, b = args
+                if self._composite is None and (isinstance(a, Tensor) is not isinstance(b, Tensor)):
+                    a, b = args = tuple(_as_tensors(self.name, args))  # a number beside a tensor
+                if isinstance(a, Tensor) and isinstance(b, Tensor):
+                    sa, sb = a._storage, b._storage
+                    if sa.device is sb.device:
+                        key = (sa.backend, a.shape, a._strides, sa.dtype.name, b.shape, b._strides, sb.dtype.name)
+            elif n == 1:
+                a = args[0]
+                if isinstance(a, Tensor):
+                    sa = a._storage
+                    key = (sa.backend, a.shape, a._strides, sa.dtype.name)
+            elif n == 3:
+                a, b, c = args
+                if isinstance(a, Tensor) and isinstance(b, Tensor) and isinstance(c, Tensor):
+                    sa, sb, sc = a._storage, b._storage, c._storage
+                    if sa.device is sb.device and sa.device is sc.device:
+                        key = (sa.backend, a.shape, a._strides, sa.dtype.name, b.shape, b._strides, sb.dtype.name,
+                               c.shape, c._strides, sc.dtype.name)
+            if key is not None:
+                if attrs:
+                    key = (*key, *attrs.items())
+                try:
+                    plan = self._quick_plans.get(key)
+                except TypeError:  # an unhashable attribute value (a list): the general path
+                    plan = None
+                if plan is None:
+                    out = self._run(args, attrs)
+                    self._learn(key, args, attrs)
+                    return out[0]
+                kernel, shape, strides, dtype, numel, expanded, defaults, record = plan
+                backend, device = sa.backend, sa.device
+                try:
+                    buf = backend.allocate(device, numel, dtype)
+                except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
+                    return self._run(args, attrs)[0]
+                out_arg = TensorArg(buf, shape, strides, 0, dtype)
+                result = fresh_tensor(Storage(buf, device, dtype, backend, numel), shape, strides, out_arg)
+                if expanded is not None:
+                    in_args = [t._arg if e is None else TensorArg(t._storage.buffer, shape, e, t._offset,
+                                                                  t._storage.dtype) for t, e in zip(args, expanded)]
+                elif n == 2:
+                    in_args = [a._arg_cache or a._arg, b._arg_cache or b._arg]
+                elif n == 1:
+                    in_args = [a._arg_cache or a._arg]
+                else:
+                    in_args = [a._arg_cache or a._arg, b._arg_cache or b._arg, c._arg_cache or c._arg]
+                if defaults is not None:
+                    attrs = {**defaults, **attrs}
+                kernel([out_arg], in_args, attrs)
+                if record and grad_state.enabled:
+                    for t in args:  # the slot first; the property only for views (it may recompute their history)
+                        if t._requires_grad or (t._view_version >= 0 and t.requires_grad):
+                            self._record(args, [result], attrs)
+                            break
+                return result
         if self.schema.num_outputs > 1:
             raise RumusError(f"op '{self.name}' has {self.schema.num_outputs} outputs: "
                              f"call rumus.ops.{self.name}.multi(...)")
@@ -219,6 +295,24 @@ class Op:
                     self._record(inputs, outputs, attrs)
                     break
         return outputs
+
+    def _learn(self, key: tuple[Any, ...], args: tuple[Any, ...], attrs: dict[str, Any]) -> None:
+        """After _run served a call on Op.__call__'s planned path: keep its plan for that path when _run
+        planned it (Op._plans) and ran the kernel on the inputs as given."""
+        if len(self._quick_plans) >= 4096:
+            return
+        bound = self.schema.bind_attrs(attrs) if attrs or self._has_attrs else attrs
+        storage = args[0]._storage
+        plan = self._plans.get(_plan_key(storage.backend.name, args, bound, self._volatile))
+        if plan is None:
+            return
+        kernel, out_shapes, out_dtypes, expanded = plan
+        if expanded is _DECOMPOSE or len(out_shapes) != 1:
+            return
+        shape, dtype = out_shapes[0], out_dtypes[0]
+        self._quick_plans[key] = (kernel, shape, _contiguous(shape), dtype, prod(shape), expanded,
+                                  self.schema.attrs if self._has_attrs else None,
+                                  bool(self.schema.differentiable))
 
     def _has_fused_kernel(self, args: tuple[Any, ...]) -> bool:
         """Whether a composite op runs a backend's own (fused) kernel for this call instead of its
@@ -368,15 +462,18 @@ class Op:
         if formula is None:
             raise RumusError(f"op '{self.name}' is marked differentiable but has no backward formula")
         fn, save_in, save_out = formula
-        float_out = [o for o in outputs if o.dtype.is_floating]
-        if not float_out:
+        if len(outputs) == 1:
+            if outputs[0]._storage.dtype.kind != "f":
+                return
+        elif not any(o._storage.dtype.kind == "f" for o in outputs):
             return
+        diff = self.schema.differentiable_idx
         node = Node(self.name, fn, inputs, attrs, len(outputs), save_inputs=save_in,
-                    unbroadcast=self.schema.broadcast, differentiable=self.schema.differentiable_idx)
+                    unbroadcast=self.schema.broadcast, differentiable=None if len(diff) == len(inputs) else diff)
         if save_out:
             node.save_outputs(outputs)
         for i, o in enumerate(outputs):
-            if o.dtype.is_floating:
+            if o._storage.dtype.kind == "f":
                 o._requires_grad = True
                 o._grad_fn = node
                 o._output_nr = i
