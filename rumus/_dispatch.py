@@ -4,7 +4,7 @@ autograd node. Kept short on purpose: it runs for every op (DESIGN.md section 4)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from math import prod
+from math import copysign, prod
 from typing import Any
 
 from rumus_contracts import (
@@ -58,12 +58,16 @@ _DECOMPOSE: list[Any] = []
 _QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, bool]
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
-_scalar_cache: dict[tuple[Any, type, DType, Device], Tensor] = {}
+_scalar_cache: dict[tuple[Any, ...], Tensor] = {}
 
 
 def scalar_tensor(value: Any, dtype: DType, device: Device) -> Tensor:
-    """A 0-d constant (cached: the same small set of constants appears in every training step)."""
-    key = (value, type(value), dtype, device)
+    """A 0-d constant (cached: the same small set of constants appears in every training step). The key
+    spells the dtype and device by their fields (strings hash in C), and tells -0.0 from 0.0, which compare
+    equal but divide differently."""
+    key = (value, type(value), dtype.name, device.backend, device.index)
+    if value == 0 and type(value) is float and copysign(1.0, value) < 0:
+        key = (*key, "-0")
     t = _scalar_cache.get(key)
     if t is None:
         from ._creation import full  # late binding: creation ops run through this dispatcher
@@ -82,7 +86,11 @@ def _scalar_dtype(value: Any, like: DType) -> DType:
 
 def _as_tensors(name: str, args: Sequence[Any]) -> list[Tensor]:
     """Python numbers become 0-d tensors of the tensor operands' dtype (PyTorch's weak scalars)."""
-    ref = next((a for a in args if isinstance(a, Tensor)), None)
+    ref = None
+    for a in args:
+        if isinstance(a, Tensor):
+            ref = a
+            break
     if ref is None:
         raise RumusError(f"{name}: needs at least one tensor argument")
     out = []
@@ -458,7 +466,7 @@ class Op:
         return [t if i < skip or t.dtype == target else t.to(target) for i, t in enumerate(inputs)]
 
     def _record(self, inputs: Sequence[Tensor], outputs: list[Tensor], attrs: dict[str, Any]) -> None:
-        formula = self._backward()
+        formula = self._formula or self._backward()
         if formula is None:
             raise RumusError(f"op '{self.name}' is marked differentiable but has no backward formula")
         fn, save_in, save_out = formula
@@ -468,8 +476,8 @@ class Op:
         elif not any(o._storage.dtype.kind == "f" for o in outputs):
             return
         diff = self.schema.differentiable_idx
-        node = Node(self.name, fn, inputs, attrs, len(outputs), save_inputs=save_in,
-                    unbroadcast=self.schema.broadcast, differentiable=None if len(diff) == len(inputs) else diff)
+        node = Node(self.name, fn, inputs, attrs, len(outputs), save_in, self.schema.broadcast,
+                    None if len(diff) == len(inputs) else diff)
         if save_out:
             node.save_outputs(outputs)
         for i, o in enumerate(outputs):

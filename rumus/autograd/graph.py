@@ -118,7 +118,13 @@ class Node:
 
     def saved_values(self, saved: list[tuple[Tensor, int]] | None, what: str) -> list[Tensor]:
         self._check_alive(saved, what)
-        return [self.check_saved(saved, what, i) for i in range(len(saved or ()))]
+        assert saved is not None
+        out = []
+        for i, (t, version) in enumerate(saved):
+            if t._storage.version != version:
+                self.check_saved(saved, what, i)  # raises, saying which tensor changed
+            out.append(t)
+        return out
 
     def _check_alive(self, saved: list[tuple[Tensor, int]] | None, what: str) -> None:
         if self.released:
