@@ -57,6 +57,20 @@ _DECOMPOSE: list[Any] = []
 # defaults (None when it has none), whether the op is differentiable
 _QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, bool]
 
+class _Plans(dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], Any]]):
+    """Op._plans: signature -> (kernel, output shapes, output dtypes, per input expanded strides or None).
+    `quick` holds what Op.__call__'s planned path learnt from these plans; clearing the plans (as code that
+    changes kernel choices does) clears it too, so no call runs a kernel chosen before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.quick: dict[tuple[Any, ...], _QuickPlan] = {}
+
+    def clear(self) -> None:
+        super().clear()
+        self.quick.clear()
+
+
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, ...], Tensor] = {}
 
@@ -119,7 +133,7 @@ class Op:
         self._shape_cache: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
         # signature -> (kernel, output shapes, output dtypes, per input: expanded strides or None — None for
         # all when no input is expanded); see _prepare
-        self._plans: dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], list[Any] | None]] = {}
+        self._plans = _Plans()
         self._same_dtype = schema.dtype is _same_dtype_rule
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
         self._fused: dict[tuple[str, DType], bool] = {}  # composite ops: (backend, dtype) -> a fused kernel exists
@@ -129,7 +143,7 @@ class Op:
         self._quick = (schema.num_outputs == 1 and not schema.inplace and not self._variadic
                        and not self._volatile)
         self._autocasts = schema.autocast is not None
-        self._quick_plans: dict[tuple[Any, ...], _QuickPlan] = {}
+        self._quick_plans = self._plans.quick
         self.__doc__ = schema.doc
 
     def __repr__(self) -> str:

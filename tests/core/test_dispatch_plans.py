@@ -149,3 +149,16 @@ def test_planned_calls_are_seen_by_trace_dispatch() -> None:
     with trace_dispatch() as log:
         a - b
     assert log == [("sub", "cpu", "kernel")]
+
+
+def test_clearing_the_plans_forgets_the_planned_path_too() -> None:
+    """Code that changes kernel choices clears Op._plans; the planned path must not keep running the kernel
+    it learnt before."""
+    sub = op("sub")
+    a, b = rm.randn(4), rm.randn(4)
+    for _ in range(2):
+        a - b
+    assert sub._quick_plans
+    sub._plans.clear()
+    assert not sub._quick_plans
+    np.testing.assert_array_equal((a - b).numpy(), a.numpy() - b.numpy())
