@@ -79,7 +79,7 @@ def scalar_tensor(value: Any, dtype: DType, device: Device) -> Tensor:
     """A 0-d constant (cached: the same small set of constants appears in every training step). The key
     spells the dtype and device by their fields (strings hash in C), and tells -0.0 from 0.0, which compare
     equal but divide differently."""
-    key = (value, type(value), dtype.name, device.backend, device.index)
+    key: tuple[Any, ...] = (value, type(value), dtype.name, device.backend, device.index)
     if value == 0 and type(value) is float and copysign(1.0, value) < 0:
         key = (*key, "-0")
     t = _scalar_cache.get(key)
@@ -325,7 +325,8 @@ class Op:
             return
         bound = self.schema.bind_attrs(attrs) if attrs or self._has_attrs else attrs
         storage = args[0]._storage
-        plan = self._plans.get(_plan_key(storage.backend.name, args, bound, self._volatile))
+        plan_key = _plan_key(storage.backend.name, args, bound, self._volatile)
+        plan = self._plans.get(plan_key) if plan_key is not None else None
         if plan is None:
             return
         kernel, out_shapes, out_dtypes, expanded = plan
@@ -485,7 +486,8 @@ class Op:
             raise RumusError(f"op '{self.name}' is marked differentiable but has no backward formula")
         fn, save_in, save_out = formula
         if len(outputs) == 1:
-            if outputs[0]._storage.dtype.kind != "f":
+            out = outputs[0]
+            if out._storage.dtype.kind != "f":
                 return
         elif not any(o._storage.dtype.kind == "f" for o in outputs):
             return
@@ -494,6 +496,11 @@ class Op:
                     None if len(diff) == len(inputs) else diff)
         if save_out:
             node.save_outputs(outputs)
+        if len(outputs) == 1:
+            out._requires_grad = True
+            out._grad_fn = node
+            out._output_nr = 0
+            return
         for i, o in enumerate(outputs):
             if o._storage.dtype.kind == "f":
                 o._requires_grad = True
