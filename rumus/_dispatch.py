@@ -59,16 +59,18 @@ _QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, 
 
 class _Plans(dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], Any]]):
     """Op._plans: signature -> (kernel, output shapes, output dtypes, per input expanded strides or None).
-    `quick` holds what Op.__call__'s planned path learnt from these plans; clearing the plans (as code that
+    `quick` and `many` hold what the planned paths learnt from these plans; clearing the plans (as code that
     changes kernel choices does) clears it too, so no call runs a kernel chosen before."""
 
     def __init__(self) -> None:
         super().__init__()
         self.quick: dict[tuple[Any, ...], _QuickPlan] = {}
+        self.many: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # Op._planned's, for any number of outputs
 
     def clear(self) -> None:
         super().clear()
         self.quick.clear()
+        self.many.clear()
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
@@ -140,8 +142,8 @@ class Op:
         self._variadic = schema.variadic is not None
         # Op.__call__'s planned path: (backend, per input shape, strides, dtype, then the attrs as given) ->
         # _QuickPlan; for single-output, out-of-place, fixed-arity ops whose plan key keeps every attribute
-        self._quick = (schema.num_outputs == 1 and not schema.inplace and not self._variadic
-                       and not self._volatile)
+        self._plannable = not schema.inplace and not self._variadic and not self._volatile
+        self._quick = schema.num_outputs == 1 and self._plannable
         self._autocasts = schema.autocast is not None
         self._quick_plans = self._plans.quick
         self.__doc__ = schema.doc
@@ -224,6 +226,10 @@ class Op:
                             self._record(args, [result], attrs)
                             break
                 return result
+            if n > 3:
+                many = self._planned(args, attrs)
+                if many is not None:
+                    return many[0]
         if self.schema.num_outputs > 1:
             raise RumusError(f"op '{self.name}' has {self.schema.num_outputs} outputs: "
                              f"call rumus.ops.{self.name}.multi(...)")
@@ -231,7 +237,80 @@ class Op:
         return out[0] if out else args[self.schema.mutates_idx[0]]
 
     def multi(self, *args: Any, **attrs: Any) -> tuple[Tensor, ...]:
+        if self._plannable and _tracer is None and _capture is None and _route_log is None and not (
+                self._autocasts and _autocast.enabled):
+            out = self._planned(args, attrs)
+            if out is not None:
+                return out
         return tuple(self._run(args, attrs))
+
+    def _planned(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Tensor, ...] | None:
+        """The planned path for any arity and number of outputs (Op.multi, and Op.__call__ past three
+        inputs): Op.__call__'s, in loops. None when the call is not one it takes (then _run serves it)."""
+        if self._composite is None and len(args) == 2 and (isinstance(args[0], Tensor)
+                                                           is not isinstance(args[1], Tensor)):
+            args = tuple(_as_tensors(self.name, args))
+        if not args or not isinstance(args[0], Tensor):
+            return None
+        first = args[0]._storage
+        device = first.device
+        parts: list[Any] = [first.backend]
+        for t in args:
+            if not isinstance(t, Tensor) or t._storage.device is not device:
+                return None
+            parts += (t.shape, t._strides, t._storage.dtype.name)
+        if attrs:
+            parts += attrs.items()
+        key = tuple(parts)
+        try:
+            plan = self._plans.many.get(key)
+        except TypeError:  # an unhashable attribute value (a list)
+            return None
+        if plan is None:
+            out = self._run(args, attrs)
+            self._learn_many(key, args, attrs)
+            return tuple(out)
+        kernel, outs, expanded, defaults, record = plan
+        backend = first.backend
+        results = []
+        out_args = []
+        try:
+            for shape, strides, dtype, numel in outs:
+                buf = backend.allocate(device, numel, dtype)
+                arg = TensorArg(buf, shape, strides, 0, dtype)
+                out_args.append(arg)
+                results.append(fresh_tensor(Storage(buf, device, dtype, backend, numel), shape, strides, arg))
+        except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
+            return tuple(self._run(args, attrs))
+        if expanded is None:
+            in_args = [t._arg_cache or t._arg for t in args]
+        else:
+            shape = outs[0][0]
+            in_args = [t._arg if e is None else TensorArg(t._storage.buffer, shape, e, t._offset, t._storage.dtype)
+                       for t, e in zip(args, expanded)]
+        if defaults is not None:
+            attrs = {**defaults, **attrs}
+        kernel(out_args, in_args, attrs)
+        if record and grad_state.enabled:
+            for t in args:
+                if t._requires_grad or (t._view_version >= 0 and t.requires_grad):
+                    self._record(args, results, attrs)
+                    break
+        return tuple(results)
+
+    def _learn_many(self, key: tuple[Any, ...], args: tuple[Any, ...], attrs: dict[str, Any]) -> None:
+        """_learn for Op._planned."""
+        if len(self._plans.many) >= 4096:
+            return
+        bound = self.schema.bind_attrs(attrs) if attrs or self._has_attrs else attrs
+        plan_key = _plan_key(args[0]._storage.backend.name, args, bound, self._volatile)
+        plan = self._plans.get(plan_key) if plan_key is not None else None
+        if plan is None or plan[3] is _DECOMPOSE:
+            return
+        kernel, out_shapes, out_dtypes, expanded = plan
+        outs = tuple((s, _contiguous(s), d, prod(s)) for s, d in zip(out_shapes, out_dtypes))
+        self._plans.many[key] = (kernel, outs, expanded, self.schema.attrs if self._has_attrs else None,
+                                 bool(self.schema.differentiable))
 
     def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema

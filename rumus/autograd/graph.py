@@ -250,7 +250,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
     try:
         while ready:
             node = ready.pop()
-            grads = buffers.pop(id(node), [None] * node.num_outputs)
+            grads = buffers.pop(id(node), None) or [None] * node.num_outputs
             if node.tensor_hooks:  # hooks of the tensors this node produced, on their total gradients
                 grads = [g if g is None else run_grad_hooks(node.tensor_hooks.get(slot), g)
                          for slot, g in enumerate(grads)]
