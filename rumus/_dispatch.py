@@ -52,10 +52,13 @@ _route_log: list[tuple[str, str, str]] | None = None
 _DECOMPOSED: Any = object()
 _DECOMPOSE: list[Any] = []
 
+# a key of the planned paths whose calls _run serves another way (_learn says which)
+_UNPLANNED: Any = object()
 # Op.__call__'s planned path, per signature: kernel, output shape, its contiguous strides, output dtype,
 # element count, per input expanded strides (None for all when none is expanded), the schema's attribute
 # defaults (None when it has none), whether the op is differentiable
 _QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, bool]
+
 
 class _Plans(dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], Any]]):
     """Op._plans: signature -> (kernel, output shapes, output dtypes, per input expanded strides or None).
@@ -196,9 +199,10 @@ class Op:
                     plan = self._quick_plans.get(key)
                 except TypeError:  # an unhashable attribute value (a list): the general path
                     plan = None
-                if plan is None:
+                if plan is None or plan is _UNPLANNED:
                     out = self._run(args, attrs)
-                    self._learn(key, args, attrs)
+                    if plan is None:
+                        self._learn(key, args, attrs)
                     return out[0]
                 kernel, shape, strides, dtype, numel, expanded, defaults, record = plan
                 backend, device = sa.backend, sa.device
@@ -266,9 +270,10 @@ class Op:
             plan = self._plans.many.get(key)
         except TypeError:  # an unhashable attribute value (a list)
             return None
-        if plan is None:
+        if plan is None or plan is _UNPLANNED:
             out = self._run(args, attrs)
-            self._learn_many(key, args, attrs)
+            if plan is None:
+                self._learn_many(key, args, attrs)
             return tuple(out)
         kernel, outs, expanded, defaults, record = plan
         backend = first.backend
@@ -306,6 +311,7 @@ class Op:
         plan_key = _plan_key(args[0]._storage.backend.name, args, bound, self._volatile)
         plan = self._plans.get(plan_key) if plan_key is not None else None
         if plan is None or plan[3] is _DECOMPOSE:
+            self._plans.many[key] = _UNPLANNED  # as in _learn
             return
         kernel, out_shapes, out_dtypes, expanded = plan
         outs = tuple((s, _contiguous(s), d, prod(s)) for s, d in zip(out_shapes, out_dtypes))
@@ -406,11 +412,12 @@ class Op:
         storage = args[0]._storage
         plan_key = _plan_key(storage.backend.name, args, bound, self._volatile)
         plan = self._plans.get(plan_key) if plan_key is not None else None
-        if plan is None:
+        if plan is None or plan[3] is _DECOMPOSE or len(plan[1]) != 1:
+            # _run took another route: the composite, promoted or copied inputs, the decomposition. Each is
+            # decided by what the key holds, so calls with this key go straight to _run from now on.
+            self._quick_plans[key] = _UNPLANNED
             return
         kernel, out_shapes, out_dtypes, expanded = plan
-        if expanded is _DECOMPOSE or len(out_shapes) != 1:
-            return
         shape, dtype = out_shapes[0], out_dtypes[0]
         self._quick_plans[key] = (kernel, shape, _contiguous(shape), dtype, prod(shape), expanded,
                                   self.schema.attrs if self._has_attrs else None,

@@ -226,10 +226,13 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
             leaf: Tensor = target
             if g.shape != leaf.shape:
                 raise ShapeError(f"gradient of shape {g.shape} does not match leaf of shape {leaf.shape}")
-            g = run_grad_hooks(leaf._hooks, g)
+            hooks = leaf._hooks
+            if hooks:
+                g = run_grad_hooks(hooks, g)
             g = g if create_graph else g.detach()
             leaf.grad = g if leaf.grad is None else leaf.grad + g
-            run_post_hooks(leaf._hooks, leaf)
+            if leaf._hooks:  # read again: a grad hook may have registered one
+                run_post_hooks(leaf._hooks, leaf)
 
     ready: list[Node] = []
     for r, g in zip(roots, root_grads):

@@ -162,3 +162,19 @@ def test_clearing_the_plans_forgets_the_planned_path_too() -> None:
     sub._plans.clear()
     assert not sub._quick_plans
     np.testing.assert_array_equal((a - b).numpy(), a.numpy() - b.numpy())
+
+
+def test_calls_the_planned_path_cannot_take_keep_their_route() -> None:
+    """Promoted inputs, a composite without a kernel, a decomposition: the planned path remembers that the
+    key is not its own and each later call still takes the general route, with the same answers."""
+    f, i = rm.randn(3), rm.tensor([1, 2, 3])
+    for _ in range(3):
+        out = f + i
+        assert out.dtype == rm.float32
+        np.testing.assert_allclose(out.numpy(), f.numpy() + np.array([1, 2, 3]), rtol=1e-6)
+    x = rm.randn(2, 3).to("float16")
+    w, b = rm.randn(4, 3).to("float16"), rm.randn(4).to("float16")
+    ref = (x.float().numpy() @ w.float().numpy().T + b.float().numpy())
+    for _ in range(3):
+        y = op("linear")(x, w, b)  # float16 on the cpu backend: linear's composite
+        np.testing.assert_allclose(y.float().numpy(), ref, rtol=2e-2, atol=2e-2)
