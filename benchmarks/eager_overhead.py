@@ -2,7 +2,8 @@
 
     python benchmarks/eager_overhead.py                 # every row
     python benchmarks/eager_overhead.py --record        # also write benchmarks/results/eager-*.json
-    python benchmarks/eager_overhead.py --profile char-rnn   # cProfile one row's RUMUS side instead
+    python benchmarks/eager_overhead.py --clock cpu     # thread CPU time: steadier on a shared machine
+    python benchmarks/eager_overhead.py --profile char-RNN   # cProfile one row's RUMUS side instead
 
 Rows: `a + b` on 4 floats under no_grad and with grad on, a few other small ops (mul, 4x4 matmul, relu,
 sum, indexing), and a char-RNN training step (an RNNCell over 8 characters, a Linear head, cross-entropy,
@@ -78,18 +79,22 @@ def cases(lib: Any, nn: Any, F: Any, optim: Any) -> dict[str, tuple[Callable[[],
     return out
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.thread_time}
+clock = time.perf_counter
+
+
 def window(fn: Callable[[], object], calls: int, no_grad: Any) -> float:
     """Seconds per call over `calls` calls (under `no_grad` when given, entered once for the window)."""
     if no_grad is not None:
         with no_grad():
-            t0 = time.perf_counter()
+            t0 = clock()
             for _ in range(calls):
                 fn()
-            return (time.perf_counter() - t0) / calls
-    t0 = time.perf_counter()
+            return (clock() - t0) / calls
+    t0 = clock()
     for _ in range(calls):
         fn()
-    return (time.perf_counter() - t0) / calls
+    return (clock() - t0) / calls
 
 
 def calls_for(fn: Callable[[], object], target_s: float) -> int:
@@ -125,13 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="run the rows whose name contains this text")
     ap.add_argument("--profile", default="", help="cProfile the RUMUS side of the first row matching this text")
     ap.add_argument("--record", action="store_true", help="write benchmarks/results/eager-*.json")
+    ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
+                    help="wall: perf_counter; cpu: this thread's CPU time (steadier on a shared machine)")
     args = ap.parse_args(argv)
+    global clock
+    clock = CLOCKS[args.clock]
     rumus_libs, torch_libs = libraries()
     ours = cases(*rumus_libs)
     theirs = cases(*torch_libs)
     if args.profile:
         return profile(ours, args.profile)
-    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; rumus {rumus_libs[0].__file__}")
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; clock {args.clock}; "
+          f"rumus {rumus_libs[0].__file__}")
     print(f"{'row':<24} {'rumus best':>11} {'torch best':>11} {'ratio':>6}   {'rumus med':>10} {'torch med':>10} "
           f"{'ratio':>6}")
     results: dict[str, tuple[float, float, float, float]] = {}
@@ -155,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:<24} {rb * 1e6:>9.2f}µs {tb * 1e6:>9.2f}µs {rb / tb:>5.2f}×   {rm_ * 1e6:>8.2f}µs "
               f"{tm * 1e6:>8.2f}µs {rm_ / tm:>5.2f}×", flush=True)
     if args.record:
-        _record(results)
+        _record(results, args.clock)
     return 0
 
 
@@ -178,20 +188,20 @@ def profile(ours: dict[str, tuple[Callable[[], object], bool]], which: str) -> i
     return 0
 
 
-def _record(results: dict[str, tuple[float, float, float, float]]) -> None:
+def _record(results: dict[str, tuple[float, float, float, float]], clock_name: str) -> None:
     sys.path.insert(0, HERE)
     from results_table import record
     machine = "dev (2 vCPU x86-64, shared)"
-    command = "python benchmarks/eager_overhead.py --record"
+    command = f"python benchmarks/eager_overhead.py --record --clock {clock_name}"
     add = results.get("add (no_grad)")
     if add is not None:
-        record("eager-small-add", "`a + b` on 4 floats under no_grad (CPU), best window",
+        record("eager-small-add", "`a + b` on 4 floats under no_grad (CPU), best window, {clock_name} clock",
                f"{add[0] * 1e6:.2f} µs", f"torch {add[1] * 1e6:.2f} µs", f"{add[0] / add[1]:.2f}× slower",
                machine, command)
     step = results.get("char-RNN step")
     if step is not None:
         record("eager-char-rnn-step", f"char-RNN training step: RNNCell({VOCAB}, {HIDDEN}) over {SEQ} characters, "
-               f"Linear, cross-entropy, SGD, batch {BATCH} (CPU), best window",
+               f"Linear, cross-entropy, SGD, batch {BATCH} (CPU), best window, {clock_name} clock",
                f"{step[0] * 1e3:.3f} ms", f"torch {step[1] * 1e3:.3f} ms", f"{step[0] / step[1]:.2f}× slower",
                machine, command)
 
