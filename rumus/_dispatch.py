@@ -174,7 +174,8 @@ class Op:
             key: Any = None
             if n == 2:
                 a, b = args
-                if self._composite is None and (isinstance(a, Tensor) is not isinstance(b, Tensor)):
+                if not (isinstance(a, Tensor) and isinstance(b, Tensor)) and self._composite is None and (
+                        isinstance(a, Tensor) or isinstance(b, Tensor)):
                     a, b = args = tuple(_as_tensors(self.name, args))  # a number beside a tensor
                 if isinstance(a, Tensor) and isinstance(b, Tensor):
                     sa, sb = a._storage, b._storage
@@ -211,7 +212,7 @@ class Op:
                 except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
                     return self._run(args, attrs)[0]
                 out_arg = TensorArg(buf, shape, strides, 0, dtype)
-                result = fresh_tensor(Storage(buf, device, dtype, backend, numel), shape, strides, out_arg)
+                result = fresh_tensor(buf, device, dtype, backend, numel, shape, strides, out_arg)
                 if expanded is not None:
                     in_args = [t._arg if e is None else TensorArg(t._storage.buffer, shape, e, t._offset,
                                                                   t._storage.dtype) for t, e in zip(args, expanded)]
@@ -284,7 +285,7 @@ class Op:
                 buf = backend.allocate(device, numel, dtype)
                 arg = TensorArg(buf, shape, strides, 0, dtype)
                 out_args.append(arg)
-                results.append(fresh_tensor(Storage(buf, device, dtype, backend, numel), shape, strides, arg))
+                results.append(fresh_tensor(buf, device, dtype, backend, numel, shape, strides, arg))
         except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
             return tuple(self._run(args, attrs))
         if expanded is None:
