@@ -195,7 +195,7 @@ def _record(results: dict[str, tuple[float, float, float, float]], clock_name: s
     command = f"python benchmarks/eager_overhead.py --record --clock {clock_name}"
     add = results.get("add (no_grad)")
     if add is not None:
-        record("eager-small-add", "`a + b` on 4 floats under no_grad (CPU), best window, {clock_name} clock",
+        record("eager-small-add", f"`a + b` on 4 floats under no_grad (CPU), best window, {clock_name} clock",
                f"{add[0] * 1e6:.2f} µs", f"torch {add[1] * 1e6:.2f} µs", f"{add[0] / add[1]:.2f}× slower",
                machine, command)
     step = results.get("char-RNN step")
