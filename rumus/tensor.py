@@ -393,7 +393,11 @@ class Tensor(TensorBase):
     def __rtruediv__(self, o: Any) -> Tensor: return (_OPS.get("div") or _op("div"))(o, self)
     def __pow__(self, o: Any) -> Tensor: return _math.pow(self, o)
     def __rpow__(self, o: Any) -> Tensor: return _math.pow(o, self)
-    def __matmul__(self, o: Tensor) -> Tensor: return _math.matmul(self, o)
+    def __matmul__(self, o: Tensor) -> Tensor:
+        if isinstance(o, Tensor) and len(self.shape) == 2 and len(o.shape) == 2 and self.shape[1] == o.shape[0]:
+            return (_OPS.get("matmul") or _op("matmul"))(self, o)  # what _math.matmul does for these, directly
+        return _math.matmul(self, o)
+
     def __rmatmul__(self, o: Tensor) -> Tensor: return _math.matmul(o, self)
     def __neg__(self) -> Tensor: return (_OPS.get("neg") or _op("neg"))(self)
     def __pos__(self) -> Tensor: return self
