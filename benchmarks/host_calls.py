@@ -84,7 +84,10 @@ def _count_bind_groups(wdev: Any) -> list[int]:
             made[0] += 1
             return fn(*args, **kwargs)
         return counted
-    if getattr(wdev, "make_bind_group", None) is not None:
+    layer = getattr(wdev, "native", None)  # rumus_wgpu/native.py's probe result, in trees that have it
+    if layer is not None and layer.bind_groups:
+        layer.bind_group = counting(layer.bind_group)
+    elif getattr(wdev, "make_bind_group", None) is not None:
         wdev.make_bind_group = counting(wdev.make_bind_group)
     else:
         wdev.device.create_bind_group = counting(wdev.device.create_bind_group)

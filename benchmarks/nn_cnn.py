@@ -29,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import table  # noqa: E402
+from results_table import add_record_option, ratio_text, record_all  # noqa: E402
 
 import rumus as rm  # noqa: E402
 from rumus import nn  # noqa: E402
@@ -136,19 +137,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--torch-device", default="cpu")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--rounds", type=int, default=7)
+    add_record_option(p)
     args = p.parse_args(argv)
     device = rm.device(args.device) if args.device else rm.default_device()
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores; torch {torch.__version__} "
           f"({torch.get_num_threads()} threads); rumus {rm.__version__} on {device}")
     modes = list(THREAD_MODES) if device.backend == "cpu" and args.torch_device == "cpu" else ["default"]
-    rows = []
+    rows, figures = [], []
     for mode in modes:
         label = THREAD_MODES[mode]
         r = cnn_step_benchmark(device, args.torch_device, args.batch, args.rounds, threads=mode)
+        if mode == "default":
+            where = "CPU, default threads" if device.backend == "cpu" else f"{device}, torch {args.torch_device}"
+            name = "cpu-cnn-step" if device.backend == "cpu" else f"{device.backend}-cnn-step"
+            figures.append((name, f"CNN training step, batch {args.batch} ({where})", f"{r['rumus_s'] * 1e3:.2f} ms",
+                            f"torch {r['torch_s'] * 1e3:.2f} ms", ratio_text(r["rumus_s"], r["torch_s"])))
         rows.append((f"CNN train step, batch {args.batch} ({label})", f"{r['rumus_s'] * 1e3:.2f} ms",
                      f"{r['torch_s'] * 1e3:.2f} ms", f"{r['ratio']:.2f}x"))
     print(table(rows, ("benchmark", f"rumus {device}", f"torch {args.torch_device}", "rumus/torch")))
     print("(median of interleaved rounds; < 1x means rumus is faster)")
+    record_all(args.record, "python benchmarks/nn_cnn.py" + (f" --device {device}" if args.device else ""), figures)
     return 0
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _timing import table  # noqa: E402
+from results_table import add_record_option, ratio_text, record_all  # noqa: E402
 
 import rumus as rm  # noqa: E402
 from rumus import nn  # noqa: E402
@@ -194,6 +195,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--torch-device", default="cpu", help="cpu, or cuda on the GPU machine")
+    add_record_option(ap)
     args = ap.parse_args()
     res = transformer_step_benchmark(args.device, with_torch=not args.no_torch, steps=args.steps,
                                      torch_device=args.torch_device)
@@ -225,6 +227,15 @@ def main() -> None:
                      f"{tokens / res[f'{name}_s']:.0f}", f"{res[f'{name}_loss']:.4f}", ratio, best))
     print(table(rows, ("framework", "median step", "best step", "tokens/s (median)", "loss after steps",
                        "median vs torch", "best vs torch")))
+    if "torch_s" in res:
+        backend = str(res["device"]).split(":")[0]
+        where = "CPU" if backend == "cpu" else f"{res['device']}, torch {args.torch_device}"
+        command = "python benchmarks/nn_transformer.py" + (f" --device {args.device}" if args.device else "") + \
+            (f" --torch-device {args.torch_device}" if args.torch_device != "cpu" else "") + f" --steps {args.steps}"
+        record_all(args.record, command, [(f"{backend}-transformer-step",
+                                           f"{c['layers']}-layer transformer training step ({where})",
+                                           f"{res['rumus_s'] * 1e3:.1f} ms", f"torch {res['torch_s'] * 1e3:.1f} ms",
+                                           ratio_text(res["rumus_s"], res["torch_s"]))])
 
 
 if __name__ == "__main__":

@@ -74,6 +74,35 @@ def record(benchmark: str, what: str, rumus: str, reference: str, ratio: str, ma
     return path
 
 
+def ratio_text(ours: float, reference: float, higher_is_better: bool = False) -> str:
+    """'1.10× slower' / '2.3× faster' / 'same' for two figures of the same unit (times unless told)."""
+    if ours <= 0 or reference <= 0:
+        return "-"
+    slow = ours / reference if not higher_is_better else reference / ours
+    if abs(slow - 1) < 0.005:
+        return "same"
+    return f"{slow:.2f}× slower" if slow > 1 else f"{1 / slow:.2f}× faster"
+
+
+def add_record_option(parser: argparse.ArgumentParser) -> None:
+    """`--record MACHINE`: the script writes its headline figures with `record` and rewrites RESULTS.md."""
+    parser.add_argument("--record", metavar="MACHINE", default=None,
+                        help="write the headline figures to benchmarks/results/ and RESULTS.md, naming the "
+                             "machine (e.g. 'dev (2 vCPU x86-64, shared)' or 'H200')")
+
+
+def record_all(machine: str | None, command: str, figures: list[tuple[str, str, str, str, str]],
+               directory: Path = RESULTS_DIR, table: Path = TABLE) -> None:
+    """Record each (benchmark, what, rumus, reference, ratio) when `machine` was given, then rewrite the
+    table; a no-op without --record, so plain runs never touch the tree."""
+    if not machine:
+        return
+    for benchmark, what, rumus, reference, ratio in figures:
+        path = record(benchmark, what, rumus, reference, ratio, machine, command, directory)
+        print(f"recorded {path.name}")
+    table.write_text(render(load_results(directory)), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="Write benchmarks/RESULTS.md from benchmarks/results/*.json.")
     p.add_argument("--check", action="store_true", help="only compare; exit 1 when RESULTS.md is out of date")

@@ -9,8 +9,8 @@ For each op, three numbers in microseconds per op:
 * `kernel rec`: the same, calling the backend kernel directly with `TensorArg`s (no core dispatch,
   no autograd, no output allocation by the core): the rumus_wgpu share of the host cost.
 
-Then a 4-byte read-back (one host sync: wall and host CPU us), with the recorder's direct map and with
-wgpu-py's public map_sync (on lavapipe the "GPU" runs on this process's threads, so CPU time includes it);
+Then a 4-byte read-back (one host sync: wall and host CPU us; on lavapipe the "GPU" runs on this process's
+threads, so CPU time includes it);
 and the MLP 784-256-256-10 Adam training step (benchmarks/wgpu_core.py) in ms per step: whole steps
 (`loss.item()` each), and the recording alone (no GPU work); with `--profile` a cProfile of whole steps,
 top entries by internal time and the rumus_wgpu entries by cumulative time.
@@ -219,26 +219,19 @@ def mlp_row(b: Bench, step: Callable[[], float], record: Callable[[], Any], step
 
 
 def sync_rows(b: Bench, reps: int, n: int = 100) -> list[dict[str, Any]]:
-    """A 4-byte read-back (what every host sync costs: one submit, one map), wall and host CPU us per read,
-    with the recorder's direct map (READ_NOSYNC and a device poll on this thread) and with wgpu-py's public
-    map_sync (an extra empty submit, then a wait for wgpu-py's poll thread), interleaved rep by rep. CPU time
-    (process_time) is what other processes' load disturbs least."""
+    """A 4-byte read-back (what every host sync costs: one submit, one map through wgpu-py's map_sync), wall
+    and host CPU us per read. CPU time (process_time) is what other processes' load disturbs least."""
     x = b.rm.ones(1, device=b.dev)
-    arg, rec = x._arg, b.recorder
-    modes = [True, False] if callable(getattr(rec.device, "_poll_wait", None)) else [False]
-    configured = rec.direct_map  # opt-in: RUMUS_WGPU_DIRECT_MAP=1
-    times: dict[bool, tuple[list[float], list[float]]] = {m: ([], []) for m in modes}
+    arg = x._arg
+    wall: list[float] = []
+    cpu: list[float] = []
     for _ in range(reps + 1):  # the first round warms up
-        for mode in modes:
-            rec.direct_map = mode
-            c0, t0 = time.process_time(), time.perf_counter()
-            for _ in range(n):
-                b.backend.to_numpy(arg)
-            times[mode][0].append((time.perf_counter() - t0) / n * 1e6)
-            times[mode][1].append((time.process_time() - c0) / n * 1e6)
-    rec.direct_map = configured
-    return [{"op": f"sync: 4-byte read-back, {'direct map' if m else 'wgpu-py map_sync'}",
-             "us": statistics.median(times[m][0][1:]), "cpu us": statistics.median(times[m][1][1:])} for m in modes]
+        c0, t0 = time.process_time(), time.perf_counter()
+        for _ in range(n):
+            b.backend.to_numpy(arg)
+        wall.append((time.perf_counter() - t0) / n * 1e6)
+        cpu.append((time.process_time() - c0) / n * 1e6)
+    return [{"op": "sync: 4-byte read-back", "us": statistics.median(wall[1:]), "cpu us": statistics.median(cpu[1:])}]
 
 
 def profile_step(step: Callable[[], float], steps: int, top: int) -> str:

@@ -4,8 +4,8 @@
    smoothing a pass for sum_c w_c (lse - x_c). Backward per row: one pass writing
      dx_c = g ((1 - s) w_t (p_c - [c == t]) + (s / c) (W p_c - w_c)),   p_c = exp(x_c - lse).
    float64 rows compute in double. float32 rows use the vectorised float exp of internal/fastmath.h with
-   double sums over LANES lanes (the forward's loss in double), as softmax.c does. Each row is computed
-   by one thread, so results do not depend on the thread count. */
+   double sums over LANES lanes (the forward's loss in double), as the rendered softmax rows do
+   (row_c.py). Each row is computed by one thread, so results do not depend on the thread count. */
 #include <math.h>
 #include "internal/fastmath.h"
 #include "internal/row_max.h"

@@ -1,4 +1,5 @@
-/* Normalization kernels (layer, RMS, group, batch norm) and their backward passes, for float, double,
+/* Normalization kernels (group and batch norm, the backward passes of every norm; the layer and RMS
+   norm forwards are rendered row ops, row_c.py), for float, double,
    float16 and bfloat16 (the 16-bit ones widened on load, every result rounded once on store).
 
    Statistics and sums are accumulated in double. Inputs are contiguous; pointers arrive already offset.

@@ -118,18 +118,18 @@ def numel(x: Tensor) -> int:
 
 
 from . import data, fixed, io, nn, onnx, optim  # noqa: E402
-from . import train, utils  # noqa: E402  (issue 4: Trainer, checkpoint; train imports optim.lr_scheduler)
-from . import quant  # noqa: E402,F401  (issue 15: q8 / int4 weights, RTN / GPTQ / AWQ)
-from . import amp  # noqa: E402,F401  (issue 13: autocast, GradScaler, master weights)
+from . import train, utils  # noqa: E402  (Trainer, checkpoint; train imports optim.lr_scheduler)
+from . import quant  # noqa: E402,F401  (q8 / int4 weights, RTN / GPTQ / AWQ)
+from . import amp  # noqa: E402,F401  (autocast, GradScaler, master weights)
 from .amp import autocast as autocast  # noqa: E402
-from . import distributed  # noqa: E402,F401  (issue 17: rm.distributed as torch.distributed; mpi4py only on init_mpi)
+from . import distributed  # noqa: E402,F401  (rm.distributed as torch.distributed; mpi4py only on init_mpi)
 from ._indexing import gather, index_add, index_select, one_hot, scatter_add  # noqa: E402, F401
 from .nn.functional import one_hot  # noqa: E402, F811  (the checked one: refuses out-of-range classes)
 from ._tensor_methods_torch import install as _install_torch_names  # noqa: E402
 
 _install_torch_names(globals())  # rumus.float/long/..., cuda, tril, einsum, ...; Tensor.new_zeros, .norm, ...
 
-from .compile import compile as compile  # noqa: E402  (issue 16: capture once, replay without Python, fuse)
+from .compile import compile as compile  # noqa: E402  (capture once, replay without Python, fuse)
 
 from . import serialization  # noqa: E402,F401  (torch.serialization's path)
 from . import distributions  # noqa: E402,F401  (torch.distributions)

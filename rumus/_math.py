@@ -7,7 +7,7 @@ from collections import namedtuple
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from rumus_contracts import Device, DType, RumusError, ShapeError, int32, parse_dtype, uint8
+from rumus_contracts import Device, DType, RumusError, ShapeError, int32, parse_dtype
 from rumus_contracts.shapes import broadcast_shapes, normalize_dim, normalize_dims
 
 from . import _views
@@ -392,8 +392,9 @@ def min(x: Tensor, dim: Any = None, keepdim: bool = False) -> Any:
 
 
 def any(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
-    """Whether any element is true (non-zero), over all dims or along `dim`; a bool tensor."""
-    return gt(sum(ne(x, 0).to(uint8), dim, keepdim), 0)
+    """Whether any element is true (non-zero), over all dims or along `dim`; a bool tensor. (The count runs in
+    int32, which every backend holds: the wgpu backend has no uint8.)"""
+    return gt(sum(ne(x, 0).to(int32), dim, keepdim), 0)
 
 
 def all(x: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:

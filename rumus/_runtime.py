@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 from rumus_contracts import (
     Backend, BackendUnavailable, ChooseByShape, Device, DType, Kernel, KernelNotFound, LoadedPlugins, RumusError,
-    hookimpl, load_plugins,
+    config, hookimpl, load_plugins,
 )
 from rumus_contracts.ops import register_core_ops
 
@@ -103,7 +102,7 @@ def default_device() -> Device:
     """RUMUS_BACKEND (e.g. "cpu", "wgpu", "wgpu:1") or cpu; an unknown name lists the installed ones."""
     global _default_device
     if _default_device is None:
-        spec = os.environ.get("RUMUS_BACKEND", "").strip() or "cpu"
+        spec = config.text("RUMUS_BACKEND")
         dev = Device.parse(spec)
         be = backend(dev.backend)
         devices = be.devices()

@@ -13,6 +13,7 @@ from . import _creation
 from . import _math as M
 from . import _torch_api as A
 from . import _torch_functions as TF
+from . import _torch_tensor_methods as TM
 from . import _torch_habits as TH
 from .tensor import Tensor
 
@@ -64,7 +65,7 @@ METHODS: dict[str, Any] = {
     "take_along_dim": C.take_along_dim, "multinomial": C.multinomial, "argsort": C.argsort, "sort": C.sort,
     "msort": C.msort, "topk": C.topk, "kthvalue": C.kthvalue,
     "where": lambda self, condition, other: A.where(condition, self, other),
-    **TF.METHODS,
+    **TM.METHODS,
 }
 
 FUNCTIONS: dict[str, Any] = {

@@ -121,7 +121,10 @@ accelerator = SimpleNamespace(
 
 def get_num_threads() -> int:
     import os
-    return int(os.environ.get("RUMUS_NUM_THREADS", os.cpu_count() or 1))
+
+    from rumus_contracts import config
+    threads = config.get("RUMUS_NUM_THREADS")
+    return threads if isinstance(threads, int) else os.cpu_count() or 1
 
 
 def set_num_threads(n: int) -> None:

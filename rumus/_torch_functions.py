@@ -10,12 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from rumus_contracts import DType, DTypeError, RumusError, ShapeError, bool_, float32, int64, parse_dtype
+from rumus_contracts import DType, RumusError, ShapeError, bool_, float32, int64
 from rumus_contracts.shapes import broadcast_shapes, normalize_dim
 
 from . import _creation
 from . import _math as M
 from . import _views as V
+from ._torch_dtype_info import LEGACY, finfo, iinfo, set_default_dtype
 from .ops import get as _op
 from .tensor import Tensor
 
@@ -441,78 +442,6 @@ def cartesian_prod(*tensors: Tensor) -> Tensor:
     return M.stack([V.reshape(g, (-1,)) for g in grids], 1)
 
 
-# ---- legacy constructors and dtype info ----------------------------------------------------------------
-def _legacy(dtype_name: str) -> Any:
-    dt = parse_dtype(dtype_name)
-
-    def make(*args: Any, device: Any = None) -> Tensor:
-        if len(args) == 1 and not isinstance(args[0], int):  # data (a list, an array, a tensor)
-            data = args[0]
-            if isinstance(data, Tensor):
-                return data.to(dt)
-            return _creation.tensor(data, dtype=dt, device=device)
-        if any(not isinstance(a, int) for a in args):
-            raise TypeError(f"{name}(): expected sizes (ints) or one sequence of data, got {args!r}")
-        return _creation.zeros(*args, dtype=dt, device=device) if args else _creation.empty(0, dtype=dt)
-
-    name = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor", "int64": "LongTensor",
-            "int32": "IntTensor", "int16": "ShortTensor", "int8": "CharTensor", "uint8": "ByteTensor",
-            "bool": "BoolTensor", "bfloat16": "BFloat16Tensor"}[dtype_name]
-    make.__name__ = make.__qualname__ = name
-    make.__doc__ = (f"torch.{name}: {name}(*sizes) or {name}(data). New code writes rumus.tensor(data, "
-                    f"dtype=rumus.{dtype_name}) or rumus.zeros(*sizes, dtype=...); sizes give zeros here "
-                    f"(torch leaves them uninitialised).")
-    return make
-
-
-LEGACY = {f.__name__: f for f in (_legacy(n) for n in (
-    "float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8", "bool", "bfloat16"))}
-
-
-class finfo:  # noqa: N801  (torch's name)
-    """torch.finfo(dtype): bits, eps, max, min, tiny (smallest normal), resolution of a float dtype."""
-
-    def __init__(self, dtype: Any = None) -> None:
-        dt = parse_dtype(dtype or float32)
-        if not dt.is_floating:
-            raise DTypeError(f"finfo: {dt} is not a floating-point dtype; use iinfo")
-        info = np.finfo(np.float32) if dt.name == "bfloat16" else np.finfo(np.dtype(dt.name))
-        self.dtype, self.bits = dt.name, dt.itemsize * 8
-        if dt.name == "bfloat16":  # float32's exponent with 8 significand bits
-            self.eps, self.max, self.min = 2.0 ** -7, 3.3895313892515355e38, -3.3895313892515355e38
-            self.tiny = self.smallest_normal = float(info.tiny)
-            self.resolution = 0.01
-        else:
-            self.eps, self.max, self.min = float(info.eps), float(info.max), float(info.min)
-            self.tiny = self.smallest_normal = float(info.tiny)
-            self.resolution = float(info.resolution)
-
-    def __repr__(self) -> str:
-        return f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, eps={self.eps}, " \
-               f"tiny={self.tiny}, dtype={self.dtype})"
-
-
-class iinfo:  # noqa: N801  (torch's name)
-    """torch.iinfo(dtype): bits, min, max of an integer dtype."""
-
-    def __init__(self, dtype: Any) -> None:
-        dt = parse_dtype(dtype)
-        if dt.is_floating or dt == bool_:
-            raise DTypeError(f"iinfo: {dt} is not an integer dtype; use finfo")
-        info = np.iinfo(np.dtype(dt.name))
-        self.dtype, self.bits, self.min, self.max = dt.name, info.bits, int(info.min), int(info.max)
-
-    def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
-
-
-def set_default_dtype(d: Any) -> None:
-    """Only float32 (the default) is accepted: every factory's float default is float32."""
-    if parse_dtype(d) != float32:
-        raise DTypeError(f"set_default_dtype({d}): RUMUS's default float dtype is float32; pass dtype=... to "
-                         f"factories (rumus.zeros(..., dtype=rumus.float64)) or convert with .double()")
-
-
 FUNCTIONS: dict[str, Any] = {
     "erf": erf, "tan": tan, "atan": atan, "asin": asin, "acos": acos, "arctan": atan, "arcsin": asin,
     "arccos": acos, "sinh": sinh, "cosh": cosh, "log10": log10, "log2": log2, "deg2rad": deg2rad,
@@ -530,99 +459,3 @@ FUNCTIONS: dict[str, Any] = {
     "block_diag": block_diag, "cartesian_prod": cartesian_prod, "finfo": finfo, "iinfo": iinfo,
     "set_default_dtype": set_default_dtype, "dtype": DType, **LEGACY,
 }
-
-METHOD_NAMES = (
-    "erf", "tan", "atan", "asin", "acos", "arctan", "arcsin", "arccos", "sinh", "cosh", "log10", "log2",
-    "deg2rad", "rad2deg", "frac", "hypot", "xlogy", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv",
-    "nan_to_num", "addmm", "baddbmm", "diagonal", "diag", "diag_embed", "trace", "kron", "cross", "dist",
-    "unbind", "broadcast_to", "movedim", "moveaxis", "swapaxes", "swapdims", "tile", "rot90", "diff",
-    "count_nonzero", "nansum", "nanmean",
-)
-
-
-# ---- Tensor methods of torch's that only torch programs' habits need ----------------------------------
-def _no_cuda_tensor(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-    from rumus_contracts import BackendUnavailable
-    raise BackendUnavailable("Tensor.cuda(): CUDA is not a RUMUS backend; use .to('wgpu') for the GPU backend, or "
-                             "keep the tensor where it is (rumus.cuda.is_available() is False)")
-
-
-def _in_place(fn: Any) -> Any:
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        from ._math import copy_
-        return copy_(self, fn(self, *args, **kwargs))
-    method.__name__ = fn.__name__ + "_"
-    method.__doc__ = f"In-place {fn.__name__}: writes the result into this tensor."
-    return method
-
-
-def unfold(self: Tensor, dimension: int, size: int, step: int) -> Tensor:
-    """All slices of `size` along `dimension`, `step` apart, as a new last dim (a view, as torch's)."""
-    d = _nd(dimension, self.ndim) if self.ndim else 0
-    n = self.shape[d] if self.ndim else 1
-    if size > n or size < 0 or step <= 0:
-        raise ShapeError(f"unfold: maximum size for tensor at dimension {d} is {n} but size is {size}; step must "
-                         f"be > 0, got {step}")
-    count = (n - size) // step + 1
-    shape = (*self.shape[:d], count, *self.shape[d + 1:], size)
-    strides = (*self._strides[:d], self._strides[d] * step, *self._strides[d + 1:], self._strides[d])
-    return _strided_view(self, shape, strides, self._offset, "unfold")
-
-
-def _uniform_(self: Tensor, from_: float = 0.0, to: float = 1.0, *, generator: Any = None) -> Tensor:
-    from ._math import copy_
-    r = _creation.rand(*self.shape, generator=generator, dtype=self.dtype, device=self.device)
-    return copy_(self, M.add(M.mul(r, to - from_), from_))
-
-
-def _normal_(self: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None) -> Tensor:
-    from ._math import copy_
-    r = _creation.randn(*self.shape, generator=generator, dtype=self.dtype, device=self.device)
-    return copy_(self, M.add(M.mul(r, std), mean))
-
-
-def _bernoulli_(self: Tensor, p: float = 0.5, *, generator: Any = None) -> Tensor:
-    from ._math import copy_
-    r = _creation.rand(*self.shape, generator=generator, device=self.device)
-    return copy_(self, M.lt(r, p).to(self.dtype))
-
-
-def _exponential_(self: Tensor, lambd: float = 1.0, *, generator: Any = None) -> Tensor:
-    from ._math import copy_
-    r = _creation.rand(*self.shape, generator=generator, dtype=self.dtype, device=self.device)
-    return copy_(self, M.div(M.neg(M.log1p(M.neg(r))), lambd))
-
-
-def _random_(self: Tensor, from_: int = 0, to: int | None = None, *, generator: Any = None) -> Tensor:
-    from ._math import copy_
-    if to is None:
-        from_, to = 0, from_ if from_ else (2 ** 24 if self.dtype.is_floating else 2 ** 31 - 1)
-    r = _creation.randint(from_, to, self.shape, generator=generator, device=self.device)
-    return copy_(self, r.to(self.dtype))
-
-
-def _argwhere(self: Tensor) -> Tensor:
-    from ._torch_api import nonzero
-    return nonzero(self)  # type: ignore[no-any-return]
-
-
-METHODS: dict[str, Any] = {
-    **{name: FUNCTIONS[name] for name in METHOD_NAMES},
-    "nelement": lambda self: self.numel(), "ndimension": lambda self: self.ndim,
-    "is_cuda": property(lambda self: False), "byte": lambda self: self.to(parse_dtype("uint8")),
-    "char": lambda self: self.to(parse_dtype("int8")), "short": lambda self: self.to(parse_dtype("int16")),
-    "cuda": _no_cuda_tensor, "pin_memory": lambda self, device=None: self, "is_pinned": lambda self: False,
-    "t_": lambda self: _in_place_transpose(self), "unfold": unfold, "select": V.select,
-    "uniform_": _uniform_, "normal_": _normal_, "bernoulli_": _bernoulli_, "exponential_": _exponential_,
-    "random_": _random_, "argwhere": _argwhere,
-    "abs_": _in_place(M.abs), "log_": _in_place(M.log), "sign_": _in_place(M.sign), "floor_": _in_place(M.floor),
-    "ceil_": _in_place(M.ceil), "round_": _in_place(M.round), "sigmoid_": _in_place(M.sigmoid),
-    "tanh_": _in_place(M.tanh), "clip_": _in_place(M.clamp), "clamp_min_": _in_place(clamp_min),
-    "clamp_max_": _in_place(clamp_max), "lerp_": _in_place(lerp), "addcmul_": _in_place(addcmul),
-    "addcdiv_": _in_place(addcdiv), "nan_to_num_": _in_place(nan_to_num),
-}
-
-
-def _in_place_transpose(self: Tensor) -> Tensor:
-    raise RumusError("t_(): in-place transposition changes a tensor's layout in place, which RUMUS views do not "
-                     "do; use x = x.t()")

@@ -13,7 +13,9 @@ import numpy as np
 
 from rumus_contracts import DType, RumusError, parse_dtype
 
+
 from . import _creation
+from ._torch_dtype_info import LEGACY_NAMES
 from .tensor import Tensor
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,17 +37,14 @@ class Size(tuple):  # type: ignore[type-arg]
         return f"torch.Size({list(self)})"
 
 
-_LEGACY_NAMES = {"float32": "FloatTensor", "float64": "DoubleTensor", "float16": "HalfTensor",
-                 "bfloat16": "BFloat16Tensor", "int64": "LongTensor", "int32": "IntTensor", "int16": "ShortTensor",
-                 "int8": "CharTensor", "uint8": "ByteTensor", "bool": "BoolTensor"}
-_FROM_LEGACY = {v: k for k, v in _LEGACY_NAMES.items()}
+_FROM_LEGACY = {v: k for k, v in LEGACY_NAMES.items()}
 
 
 def tensor_type(self: Tensor, dtype: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:
     """Tensor.type(): the legacy name ('torch.FloatTensor') with no argument; else a cast to a dtype, a
     legacy class (torch.LongTensor) or its name."""
     if dtype is None:
-        return f"torch.{_LEGACY_NAMES.get(self.dtype.name, self.dtype.name)}"
+        return f"torch.{LEGACY_NAMES.get(self.dtype.name, self.dtype.name)}"
     name = getattr(dtype, "__name__", None) if callable(dtype) and not isinstance(dtype, DType) else None
     if isinstance(dtype, str):
         name = dtype.rsplit(".", 1)[-1]

@@ -15,7 +15,7 @@ import tempfile
 import textwrap
 from collections.abc import Callable
 
-from rumus_contracts import RumusError
+from rumus_contracts import RumusError, config
 
 from . import _runtime
 
@@ -47,10 +47,21 @@ def _field(label: str, value: str, indent: int = 4) -> str:
 
 def info(argv: list[str]) -> int:
     """Backends, devices, capabilities and plugins found."""
-    argparse.ArgumentParser(prog="rumus info", description="Print the version, the plugins loaded, and each "
-                            "backend's devices, dtypes, features, limits and thread policy.").parse_args(argv)
+    p = argparse.ArgumentParser(prog="rumus info", description="Print the version, the plugins loaded, the "
+                                "environment knobs set, and each backend's devices, dtypes, features, limits "
+                                "and thread policy.")
+    p.add_argument("--config", action="store_true", help="print every environment knob RUMUS reads (RUMUS_*), "
+                   "with its value in force and what it does, and nothing else (docs/CONFIG.md lists them too)")
+    args = p.parse_args(argv)
+    from . import config as knobs
+    if args.config:
+        print(knobs.table(WIDTH))
+        return 0
     loaded = _runtime.plugins()
     print(f"rumus {__import__('rumus').__version__} (Python {sys.version.split()[0]})")
+    chosen = knobs.set_by_user()
+    print(textwrap.fill(f"configuration: {', '.join(chosen) if chosen else 'defaults'} (rumus info --config "
+                        f"lists every knob)", WIDTH, subsequent_indent="    ", break_on_hyphens=False))
     print(textwrap.fill(f"plugins loaded: {', '.join(loaded.loaded)}", WIDTH, subsequent_indent="    "))
     for name, err in loaded.failures.items():
         print(textwrap.fill(f"plugin FAILED: {name}: {err}", WIDTH, subsequent_indent="    "))
@@ -180,7 +191,7 @@ def _guarded(name: str, command: Callable[[list[str]], int], argv: list[str]) ->
         print(f"rumus {name}: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:
-        if os.environ.get("RUMUS_TRACEBACK"):
+        if config.flag("RUMUS_TRACEBACK"):
             raise
         print(f"rumus {name}: internal error: {type(exc).__name__}: {_one_line(exc)} (please report this; "
               f"RUMUS_TRACEBACK=1 shows where)", file=sys.stderr)

@@ -24,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 import rumus as rm
+from rumus_contracts import config
 from rumus import nn
 from rumus.nn import functional as F
 from rumus.utils.cli_args import nonnegative_int, positive_float, positive_int
@@ -187,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--amp", choices=["float16", "bfloat16"], default=None,
                    help="mixed precision: autocast the forward pass (float16 adds a GradScaler)")
     args = p.parse_args(argv)
-    single = "RUMUS_NUM_THREADS" not in os.environ  # see the docstring: one thread unless the user chose
+    single = not config.is_set("RUMUS_NUM_THREADS")  # see the docstring: one thread unless the user chose
     if single:
         os.environ["RUMUS_NUM_THREADS"] = "1"  # read when the CPU backend starts
     r = train(args.out, args.epochs, args.batch_size, args.lr, args.seed, blas_threads=1 if single else None,

@@ -3,11 +3,10 @@
 // pass, BR key rows) of one (batch, head); the other side streams through workgroup memory in tiles of BK
 // rows, so extra memory is O(L) (lse and D = dout . out per row), never [L, S].
 //
-// Register tiling: an invocation owns RT rows (4, or 1 on a device without subgroups) and, of each, the
-// LV vec4s of the head dim that are its lane's: LANES = V4 / LV invocations of one subgroup share RT rows,
-// a row's dot product is their partial sums added by subgroup shuffles (lane_sum). One workgroup-memory
-// load of a key (or value) vec4 then feeds RT multiply-adds, and the registers per invocation stay at
-// 2-4 x RT x LV vec4s whatever the head dim. Causal blocks above the diagonal are never loaded.
+// Register tiling: an invocation owns RT rows and, of each, the LV vec4s of the head dim that are its
+// lane's, LANES = V4 / LV invocations sharing RT rows. The host's plan (flash_attention.py) is one whole
+// row per invocation (RT = LANES = 1, LV = V4): 4-row tiles over subgroup lanes measured slower on an
+// H200. Causal blocks above the diagonal are never loaded.
 //
 // DMAX (32, 64 or 128) bounds the head dim: rows are zero-padded to DMAX in registers and tiles, so the
 // inner loops have constant trip counts. The host unrolls every `for (var X = 0u; X < N; X++)` loop over
@@ -143,42 +142,8 @@ fn drop_rows(me: Rows, j: u32) -> vec4<f32> {
     return f;
 }
 
-//// lanes_subgroup
-// A row's LANES invocations are neighbours in one subgroup. WGSL does not promise that
-// local_invocation_index runs along subgroups, so each subgroup takes a slot and its invocations number
-// themselves from it. The host keeps LANES <= the adapter's smallest subgroup; should a subgroup still be
-// narrower, every output is NaN rather than silently wrong.
-var<workgroup> next_slot: atomic<u32>;
-var<private> poison: f32 = 0.0;
-
-fn place_of(lid: u32, sg_lane: u32, sg_size: u32) -> u32 {
-    if (lid == 0u) {  // workgroup memory is not zeroed for us (the pipelines skip it)
-        atomicStore(&next_slot, 0u);
-    }
-    workgroupBarrier();
-    if (sg_size < LANES) {
-        poison = bitcast<f32>(0x7fc00000u);
-    }
-    var slot = 0u;
-    if (sg_lane == 0u) {
-        slot = atomicAdd(&next_slot, 1u);
-    }
-    return subgroupBroadcast(slot, 0u) * sg_size + sg_lane;
-}
-
-// the sums over a row's lanes (xor butterflies: every lane gets the same bits)
-fn lane_sum(x: vec4<f32>) -> vec4<f32> {
-    var a = x;
-    for (var m = 1u; m < LANES; m *= 2u) {
-        a += subgroupShuffleXor(a, m);
-    }
-    return a;
-}
-
 //// lanes_none
-// No subgroups: LANES is 1, an invocation holds whole rows.
-const poison: f32 = 0.0;
-
+// LANES is 1: an invocation holds whole rows, so a row's dot product needs no sum over lanes.
 fn lane_sum(x: vec4<f32>) -> vec4<f32> {
     return x;
 }
@@ -217,7 +182,7 @@ fn wr_{{ARR}}(off: u32, me: Rows, r: u32, count: u32, a: array<vec4<f32>, RL>) {
     for (var c = 0u; c < LV; c++) {
         let d = 4u * (me.lane * LV + c);
         if (d < cfg.D) {
-            put4_{{ARR}}(o + d, a[r * LV + c] + poison, cfg.D - d);
+            put4_{{ARR}}(o + d, a[r * LV + c], cfg.D - d);
         }
     }
 }
@@ -284,8 +249,8 @@ fn query_scores(s: vec4<f32>, me: Rows, j: u32) -> vec4<f32> {
 @group(0) @binding(7) var<uniform> cfg: Config;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
-    let me = rows_of(/*PLACE*/lid, wid, cfg.L, flat_bias());
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let me = rows_of(lid, wid, cfg.L, flat_bias());
     let qr = rows_q(me, cfg.L);
     var acc: array<vec4<f32>, RL>;  // zeros
     var m = vec4<f32>(MASKED);
@@ -374,8 +339,8 @@ fn run(r: u32) {
 var<workgroup> st: array<vec2<f32>, BK>;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
-    let me = rows_of(/*PLACE*/lid, wid, cfg.S, flat_bias());
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let me = rows_of(lid, wid, cfg.S, flat_bias());
     let kr = rows_k(me, cfg.S);
     let vr = rows_v(me, cfg.S);
     var gk: array<vec4<f32>, RL>;  // zeros
@@ -460,8 +425,8 @@ fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: v
 @group(0) @binding(8) var<uniform> cfg: Config;
 
 @compute @workgroup_size(WG)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
-    let me = rows_of(/*PLACE*/lid, wid, cfg.L, flat_bias());
+fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
+    let me = rows_of(lid, wid, cfg.L, flat_bias());
     let qr = rows_q(me, cfg.L);
     let gr = rows_dout(me, cfg.L);
     var gq: array<vec4<f32>, RL>;  // zeros

@@ -21,7 +21,7 @@ from typing import Any
 
 from cffi import FFI
 
-from rumus_contracts import Kernel, TensorArg
+from rumus_contracts import Kernel, TensorArg, config
 from rumus_contracts.backend import FusedProgram
 from rumus_contracts.ops import expr_c
 from rumus_contracts.ops.expr_lang import Unsupported
@@ -37,7 +37,7 @@ _POOL = int(ffi.cast("uintptr_t", ffi.addressof(lib, "rumus_parallel_for")))  # 
 
 
 def cache_dir() -> str:
-    return os.environ.get("RUMUS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "rumus", "fused")
+    return config.text("RUMUS_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "rumus", "fused")
 
 
 @functools.lru_cache(maxsize=1)

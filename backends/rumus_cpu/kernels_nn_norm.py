@@ -1,5 +1,6 @@
-"""Layer, RMS, group and batch normalization and their backward ops: fused C loops (statistics in double;
-float16/bfloat16 widened on load and rounded once on store)."""
+"""Group and batch normalization, and the backward ops of every norm: fused C loops (statistics in double;
+float16/bfloat16 widened on load and rounded once on store). The layer and RMS norm forwards are row ops
+of the row-op table (kernels_row_ops.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ def _fns(name: str) -> dict[str, Any]:
     return {dt: getattr(lib, f"rumus_{name}_{sfx}") for dt, sfx in _SFX.items()}
 
 
-_LN, _LN_BACK = _fns("layer_norm"), _fns("layer_norm_backward")
-_RMS, _RMS_BACK = _fns("rms_norm"), _fns("rms_norm_backward")
+_LN_BACK, _RMS_BACK = _fns("layer_norm_backward"), _fns("rms_norm_backward")
 _GN, _GN_BACK = _fns("group_norm"), _fns("group_norm_backward")
 _BN_STATS, _BN, _BN_BACK = _fns("batch_norm_stats"), _fns("batch_norm"), _fns("batch_norm_backward")
 
@@ -39,19 +39,9 @@ def _ncs(x: TensorArg) -> tuple[int, int, int]:
     return x.shape[0], x.shape[1], s
 
 
-def layer_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w, b) = outputs[0], inputs
-    _LN[x.dtype.name](ptr(x), ptr(w), ptr(b), ptr(y), *_rows(x, w), float(attrs["eps"]))
-
-
 def layer_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     (gx, gw, gb), (g, x, w) = outputs, inputs
     _LN_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(gx), ptr(gw), ptr(gb), *_rows(x, w), float(attrs["eps"]))
-
-
-def rms_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w) = outputs[0], inputs
-    _RMS[x.dtype.name](ptr(x), ptr(w), ptr(y), *_rows(x, w), float(attrs["eps"]))
 
 
 def rms_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -90,5 +80,5 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
 _DTYPES = (*FLOAT, *HALF)
 # every kernel is named after its op
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    (k.__name__, k, _DTYPES) for k in (layer_norm, layer_norm_backward, rms_norm, rms_norm_backward, group_norm,
+    (k.__name__, k, _DTYPES) for k in (layer_norm_backward, rms_norm_backward, group_norm,
                                       group_norm_backward, batch_norm_stats, batch_norm, batch_norm_backward)]

@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import os
-
 import numpy as np
 
-from rumus_contracts import DType, Kernel, RumusError, TensorArg, float32
+from rumus_contracts import DType, Kernel, RumusError, TensorArg, config, float32
 from rumus_contracts.ops.quant import (INT4_DTYPES, Q8_DTYPES, int4_kernel_sizes, nonfinite_weight,
                                        q8_kernel_sizes)
 
@@ -56,7 +54,7 @@ def set_panel_rows(min_rows: int) -> None:
 def quant_isa() -> str:
     """The path the quantized matmuls run now (RUMUS_QUANT_ISA applied on first use)."""
     if not _env_applied:
-        force_isa(os.environ.get("RUMUS_QUANT_ISA") or None)
+        force_isa(config.text("RUMUS_QUANT_ISA") or None)
     return ISA_NAMES[int(lib.rumus_quant_isa())]
 
 

@@ -1,4 +1,4 @@
-"""Reductions (sum, prod, amax, amin), argmax/argmin and softmax/log_softmax; keepdim outputs."""
+"""Reductions (sum, prod, amax, amin) and argmax/argmin; keepdim outputs (softmax: kernels_row_ops.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from rumus_contracts import DType, Kernel, TensorArg
 
 from . import _lib
-from ._lib import EMPTY, META, ffi, lib, reduce_meta, softmax_meta
-from .dtypes import ALL, FLOAT, HALF, NUMERIC
+from ._lib import EMPTY, META, ffi, lib, reduce_meta
+from .dtypes import ALL, HALF, NUMERIC
 
 _from_buffer = ffi.from_buffer
 _get = META.get
@@ -23,28 +23,21 @@ def _arg_key(x: TensorArg, o: TensorArg, attrs: Mapping[str, Any]) -> tuple[Any,
     return ("r", x.shape, x.strides, o.strides, (attrs["dim"],) if x.shape else ())
 
 
-def _softmax_key(x: TensorArg, o: TensorArg, attrs: Mapping[str, Any]) -> tuple[Any, ...]:
-    return ("s", x.shape, x.strides, o.strides, attrs["dim"])
-
-
 _Key = Callable[[TensorArg, TensorArg, Mapping[str, Any]], tuple[Any, ...]]
 
 
 def reduction(op: str, dtypes: Sequence[DType], key_of: _Key = _sum_key) -> Kernel:
     """sum/prod (integer and bool inputs give int64), amax/amin over attrs['dims']; with _arg_key,
-    argmax/argmin along attrs['dim'] (int64 output, first index on ties); with _softmax_key,
-    softmax/log_softmax along attrs['dim']."""
-    softmax = key_of is _softmax_key
-    loops = _lib.loops(lib.rumus_softmax_find if softmax else lib.rumus_reduce_find, op, dtypes)
-    make_meta = softmax_meta if softmax else reduce_meta
-    run = lib.rumus_softmax_run if softmax else lib.rumus_reduce_run
+    argmax/argmin along attrs['dim'] (int64 output, first index on ties)."""
+    loops = _lib.loops(lib.rumus_reduce_find, op, dtypes)
+    run = lib.rumus_reduce_run
 
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o, x = outputs[0], inputs[0]
         key = key_of(x, o, attrs)
         meta = _get(key)
         if meta is None:
-            meta = make_meta(key)
+            meta = reduce_meta(key)
         if meta is not EMPTY:
             run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset)
 
@@ -52,12 +45,11 @@ def reduction(op: str, dtypes: Sequence[DType], key_of: _Key = _sum_key) -> Kern
     return kernel
 
 
-_ALL, _NUMERIC, _FLOAT = (*ALL, *HALF), (*NUMERIC, *HALF), (*FLOAT, *HALF)  # float16/bfloat16: in float32
+_ALL, _NUMERIC = (*ALL, *HALF), (*NUMERIC, *HALF)  # float16/bfloat16: in float32
 
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
     # sum/prod also take bool (counting a mask), beyond the schema's NUMERIC
     *((op, reduction(op, _ALL), _ALL) for op in ("sum", "prod")),
     *((op, reduction(op, _NUMERIC), _NUMERIC) for op in ("amax", "amin")),
     *((op, reduction(op, _NUMERIC, _arg_key), _NUMERIC) for op in ("argmax", "argmin")),
-    *((op, reduction(op, _FLOAT, _softmax_key), _FLOAT) for op in ("softmax", "log_softmax")),
 ]

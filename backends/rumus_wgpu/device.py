@@ -1,8 +1,8 @@
 """Adapters and devices: `wgpu:0`, `wgpu:1`, ... ordered discrete GPUs first.
 
 Each device is requested with the adapter's own limits and, when present, the `shader-f16`,
-`timestamp-query` and `subgroup` features; it owns a buffer pool, a command recorder and a
-program cache.
+`timestamp-query` and `subgroup` features; it owns a buffer pool, a command recorder, a program cache
+and the probe of wgpu-py's private fast paths (native.py) that the recorder and the programs use.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 from rumus_contracts import BackendUnavailable
 
-from .bind_groups import native_bind_group_maker
+from . import native
 from .pipelines import Programs
 from .pool import BufferPool
 from .recorder import Recorder
@@ -68,7 +68,9 @@ class WgpuDevice:
         self.max_groups = self.limits.get("max-compute-workgroups-per-dimension", 65535)
         self.shared_bytes = self.limits.get("max-compute-workgroup-storage-size", 16384)
         self.pool = BufferPool(self.device, self.max_binding, self.limits.get("max-buffer-size", 1 << 28))
-        self.make_bind_group = native_bind_group_maker()  # None: wgpu-py's public create_bind_group
+        # wgpu-py's private fast paths this device uses, each checked once here (native.py; `rumus info`)
+        self.native = native.probe(self.device)
+        self.description += f"; fast paths: {self.native.describe()}"
         self.recorder = Recorder(self)
         self.programs = Programs(self)
         # per-op launch plans keyed by operand layouts: (program, uniform bytes, grid), see elementwise

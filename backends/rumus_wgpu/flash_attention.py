@@ -1,14 +1,15 @@
 """FlashAttention forward and backward (shaders/flash_attention.wgsl): tiled online softmax, one workgroup per
 (batch * head, block of BR rows), K/V (or Q/dOut) tiles in workgroup memory, O(L) extra memory.
 
-Register tiling (`plan`): with subgroups an invocation owns 4 rows and a lane's share of the head dim, a
-row's dot products summed over its lanes by subgroup shuffles, so each workgroup-memory load feeds 4 rows;
-without subgroups an invocation owns one whole row. The backward is FlashAttention-2's, in three
-dispatches: a row pass (lse and D = dout . out per query row into one scratch buffer), a dK/dV pass with
-one workgroup per key block iterating over query blocks, and a dQ pass with one workgroup per query block
-iterating over key blocks: no atomics, deterministic. q, k, v and dout may be strided (an [B, S, H, D]
-tensor transposed to [B, H, S, D] is read in place); bias and key_bias come contiguous and broadcast
-through zero strides, and a one-element bias (the 0-d zeros of "no mask") is compiled out.
+An invocation owns one whole row (`plan`): 4-row tiles over subgroup lanes, each workgroup-memory load
+feeding 4 rows, measured slower on the H200 (causal fwd+bwd [4,16,1024,64] 7.03 ms against 5.38 whole-row,
+[1,16,4096,64] 21.4 against 17.0; `benchmarks/attention.py`), so the kernels have that one plan. The
+backward is FlashAttention-2's, in three dispatches: a row pass (lse and D = dout . out per query row into
+one scratch buffer), a dK/dV pass with one workgroup per key block iterating over query blocks, and a dQ
+pass with one workgroup per query block iterating over key blocks: no atomics, deterministic. q, k, v and
+dout may be strided (an [B, S, H, D] tensor transposed to [B, H, S, D] is read in place); bias and key_bias
+come contiguous and broadcast through zero strides, and a one-element bias (the 0-d zeros of "no mask") is
+compiled out.
 """
 
 from __future__ import annotations
@@ -23,17 +24,12 @@ from rumus_contracts import DType, KernelNotFound, RumusError, TensorArg, bfloat
 from rumus_contracts.ops.attention import default_scale
 
 from . import bf16
-from .layout import WG, device_of, env_set, grid, new_buffer
+from .layout import WG, device_of, grid, new_buffer
 from .nn_common import pack, source, split_sections
 from .pipelines import shader_source, wgsl_scalar, with_scalar
 from .nn_dropout import MASK32, mix32, threshold
-from .softmax import use_subgroups
 
 TILE = 2048  # floats per workgroup tile (the shader's arrays): BK = TILE / DMAX rows
-RT = 4  # rows per invocation with subgroups (the shader keeps per-row values in vec4 components)
-# vec4s of a row per lane: the forward holds q and the output accumulator (2 x RT x LV vec4s), the
-# backward passes three or four such arrays, so they split the head dim over twice as many lanes
-LANE_VEC4S = {"forward": 4, "dkdv": 2, "dq": 2}
 
 
 def head_bucket(d: int) -> int:
@@ -42,13 +38,12 @@ def head_bucket(d: int) -> int:
 
 @dataclass(frozen=True)
 class Plan:
-    """How one kernel splits its work: RT rows per invocation, each row's DMAX / 4 vec4s over LANES
-    invocations of a subgroup (LV each), WG invocations, so BR = WG / LANES * RT rows per workgroup."""
+    """How one kernel splits its work (the shader's constants): RT rows per invocation, each row's DMAX / 4
+    vec4s over LANES invocations (LV each), WG invocations, so BR = WG / LANES * RT rows per workgroup."""
     dmax: int
     lanes: int
     rt: int
     wg: int
-    subgroups: bool
 
     @property
     def lv(self) -> int:
@@ -59,26 +54,9 @@ class Plan:
         return self.wg // self.lanes * self.rt
 
 
-def smallest_subgroup(dev: Any) -> int:
-    """The adapter's smallest subgroup (wgpu-py names the key `stackgroup_min_size` in some versions);
-    4, the smallest any Vulkan driver reports, when it does not say."""
-    info = dev.adapter.info
-    size = info.get("subgroup_min_size") or info.get("stackgroup_min_size") or 4
-    return max(1, int(size))
-
-
-TILED_ENV = "RUMUS_WGPU_FA_TILED"
-
-
-def plan(dev: Any, section: str, d: int) -> Plan:
-    """The whole-row kernels unless RUMUS_WGPU_FA_TILED=1 asks for the subgroup-lane tiles: on the H200 the
-    tiles measured slower (causal fwd+bwd [4,16,1024,64] 7.03 ms against 5.38 whole-row, [1,16,4096,64]
-    21.4 against 17.0; `benchmarks/attention.py`), on lavapipe about 2x faster."""
-    dmax = head_bucket(d)
-    if not use_subgroups(dev) or not env_set(TILED_ENV):  # one whole row per invocation: no lane sums
-        return Plan(dmax, 1, 1, 64, False)
-    lanes = max(1, min(dmax // 4 // LANE_VEC4S[section], smallest_subgroup(dev)))
-    return Plan(dmax, lanes, RT, min(256, max(64, 16 * lanes)), True)
+def plan(d: int) -> Plan:
+    """One whole row of head dim `d` (bucketed) per invocation, 64 invocations per workgroup."""
+    return Plan(head_bucket(d), 1, 1, 64)
 
 
 # the arrays whose rows each kernel reads and writes, with the Config field of their strides: one copy of
@@ -89,7 +67,6 @@ STRIDES = {"q": "qs", "k": "ks", "v": "vs", "dout": "os"}
 OFFSETS = {"q": "x", "k": "y", "v": "z", "dout": "w"}  # each array's element offset: a component of cfg.off[0]
 KV_TILE = {"forward": "+kv_tile", "dq": "+kv_tile"}  # the kernels that stream K and V tiles past query rows
 INCLUDE = ("dropout_hash",)  # the dropout mask's hash, shared with the dropout op
-SG_ARGS = ", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32"
 
 UNROLL = re.compile(r"^(\s*)for \(var (\w+) = 0u; \2 < (\w+); \2\+\+\) \{$")
 
@@ -124,11 +101,8 @@ def _program(dev: Any, section: str, p: Plan, dtype: Any, has_bias: bool, has_kb
         arrays = [parts["rd"].replace("{{ARR}}", a).replace("{{STRIDES}}", STRIDES[a]).replace("{{OFF}}", OFFSETS[a])
                   for a in READERS[section]]
         arrays += [parts["wr"].replace("{{ARR}}", a) for a in WRITERS[section]]
-        lanes = "lanes_subgroup" if p.subgroups else "lanes_none"
-        src = source("flash_attention", f"{section}+{lanes}+masks{KV_TILE.get(section, '')}", float32, INCLUDE)
+        src = source("flash_attention", f"{section}+lanes_none+masks{KV_TILE.get(section, '')}", float32, INCLUDE)
         src = with_accessors(src + "\n" + "\n".join(arrays), dtype)
-        if p.subgroups:  # the entry points' marked spots (valid WGSL as they stand: the whole-row variant)
-            src = src.replace("/*SG_ARGS*/", SG_ARGS).replace("/*PLACE*/lid", "place_of(lid, sg_lane, sg_size)")
         for name, value in (("DMAX", f"{p.dmax}u"), ("BK", f"{TILE // p.dmax}u"), ("LV", f"{p.lv}u"),
                             ("RT", f"{p.rt}u"), ("WG", f"{p.wg}u"), ("HAS_BIAS", str(has_bias).lower()),
                             ("HAS_KBIAS", str(has_kbias).lower())):
@@ -203,7 +177,7 @@ def _run(dev: Any, section: str, q: TensorArg, bias: TensorArg, key_bias: Tensor
          words: list[int | float], rows: int) -> None:
     """One attention kernel over `rows` rows (queries, or keys in the dK/dV pass) of every (batch, head)."""
     B, H, _, D = q.shape
-    p = plan(dev, section, D)
+    p = plan(D)
     has_bias, has_kbias = math.prod(bias.shape) > 1, math.prod(key_bias.shape) > 1
     prog = _program(dev, section, p, q.dtype, has_bias, has_kbias)
     dev.recorder.dispatch(prog, buffers, pack([0, 0, *words]), _grid(dev, rows, p.rows, B * H))

@@ -11,7 +11,6 @@ reduction then folds into C.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,13 +18,13 @@ from typing import Any
 
 from rumus_contracts import RumusError, TensorArg, contiguous_strides, float32
 
-from . import bf16
+from . import bf16, knobs
 from .elementwise import copy
 from .layout import coalesce, dealias, device_of, env_set, new_buffer, remember
-from .pipelines import render, wgsl_scalar
+from .pipelines import CHECKED, render, wgsl_scalar
 from .pool import WgpuBuffer
 
-GEMM_ENV, CHECKED_ENV = "RUMUS_WGPU_GEMM", "RUMUS_WGPU_CHECKED"
+GEMM_ENV = "RUMUS_WGPU_GEMM"  # set: every GEMM on this tile[:split-K] (A/B runs, tests of each tile)
 BF16 = "bf16"  # the generator's name for bfloat16 words (no WGSL scalar type)
 
 
@@ -214,8 +213,8 @@ def _plan(m: int, n: int, k: int, nbatch: int) -> tuple[str, int]:
     256-invocation 64x64 tile with 4x4 outputs each below that (n = 1024: 26.8 against 13.2 for
     128x128 and 23.3 for 128x128 split 4 ways). Few tiles over a long K split K instead
     (256x4096x4096: 128x128 split 4 ways 30.5, against 27.2 for the 64x64 tile)."""
-    forced = os.environ.get(GEMM_ENV)
-    if forced:
+    forced = knobs.value(GEMM_ENV)
+    if isinstance(forced, str) and forced:
         name, _, splits = forced.partition(":")
         return name, int(splits or 1)
 
@@ -249,7 +248,7 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     cb = c.buffer
     if isinstance(cb, WgpuBuffer) and a.buffer is not cb and b.buffer is not cb and not env_set(GEMM_ENV):
         key: tuple[Any, ...] | None = ("gemm", c.shape, c.strides, c.offset, c.dtype, a.shape, a.strides,
-                                       a.offset, a.dtype, b.shape, b.strides, b.offset, b.dtype, env_set(CHECKED_ENV))
+                                       a.offset, a.dtype, b.shape, b.strides, b.offset, b.dtype, env_set(CHECKED))
         plans = cb.dev.launch_plans
         try:
             hit = plans.get(key)
@@ -323,7 +322,7 @@ def _matmul(c: TensorArg, a: TensorArg, b: TensorArg) -> tuple[Any, bytes | None
         _matmul(wide, a, b)
         copy([c], [wide], {"dtype": c.dtype.name})
         return None
-    key = ("gemm", tile_name, a_mode, b_mode, c_vec, dtype, c_dtype, os.environ.get(CHECKED_ENV))
+    key = ("gemm", tile_name, a_mode, b_mode, c_vec, dtype, c_dtype, env_set(CHECKED))
     prog = dev.programs.get(key, lambda: generate(tile, a_mode, b_mode, c_vec, dtype, c_dtype), trusted=True)
     gx, gy = (n + tile.bn - 1) // tile.bn, (m + tile.bm - 1) // tile.bm
     if max(gx, gy) > dev.max_groups:

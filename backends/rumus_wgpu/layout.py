@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 from rumus_contracts import DType, DTypeError, RumusError, TensorArg
 
+from .knobs import env_set as env_set  # the per-op knob read (knobs.py), for the kernel groups
 from .pool import WgpuBuffer
 
 WG = 256
 NOVEC = "RUMUS_WGPU_NOVEC"
 LAUNCH_PLANS = 4096  # cached launches per device (see remember)
-_ENV_DATA = getattr(os.environ, "_data", None)
-_ENV_KEYS: dict[str, Any] = {}
-
-
-def env_set(name: str) -> bool:
-    """Whether environment variable `name` is set to a non-empty value, as `bool(os.environ.get(name))`
-    but about ten times cheaper on the per-op path (a lookup in os.environ's own dict)."""
-    if _ENV_DATA is None:
-        return bool(os.environ.get(name))
-    key = _ENV_KEYS.get(name)
-    if key is None:
-        key = _ENV_KEYS[name] = os.environ.encodekey(name)
-    return bool(_ENV_DATA.get(key))
 
 
 def remember(plans: dict[Hashable, Any], key: Hashable, value: Any) -> None:
@@ -34,6 +21,8 @@ def remember(plans: dict[Hashable, Any], key: Hashable, value: Any) -> None:
     if len(plans) >= LAUNCH_PLANS:
         plans.clear()
     plans[key] = value
+
+
 # WGSL storage element type and compute kind of each dtype with kernels: f = f32 math (f16 storage is
 # widened), i = i32, l = int64 as vec2<u32>, b = bool stored as one u32 (0 or 1) per element.
 STORAGE_TYPE = {"float32": "f32", "float16": "f16", "int32": "i32", "int64": "vec2<u32>", "bool": "u32"}

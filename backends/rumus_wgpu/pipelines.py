@@ -9,7 +9,6 @@ buffers also reuses bind groups.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Hashable
 from functools import cache
@@ -17,22 +16,16 @@ from importlib import resources
 from operator import attrgetter
 from typing import Any
 
-from rumus_contracts import DType, DTypeError, RumusError
+from rumus_contracts import DType, DTypeError, RumusError, config
+
+from .native import NativePathError
 
 _BINDING = re.compile(
     r"@(?:group\(\s*(\d+)\s*\)\s*@binding\(\s*(\d+)\s*\)|binding\(\s*(\d+)\s*\)\s*@group\(\s*(\d+)\s*\))"
     r"\s*var\s*<\s*(storage|uniform)\s*(?:,\s*(read_write|read))?\s*>")
 BIND_GROUP_CACHE = 2048
 _BIND_KEY = attrgetter("bind_key")  # WgpuBuffer.bind_key: what a cached bind group is keyed by
-# wgpu-py's private native layer (wgpu.backends.wgpu_native._api) gives two fast paths: trusted shader
-# modules (here) and direct per-dispatch pass calls (recorder.py). Both fall back to wgpu-py's public
-# API when the private names are missing; RUMUS_WGPU_PUBLIC_API=1 forces the fallback, so CI tests
-# both paths (tests/wgpu/test_wgpu_private_api.py). pyproject.toml pins wgpu to the tested range.
-PUBLIC_API_ENV = "RUMUS_WGPU_PUBLIC_API"
-
-
-def private_api_allowed() -> bool:
-    return not os.environ.get(PUBLIC_API_ENV)
+CHECKED = "RUMUS_WGPU_CHECKED"  # set: the GEMM keeps naga's bounds checks too (A/B of trusted modules)
 
 
 @cache
@@ -86,29 +79,6 @@ def parse_bindings(source: str) -> list[tuple[int, str]]:
     return out
 
 
-def trusted_module(device: Any, code: str, label: str) -> Any:
-    """A shader module without naga's runtime checks (index clamping, loop bounding), or None when
-    this wgpu build cannot make one. Only for our own kernels whose every global access is guarded
-    (the GEMM): the clamping costs measurable time in compute-bound inner loops."""
-    if not private_api_allowed():
-        return None
-    try:
-        from wgpu.backends.wgpu_native import _api
-
-        source = _api.new_struct_p("WGPUShaderSourceWGSL *", code=_api.to_c_string_view(code))
-        source[0].chain.next = _api.ffi.NULL
-        source[0].chain.sType = _api.lib.WGPUSType_ShaderSourceWGSL
-        desc = _api.new_struct_p("WGPUShaderModuleDescriptor *",
-                                 nextInChain=_api.ffi.cast("WGPUChainedStruct *", source),
-                                 label=_api.to_c_string_view(label))
-        handle = _api.libf.wgpuDeviceCreateShaderModuleTrusted(device._internal, desc, 0)
-        if handle == _api.ffi.NULL:
-            return None
-        return _api.GPUShaderModule(label, handle, device)
-    except Exception:
-        return None
-
-
 class Program:
     """A compiled compute pipeline plus what it takes to bind it."""
 
@@ -127,10 +97,9 @@ class Program:
                     "buffer": {"type": k, "has_dynamic_offset": k == "uniform"}} for b, k in bindings]
         device = dev.device
         try:
-            module = None
-            if trusted and not os.environ.get("RUMUS_WGPU_CHECKED"):
-                module = trusted_module(device, source, label)
-            if module is None:
+            if trusted and dev.native.trusted_modules and not config.flag(CHECKED):
+                module = dev.native.trusted_module(device, source, label)
+            else:
                 module = device.create_shader_module(label=label, code=source)
             self.layout = device.create_bind_group_layout(entries=entries)
             self.pipeline = device.create_compute_pipeline(
@@ -140,8 +109,11 @@ class Program:
             if "f16" in source and "shader-f16" not in dev.features:
                 raise DTypeError(f"{dev.name} has no shader-f16 support, so float16 kernels cannot run there; "
                                  f"use float32") from None
+            if isinstance(exc, NativePathError):
+                raise
             raise RumusError(f"wgpu: compiling kernel '{label}' failed: {exc}") from exc
-        self.pipeline_handle = getattr(self.pipeline, "_internal", None)
+        # the native handle the recorder's raw pass calls set (None: it uses wgpu-py's pass methods)
+        self.pipeline_handle = dev.native.handle(self.pipeline) if dev.native.raw_passes else None
         self._bind_groups: dict[Hashable, Any] = {}
 
     def bind_group(self, buffers: list[Any], uniform_gpu: Any) -> Any:
@@ -152,12 +124,12 @@ class Program:
         if len(buffers) != len(self.storage_bindings):
             raise RumusError(f"wgpu kernel '{self.label}' declares {len(self.storage_bindings)} storage "
                              f"bindings but was given {len(buffers)} buffers")
-        make = self.dev.make_bind_group
-        if make is not None:  # wgpu-py's native layer, without its descriptor checks (bind_groups.py)
+        layer = self.dev.native
+        if layer.bind_groups:  # made natively, without wgpu-py's descriptor building (native.py)
             native = [(i, b.gpu, b.bind_size) for i, b in enumerate(buffers)]
             if self.uniform_size:
                 native.append((len(buffers), uniform_gpu, self.uniform_size))
-            group = make(self.dev.device, self.layout, native)
+            group = layer.bind_group(self.dev.device, self.layout, native)
         else:
             entries = [{"binding": i, "resource": {"buffer": b.gpu, "offset": 0, "size": b.bind_size}}
                        for i, b in enumerate(buffers)]

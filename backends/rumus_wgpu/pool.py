@@ -15,14 +15,16 @@ third run). Held by the pool, a lent buffer is never garbage while its handle li
 
 from __future__ import annotations
 
-import os
 from collections import OrderedDict, deque
 from typing import Any
 
-from rumus_contracts import DType, OutOfMemory
+from rumus_contracts import DType, OutOfMemory, config
+
+from .native import released
 
 STORAGE, COPY_SRC, COPY_DST, MAP_READ = 0x80, 0x4, 0x8, 0x1  # wgpu.BufferUsage bits (no wgpu import here)
 MIN_BUCKET = 256
+CACHE_MB = "RUMUS_WGPU_POOL_CACHE_MB"  # MiB of freed buffers kept for reuse
 
 
 def bucket_size(nbytes: int) -> int:
@@ -62,11 +64,6 @@ class WgpuBuffer:
         return f"WgpuBuffer({self.nbytes} bytes on {self.dev.name})"
 
 
-def _released(buf: Any) -> bool:
-    """Whether wgpu-py has already released this GPUBuffer's native handle (its `_internal` is then None)."""
-    return getattr(buf, "_internal", True) is None
-
-
 class BufferPool:
     """Free GPU buffers by bucket size; `stats()` counts hits (reused) and misses (new buffers)."""
 
@@ -79,7 +76,7 @@ class BufferPool:
         self._lent: dict[int, Any] = {}  # id(buffer) -> buffer, for every buffer a handle holds (see the top)
         self.max_binding, self.max_buffer = max_binding, max_buffer
         # cached (free) bytes kept for reuse; beyond this, released buffers are destroyed
-        self.max_cached = int(float(os.environ.get("RUMUS_WGPU_POOL_CACHE_MB", 8192)) * (1 << 20))
+        self.max_cached = int(float(config.text(CACHE_MB)) * (1 << 20))
         self.hits = self.misses = self.releases = 0
         self.cached_bytes = self.allocated_bytes = 0
 
@@ -115,7 +112,7 @@ class BufferPool:
         size), so a training loop's working set displaces what an earlier phase left (a benchmark's other
         shapes, an evaluation pass) instead of being destroyed and re-created every step."""
         self.releases += 1
-        if self._lent.pop(id(buf), None) is None or _released(buf):
+        if self._lent.pop(id(buf), None) is None or released(buf):
             # not lent by this pool (or given back twice), or released by wgpu-py already: never cached
             return
         if size > self.max_cached:

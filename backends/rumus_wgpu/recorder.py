@@ -14,46 +14,12 @@ earlier submissions.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 from typing import Any
 
+from .native import NativePathError
+
 UNIFORM_ALIGN = 256  # >= every adapter's min-uniform-buffer-offset-alignment
-
-
-def _native_pass_functions() -> Any:
-    """wgpu-native's C functions for the three per-dispatch pass calls, called without wgpu-py's
-    wrappers (argument conversion, an offsets array per call, error-capture scope: about 2 us of the
-    3.5 us the three calls cost). Compute-pass commands are validated when the pass ends, which still
-    goes through wgpu-py, so errors surface as before. None when this wgpu build lacks them, or
-    when RUMUS_WGPU_PUBLIC_API=1 asks for wgpu-py's public API only."""
-    from .pipelines import private_api_allowed
-    if not private_api_allowed():
-        return None
-    try:
-        from wgpu.backends.wgpu_native import _api
-
-        lib = _api.lib
-        fns = (lib.wgpuComputePassEncoderSetPipeline, lib.wgpuComputePassEncoderSetBindGroup,
-               lib.wgpuComputePassEncoderDispatchWorkgroups)
-        return (*fns, _api.ffi.new("uint32_t[1]"), _api.ffi.NULL)
-    except Exception:
-        return None
-
-
-def _direct_map(device: Any) -> bool:
-    """Whether `read` may map its staging buffer the fast way: mode "READ_NOSYNC" and a device poll on the
-    calling thread. wgpu-py's public map_sync (0.32) first submits an empty command buffer (a workaround
-    for buffers mapped without a submit before; `read` has just submitted its copy, as wgpu-py's own
-    queue.read_buffer has when it maps READ_NOSYNC), then waits for the device's poll thread to see the
-    map done: a thread hand-off per host read. Together about 40% of a 4-byte read-back on lavapipe
-    (benchmarks/wgpu_host_overhead.py, sync row). Opt-in (RUMUS_WGPU_DIRECT_MAP=1): on the H200 the map
-    callback can land on wgpu-py's poll thread, and then a read after real GPU work waits for that thread's
-    next round, about 10 ms (gpu_scale.py components: GELU fwd+bwd 10.7 ms direct vs 0.72 ms with map_sync).
-    Private names, so RUMUS_WGPU_PUBLIC_API=1 turns it off as well."""
-    from .pipelines import private_api_allowed
-    return (os.environ.get("RUMUS_WGPU_DIRECT_MAP") == "1" and private_api_allowed()
-            and callable(getattr(device, "_poll_wait", None)))
 
 
 class Recorder:
@@ -79,8 +45,8 @@ class Recorder:
         self.keep: list[Any] = []  # buffer handles used by the pending batch (kept alive until submitted)
         self._staging: dict[int, list[Any]] = {}
         self._fence: Any = None
-        self._native = _native_pass_functions()
-        self.direct_map = _direct_map(self.device)
+        self._native = dev.native  # wgpu-py's private layer (native.py): which fast paths the probe turned on
+        self._raw = dev.native.pass_calls  # None: the pass methods of wgpu-py's public API
         self._pass_handle: Any = None  # the open pass's native handle
         self._pass_pipeline: Any = None  # the pipeline last set in the open pass
         self.submits = self.syncs = self.dispatches = self.copies = 0
@@ -95,7 +61,7 @@ class Recorder:
             if self.encoder is None:
                 self.encoder = self.device.create_command_encoder()
             self.cpass = self.encoder.begin_compute_pass()
-            self._pass_handle = getattr(self.cpass, "_internal", None)
+            self._pass_handle = self._native.handle(self.cpass) if self._raw is not None else None
             self._pass_pipeline = None
         return self.cpass
 
@@ -132,19 +98,22 @@ class Recorder:
         cpass = self.cpass
         if cpass is None:
             cpass = self._compute_pass()
-        native, handle = self._native, self._pass_handle
-        if native is not None and handle is not None:
-            set_pipeline, set_bind_group, dispatch, offsets, null = native
-            pipeline = program.pipeline_handle
-            if pipeline is not self._pass_pipeline:  # consecutive dispatches of one kernel set it once
-                set_pipeline(handle, pipeline)
-                self._pass_pipeline = pipeline
-            if size:
-                offsets[0] = off
-                set_bind_group(handle, 0, bind_group._internal, 1, offsets)
-            else:
-                set_bind_group(handle, 0, bind_group._internal, 0, null)
-            dispatch(handle, *groups)
+        raw = self._raw
+        if raw is not None:
+            try:
+                set_pipeline, set_bind_group, dispatch, offsets, null = raw
+                handle, pipeline = self._pass_handle, program.pipeline_handle
+                if pipeline is not self._pass_pipeline:  # consecutive dispatches of one kernel set it once
+                    set_pipeline(handle, pipeline)
+                    self._pass_pipeline = pipeline
+                if size:
+                    offsets[0] = off
+                    set_bind_group(handle, 0, bind_group._internal, 1, offsets)
+                else:
+                    set_bind_group(handle, 0, bind_group._internal, 0, null)
+                dispatch(handle, *groups)
+            except Exception as exc:
+                raise NativePathError("raw-passes", f"recording kernel '{program.label}'", exc) from exc
         else:
             cpass.set_pipeline(program.pipeline)
             cpass.set_bind_group(0, bind_group, [off] if size else [])
@@ -207,12 +176,7 @@ class Recorder:
         self.flush()
         self.syncs += 1
         self.bound = self.first_batch  # the GPU will be idle once this wait returns
-        if self.direct_map:
-            mapped = staging.map_async("READ_NOSYNC", 0, total)
-            self.device._poll_wait()  # the map callback runs here (or on the poll thread, whichever is first)
-            mapped.sync_wait()
-        else:
-            staging.map_sync(wgpu.MapMode.READ, 0, total)
+        staging.map_sync(wgpu.MapMode.READ, 0, total)
         try:
             data = staging.read_mapped(0, total)
         finally:

@@ -30,10 +30,9 @@ in flight per invocation) for an A/B on a GPU; RUMUS_WGPU_ROW_SPLIT_WORKGROUPS=N
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from rumus_contracts import RumusError
+from rumus_contracts import config
 
 from .reduce import SPLIT_CHUNK, pow2_ceil, pow2_floor
 
@@ -56,20 +55,11 @@ class RowPlan:
 
 
 def env_plan() -> str:
-    plan = os.environ.get(ROW_PLAN, "").strip().lower() or "new"
-    if plan not in ("old", "new"):
-        raise RumusError(f"{ROW_PLAN}={plan!r}: the wgpu row plan is 'old' or 'new' (unset: new)")
-    return plan
+    return config.text(ROW_PLAN)
 
 
 def split_target() -> int:
-    raw = os.environ.get(SPLIT_TARGET, "").strip()
-    if not raw:
-        return SPLIT_WORKGROUPS
-    if not raw.isdigit():
-        raise RumusError(f"{SPLIT_TARGET}={raw!r}: give a workgroup count (0 never splits a row; unset: "
-                         f"{SPLIT_WORKGROUPS})")
-    return int(raw)
+    return config.integer(SPLIT_TARGET)
 
 
 def plan_key() -> tuple[str, int]:

@@ -1,4 +1,6 @@
-"""softmax / log_softmax along one dim (shaders/softmax.wgsl over the row machinery of reduce.py).
+"""The row ops of the row-op table (softmax, log_softmax and their backward) along one dim:
+shaders/softmax.wgsl over the row machinery of reduce.py, its folds, finish and stores rendered from
+rumus_contracts/ops/row_ops.py (row_wgsl.py).
 
 The launch plan (row_plan.py) spreads every row length over the whole GPU: a group of invocations per
 row sized for about four loads each (short rows pack many per workgroup, long rows get a whole one),
@@ -15,11 +17,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import RumusError, TensorArg
+from rumus_contracts import RumusError, TensorArg, config
+from rumus_contracts.ops.expr_lang import Unsupported
+from rumus_contracts.ops.row_ops import ROW_OPS
+from rumus_contracts.ops.row_wgsl import RowShader, row_shader
 
-from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
+from .layout import dealias, device_of, grid, new_buffer
 from .pipelines import render
-from .reduce import NO_SUBGROUPS, Rows, cached, vec_rows
+from .reduce import Rows, cached, vec_rows
 from .row_plan import RowPlan, plan_key, plan_rows
 
 ALIGNED_MIN = 64  # contiguous rows this long read their 4-aligned body as vec4 (a vec4 view needs 16 bytes)
@@ -86,16 +91,9 @@ fn reduce_group(vlid: u32, lane: u32, t: u32, acc: vec2<f32>, ninf: f32, sg_lane
 _SG_ARGS = (", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32")
 
 
-# per op: the row pass folding one element (scalar) or four (vec4, `v`; backward ops also `w` = y) into
-# acc, the values the output pass needs from the merged acc, and the output of one element (x; y = w)
-_FOLD = {"fwd": ("acc = fold1(acc, x, ninf);", "acc = fold4(acc, v, ninf);"),
-         "softmax_backward": ("acc.y += x * w;", "acc.y += dot(v, w);"),
-         "log_softmax_backward": ("acc.y += x;", "acc.y += dot(v, vec4<f32>(1.0));")}
-_FINISH = {"softmax": "let m = acc.x;\n    let inv = 1.0 / acc.y;",
-           "log_softmax": "let m = acc.x;\n    let ls = log(acc.y);",
-           "softmax_backward": "let sum = acc.y;", "log_softmax_backward": "let sum = acc.y;"}
-_OUT = {"softmax": "exp(x - m) * inv", "log_softmax": "x - m - ls", "softmax_backward": "w * (x - sum)",
-        "log_softmax_backward": "x - exp(w) * sum"}
+def _shader(op: str) -> RowShader:
+    """The op's folds, finish and output from the row-op table (rumus_contracts/ops/row_wgsl.py)."""
+    return row_shader(op)
 
 
 def _named(code: str, k: int) -> str:
@@ -172,21 +170,24 @@ def _aligned_walk(two: bool, unroll: int, fold_vec: tuple[str, str], fold_one: s
     return _walk(True, two, unroll, fold_vec, arrays=("in0v", "in1v"), span=("a0", "a1"), head=head)
 
 
-def _vec_expr(expr: str) -> str:
-    """An output expression of x (and w) as the vec4 form over v (and w): WGSL mixes vectors and scalars."""
-    return re.sub(r"\bx\b", "v", expr)
-
-
 def _folds(op: str, vec: bool, unroll: int) -> tuple[str, str]:
     """(the fold of a step's `unroll` loads, the fold of one load) into acc, over loads named 0.."""
-    if op.endswith("_backward"):
-        one = _FOLD[op][1 if vec else 0]
+    sh = _shader(op)
+    if sh.kind == "sum":
+        a, b = sh.dot
+        if vec:
+            b = f"vec4<f32>({b})" if re.fullmatch(r"[-0-9.e]+", b) else sh.vec(b)
+            one = f"acc.y += dot({sh.vec(a)}, {b});"
+        else:
+            one = f"acc.y += {sh.element};"
         return " ".join(_named(one, k) for k in range(unroll)), _named(one, 0)
     if vec:
-        many = "acc = fold16(acc, v0, v1, v2, v3, ninf);" if unroll == 4 else ""
-        return many, "acc = fold4(acc, v0, ninf);"
-    many = "acc = fold4(acc, vec4<f32>(x0, x1, x2, x3), ninf);" if unroll == 4 else ""
-    return many, "acc = fold1(acc, x0, ninf);"
+        es = [_named(sh.vec(sh.element), k) for k in range(4)]
+        many = f"acc = fold16(acc, {', '.join(es)}, ninf);" if unroll == 4 else ""
+        return many, f"acc = fold4(acc, {es[0]}, ninf);"
+    es = [_named(sh.element, k) for k in range(4)]
+    many = f"acc = fold4(acc, vec4<f32>({', '.join(es)}), ninf);" if unroll == 4 else ""
+    return many, f"acc = fold1(acc, {es[0]}, ninf);"
 
 
 def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool, unroll: int = 1,
@@ -197,16 +198,17 @@ def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool, 
     not vec): contiguous rows whose fold pass reads the 4-aligned body as vec4 (_aligned_walk)."""
     if unroll not in (1, 4):
         raise RumusError(f"wgpu {op}: a row walk unrolls 1 or 4 loads, got {unroll}")
-    two = op.endswith("_backward")
+    sh = _shader(op)
+    two = sh.inputs == 2
     aligned = aligned and not vec
     reduce = ("    acc = reduce_group(vlid, lane, t, acc, ninf, sg_lane, sg_size);" if subgroups
               else "    acc = reduce_group(lid, lane, t, acc, ninf);")
     fold = _folds(op, vec, unroll)
-    out = _vec_expr(_OUT[op]) if vec else _OUT[op]
+    out = sh.vec(sh.out) if vec else sh.out
     store = _walk(vec, two, unroll, None, out)
     walk = (_aligned_walk(two, unroll, _folds(op, True, unroll), fold[1]) if aligned
             else _walk(vec, two, unroll, fold))
-    finish = "    " + _FINISH[op]
+    finish = "    " + sh.finish
     if mode == "partial":
         body = "\n".join([walk, reduce, "    if (valid && lane == 0u) {",
                           "        parts[o * cfg.splits + wid.z] = acc;", "    }"])
@@ -224,8 +226,8 @@ def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool, 
     if aligned and mode != "final":  # the vec4 views of the inputs (the same buffers, read-only twice)
         extra += [f"var<storage, read> {name}: array<vec4<scalar>>;" for name in ("in0v", "in1v")[:1 + two]]
     bindings = "\n".join(f"@group(0) @binding({2 + i}) {decl}" for i, decl in enumerate(extra))
-    # a sum (backward ops) is a pair with max 0: merge adds the sums unscaled
-    init = "vec2<f32>(0.0, 0.0)" if two else "vec2<f32>(ninf, 0.0)"
+    # a lone sum is a pair with max 0: merge adds the sums unscaled
+    init = "vec2<f32>(0.0, 0.0)" if sh.kind == "sum" else "vec2<f32>(ninf, 0.0)"
     return render("softmax", scalar=scalar, include=("rows",), BODY=body, INIT=init,
                   REDUCE=_REDUCE_SUBGROUP if subgroups else _REDUCE_WORKGROUP,
                   SG_ARGS=_SG_ARGS if subgroups else "",
@@ -234,7 +236,7 @@ def softmax_source(op: str, scalar: str, vec: bool, mode: str, subgroups: bool, 
 
 
 def use_subgroups(dev: Any) -> bool:
-    return "subgroup" in dev.features and not env_set(NO_SUBGROUPS)
+    return "subgroup" in dev.features and not config.flag("RUMUS_WGPU_NO_SUBGROUPS")
 
 
 def plan_for(dev: Any, rows: Rows, per: int) -> RowPlan:
@@ -267,7 +269,7 @@ def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None,
     plan = plan_for(dev, rows, 4 if vec else 1)
     # contiguous rows that vec4 does not fit (an odd length, an offset view): the fold pass reads their
     # aligned body as vec4 (the new plan), so the plan is sized for vec4 loads
-    aligned = (not vec and plan.unroll > 1 and not env_set(NOVEC) and rows.rstr == [1]
+    aligned = (not vec and plan.unroll > 1 and not config.flag("RUMUS_WGPU_NOVEC") and rows.rstr == [1]
                and rows.rlen >= ALIGNED_MIN and x.dtype.name in ("float32", "float16") and rows.in1_delta % 4 == 0)
     if aligned:
         plan = plan_for(dev, rows, 4)
@@ -317,7 +319,16 @@ def backward_kernel(op: str) -> Any:
     return kernel
 
 
+def _renders(op: str) -> bool:
+    try:
+        row_shader(op)
+    except Unsupported:
+        return False
+    return True
+
+
 def kernels() -> dict[str, Any]:
-    ops = ("softmax", "log_softmax")
-    return {**{op: softmax_kernel(op) for op in ops},
-            **{f"{op}_backward": backward_kernel(f"{op}_backward") for op in ops}}
+    """A kernel for every op of the row-op table whose passes the row shader holds: one input (forward
+    ops) or the backward ops' (grad, y)."""
+    ops = [op for op in ROW_OPS if _renders(op)]
+    return {op: softmax_kernel(op) if len(ROW_OPS[op].inputs) == 1 else backward_kernel(op) for op in ops}

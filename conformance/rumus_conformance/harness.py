@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -14,8 +13,8 @@ import rumus
 from rumus import backend_api as api
 from rumus.backend_api import from_storage
 from rumus_contracts import (
-    NEEDS_PACKED_STORAGE, BackendUnavailable, DType, ErrorSample, KernelNotFound, OpSchema, Sample, float64,
-    parse_dtype,
+    NEEDS_PACKED_STORAGE, BackendUnavailable, DType, ErrorSample, KernelNotFound, OpSchema, Sample, config,
+    float64, parse_dtype,
 )
 
 from .outcomes import Mismatch
@@ -23,7 +22,7 @@ from .tolerances import forward_tolerance, gradient_tolerance
 
 
 def backend_name() -> str:
-    return (os.environ.get("RUMUS_BACKEND", "").strip() or "cpu").split(":")[0]
+    return config.text("RUMUS_BACKEND").split(":")[0]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rumus_contracts import RumusError
+from rumus_contracts import RumusError, config
 
 
 def _refuse_an_unknown_backend(p: argparse.ArgumentParser, spec: str) -> None:
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     import pytest
     p = argparse.ArgumentParser(prog="rumus conformance", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--backend", default=os.environ.get("RUMUS_BACKEND", "cpu"))
+    p.add_argument("--backend", default=config.text("RUMUS_BACKEND"))
     p.add_argument("--xfails", default=None, metavar="FILE",
                    help="known gaps, one cell `op dtype check` a line (array-api-tests model)")
     p.add_argument("--json", default=None, metavar="FILE", help="write every cell's outcome as JSON to FILE")

@@ -20,13 +20,12 @@ covers that test. The older one-token forms still read: `test_forward[op-dtype]`
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rumus_contracts import RumusError
+from rumus_contracts import RumusError, config
 
 from .outcomes import CHECKS, NO_DTYPE, CellKey, CellResult
 
@@ -101,7 +100,7 @@ def parse_line(line: str) -> Pattern | str | None:
 
 def load(path: str | None = None) -> XFails:
     """Read the xfails file named by `path` or $RUMUS_CONFORMANCE_XFAILS; none given: no entries."""
-    path = path or os.environ.get(ENV, "").strip()
+    path = path or config.text(ENV)
     if not path:
         return XFails()
     try:

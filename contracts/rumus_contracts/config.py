@@ -127,8 +127,8 @@ declare("RUMUS_PLUGINS", "str", "", "comma-separated third-party plugins to load
         owner="core", user=True)
 declare("RUMUS_DISABLE_PLUGIN_AUTOLOAD", "flag", False, "load no third-party plugin, only RUMUS's own",
         owner="core", user=True)
-declare("RUMUS_CACHE_DIR", "path", None, "where compiled fused CPU kernels are cached (unset: ~/.cache/rumus)",
-        owner="cpu", user=True)
+declare("RUMUS_CACHE_DIR", "path", None,
+        "where rm.compile's fused CPU kernels are cached (unset: ~/.cache/rumus/fused)", owner="cpu", user=True)
 declare("RUMUS_COMPILE", "flag", True, "0 makes rm.compile run functions eagerly (for debugging)",
         owner="core", user=True)
 declare("RUMUS_TRACEBACK", "flag", False, "the CLI prints the full traceback of an internal error",
@@ -163,15 +163,11 @@ declare("RUMUS_WGPU_POOL_CACHE_MB", "float", 8192.0, "MiB of freed GPU buffers t
 declare("RUMUS_WGPU_PUBLIC_API", "flag", False, "use only wgpu-py's public API (no private fast paths)", owner="wgpu")
 declare("RUMUS_WGPU_CHECKED", "flag", False, "compile shaders with wgpu's bounds checks", owner="wgpu")
 declare("RUMUS_WGPU_GEMM", "str", None, "force the GEMM tile (name[:split-K]) for A/B runs", owner="wgpu")
-declare("RUMUS_WGPU_DIRECT_MAP", "flag", False, "read results back through a mapped buffer (private API)",
-        owner="wgpu")
 declare("RUMUS_WGPU_ROW_PLAN", "choice", "new", "the row-kernel launch plan (old: the earlier plan)", owner="wgpu",
         choices=("old", "new"))
 declare("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", "int", 1024, "target workgroups when a long row is split (0: never)",
         owner="wgpu", least=0)
 declare("RUMUS_WGPU_CONV_IM2COL", "flag", False, "every wgpu convolution through im2col + GEMM", owner="wgpu")
 declare("RUMUS_WGPU_NO_SUBGROUPS", "flag", False, "row merges through workgroup memory even with subgroups",
-        owner="wgpu")
-declare("RUMUS_WGPU_FA_TILED", "flag", False, "the tiled flash-attention kernel with subgroup lane sums",
         owner="wgpu")
 declare("RUMUS_WGPU_NOVEC", "flag", False, "scalar shaders instead of the vec4 forms", owner="wgpu")

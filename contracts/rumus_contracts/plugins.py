@@ -25,7 +25,6 @@ RUMUS_PLUGINS=a,b loads only the named third-party plugins (built-in backends al
 from __future__ import annotations
 
 import importlib
-import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
+from . import config, hookspecs
 from .errors import PluginError
 from .registry import BackendRegistry, KernelRegistry
 from .schema import OpRegistry
@@ -81,10 +80,6 @@ class Candidate:
     builtin: bool
 
 
-def _truthy(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def discover() -> tuple[list[Candidate], dict[str, str]]:
     """Entry points of group `rumus` in load order (built-ins first), and name clashes refused."""
     found: dict[str, Candidate] = {}
@@ -101,9 +96,9 @@ def discover() -> tuple[list[Candidate], dict[str, str]]:
             found[ep.name] = have if loser is cand else cand
             clashes[f"{ep.name} ({loser.target})"] = (f"PluginError: the entry-point name '{ep.name}' is taken by "
                                                       f"{found[ep.name].target!r}; rename the plugin's entry point")
-    if _truthy("RUMUS_DISABLE_PLUGIN_AUTOLOAD"):
+    if config.flag("RUMUS_DISABLE_PLUGIN_AUTOLOAD"):
         found = {n: c for n, c in found.items() if c.builtin}
-    only = [p.strip() for p in os.environ.get("RUMUS_PLUGINS", "").split(",") if p.strip()]
+    only = [p.strip() for p in config.text("RUMUS_PLUGINS").split(",") if p.strip()]
     if only:
         found = {n: c for n, c in found.items() if c.builtin or n in only}
     return sorted(found.values(), key=lambda c: (not c.builtin, c.name)), clashes

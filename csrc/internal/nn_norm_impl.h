@@ -27,9 +27,9 @@ static inline void FN(row_stats)(const T *x, int64_t n, double eps, int centred,
     *rstd = 1.0 / sqrt(ss / (double)n + eps);
 }
 
-/* The forward of layer, RMS and group norm: row r holds cg channels of s values each, channel k of row r
-   using weight/bias c0 + k with c0 = (r % groups) * cg; y = (x - mean) * rstd * w [+ b] (b NULL: none).
-   Layer/RMS norm: groups 1, cg = cols, s 1. */
+/* The forward of group norm (layer and RMS norm are rendered row ops: row_c.py): row r holds cg channels
+   of s values each, channel k of row r using weight/bias c0 + k with c0 = (r % groups) * cg;
+   y = (x - mean) * rstd * w [+ b] (b NULL: none). */
 typedef struct {
     const T *x, *w, *b;
     T *y;
@@ -69,11 +69,6 @@ static void FN(norm_rows)(const T *x, const T *w, const T *b, T *y, int64_t rows
     const int nt = norm_threads(rows, rows * len);
     FN(norm_rows_job) j = {x, w, b, y, cg, s, groups, eps, centred};
     rumus_parallel_for(nt, rows, FN(norm_rows_range), &j);
-}
-
-void FN(rumus_layer_norm)(const void *xv, const void *wv, const void *bv, void *yv, int64_t rows, int64_t cols,
-                          double eps) {
-    FN(norm_rows)((const T *)xv, (const T *)wv, (const T *)bv, (T *)yv, rows, cols, 1, 1, eps, 1);
 }
 
 /* gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) with gxhat = g * w; gw += g * xhat; gb += g.
@@ -156,10 +151,6 @@ static void FN(rows_backward)(const T *g, const T *x, const T *w, T *gx, T *gw, 
 void FN(rumus_layer_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, void *gbv,
                                    int64_t rows, int64_t cols, double eps) {
     FN(rows_backward)((const T *)gv, (const T *)xv, (const T *)wv, (T *)gxv, (T *)gwv, (T *)gbv, rows, cols, eps, 1);
-}
-
-void FN(rumus_rms_norm)(const void *xv, const void *wv, void *yv, int64_t rows, int64_t cols, double eps) {
-    FN(norm_rows)((const T *)xv, (const T *)wv, NULL, (T *)yv, rows, cols, 1, 1, eps, 0);
 }
 
 void FN(rumus_rms_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, int64_t rows,

@@ -1,5 +1,5 @@
 /* The max of a float32 row, NaN winning as in torch, over RUMUS_ROW_LANES independent lanes so that gcc
-   vectorises it (inlined into the caller's target clones). Shared by softmax.c and cross_entropy.c. */
+   vectorises it (inlined into the caller's target clones). Shared by the rendered row kernels (row_loops.h) and cross_entropy.c. */
 #ifndef RUMUS_ROW_MAX_H
 #define RUMUS_ROW_MAX_H
 

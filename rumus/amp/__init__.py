@@ -1,4 +1,4 @@
-"""Mixed precision (issue 13): `autocast` runs each op in the precision its schema declares,
+"""Mixed precision: `autocast` runs each op in the precision its schema declares,
 `GradScaler` scales the loss with no host sync in a step, and `master_weights` keeps float32 copies of a
 half-precision model's parameters in its optimizer."""
 

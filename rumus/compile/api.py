@@ -16,12 +16,11 @@ history: call backward() inside the function.
 from __future__ import annotations
 
 import functools
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from rumus_contracts import RumusError
+from rumus_contracts import RumusError, config
 
 from .. import _dispatch
 from ..tensor import Tensor
@@ -49,9 +48,9 @@ class Compiled:
         self.cache_size = cache_size
         self.name = getattr(fn, "__qualname__", repr(fn))
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
-        self.off = os.environ.get("RUMUS_COMPILE", "1") == "0"  # read when the function is wrapped
+        self.off = not config.flag("RUMUS_COMPILE")  # read when the function is wrapped
         # RUMUS_COMPILE_TAPE=0: replay every kernel through its Python wrapper (no launch tapes, tape.py)
-        self.tape = os.environ.get("RUMUS_COMPILE_TAPE", "1") != "0"
+        self.tape = config.flag("RUMUS_COMPILE_TAPE")
         self.captures = 0  # how many times a call was captured (tests and debugging read it)
         self.replays = 0
         functools.update_wrapper(self, fn)

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rumus_contracts import RumusError
+from rumus_contracts import RumusError, config
 
 from ..utils.cli_args import positive_int
 
@@ -65,7 +65,7 @@ def torchrun_env(env: dict[str, str]) -> dict[str, str]:
 def rank_main(argv: list[str]) -> int:
     """Entry of one rank (started by mpirun)."""
     os.environ.update(torchrun_env(dict(os.environ)))
-    os.environ["RUMUS_BACKEND"] = rank_device(os.environ.get("RUMUS_DIST_DEVICE", "cpu"), dict(os.environ))
+    os.environ["RUMUS_BACKEND"] = rank_device(config.text("RUMUS_DIST_DEVICE"), dict(os.environ))
     from . import init_mpi
     init_mpi()  # installs abort-on-error before the script runs
     sys.argv = list(argv)

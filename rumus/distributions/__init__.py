@@ -245,7 +245,7 @@ class Categorical(Distribution):
         return gather(logits, -1, v[..., :1].contiguous()).squeeze(-1)
 
     def entropy(self) -> Tensor:
-        from .._torch_functions import finfo
+        from .._torch_dtype_info import finfo
         logits = M.clamp(self.logits, min=finfo(self.logits.dtype).min)  # -inf logits: 0 * min, not NaN
         return M.neg(M.sum(M.mul(self.probs, logits), -1))
 

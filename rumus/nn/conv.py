@@ -110,15 +110,25 @@ class Conv2d(_Conv):
         return F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
 
-class ConvTranspose1d(_ConvNd):
-    """1-D transposed convolution over [N, C, L] inputs; weight [in, out / groups, k], as torch.nn.ConvTranspose1d
-    (computed as the 2-D one over a height of 1)."""
+class _ConvTranspose(_ConvNd):
+    """ConvTranspose1d / ConvTranspose2d: PyTorch's constructor (output_padding before groups, dilation last), its
+    int-or-tuple arguments widened to `_dims` entries."""
+
+    _dims = 0
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
                  output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, _tuple(kernel_size, 1, "kernel_size"), _tuple(stride, 1, "stride"),
-                         _tuple(padding, 1, "padding"), _tuple(dilation, 1, "dilation"), True,
-                         _tuple(output_padding, 1, "output_padding"), groups, bias, padding_mode, device, dtype)
+        n = self._dims
+        super().__init__(in_channels, out_channels, _tuple(kernel_size, n, "kernel_size"), _tuple(stride, n, "stride"),
+                         _tuple(padding, n, "padding"), _tuple(dilation, n, "dilation"), True,
+                         _tuple(output_padding, n, "output_padding"), groups, bias, padding_mode, device, dtype)
+
+
+class ConvTranspose1d(_ConvTranspose):
+    """1-D transposed convolution over [N, C, L] inputs; weight [in, out / groups, k], as torch.nn.ConvTranspose1d
+    (computed as the 2-D one over a height of 1)."""
+    _dims = 1
 
     def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
         output_padding: Any = self.output_padding
@@ -136,15 +146,10 @@ class ConvTranspose1d(_ConvNd):
         return y.squeeze(0) if unbatched else y
 
 
-class ConvTranspose2d(_ConvNd):
+class ConvTranspose2d(_ConvTranspose):
     """2-D transposed convolution (the gradient of Conv2d with respect to its input); weight [in, out / groups, kh, kw].
     """
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 output_padding: Any = 0, groups: int = 1, bias: bool = True, dilation: Any = 1,
-                 padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, _tuple(kernel_size, 2, "kernel_size"), _tuple(stride, 2, "stride"),
-                         _tuple(padding, 2, "padding"), _tuple(dilation, 2, "dilation"), True,
-                         _tuple(output_padding, 2, "output_padding"), groups, bias, padding_mode, device, dtype)
+    _dims = 2
 
     def forward(self, x: Tensor, output_size: Any = None) -> Tensor:
         output_padding: Any = self.output_padding

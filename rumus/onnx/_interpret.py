@@ -157,6 +157,20 @@ def _flatten(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     return x.reshape((lead, int(np.prod(x.shape[axis:]))))
 
 
+def _empty_extreme(x: Tensor, dims: tuple[int, ...], largest: bool) -> Tensor:
+    """ReduceMax / ReduceMin over an empty set: the identity (ONNX: the lowest / highest value of the type)."""
+    shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape))
+    np_type = x.dtype.numpy
+    if x.dtype.is_bool:
+        value: Any = not largest
+    elif x.dtype.is_floating:
+        value = -np.inf if largest else np.inf
+    else:
+        info = np.iinfo(np.dtype(np_type).name)
+        value = int(info.min if largest else info.max)
+    return _creation.full(shape, value, dtype=x.dtype, device=x.device)
+
+
 def _reduce(name: str) -> Fn:
     def run(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
         x = T(a[0])
@@ -168,7 +182,13 @@ def _reduce(name: str) -> Fn:
                 return x
             axes = list(range(x.ndim))
         dims = tuple(axes)
-        out: Tensor = op(name)(x, dims=dims) if name != "mean" else M.mean(x, dims, keepdim=True)
+        out: Tensor
+        if name in ("amax", "amin") and any(x.shape[d] == 0 for d in dims):
+            out = _empty_extreme(x, dims, name == "amax")
+        elif x.dtype.is_bool and name in ("amax", "amin"):  # any / all (torch's dynamo exporter writes these)
+            out = op(name)(x.to("int32"), dims=dims).to("bool")
+        else:
+            out = op(name)(x, dims=dims) if name != "mean" else M.mean(x, dims, keepdim=True)
         return out if at.get("keepdims", 1) else _views.squeeze(out, dims)
     return run
 
@@ -403,10 +423,25 @@ def _gelu(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 
 def _scatter(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
-    if at.get("reduction", "none") != "add":
-        raise RumusError("ScatterElements: only reduction='add' is supported")
+    """ScatterElements (torch's scatter / scatter_add / index_put): reduction add, or none (an addressed
+    element takes the update; ONNX leaves duplicates undefined). Negative indices count from the end."""
+    reduction = at.get("reduction", "none")
+    if reduction not in ("none", "add"):
+        raise RumusError(f"ScatterElements with reduction={reduction!r} is not supported (none, add)")
     x = T(a[0])
-    return op("scatter_add")(x, T(a[1]), _same(x, a[2]), dim=_norm(int(at.get("axis", 0)), x.ndim))
+    dim = _norm(int(at.get("axis", 0)), x.ndim)
+    idx = T(a[1])
+    idx = M.where(M.lt(idx, 0), M.add(idx, x.shape[dim]), idx)
+    upd = _same(x, a[2])
+    if reduction == "add":
+        return op("scatter_add")(x, idx, upd, dim=dim)
+    zeros = _creation.zeros(x.shape, dtype="float32", device=x.device)
+    hit = op("scatter_add")(zeros, idx, _creation.ones(idx.shape, dtype="float32", device=x.device), dim=dim)
+    if x.dtype.is_floating:
+        placed = op("scatter_add")(M.mul(x, 0), idx, upd, dim=dim)
+    else:  # scatter_add takes floats: integers go through float64, exact up to 2**53
+        placed = op("scatter_add")(zeros.to("float64"), idx, upd.to("float64"), dim=dim).to(x.dtype)
+    return M.where(M.gt(hit, 0), placed, x)
 
 
 def _mod(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
@@ -428,8 +463,28 @@ def _isinf(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
 
 def _atan(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x = T(a[0])
-    out: Tensor = op("atan2")(x, _same(x, np.ones((), np.float64)))
+    out: Tensor = op("atan2")(x, _creation.ones((), dtype=x.dtype, device=x.device))
     return out
+
+
+def _one_d(fn: Fn, weighted: bool) -> Fn:
+    """A 2-d op run on 1-d data ([N, C, L], torch's Conv1d / MaxPool1d / ConvTranspose1d): [N, C, 1, L] with a
+    kernel of height 1 (and no padding or stride along it), the result squeezed back."""
+    def run(a: list[Any], at: dict[str, Any], o: int) -> Any:
+        x = T(a[0])
+        if x.ndim != 3:
+            return fn(a, at, o)
+        wide = {"kernel_shape": 1, "strides": 1, "dilations": 1, "output_padding": 0}
+        at2 = {k: [wide[k], *[int(v) for v in val]] if k in wide else val for k, val in at.items()}
+        if "pads" in at:
+            begin, end = (int(v) for v in at["pads"])
+            at2["pads"] = [0, begin, 0, end]
+        args = [_views.unsqueeze(x, 2), *a[1:]]
+        if weighted:
+            args[1] = _views.unsqueeze(T(a[1]), 2)
+        out = fn(args, at2, o)
+        return _views.squeeze(out, 2) if isinstance(out, Tensor) else tuple(_views.squeeze(t, 2) for t in out)
+    return run
 
 
 OPS: dict[str, Fn] = {
@@ -454,7 +509,8 @@ OPS: dict[str, Fn] = {
     "GatherElements": _gather_elements,
     "ScatterElements": _scatter, "Concat": _concat, "Split": _split, "Squeeze": _squeeze, "Unsqueeze": _unsqueeze,
     "Flatten": _flatten, "ConstantOfShape": _constant_of_shape, "Trilu": _trilu,
-    "Conv": _conv, "ConvTranspose": _conv_transpose, "MaxPool": _max_pool, "AveragePool": _avg_pool,
+    "Conv": _one_d(_conv, True), "ConvTranspose": _one_d(_conv_transpose, True),
+    "MaxPool": _one_d(_max_pool, False), "AveragePool": _one_d(_avg_pool, False),
     "GlobalAveragePool": _global_avg, "BatchNormalization": _batch_norm, "LayerNormalization": _layer_norm,
     "InstanceNormalization": _instance_norm,
 }

@@ -62,8 +62,9 @@ def _scatter_nd(a: list[Any], at: dict[str, Any], o: int) -> Tensor:
     x, idx = T(a[0]), T(a[1])
     upd = _same(x, a[2])
     flat, rest, _ = _flat_index(x, idx, 0)
-    rows = x.reshape((-1, *rest))
-    upd_rows = upd.reshape((-1, *rest))
+    lead = len(rest)  # the row counts spelled out: -1 is ambiguous when a slice is empty
+    rows = x.reshape((int(np.prod(x.shape[:x.ndim - lead])), *rest))
+    upd_rows = upd.reshape((int(np.prod(upd.shape[:upd.ndim - lead])), *rest))
     flat = flat.reshape(-1)
     if at.get("reduction", "none") == "add":
         return F.index_add(rows, 0, flat, upd_rows).reshape(x.shape)
@@ -184,6 +185,9 @@ def _reduce_via(kind: str) -> Fn:
 
 
 def _logsumexp(x: Tensor, dims: tuple[int, ...], keep: bool) -> Tensor:
+    if any(x.shape[d] == 0 for d in dims):  # the sum of no terms is 0: log gives -inf
+        s0 = M.log(op("sum")(M.exp(x), dims=dims))
+        return s0 if keep else _views.squeeze(s0, dims)
     m = op("amax")(x, dims=dims)
     finite = M.where(op("isfinite")(m), m, M.mul(m, 0))
     s = M.add(M.log(op("sum")(M.exp(M.sub(x, finite)), dims=dims)), finite)

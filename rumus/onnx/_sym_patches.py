@@ -16,8 +16,11 @@ from rumus_contracts.onnx_lowering import OnnxNode, onnx_dtype
 
 import rumus
 
-from .. import _composites_torch, _creation, _dispatch
+from rumus_contracts.onnx_lowering import OnnxExportError
+
+from .. import _advanced_index, _composites_torch, _creation, _dispatch
 from ..tensor import Tensor
+from ._source import is_ours, user_line
 from ._symint import SymInt, output_dim
 from ._trace import Tracer
 
@@ -110,6 +113,51 @@ def _traced_scalar(original: Any, tracer: Tracer) -> Any:
     return scalar_tensor
 
 
+def _guarded_numpy(original: Any, tracer: Tracer) -> Any:
+    """Reading a value computed from the inputs on the host (.numpy(), .item(), .tolist(), float(), bool(), a
+    tensor used as a Python index) would put the example's numbers into the file as constants: refused, naming
+    the line."""
+    readers = original.__code__.co_filename  # tensor.py: .item(), float(), bool() read through .numpy()
+
+    def numpy(self: Tensor) -> Any:
+        # the core itself reads single values to check arguments (index ranges of one_hot): those stay allowed
+        if tracer.here() and tracer.is_traced(self) and (self.numel() != 1 or _from_user(readers)):
+            raise OnnxExportError(f"the values of a tensor of shape {tuple(int(d) for d in self.shape)} computed from "
+                                  f"the inputs were read into Python at {user_line()} (.item(), .tolist(), .numpy(), "
+                                  f"float(), int(), bool(), print, or indexing with it by a path that reads it); the "
+                                  f"file would hold the example's values as constants. Keep them in tensors: "
+                                  f"rm.where, gather, index_select, masked_fill, x[:, idx] with one integer index "
+                                  f"tensor, comparisons instead of Python if")
+        return original(self)
+    return numpy
+
+
+def _from_user(readers: str) -> bool:
+    """Whether the host read comes from the model's code: the first caller outside this file and tensor.py's
+    readers (.item(), float(), ...) is not rumus."""
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename == readers:
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame is not None and not is_ours(frame)
+
+
+def _traced_getitem(original: Any, tracer: Tracer) -> Any:
+    """x[idx] / x[:, idx] with one 1-D integer tensor computed from the inputs: index_select of its wrapped
+    values, in the graph (the eager path reads the index on the host)."""
+    def getitem(x: Tensor, index: Any) -> Tensor:
+        items = index if type(index) is tuple else (index,)
+        picked = [(d, i) for d, i in enumerate(items) if not (type(i) is slice and i == slice(None))]
+        if tracer.here() and len(picked) == 1 and len(items) <= x.ndim:
+            d, idx = picked[0]
+            if isinstance(idx, Tensor) and tracer.is_traced(idx) and idx.ndim == 1 and idx.dtype.name in ("int64",
+                                                                                                          "int32"):
+                from .. import _indexing, _math
+                wrapped = _math.where(_math.lt(idx, 0), _math.add(idx, x.shape[d]), idx)
+                return _indexing.index_select(x, d, wrapped)
+        return original(x, index)  # type: ignore[no-any-return]
+    return getitem
+
+
 def _uncached_shapes(self: Any, inputs: Any, attrs: dict[str, Any]) -> list[tuple[int, ...]]:
     shapes: list[tuple[int, ...]] = self.schema.shape([t.shape for t in inputs], attrs)
     return shapes
@@ -128,6 +176,8 @@ def symbolic_sizes(tracer: Tracer) -> Iterator[None]:
                                          (_dispatch, "_plan_key", lambda *a: None),
                                          (_dispatch, "scalar_tensor", _traced_scalar(_dispatch.scalar_tensor, tracer)),
                                          (_dispatch.Op, "_shapes", _uncached_shapes)]
+    swaps += [(Tensor, "numpy", _guarded_numpy(Tensor.numpy, tracer)),
+              (_advanced_index, "getitem", _traced_getitem(_advanced_index.getitem, tracer))]
     swaps += [(mod, "arange", traced) for mod in (_creation, rumus) if getattr(mod, "arange", None) is original_arange]
     saved = [(mod, attr, getattr(mod, attr)) for mod, attr, _ in swaps]
     for mod, attr, new in swaps:

@@ -18,6 +18,8 @@ import numpy as np
 
 from rumus_contracts.onnx_lowering import OnnxNode
 
+from ._source import caller_is_user
+
 if TYPE_CHECKING:
     from ._trace import Tracer
 
@@ -50,7 +52,38 @@ class SymInt(int):
         return int.__repr__(self)
 
     def __index__(self) -> int:
-        return int(self)
+        return int.__int__(self)
+
+    # ---- the size leaves the graph: a plain Python number from here on ----------------------------------
+    # (recorded when the user's code does it, so that a graph that then changes with the size names the line)
+    def _frozen(self, how: str) -> None:
+        where = caller_is_user(2)
+        if where is not None:
+            self.tracer.frozen.append((self.origin, how, where))
+
+    def __int__(self) -> int:
+        self._frozen("int()")
+        return int.__int__(self)
+
+    def __float__(self) -> float:
+        self._frozen("float() (math.sqrt, math.log, ... of a size)")
+        return int.__float__(self)
+
+    def __truediv__(self, o: Any) -> Any:
+        self._frozen("true division (/)")
+        return int.__truediv__(self, o)
+
+    def __rtruediv__(self, o: Any) -> Any:
+        self._frozen("true division (/)")
+        return int.__rtruediv__(self, o)
+
+    def __pow__(self, o: Any, mod: Any = None) -> Any:
+        self._frozen("**")
+        return int.__pow__(self, o, mod)
+
+    def __rpow__(self, o: Any, mod: Any = None) -> Any:
+        self._frozen("**")
+        return int.__rpow__(self, o, mod)
 
     def _arith(self, other: Any, name: str, reflected: bool) -> Any:
         if not isinstance(other, (int, np.integer)) or isinstance(other, bool):

@@ -20,6 +20,7 @@ from rumus_contracts import DType, OpSchema
 from rumus_contracts.onnx_lowering import OnnxExportError, OnnxNode
 
 from ..tensor import Tensor
+from ._source import user_line
 from ._symint import SymInt, input_dim, output_dim
 from ._views_lowering import lower_view
 
@@ -54,13 +55,14 @@ class Tracer:
         # so a model training in another thread meanwhile neither lands in the graph nor is disturbed.
         self.thread = threading.get_ident()
         self.opset = opset
-        self.nodes: list[OnnxNode] = []
+        self.nodes: list[OnnxNode] = _Nodes()
+        self.frozen: list[tuple[str, str, str]] = []  # (dynamic size, how, user source line): sizes made plain
         self.initializers: dict[str, tuple[np.ndarray, DType]] = {}
         self._named = named  # id(parameter or buffer) -> (state-dict key, tensor)
         self._names: dict[int, str] = {}  # id(tensor) -> value name
         self._keep: list[Tensor] = []  # traced tensors stay alive, so their ids stay unique
         self._versions: list[tuple[Tensor, int]] = []
-        self._storages: set[int] = set()
+        self._storages: dict[int, list[Tensor]] = {}  # id(storage) -> the traced tensors on it
         self._used: set[str] = set()
         self._consts: dict[tuple[bytes, str, tuple[int, ...]], str] = {}
         self.symbols: dict[int, tuple[str, int, str]] = {}  # dim size -> (input name, axis, symbol)
@@ -84,7 +86,7 @@ class Tracer:
         self._names[id(t)] = name
         self._keep.append(t)
         self._versions.append((t, t._storage.version))
-        self._storages.add(id(t._storage))
+        self._storages.setdefault(id(t._storage), []).append(t)
 
     def bind_traced(self, t: Tensor, name: str) -> None:
         """Bind a value the trace computed. A dim of it that has the size of a dynamic axis but lost its SymInt
@@ -159,10 +161,25 @@ class Tracer:
             self.initializers[key] = (_host(t), t.dtype)
             self.bind(t, key)
             return key
+        alias = self._alias(t)
+        if alias is not None:  # x.detach(): the same values under another Tensor object
+            self.bind(t, alias)
+            return alias
         if id(t._storage) in self._storages:
             raise OnnxExportError(f"a tensor of shape {t.shape} shares memory with a traced value but was not made by "
                                   f"an op or view (an in-place write or a raw view?); it cannot be exported")
         return self._constant(t)
+
+    def _alias(self, t: Tensor) -> str | None:
+        for other in self._storages.get(id(t._storage), ()):
+            if other.shape == t.shape and other._strides == t._strides and other._offset == t._offset:
+                return self._names[id(other)]
+        return None
+
+    def is_traced(self, t: Tensor) -> bool:
+        """Whether t was computed from the graph's inputs (not a weight or a constant)."""
+        name = self._names.get(id(t))
+        return name is not None and name not in self.initializers
 
     def _constant(self, t: Tensor) -> str:
         if t._storage.version:
@@ -176,11 +193,17 @@ class Tracer:
                 self.bind(t, causal)
                 return causal
             first = dynamic[0]
-            where = f" (that size is {first.origin})" if isinstance(first, SymInt) and self.is_sym(first) else ""
+            if isinstance(first, SymInt) and self.is_sym(first):
+                what = first.origin
+            else:
+                inp, axis, sym = self.symbols[int(first)]
+                what = f"'{sym}' ({inp} dim {axis})"
             raise OnnxExportError(f"a constant of shape {tuple(int(d) for d in t.shape)} made outside the traced ops "
-                                  f"has a dim of the size of a dynamic axis ({int(dynamic[0])}){where}; it would be "
-                                  f"frozen at that size. Build it from the inputs with ops (rm.arange / rm.zeros / "
-                                  f"view of sizes read from x.shape follow the axis), or use other example sizes")
+                                  f"(from Python values: a list, numpy, rm.tensor) and used at {user_line()} has a "
+                                  f"dim of the size of the dynamic axis {what} ({int(first)}); it would be frozen at "
+                                  f"that size. Build it from the inputs with tensor ops (rm.arange / rm.zeros / "
+                                  f"rm.ones / view of sizes read from x.shape follow the axis), export that axis as "
+                                  f"static, or use other example sizes if the size only happens to be equal")
         name = self.const(value, t.dtype)
         self.bind(t, name)
         return name
@@ -319,6 +342,23 @@ class Tracer:
             if t._storage.version != version:
                 raise OnnxExportError(f"a traced tensor of shape {t.shape} was written in place after it was made; "
                                       f"in-place writes cannot be exported (use out-of-place ops)")
+
+
+class _Nodes(list[OnnxNode]):
+    """The traced nodes, each with the user's source line it came from (`sources`), for error messages."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[str] = []
+
+    def append(self, node: OnnxNode) -> None:
+        super().append(node)
+        self.sources.append(user_line())
+
+    def extend(self, nodes: Any) -> None:
+        nodes = list(nodes)
+        super().extend(nodes)
+        self.sources.extend([user_line()] * len(nodes))
 
 
 def _host(t: Tensor) -> np.ndarray:

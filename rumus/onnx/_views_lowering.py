@@ -28,8 +28,30 @@ def lower_view(tr: Tracer, name: str, in_shape: tuple[int, ...], out_shape: tupl
     if name == "getitem":
         return _getitem(tr, in_shape, attrs["index"], src, dst)
     if name in ("view", "reshape", "squeeze", "unsqueeze"):
-        return [OnnxNode("Reshape", [src, _reshape_target(tr, in_shape, out_shape)], [dst])]
+        # a 0 in Reshape's target copies the input's dim unless allowzero says it is a length (empty tensors)
+        empty = {"allowzero": 1} if any(not tr.is_dynamic(d) and int(d) == 0 for d in out_shape) else {}
+        return [OnnxNode("Reshape", [src, _reshape_target(tr, in_shape, out_shape)], [dst], empty)]
+    if "positions" in attrs:  # a strided view (unfold, as_strided, diagonal): a Gather of the flat input
+        return _strided(tr, name, in_shape, out_shape, np.asarray(attrs["positions"]), src, dst)
     raise OnnxExportError(f"view '{name}' has no ONNX lowering")
+
+
+def _strided(tr: Tracer, name: str, in_shape: tuple[int, ...], out_shape: tuple[int, ...], positions: np.ndarray,
+             src: str, dst: str) -> list[OnnxNode]:
+    if name == "unfold":
+        windows = _unfold_windows(in_shape, out_shape, positions)
+        if windows is not None:
+            return _unfold(tr, in_shape, *windows, src, dst)
+    dynamic = [d for d in (*in_shape, *out_shape) if tr.is_dynamic(d)]
+    if dynamic:
+        raise OnnxExportError(f"view '{name}' of a tensor of shape {tuple(int(d) for d in in_shape)} picks elements "
+                              f"at positions computed for that shape, and a dim of it follows a dynamic axis "
+                              f"({int(dynamic[0])}); export with that axis static, or use ops that ONNX has "
+                              f"(slicing, reshape, permute, pooling) instead of '{name}'")
+    flat = tr.fresh(f"{name}_flat")
+    return [OnnxNode("Reshape", [src, tr.const(np.asarray([-1], dtype=np.int64), "int64")], [flat]),
+            OnnxNode("Gather", [flat, tr.const(positions.reshape(out_shape).astype(np.int64), "int64")], [dst],
+                     {"axis": 0})]
 
 
 def _symbol_sizes(tr: Tracer, shape: Sequence[int]) -> list[int]:
@@ -142,3 +164,39 @@ def _concat(tr: Tracer, parts: list[str], hint: str) -> str:
     out = tr.fresh(hint)
     tr.nodes.append(OnnxNode("Concat", parts, [out], {"axis": 0}))
     return out
+
+
+def _unfold_windows(in_shape: tuple[int, ...], out_shape: tuple[int, ...],
+                    positions: np.ndarray) -> tuple[int, int, int] | None:
+    """(dim, size, step) of x.unfold(dim, size, step), found from the shapes and checked against the view's
+    positions (so the lowering is exactly the view the trace saw)."""
+    size = int(out_shape[-1])
+    flat = np.arange(int(np.prod([int(d) for d in in_shape])), dtype=np.int64).reshape([int(d) for d in in_shape])
+    for d in range(len(in_shape)):
+        if tuple(out_shape[:d]) != tuple(in_shape[:d]) or tuple(out_shape[d + 1:-1]) != tuple(in_shape[d + 1:]):
+            continue
+        count = int(out_shape[d])
+        for step in range(1, int(in_shape[d]) + 1):
+            if (count - 1) * step + size > int(in_shape[d]) or step > 1 and count == 1:
+                continue
+            grid = (np.arange(count)[:, None] * step + np.arange(size)[None, :])
+            want = np.moveaxis(np.take(flat, grid, axis=d), d + 1, -1)
+            if want.size == positions.size and np.array_equal(want.reshape(-1), positions.reshape(-1)):
+                return d, size, step
+    return None
+
+
+def _unfold(tr: Tracer, in_shape: tuple[int, ...], dim: int, size: int, step: int, src: str,
+            dst: str) -> list[OnnxNode]:
+    """x.unfold(dim, size, step) as a Gather of the [count, size] window grid along dim (a static dim; the others
+    may be dynamic), with the window axis moved last."""
+    if tr.is_dynamic(in_shape[dim]):
+        raise OnnxExportError(f"unfold over dim {dim}, which follows a dynamic axis: the windows are counted at the "
+                              f"example size ({int(in_shape[dim])}); export with that axis static")
+    count = (int(in_shape[dim]) - size) // step + 1
+    grid = np.arange(count, dtype=np.int64)[:, None] * step + np.arange(size, dtype=np.int64)[None, :]
+    picked = tr.fresh("unfold_windows")
+    nd = len(in_shape)
+    perm = [*range(dim + 1), *range(dim + 2, nd + 1), dim + 1]
+    return [OnnxNode("Gather", [src, tr.const(grid, "int64")], [picked], {"axis": dim}),
+            OnnxNode("Transpose", [picked], [dst], {"perm": perm})]

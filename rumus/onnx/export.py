@@ -80,18 +80,26 @@ def export(model: Module, args: Tensor | Sequence[Any], path: str, input_names: 
     names = list(input_names) if input_names is not None else [f"input_{i}" for i in range(len(tensors))]
     if len(names) != len(tensors):
         raise OnnxExportError(f"input_names has {len(names)} names for {len(tensors)} tensor inputs")
-    model_proto, inits = _trace_to_proto(model, call_args, names, output_names, dynamic_axes, opset_version)
+    first = _trace_to_proto(model, call_args, names, output_names, dynamic_axes, opset_version)
+    model_proto, inits = first.proto, first.inits
     if any(_dynamic(dynamic_axes, n) for n in names):
-        model_proto = _check_same_graph(model, call_args, names, output_names, dynamic_axes, opset_version,
-                                        model_proto)
+        model_proto = _check_same_graph(model, call_args, names, output_names, dynamic_axes, opset_version, first)
     if external_data is None:
         external_data = _build.initializer_bytes(inits) > _build.PROTOBUF_LIMIT - 2**24
     return _build.check_and_save(model_proto, path, external_data)
 
 
+class _Traced:
+    """One trace: the unchecked ModelProto, its used initializers, each node's source line in the user's code
+    and the dynamic sizes the user's code turned into plain Python numbers."""
+
+    def __init__(self, proto: Any, inits: dict[str, Any], sources: list[str], frozen: list[tuple[str, str, str]]):
+        self.proto, self.inits, self.sources, self.frozen = proto, inits, sources, frozen
+
+
 def _trace_to_proto(model: Module, call_args: tuple[Any, ...], names: list[str], output_names: Sequence[str] | None,
-                    dynamic_axes: Mapping[str, Any] | None, opset_version: int) -> tuple[Any, dict[str, Any]]:
-    """Run the model once with the tracing hooks on; the unchecked ModelProto and its used initializers."""
+                    dynamic_axes: Mapping[str, Any] | None, opset_version: int) -> _Traced:
+    """Run the model once with the tracing hooks on."""
     tensors = [a for a in call_args if isinstance(a, Tensor)]
     named = _named_tensors(model)
     tracer = Tracer(opset_version, named)
@@ -125,7 +133,8 @@ def _trace_to_proto(model: Module, call_args: tuple[Any, ...], names: list[str],
                  for o, n in zip(outs, out_names)]
     used = {i for node in tracer.nodes for i in node.inputs}
     inits = {k: v for k, v in tracer.initializers.items() if k in used}
-    return _build.build_model(tracer.nodes, in_infos, out_infos, inits, opset_version, type(model).__name__), inits
+    proto = _build.build_model(tracer.nodes, in_infos, out_infos, inits, opset_version, type(model).__name__)
+    return _Traced(proto, inits, list(getattr(tracer.nodes, "sources", [])), tracer.frozen)
 
 
 def _run_traced(model: Module, call_args: tuple[Any, ...], tracer: Tracer) -> Any:
@@ -161,61 +170,121 @@ def _grown(t: Tensor, axes: Sequence[int], by: int) -> Tensor:
 
 
 def _check_same_graph(model: Module, call_args: tuple[Any, ...], names: list[str], output_names: Sequence[str] | None,
-                      dynamic_axes: Mapping[str, Any] | None, opset_version: int, first: Any) -> Any:
+                      dynamic_axes: Mapping[str, Any] | None, opset_version: int, first: _Traced) -> Any:
     """Trace again with every dynamic axis longer: the graph must not change. Dynamic dims are recognized by
     size, so a Python loop over a dynamic dim, or a constant that merely equals a dynamic size, would otherwise
-    be frozen into the file (a silently wrong model at other sizes); this check turns that into an error.
-    Returns the ModelProto to write."""
-    tensors = [a for a in call_args if isinstance(a, Tensor)]
+    be frozen into the file (a silently wrong model at other sizes); this check turns that into an error that
+    names the axis and the line of the model's code. Returns the ModelProto to write."""
     errors: list[str] = []
-    diffs: list[tuple[int, str]] = []
-    static = {d for t, n in zip(tensors, names) for a, d in enumerate(t.shape) if a not in _dynamic(dynamic_axes, n)}
-    sizes = {t.shape[a] for t, n in zip(tensors, names) for a in _dynamic(dynamic_axes, n)}
+    diffs: list[tuple[int, str, _Traced]] = []
     for by in range(1, 8):
-        if any(size + by in static for size in sizes):  # the re-trace itself would be ambiguous
+        args2 = _grown_args(call_args, names, dynamic_axes, by, None)
+        if args2 is None:  # the re-trace itself would be ambiguous
             continue
-        grown = iter([_grown(t, sorted(_dynamic(dynamic_axes, n)), by) for t, n in zip(tensors, names)])
-        args2 = tuple(next(grown) if isinstance(a, Tensor) else a for a in call_args)
         try:
-            second, _ = _trace_to_proto(model, args2, names, output_names, dynamic_axes, opset_version)
+            second = _trace_to_proto(model, args2, names, output_names, dynamic_axes, opset_version)
         except OnnxExportError as exc:  # e.g. the grown size collides with a weight's dim: try another
             errors.append(str(exc))
             continue
-        diff = _first_difference(first.graph, second.graph)
+        diff = _first_difference(first, second)
         if diff is not None:
             # the first trace may have made what later calls take from a cache (a scalar's fill op becomes a
             # cached constant): trace the example again, now warm, and compare that
-            first, _ = _trace_to_proto(model, call_args, names, output_names, dynamic_axes, opset_version)
-            diff = _first_difference(first.graph, second.graph)
+            first = _trace_to_proto(model, call_args, names, output_names, dynamic_axes, opset_version)
+            diff = _first_difference(first, second)
         if diff is None:
-            return first
+            return first.proto
         # a size that merely equals a static dim (a batch of 4 with 4 heads) reads that dim from the graph
         # (right, but another graph): an identical graph at any other size shows nothing was frozen
-        diffs.append((by, diff))
+        diffs.append((by, diff, second))
         if len(diffs) == 3:
             break
     if diffs:
-        axes = ", ".join(f"{n} dim {a} ('{s}')" for n in names for a, s in _dynamic(dynamic_axes, n).items())
-        by, diff = diffs[0]
-        raise OnnxExportError(f"the traced graph depends on the size of the dynamic axes ({axes}): traced again with "
-                              f"them {by} longer, {diff}. A Python loop over a dynamic dim, or a constant built from "
-                              f"its size, would be frozen at the example size; export without that dynamic axis, "
-                              f"or build the value from the inputs with ops (if the example size of an axis equals "
-                              f"a fixed size of the model, such as its head count, pick another example size)")
+        by, diff, second = diffs[0]
+        axes = _axes_that_change(model, call_args, names, output_names, dynamic_axes, opset_version, first, by)
+        frozen = list(dict.fromkeys(f"{origin} became a plain number by {how} at {where}"
+                                    for origin, how, where in first.frozen + second.frozen))
+        why = ("; ".join(frozen[:3]) if frozen else
+               "the model's code there runs differently at another size (a Python loop over range() of a size, "
+               "a list of that length, or a number computed from it)")
+        raise OnnxExportError(f"the traced graph depends on the size of the dynamic axis {axes}: traced again with it "
+                              f"{by} longer, {diff}. Where: {why}. That size would be frozen at the example's value "
+                              f"in the file; compute it with tensor ops instead (sizes read from x.shape, arithmetic "
+                              f"on them, rm.arange, view/reshape/expand to them stay dynamic), or export that axis "
+                              f"as static (leave it out of dynamic_axes). If the example size of an axis equals a "
+                              f"fixed size of the model, such as its head count, pick another example size")
     raise OnnxExportError("could not re-trace the model at other sizes of its dynamic axes to check the graph: "
                           + "; ".join(errors))
 
 
-def _first_difference(a: Any, b: Any) -> str | None:
-    if len(a.node) != len(b.node):
-        return f"it has {len(b.node)} nodes instead of {len(a.node)}"
+def _symbols(names: list[str], dynamic_axes: Mapping[str, Any] | None) -> dict[str, list[tuple[str, int]]]:
+    """symbol -> the (input, axis) pairs that carry it."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for n in names:
+        for a, sym in _dynamic(dynamic_axes, n).items():
+            out.setdefault(sym, []).append((n, a))
+    return out
+
+
+def _grown_args(call_args: tuple[Any, ...], names: list[str], dynamic_axes: Mapping[str, Any] | None, by: int,
+                only: str | None) -> tuple[Any, ...] | None:
+    """The call's arguments with every dynamic axis (or those of symbol `only`) longer by `by`; None when a grown
+    size would equal a static dim (then the re-trace could not tell them apart)."""
+    tensors = [a for a in call_args if isinstance(a, Tensor)]
+    static = {d for t, n in zip(tensors, names) for a, d in enumerate(t.shape) if a not in _dynamic(dynamic_axes, n)}
+    grow = {n: sorted(a for a, sym in _dynamic(dynamic_axes, n).items() if only is None or sym == only)
+            for n in names}
+    sizes = {t.shape[a] for t, n in zip(tensors, names) for a in grow[n]}
+    if any(size + by in static for size in sizes):
+        return None
+    grown = iter([_grown(t, grow[n], by) for t, n in zip(tensors, names)])
+    return tuple(next(grown) if isinstance(a, Tensor) else a for a in call_args)
+
+
+def _axes_that_change(model: Module, call_args: tuple[Any, ...], names: list[str], output_names: Sequence[str] | None,
+                      dynamic_axes: Mapping[str, Any] | None, opset_version: int, first: _Traced, by: int) -> str:
+    """The dynamic axes whose growth alone changes the graph, as text ('seq' (ids dim 1), ...)."""
+    symbols = _symbols(names, dynamic_axes)
+
+    def text(sym: str) -> str:
+        return f"'{sym}' (" + ", ".join(f"{n} dim {a}" for n, a in symbols[sym]) + ")"
+    if len(symbols) > 1:
+        changing = []
+        for sym in symbols:
+            args = _grown_args(call_args, names, dynamic_axes, by, sym)
+            try:
+                alone = None if args is None else _trace_to_proto(model, args, names, output_names, dynamic_axes,
+                                                                  opset_version)
+            except OnnxExportError:
+                alone = None
+            if alone is not None and _first_difference(first, alone) is not None:
+                changing.append(sym)
+        if changing:
+            return " and ".join(text(s) for s in changing)
+    return " / ".join(text(s) for s in symbols)
+
+
+def _first_difference(first: _Traced, second: _Traced) -> str | None:
+    """What differs between two traces, with the source line of the first node that does."""
+    a, b = first.proto.graph, second.proto.graph
     for i, (x, y) in enumerate(zip(a.node, b.node)):
         if x.SerializeToString() != y.SerializeToString():
-            return f"node {i} ({x.op_type}) differs ({y.op_type})"
+            return f"node {i} ({y.op_type}, made at {_source(second, i)}) differs"
+    if len(a.node) != len(b.node):
+        i = min(len(a.node), len(b.node))
+        more = second if len(b.node) > len(a.node) else first
+        return f"it has {len(b.node)} nodes instead of {len(a.node)} (the first extra one made at {_source(more, i)})"
     inits = {t.name: t.SerializeToString() for t in a.initializer}
     for t in b.initializer:
         if inits.get(t.name) != t.SerializeToString():
-            return f"initializer '{t.name}' differs"
+            user = next((k for k, n in enumerate(b.node) if t.name in n.input), None)
+            where = "" if user is None else \
+                f", used by node {user} ({b.node[user].op_type}, made at {_source(second, user)})"
+            return f"initializer '{t.name}' differs{where}"
     if len(inits) != len(b.initializer):
         return "its initializers differ"
     return None
+
+
+def _source(trace: _Traced, i: int) -> str:
+    return trace.sources[i] if i < len(trace.sources) else "the graph's outputs"

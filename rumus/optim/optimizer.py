@@ -7,7 +7,7 @@ skipped, as is any parameter that got no gradient. Draining — setting each .gr
 consumed it, so two optimizers over disjoint parameter sets never see each other's gradients even
 without zero_grad — is RUMUS's addition, opted into per optimizer with `opt.drain_grads = True`.
 
-Mixed precision (issue 13): `master_weights=True` (or `enable_master_weights()`) keeps a float32 copy of
+Mixed precision: `master_weights=True` (or `enable_master_weights()`) keeps a float32 copy of
 every float16/bfloat16 parameter in its state ("master_param"); the update runs on the copy with the
 gradient widened to float32, and the parameter gets the rounded result — the model keeps its dtype,
 checkpoints included. `rumus.amp.GradScaler.step` sets `_found_inf` (a float32 device flag, 1.0 = skip):

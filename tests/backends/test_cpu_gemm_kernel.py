@@ -336,10 +336,10 @@ def test_the_environment_variable_picks_the_route(routes: dict[str, tuple[dict[s
     if own["isa"] == 0:
         pytest.skip("no ISA part on this CPU: `own` falls back to OpenBLAS")
     assert own["routes"] and "own" in own["info"] and "RUMUS_GEMM_KERNEL=own" in own["info"]
-    # the own kernel really computed the public op: its bits equal one call over the whole product ...
+    # the own kernel really computed the public op: its bits equal one call over the whole product (the route
+    # counters above tell the two runs apart; their bits may agree, as they do where OpenBLAS picks its
+    # SkylakeX kernel, so bits are no evidence of the route)
     np.testing.assert_array_equal(routes["own"][1]["mm"], routes["own"][1]["mm_whole_own"])
-    # ... and OpenBLAS sums in another order, so some bits differ
-    assert not np.array_equal(routes["own"][1]["mm"], routes["blas"][1]["mm"])
 
 
 def test_an_unknown_kernel_name_warns_and_uses_auto() -> None:

@@ -43,3 +43,25 @@ def test_record_replaces_the_benchmarks_file_and_the_table_shows_it(tmp_path: Pa
     rows = gen.load_results(tmp_path)
     assert [r["rumus"] for r in rows] == ["1 ms"] and rows[0]["commit"]
     assert "| `demo-step` | demo step | 1 ms |" in gen.render(rows)
+
+
+def test_ratio_text_says_which_way_and_by_how_much() -> None:
+    gen = _generator()
+    assert gen.ratio_text(2.2, 2.0) == "1.10× slower"
+    assert gen.ratio_text(1.0, 2.5) == "2.50× faster"
+    assert gen.ratio_text(1.001, 1.0) == "same"
+    assert gen.ratio_text(40.0, 20.0, higher_is_better=True) == "2.00× faster"  # GFLOP/s, not seconds
+    assert gen.ratio_text(0.0, 1.0) == "-"
+
+
+def test_record_all_writes_nothing_without_a_machine_and_the_table_with_one(tmp_path: Path) -> None:
+    gen = _generator()
+    table = tmp_path / "RESULTS.md"
+    figures = [("a-step", "a step", "3 ms", "torch 2 ms", "1.50× slower"),
+               ("b-op", "b op", "1 µs", "torch 1 µs", "same")]
+    gen.record_all(None, "python a.py", figures, directory=tmp_path, table=table)
+    assert list(tmp_path.iterdir()) == []
+    gen.record_all("dev", "python a.py", figures, directory=tmp_path, table=table)
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["a-step.json", "b-op.json"]
+    assert table.read_text(encoding="utf-8") == gen.render(gen.load_results(tmp_path))
+    assert json.loads((tmp_path / "a-step.json").read_text())["command"] == "python a.py"

@@ -23,6 +23,15 @@ def test_info_lists_backends_and_capabilities():
     cpu = out.stdout.split("backend cpu: device cpu", 1)[1].split("\n\n", 1)[0]
     assert any(ln.split()[:2] == ["dtypes:", "float32,"] for ln in cpu.splitlines()), cpu
     assert max(len(ln) for ln in out.stdout.splitlines()) <= 100 and not out.stderr, out.stderr
+    assert "configuration: RUMUS_BACKEND='cpu'" in out.stdout  # the knobs the user set
+
+
+def test_info_config_lists_every_knob_with_its_value():
+    out = rumus("info", "--config")
+    assert out.returncode == 0 and not out.stderr, out.stderr
+    assert "  RUMUS_BACKEND = 'cpu' (set)" in out.stdout and "  RUMUS_VISION_CONV = 'auto'" in out.stdout
+    assert max(len(ln) for ln in out.stdout.splitlines()) <= 100
+    assert "--config" in rumus("info", "--help").stdout
 
 
 def test_unknown_command_prints_usage():

@@ -1,9 +1,8 @@
-"""The register-tiled FlashAttention kernels against the float64 reference at sizes that cut their blocks
-(rows per workgroup, key tiles, lanes of the head dim) unevenly: sequence lengths that are not multiples of
-a block, head dims 32-128 (80: a padded bucket), every mask kind and dropout, inputs read in place from
-[B, S, H, D] tensors, both wgpu paths (subgroup lanes and whole rows), and the O(S) memory of the wgpu
-backward. The forward and backward ops are called directly: the dispatch through sdpa and
-MultiheadAttention is tested in test_flash_attention.py."""
+"""The tiled FlashAttention kernels against the float64 reference at sizes that cut their blocks (rows per
+workgroup, key tiles) unevenly: sequence lengths that are not multiples of a block, head dims 32-128 (80: a
+padded bucket), every mask kind and dropout, inputs read in place from [B, S, H, D] tensors, and the O(S)
+memory of the wgpu backward. The forward and backward ops are called directly: the dispatch through sdpa
+and MultiheadAttention is tested in test_flash_attention.py."""
 
 from __future__ import annotations
 
@@ -17,22 +16,6 @@ from rumus_contracts.ops.attention import flash_attention_backward_reference, fl
 
 DEVICES = devices()
 WGPU = [d for d in DEVICES if d.startswith("wgpu")]
-# wgpu runs with subgroup lanes (RUMUS_WGPU_FA_TILED=1, where the adapter has subgroups) and, in
-# BOTH_PATHS, also with one whole row per invocation (the default, and the path of a device without
-# subgroups): the shapes of the kernels (head dims, masks, strides) on both, the sequence lengths only on the
-# first (lavapipe is slow)
-TARGETS = [pytest.param((d, False), id=d) for d in DEVICES]
-BOTH_PATHS = TARGETS + [pytest.param((d, True), id=f"{d}-whole_rows") for d in WGPU]
-
-
-@pytest.fixture
-def device(request, monkeypatch):
-    name, whole_rows = request.param
-    if whole_rows:
-        monkeypatch.setenv("RUMUS_WGPU_NO_SUBGROUPS", "1")
-    else:  # the subgroup-lane tiles (opt-in: the default is whole rows, faster on the H200)
-        monkeypatch.setenv("RUMUS_WGPU_FA_TILED", "1")
-    return name
 
 
 def _masks(rng, B, H, L, S, kind):
@@ -72,37 +55,37 @@ def _check(device, B, H, L, S, D, kind="none", causal=False, p=0.0, layout="bhsd
         np.testing.assert_allclose(a.numpy(), w, rtol=1e-3, atol=1e-4, err_msg=name)
 
 
-@pytest.mark.parametrize("device", TARGETS, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("seq", [1, 7, 63, 64, 65, 200])
 @pytest.mark.parametrize("causal", [False, True])
 def test_sequence_lengths_that_cut_the_blocks(device, seq, causal):
     _check(device, 1, 2, seq, seq, 64, causal=causal)
 
 
-@pytest.mark.parametrize("device", BOTH_PATHS, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dim", [32, 64, 80, 128])
 def test_head_dims(device, dim):
     _check(device, 2, 1, 70, 45, dim, causal=dim != 80)
 
 
-@pytest.mark.parametrize("device", BOTH_PATHS, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("kind", ["bias", "keypad", "both"])
 def test_masks_and_dropout(device, kind):
     _check(device, 2, 2, 66, 130, 64, kind=kind, causal=kind == "both", p=0.3)
 
 
-@pytest.mark.parametrize("device", TARGETS, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
 def test_dropout_without_masks_at_a_long_sequence(device):
     _check(device, 1, 1, 1000, 1000, 64, causal=True, p=0.2, seed=3)
 
 
-@pytest.mark.parametrize("device", BOTH_PATHS, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dim", [64, 80])
 def test_inputs_read_in_place_from_bshd_tensors(device, dim):
     _check(device, 2, 3, 65, 65, dim, kind="keypad", causal=True, layout="bshd")
 
 
-@pytest.mark.parametrize("device", TARGETS, indirect=True)
+@pytest.mark.parametrize("device", DEVICES)
 def test_sdpa_on_bshd_views_copies_nothing_around_the_kernel(device):
     """The LM's attention: q, k, v as [B, S, H, D] projections transposed to [B, H, S, D]. The forward runs
     flash_attention on the views themselves (no contiguous copy of q, k or v first)."""

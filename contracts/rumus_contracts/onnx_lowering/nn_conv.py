@@ -41,12 +41,18 @@ def _max_pool(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: 
 
 
 def _avg_pool(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
-    if a["divisor_override"] is not None:
-        raise OnnxExportError("avg_pool2d: divisor_override has no ONNX AveragePool equivalent")
-    p = _pair(a["padding"])
-    return [OnnxNode("AveragePool", [ins[0]], list(outs), {
-        "kernel_shape": _pair(a["kernel_size"]), "strides": _pair(a["stride"]), "pads": p + p,
-        "ceil_mode": int(bool(a["ceil_mode"])), "count_include_pad": int(bool(a["count_include_pad"]))})]
+    p, k, div = _pair(a["padding"]), _pair(a["kernel_size"]), a["divisor_override"]
+    attrs = {"kernel_shape": k, "strides": _pair(a["stride"]), "pads": p + p, "ceil_mode": int(bool(a["ceil_mode"])),
+             "count_include_pad": int(bool(a["count_include_pad"]) or div is not None)}
+    if div is None:
+        return [OnnxNode("AveragePool", [ins[0]], list(outs), attrs)]
+    if a["ceil_mode"]:  # a window cut short by ceil_mode averages over fewer than kh * kw cells
+        raise OnnxExportError("avg_pool2d: divisor_override with ceil_mode=True has no ONNX AveragePool equivalent; "
+                              "use ceil_mode=False or pad the input first")
+    # every window then holds kh * kw cells (padding counted): the window sum over the given divisor
+    mean = ctx.fresh("window_mean")
+    return [OnnxNode("AveragePool", [ins[0]], [mean], attrs),
+            OnnxNode("Mul", [mean, ctx.const(k[0] * k[1] / float(div), ctx.input_dtypes[0])], list(outs))]
 
 
 LOWERINGS: dict[str, Lowering] = {

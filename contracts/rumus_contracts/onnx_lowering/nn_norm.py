@@ -33,6 +33,8 @@ def _rms_norm(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: 
 def _group_norm(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
     # [N, C, *] -> [N, G, rest]; normalize over the last dim; back to x's shape; per-channel affine
     x_shape, dt = ctx.input_shapes[0], ctx.input_dtypes[0]
+    if 0 in x_shape:  # nothing to normalize (and a [0, G, -1] target would be ambiguous)
+        return [OnnxNode("Identity", [ins[0]], list(outs))]
     g = int(a["num_groups"])
     grouped, mean, cen, sq, var, ve, root, normed, back, scaled, shape = (ctx.fresh(h) for h in (
         "grouped", "mean", "centered", "sq", "var", "var_eps", "root", "normed", "back", "scaled", "shape"))

@@ -9,14 +9,24 @@ from typing import Any
 from . import Lowering, LoweringContext, OnnxNode, axes, onnx_dtype
 
 
+# A sum or product whose output dtype differs from its input's (integers and bool sum as int64, as torch's do;
+# ReduceSum / ReduceProd take no 8- or 16-bit integers nor bool anyway) casts its input to the output dtype first.
+
+
 def _reduce(op_type: str, axes_input_since: int) -> Lowering:
     def lower(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
         dims = [int(d) for d in a["dims"]]
         if not dims:  # reduces nothing (a 0-d tensor)
             return [OnnxNode("Identity", [ins[0]], list(outs))]
+        nodes, src, dst = [], ins[0], outs[0]
+        if op_type in ("ReduceSum", "ReduceProd") and ctx.input_dtypes[0] != ctx.output_dtypes[0]:
+            src = ctx.fresh("wide")
+            nodes.append(OnnxNode("Cast", [ins[0]], [src], {"to": onnx_dtype(ctx.output_dtypes[0])}))
         if ctx.opset >= axes_input_since:
-            return [OnnxNode(op_type, [ins[0], axes(ctx, dims)], list(outs), {"keepdims": 1})]
-        return [OnnxNode(op_type, [ins[0]], list(outs), {"axes": dims, "keepdims": 1})]
+            nodes.append(OnnxNode(op_type, [src, axes(ctx, dims)], [dst], {"keepdims": 1}))
+        else:
+            nodes.append(OnnxNode(op_type, [src], [dst], {"axes": dims, "keepdims": 1}))
+        return nodes
     return lower
 
 
@@ -57,7 +67,25 @@ def _var(take_root: bool) -> Lowering:
     return lower
 
 
+def _cumsum(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
+    """CumSum along dim, in the output's dtype (integers and bool sum as int64); half types sum in float32."""
+    if not ctx.input_shapes[0]:
+        return [OnnxNode("Cast", [ins[0]], list(outs), {"to": onnx_dtype(ctx.output_dtypes[0])})]
+    out_dt = ctx.output_dtypes[0].name
+    work = "float32" if out_dt in ("float16", "bfloat16") else out_dt
+    nodes, src = [], ins[0]
+    if ctx.input_dtypes[0].name != work:
+        src = ctx.fresh("scan_in")
+        nodes.append(OnnxNode("Cast", [ins[0]], [src], {"to": onnx_dtype(work)}))
+    dst = outs[0] if work == out_dt else ctx.fresh("scan_out")
+    nodes.append(OnnxNode("CumSum", [src, ctx.const(int(a["dim"]), "int64")], [dst]))
+    if dst != outs[0]:
+        nodes.append(OnnxNode("Cast", [dst], list(outs), {"to": onnx_dtype(out_dt)}))
+    return nodes
+
+
 LOWERINGS: dict[str, Lowering] = {
+    "cumsum": _cumsum,
     "mean": _reduce("ReduceMean", 18), "var": _var(False), "std": _var(True),
     "sum": _reduce("ReduceSum", 13), "prod": _reduce("ReduceProd", 18), "amax": _reduce("ReduceMax", 18),
     "amin": _reduce("ReduceMin", 18), "argmax": _arg("ArgMax"), "argmin": _arg("ArgMin"),

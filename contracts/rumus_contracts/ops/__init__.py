@@ -18,13 +18,13 @@ MODULES: tuple[ModuleType, ...] = (
     quant,  # q8 blocks and int4 groups (SPEC C, D)
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
-    nn_linear,  # a Linear layer with its bias as one op (issue 11)
+    nn_linear,  # a Linear layer with its bias as one op
     attention,  # fused FlashAttention forward and backward
     softmax_backward,  # fused softmax / log_softmax backward
     cross_entropy,  # fused cross-entropy forward / backward over class indices
     sorting,  # argsort (sort / topk are built from it in the core)
-    structural,  # composites from issue 12: tril, flip, roll, cumsum, norm, pad, interpolate ...
-    amp,  # the loss scaler's device ops (issue 13)
+    structural,  # composites: tril, flip, roll, cumsum, norm, pad, interpolate ...
+    amp,  # the loss scaler's device ops
 )
 
 

@@ -1,4 +1,4 @@
-"""PyTorch's structural ops (issue 12) as composite schemas: the core builds them from kernels every backend
+"""PyTorch's structural ops as composite schemas: the core builds them from kernels every backend
 has (index_select, cat, where, sums), so no backend needs a kernel; registering them here puts them in the
 conformance suite — forward values, non-contiguous inputs and gradients — on every backend.
 

@@ -7,12 +7,11 @@ elements), passed through the uniform params. The WebGPU backend holds float32 (
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-import os
 from functools import cache
 from importlib.resources import files
 from typing import Any
 
-from rumus_contracts import RumusError, ShaderKernel, TensorArg
+from rumus_contracts import ShaderKernel, TensorArg, config
 
 WORKGROUP = 256
 Args = Sequence[TensorArg]
@@ -38,7 +37,8 @@ def _cols(arg: TensorArg) -> int:
     return n
 
 
-SPMM_LAYOUT_ENV = "RUMUS_GRAPH_SPMM_CHUNK"  # force spmm's features per invocation: 1 or 16
+config.declare("RUMUS_GRAPH_SPMM_CHUNK", "choice", None, "features per invocation of the WebGPU spmm (unset: 16 on "
+               "a CPU rasterizer, else 1)", owner="rumus-graph", choices=("1", "16"))
 
 
 @cache
@@ -47,10 +47,8 @@ def spmm_chunk() -> int:
     gain from reading each entry once per 16 features; 2.5x faster there), else 1 (a GPU wants neighbouring
     invocations on neighbouring features, coalesced). RUMUS_GRAPH_SPMM_CHUNK=1|16 overrides (tests use it
     to cover both layouts on any machine)."""
-    forced = os.environ.get(SPMM_LAYOUT_ENV, "").strip()
+    forced = config.text("RUMUS_GRAPH_SPMM_CHUNK")
     if forced:
-        if forced not in ("1", "16"):
-            raise RumusError(f"{SPMM_LAYOUT_ENV} must be 1 or 16, got {forced!r}")
         return int(forced)
     from rumus import backend_api  # at call time: the backend is running by then
     be = backend_api.backend("wgpu")

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from rumus_graph.wgpu_kernels import SPMM_LAYOUT_ENV
+SPMM_LAYOUT_ENV = "RUMUS_GRAPH_SPMM_CHUNK"
 
 
 def test_the_gpu_spmm_layout_passes_conformance(device: str) -> None:
@@ -28,4 +28,4 @@ def test_a_bad_layout_setting_is_refused() -> None:
     code = "from rumus_graph.wgpu_kernels import spmm_chunk; spmm_chunk()"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, SPMM_LAYOUT_ENV: "8"})
-    assert out.returncode != 0 and "must be 1 or 16" in out.stderr
+    assert out.returncode != 0 and "ConfigError: RUMUS_GRAPH_SPMM_CHUNK='8' is not one of 1, 16" in out.stderr

@@ -21,23 +21,22 @@ windows only (the conv mode does not apply to it).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from rumus_contracts import Sample
+from rumus_contracts import Sample, config
 from rumus_contracts.ops.nn_conv import conv_output_shape
 from rumus_contracts.ops.nn_pool import MAX_ATTRS
 
 DIRECT_MAX_GROUP_CHANNELS = 2
 DIRECT_MAX_GROUP_OUTPUTS = 2
 MODES = ("auto", "direct", "im2col")
-_mode = os.environ.get("RUMUS_VISION_CONV", "auto").strip() or "auto"
-if _mode not in MODES:
-    raise ValueError(f"RUMUS_VISION_CONV={_mode!r}: expected one of {', '.join(MODES)}")
+config.declare("RUMUS_VISION_CONV", "choice", "auto", "convolutions: direct kernels where they win (auto), always "
+               "direct, or always im2col + GEMM", owner="rumus-vision", choices=MODES)
+_mode: str = config.text("RUMUS_VISION_CONV")  # read once, at plugin load; set_conv_mode changes it later
 
 
 def conv_mode() -> str:
