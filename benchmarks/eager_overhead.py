@@ -1,7 +1,7 @@
 """Eager per-op overhead on tiny tensors, RUMUS beside torch in one process (CPU).
 
     python benchmarks/eager_overhead.py                 # every row
-    python benchmarks/eager_overhead.py --record        # also write benchmarks/results/eager-*.json
+    python benchmarks/eager_overhead.py --clock cpu --record "dev (2 vCPU x86-64, shared)"   # results/eager-*.json
     python benchmarks/eager_overhead.py --clock cpu     # thread CPU time: steadier on a shared machine
     python benchmarks/eager_overhead.py --profile char-RNN   # cProfile one row's RUMUS side instead
 
@@ -25,6 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from results_table import add_record_option, ratio_text, record_all  # noqa: E402
 VOCAB, HIDDEN, BATCH, SEQ = 60, 128, 1, 8
 
 
@@ -110,16 +112,18 @@ def calls_for(fn: Callable[[], object], target_s: float) -> int:
 
 
 def libraries() -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    # the CPU backend starts before torch is imported, as in cpu_core.py
+    import rumus as rm
+    import rumus.nn as rnn
+    import rumus.nn.functional as RF
+    import rumus.optim as roptim
+    rm.zeros(1)
+
     import torch
     import torch.nn as tnn
     import torch.nn.functional as TF
     import torch.optim as toptim
     torch.set_num_threads(1)
-
-    import rumus as rm
-    import rumus.nn as rnn
-    import rumus.nn.functional as RF
-    import rumus.optim as roptim
     return (rm, rnn, RF, roptim), (torch, tnn, TF, toptim)
 
 
@@ -129,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--window-ms", type=float, default=20.0, help="length of one window")
     ap.add_argument("--only", default="", help="run the rows whose name contains this text")
     ap.add_argument("--profile", default="", help="cProfile the RUMUS side of the first row matching this text")
-    ap.add_argument("--record", action="store_true", help="write benchmarks/results/eager-*.json")
+    add_record_option(ap)
     ap.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                     help="wall: perf_counter; cpu: this thread's CPU time (steadier on a shared machine)")
     args = ap.parse_args(argv)
@@ -164,8 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         results[name] = (rb, tb, rm_, tm)
         print(f"{name:<24} {rb * 1e6:>9.2f}µs {tb * 1e6:>9.2f}µs {rb / tb:>5.2f}×   {rm_ * 1e6:>8.2f}µs "
               f"{tm * 1e6:>8.2f}µs {rm_ / tm:>5.2f}×", flush=True)
-    if args.record:
-        _record(results, args.clock)
+    record_all(args.record, f"python benchmarks/eager_overhead.py --clock {args.clock} --record MACHINE",
+               _figures(results, args.clock))
     return 0
 
 
@@ -188,22 +192,20 @@ def profile(ours: dict[str, tuple[Callable[[], object], bool]], which: str) -> i
     return 0
 
 
-def _record(results: dict[str, tuple[float, float, float, float]], clock_name: str) -> None:
-    sys.path.insert(0, HERE)
-    from results_table import record
-    machine = "dev (2 vCPU x86-64, shared)"
-    command = f"python benchmarks/eager_overhead.py --record --clock {clock_name}"
+def _figures(results: dict[str, tuple[float, float, float, float]], clock_name: str
+             ) -> list[tuple[str, str, str, str, str]]:
+    """The headline figures for results_table.record_all: the small add and the char-RNN step, best windows."""
+    figures = []
     add = results.get("add (no_grad)")
     if add is not None:
-        record("eager-small-add", f"`a + b` on 4 floats under no_grad (CPU), best window, {clock_name} clock",
-               f"{add[0] * 1e6:.2f} µs", f"torch {add[1] * 1e6:.2f} µs", f"{add[0] / add[1]:.2f}× slower",
-               machine, command)
+        figures.append(("eager-small-add", f"`a + b` on 4 floats under no_grad (CPU), best window, {clock_name} clock",
+                        f"{add[0] * 1e6:.2f} µs", f"torch {add[1] * 1e6:.2f} µs", ratio_text(add[0], add[1])))
     step = results.get("char-RNN step")
     if step is not None:
-        record("eager-char-rnn-step", f"char-RNN training step: RNNCell({VOCAB}, {HIDDEN}) over {SEQ} characters, "
-               f"Linear, cross-entropy, SGD, batch {BATCH} (CPU), best window, {clock_name} clock",
-               f"{step[0] * 1e3:.3f} ms", f"torch {step[1] * 1e3:.3f} ms", f"{step[0] / step[1]:.2f}× slower",
-               machine, command)
+        figures.append(("eager-char-rnn-step", f"char-RNN training step: RNNCell({VOCAB}, {HIDDEN}) over {SEQ} "
+                        f"characters, Linear, cross-entropy, SGD, batch {BATCH} (CPU), best window, {clock_name} clock",
+                        f"{step[0] * 1e3:.3f} ms", f"torch {step[1] * 1e3:.3f} ms", ratio_text(step[0], step[1])))
+    return figures
 
 
 if __name__ == "__main__":
