@@ -52,6 +52,9 @@ _route_log: list[tuple[str, str, str]] | None = None
 _DECOMPOSED: Any = object()
 _DECOMPOSE: list[Any] = []
 
+# False turns the planned paths (Op.__call__'s, Op._planned) off: ONNX's symbolic sizes set it while a trace
+# runs, as they turn off _plan_key, since shapes holding SymInts hash and compare as the plain sizes would.
+_planned_paths = True
 # a key of the planned paths whose calls _run serves another way (_learn says which)
 _UNPLANNED: Any = object()
 # Op.__call__'s planned path, per signature: kernel, output shape, its contiguous strides, output dtype,
@@ -164,7 +167,7 @@ class Op:
 
     def __call__(self, *args: Any, **attrs: Any) -> Tensor:
         """One output (in-place ops return their first updated input, like PyTorch's `x.add_()`)."""
-        if self._quick and _tracer is None and _capture is None and _route_log is None and not (
+        if self._quick and _tracer is None and _capture is None and _route_log is None and _planned_paths and not (
                 self._autocasts and _autocast.enabled):
             # The planned path: a call whose signature (tensor inputs on one device, their shapes, strides
             # and dtypes, the attribute names and values) ran before through _run without promotion, copies
@@ -242,7 +245,7 @@ class Op:
         return out[0] if out else args[self.schema.mutates_idx[0]]
 
     def multi(self, *args: Any, **attrs: Any) -> tuple[Tensor, ...]:
-        if self._plannable and _tracer is None and _capture is None and _route_log is None and not (
+        if self._plannable and _tracer is None and _capture is None and _route_log is None and _planned_paths and not (
                 self._autocasts and _autocast.enabled):
             out = self._planned(args, attrs)
             if out is not None:
