@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 
 from collections.abc import Callable, Iterator, Sequence
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,6 +21,8 @@ from rumus_contracts import (
 )
 
 from . import _creation, _inplace, _math, _views
+from .ops import _ops as _OPS
+from .ops import get as _op
 from .autograd import hooks as _hooks
 from .autograd.hooks import RemovableHandle
 from ._tensor_base import TensorBase, _init as _init, bind_tensor_class, make_tensor as make_tensor
@@ -379,20 +382,24 @@ class Tensor(TensorBase):
     def __setitem__(self, index: Any, value: Any) -> None:
         _inplace.setitem(self, index, value)
 
-    # ---- math: every method forwards to rumus._math ----------------------------------------------
-    def __add__(self, o: Any) -> Tensor: return _math.add(self, o)
-    def __radd__(self, o: Any) -> Tensor: return _math.add(o, self)
-    def __sub__(self, o: Any) -> Tensor: return _math.sub(self, o)
-    def __rsub__(self, o: Any) -> Tensor: return _math.sub(o, self)
-    def __mul__(self, o: Any) -> Tensor: return _math.mul(self, o)
-    def __rmul__(self, o: Any) -> Tensor: return _math.mul(o, self)
-    def __truediv__(self, o: Any) -> Tensor: return _math.div(self, o)
-    def __rtruediv__(self, o: Any) -> Tensor: return _math.div(o, self)
+    # ---- math: every method forwards to rumus._math; the arithmetic operators, the ops themselves ----------
+    def __add__(self, o: Any) -> Tensor: return (_OPS.get("add") or _op("add"))(self, o)
+    def __radd__(self, o: Any) -> Tensor: return (_OPS.get("add") or _op("add"))(o, self)
+    def __sub__(self, o: Any) -> Tensor: return (_OPS.get("sub") or _op("sub"))(self, o)
+    def __rsub__(self, o: Any) -> Tensor: return (_OPS.get("sub") or _op("sub"))(o, self)
+    def __mul__(self, o: Any) -> Tensor: return (_OPS.get("mul") or _op("mul"))(self, o)
+    def __rmul__(self, o: Any) -> Tensor: return (_OPS.get("mul") or _op("mul"))(o, self)
+    def __truediv__(self, o: Any) -> Tensor: return (_OPS.get("div") or _op("div"))(self, o)
+    def __rtruediv__(self, o: Any) -> Tensor: return (_OPS.get("div") or _op("div"))(o, self)
     def __pow__(self, o: Any) -> Tensor: return _math.pow(self, o)
     def __rpow__(self, o: Any) -> Tensor: return _math.pow(o, self)
-    def __matmul__(self, o: Tensor) -> Tensor: return _math.matmul(self, o)
+    def __matmul__(self, o: Tensor) -> Tensor:
+        if isinstance(o, Tensor) and len(self.shape) == 2 and len(o.shape) == 2 and self.shape[1] == o.shape[0]:
+            return (_OPS.get("matmul") or _op("matmul"))(self, o)  # what _math.matmul does for these, directly
+        return _math.matmul(self, o)
+
     def __rmatmul__(self, o: Tensor) -> Tensor: return _math.matmul(o, self)
-    def __neg__(self) -> Tensor: return _math.neg(self)
+    def __neg__(self) -> Tensor: return (_OPS.get("neg") or _op("neg"))(self)
     def __pos__(self) -> Tensor: return self
     def __abs__(self) -> Tensor: return _math.abs(self)
     def __eq__(self, o: Any) -> Tensor: return _math.eq(self, o)  # type: ignore[override]
@@ -420,6 +427,9 @@ class Tensor(TensorBase):
         fn = _math.METHODS.get(name)
         if fn is None:
             raise AttributeError(f"'Tensor' object has no attribute '{name}'")
+        if isinstance(fn, FunctionType):  # a method from now on: later lookups skip this fallback
+            setattr(Tensor, name, fn)
+            return getattr(self, name)
         return lambda *a, **k: fn(self, *a, **k)
 
     # Defined last: inside the class body these names shadow the builtins used in annotations above.

@@ -23,9 +23,18 @@ from .dtypes import FLOAT, HALF
 def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     """[..., n, k] @ [..., k, m] -> [..., n, m]; batch dims broadcast."""
     o = outputs[0]
+    a, b = inputs
+    ob = o.buffer
+    g = _layouts.get((o.shape, a.shape, b.shape, a.strides, b.strides, o.strides, ob.dtype, a.buffer.dtype,
+                      b.buffer.dtype))
+    if g is not None and ob is not a.buffer and ob is not b.buffer:  # a layout the C GEMM took before
+        isz = ob.itemsize
+        if lib.rumus_gemm(g[0], g[1], g[2], g[3], g[4], g[5], _from_buffer(a.buffer) + a.offset * isz, g[6], g[7],
+                          g[8], g[9], _from_buffer(b.buffer) + b.offset * isz, g[10], g[11], g[12], g[13],
+                          _from_buffer(ob) + o.offset * isz, g[14], g[15], g[16]):
+            return
     if 0 in o.shape:
         return
-    a, b = inputs
     if a.shape[-1] == 0:  # k == 0: an empty sum
         view(o)[...] = 0
         return
@@ -34,11 +43,16 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
         return
     # the fast path: shapes and strides straight from the TensorArgs (a training step makes many small calls)
     if len(a.shape) >= 2 and len(b.shape) >= 2 and o.buffer is not a.buffer and o.buffer is not b.buffer:
-        isz = o.buffer.itemsize
-        if _run(o.buffer.dtype, o.shape, a.shape, b.shape, a.strides, b.strides, o.strides,
-                _from_buffer(a.buffer) + a.offset * isz, _from_buffer(b.buffer) + b.offset * isz,
-                _from_buffer(o.buffer) + o.offset * isz, a.buffer.dtype, b.buffer.dtype):
-            return
+        isz = ob.itemsize
+        args = _gemm_args(ob.dtype, o.shape, a.shape, b.shape, a.strides, b.strides, o.strides, a.buffer.dtype,
+                          b.buffer.dtype)
+        if args is not None and lib.rumus_gemm_attached():
+            if len(_layouts) < 4096:
+                _layouts[o.shape, a.shape, b.shape, a.strides, b.strides, o.strides, ob.dtype, a.buffer.dtype,
+                         b.buffer.dtype] = args
+            if _call(args, _from_buffer(a.buffer) + a.offset * isz, _from_buffer(b.buffer) + b.offset * isz,
+                     _from_buffer(ob) + o.offset * isz):
+                return
     gemm(view(a), view(b), view(o))
 
 
@@ -103,17 +117,38 @@ def _batch_strides(batch: tuple[int, ...], shape: tuple[int, ...], strides: tupl
     return [0 if d < lead or shape[d - lead] == 1 else strides[d - lead] for d in range(len(batch))]
 
 
+# (output shape, a's and b's shapes, their strides, the output's, the three numpy dtypes) -> _gemm_args of a
+# non-empty product the C GEMM takes: a training step makes the same small products every step
+_layouts: dict[tuple[Any, ...], tuple[int, ...]] = {}
+
+
 def _run(dtype: Any, oshape: tuple[int, ...], ashape: tuple[int, ...], bshape: tuple[int, ...],
          sa: tuple[int, ...], sb: tuple[int, ...], so: tuple[int, ...], pa: Any, pb: Any, po: Any,
          adt: Any, bdt: Any) -> bool:
     """The C call, if the layouts allow it: strides in elements, pointers at the first elements."""
-    if not (dtype == adt == bdt and dtype in _FLOATS) or not lib.rumus_gemm_attached():
+    if not lib.rumus_gemm_attached():
         return False
+    args = _gemm_args(dtype, oshape, ashape, bshape, sa, sb, so, adt, bdt)
+    return args is not None and _call(args, pa, pb, po)
+
+
+def _call(g: tuple[int, ...], pa: Any, pb: Any, po: Any) -> bool:
+    """rumus_gemm with _gemm_args' integers around the three pointers."""
+    return bool(lib.rumus_gemm(g[0], g[1], g[2], g[3], g[4], g[5], pa, g[6], g[7], g[8], g[9], pb, g[10], g[11],
+                               g[12], g[13], po, g[14], g[15], g[16]))
+
+
+def _gemm_args(dtype: Any, oshape: tuple[int, ...], ashape: tuple[int, ...], bshape: tuple[int, ...],
+               sa: tuple[int, ...], sb: tuple[int, ...], so: tuple[int, ...], adt: Any, bdt: Any
+               ) -> tuple[int, ...] | None:
+    """rumus_gemm's integer arguments for this layout (strides in elements), or None where it cannot take it."""
+    if not (dtype == adt == bdt and dtype in _FLOATS):
+        return None
     m, k = ashape[-2], ashape[-1]
     n = bshape[-1]
     la, lb, lo = _lead(m, k, sa[-2], sa[-1]), _lead(k, n, sb[-2], sb[-1]), _lead(m, n, so[-2], so[-1])
     if la is None or lb is None or lo is None or lo[0]:
-        return False
+        return None
     batch = oshape[:-2]
     outer, inner = 1, 1
     bs: list[tuple[int, ...]] = [(0, 0, 0), (0, 0, 0)]  # strides of the (outer, inner) batch dims, merged
@@ -129,13 +164,13 @@ def _run(dtype: Any, oshape: tuple[int, ...], ashape: tuple[int, ...], bshape: t
             else:
                 dims.append((size, st))
         if len(dims) > 2:
-            return False
+            return None
         if len(dims) == 2:
             (outer, bs[0]), (inner, bs[1]) = dims
         elif dims:
             inner, bs[1] = dims[0]
-    return bool(lib.rumus_gemm(int(dtype == _FLOATS[1]), outer, inner, m, n, k, pa, bs[0][0], bs[1][0], la[1], la[0],
-                               pb, bs[0][1], bs[1][1], lb[1], lb[0], po, bs[0][2], bs[1][2], lo[1]))
+    return (int(dtype == _FLOATS[1]), outer, inner, m, n, k, bs[0][0], bs[1][0], la[1], la[0],
+            bs[0][1], bs[1][1], lb[1], lb[0], bs[0][2], bs[1][2], lo[1])
 
 
 def _as_matrix(arg: TensorArg, vector_dim: int) -> tuple[tuple[int, ...], tuple[int, ...]]:

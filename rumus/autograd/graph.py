@@ -84,11 +84,18 @@ class Node:
         self.attrs = attrs
         self.num_outputs = num_outputs
         self.unbroadcast = unbroadcast
-        self.input_shapes = [t.shape for t in inputs]
-        self.input_dtypes = [t.dtype for t in inputs]
+        shapes: list[tuple[int, ...]] = []
+        dtypes: list[Any] = []
         edges: list[tuple[Any, int] | None] = []
-        for i, t in enumerate(inputs):
-            if t._view_version >= 0 and t._view_version != t._storage.version:
+        saved: list[tuple[Tensor, int]] | None = [] if save_inputs else None
+        i = 0
+        for t in inputs:  # one loop for every per-input list: this runs for every recorded op
+            storage = t._storage
+            shapes.append(t.shape)
+            dtypes.append(storage.dtype)
+            if saved is not None:
+                saved.append((t, storage.version))
+            if t._view_version >= 0 and t._view_version != storage.version:
                 t.grad_fn  # noqa: B018 - a view whose base changed in place: recompute its history first
             if not t._requires_grad or (differentiable is not None and i not in differentiable):
                 edges.append(None)
@@ -96,8 +103,11 @@ class Node:
                 edges.append((t._grad_fn, t._output_nr))
             else:
                 edges.append((t, 0))  # a leaf: its gradient accumulates into .grad
+            i += 1
+        self.input_shapes = shapes
+        self.input_dtypes = dtypes
         self.edges = edges
-        self.saved_inputs = [(t, t._storage.version) for t in inputs] if save_inputs else None
+        self.saved_inputs = saved
         self.saved_outputs: list[tuple[Tensor, int]] | None = None
         self.released = False
         self.tensor_hooks: dict[int, list[Any]] | None = None  # output slot -> its tensor's hooks (hooks.py)
@@ -108,7 +118,13 @@ class Node:
 
     def saved_values(self, saved: list[tuple[Tensor, int]] | None, what: str) -> list[Tensor]:
         self._check_alive(saved, what)
-        return [self.check_saved(saved, what, i) for i in range(len(saved or ()))]
+        assert saved is not None
+        out = []
+        for i, (t, version) in enumerate(saved):
+            if t._storage.version != version:
+                self.check_saved(saved, what, i)  # raises, saying which tensor changed
+            out.append(t)
+        return out
 
     def _check_alive(self, saved: list[tuple[Tensor, int]] | None, what: str) -> None:
         if self.released:
@@ -210,10 +226,13 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
             leaf: Tensor = target
             if g.shape != leaf.shape:
                 raise ShapeError(f"gradient of shape {g.shape} does not match leaf of shape {leaf.shape}")
-            g = run_grad_hooks(leaf._hooks, g)
+            hooks = leaf._hooks
+            if hooks:
+                g = run_grad_hooks(hooks, g)
             g = g if create_graph else g.detach()
             leaf.grad = g if leaf.grad is None else leaf.grad + g
-            run_post_hooks(leaf._hooks, leaf)
+            if leaf._hooks:  # read again: a grad hook may have registered one
+                run_post_hooks(leaf._hooks, leaf)
 
     ready: list[Node] = []
     for r, g in zip(roots, root_grads):
@@ -234,7 +253,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
     try:
         while ready:
             node = ready.pop()
-            grads = buffers.pop(id(node), [None] * node.num_outputs)
+            grads = buffers.pop(id(node), None) or [None] * node.num_outputs
             if node.tensor_hooks:  # hooks of the tensors this node produced, on their total gradients
                 grads = [g if g is None else run_grad_hooks(node.tensor_hooks.get(slot), g)
                          for slot, g in enumerate(grads)]
@@ -243,7 +262,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                     i = capture_node.get((id(node), slot))
                     if i is not None:
                         captured[i] = out_grad
-            if all(g is None for g in grads):
+            if grads[0] is None if len(grads) == 1 else all(g is None for g in grads):
                 in_grads: Sequence[Tensor | None] = [None] * len(node.edges)
             else:
                 in_grads = node.apply(grads)  # formulas of multi-output ops accept None grads
@@ -253,14 +272,25 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                 if edge is None:
                     continue
                 target, slot = edge
+                is_node = isinstance(target, Node)
                 if in_grad is not None:
                     if not isinstance(in_grad, Tensor):
                         raise AutogradError(f"backward of '{node.name}' returned {type(in_grad).__name__}, "
                                             f"not a Tensor")
-                    accumulate(target, slot, in_grad)
-                if isinstance(target, Node):
-                    deps[id(target)] -= 1
-                    if deps[id(target)] == 0:
+                    if is_node:  # accumulate's first case, inline: most edges lead to a node
+                        key = id(target)
+                        buf = buffers.get(key)
+                        if buf is None:
+                            buf = buffers[key] = [None] * target.num_outputs
+                        prev = buf[slot]
+                        buf[slot] = in_grad if prev is None else prev + in_grad
+                    else:
+                        accumulate(target, slot, in_grad)
+                if is_node:
+                    key = id(target)
+                    left = deps[key] - 1
+                    deps[key] = left
+                    if left == 0:
                         ready.append(target)
     finally:
         state.enabled = prev_mode

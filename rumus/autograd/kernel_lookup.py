@@ -23,9 +23,18 @@ def has_kernel(op: str, like: Tensor) -> bool:
     return hit
 
 
+# (op, backend, dtype) -> the `applies` tests of that op's conditional kernels there (usually none)
+_conditions: dict[tuple[str, str, str], tuple[Any, ...]] = {}
+
+
 def conditional_kernel_takes(op: str, like: Tensor, shapes: Sequence[tuple[int, ...]],
                              attrs: Mapping[str, Any]) -> bool:
     """Whether a conditional kernel of `op` (a plugin's, registered with `applies=`) would run this call on
     `like`'s backend: a fused op that replaces `op` must not take such calls away from it."""
-    entries = _runtime.plugins().kernels.candidates(op, like._storage.backend.name, like.dtype)
-    return any(e.applies is not None and e.applies(shapes, attrs) for e in entries)
+    storage = like._storage
+    key = (op, storage.backend.name, storage.dtype.name)
+    tests = _conditions.get(key)
+    if tests is None:
+        entries = _runtime.plugins().kernels.candidates(op, storage.backend.name, storage.dtype)
+        tests = _conditions[key] = tuple(e.applies for e in entries if e.applies is not None)
+    return any(applies(shapes, attrs) for applies in tests) if tests else False

@@ -174,6 +174,7 @@ def symbolic_sizes(tracer: Tracer) -> Iterator[None]:
                                          # the dispatcher's memos are keyed by shapes equal to the SymInts'
                                          # numbers: their answers would hold plain (or another trace's) sizes
                                          (_dispatch, "_plan_key", lambda *a: None),
+                                         (_dispatch, "_planned_paths", False),
                                          (_dispatch, "scalar_tensor", _traced_scalar(_dispatch.scalar_tensor, tracer)),
                                          (_dispatch.Op, "_shapes", _uncached_shapes)]
     swaps += [(Tensor, "numpy", _guarded_numpy(Tensor.numpy, tracer)),

@@ -18,6 +18,7 @@ def _forget_kernel_choices() -> None:
     _runtime._kernel_cache.clear()
     backend_api.plugins().kernels._cache.clear()
     kernel_lookup._fused_cache.clear()
+    kernel_lookup._conditions.clear()
     for op in list(ops._ops.values()):
         op._kernels.clear()
         op._plans.clear()

@@ -101,3 +101,80 @@ def test_a_planned_op_with_two_outputs_gives_both_each_call() -> None:
         ref = x.numpy().astype(np.float64)
         np.testing.assert_allclose(mean.numpy(), ref.mean(axis=(0, 2)), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(var.numpy(), ref.var(axis=(0, 2)), rtol=1e-5, atol=1e-6)
+
+
+def test_signed_zero_scalars_are_told_apart() -> None:
+    """0.0 and -0.0 compare equal (and hash alike) but divide to opposite infinities: the cached 0-d
+    constants must keep them apart, whichever was used first."""
+    x = rm.tensor([1.0, -2.0])
+    for _ in range(2):
+        np.testing.assert_array_equal((x / 0.0).numpy(), np.array([np.inf, -np.inf], np.float32))
+        np.testing.assert_array_equal((x / -0.0).numpy(), np.array([-np.inf, np.inf], np.float32))
+        assert np.signbit((x * -0.0).numpy()).tolist() == [True, False]
+
+
+def test_planned_calls_follow_their_attributes_in_any_order() -> None:
+    """The planned path keys a call by its attributes as given: the same values under other names, or in
+    another order, are other calls."""
+    clamp = op("clamp")
+    x = rm.tensor([-3.0, -1.0, 0.5, 2.0, 4.0])
+    for _ in range(2):
+        np.testing.assert_array_equal(clamp(x, min=-1.0, max=2.0).numpy(), np.clip(x.numpy(), -1.0, 2.0))
+        np.testing.assert_array_equal(clamp(x, max=-1.0, min=-2.0).numpy(), np.clip(x.numpy(), -2.0, -1.0))
+        np.testing.assert_array_equal(clamp(x, min=2.0).numpy(), np.maximum(x.numpy(), 2.0))
+
+
+def test_planned_calls_record_the_graph_when_grad_mode_changes() -> None:
+    """A signature planned under no_grad records autograd in grad mode, and a planned call from a view of a
+    tensor that requires grad records it too."""
+    w = rm.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = rm.tensor([0.5, 0.5, 0.5])
+    with rm.no_grad():
+        for _ in range(2):
+            assert not (w * b).requires_grad
+    (w * b).sum().backward()
+    np.testing.assert_array_equal(w.grad.numpy(), b.numpy())
+    big = rm.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    for _ in range(2):
+        big.grad = None
+        (big[1] * b).sum().backward()
+        np.testing.assert_array_equal(big.grad.numpy(), [[0.0, 0.0, 0.0], [0.5, 0.5, 0.5]])
+
+
+def test_planned_calls_are_seen_by_trace_dispatch() -> None:
+    from rumus.backend_api import trace_dispatch
+    a, b = rm.randn(3), rm.randn(3)
+    for _ in range(2):
+        a - b
+    with trace_dispatch() as log:
+        a - b
+    assert log == [("sub", "cpu", "kernel")]
+
+
+def test_clearing_the_plans_forgets_the_planned_path_too() -> None:
+    """Code that changes kernel choices clears Op._plans; the planned path must not keep running the kernel
+    it learnt before."""
+    sub = op("sub")
+    a, b = rm.randn(4), rm.randn(4)
+    for _ in range(2):
+        a - b
+    assert sub._quick_plans
+    sub._plans.clear()
+    assert not sub._quick_plans
+    np.testing.assert_array_equal((a - b).numpy(), a.numpy() - b.numpy())
+
+
+def test_calls_the_planned_path_cannot_take_keep_their_route() -> None:
+    """Promoted inputs, a composite without a kernel, a decomposition: the planned path remembers that the
+    key is not its own and each later call still takes the general route, with the same answers."""
+    f, i = rm.randn(3), rm.tensor([1, 2, 3])
+    for _ in range(3):
+        out = f + i
+        assert out.dtype == rm.float32
+        np.testing.assert_allclose(out.numpy(), f.numpy() + np.array([1, 2, 3]), rtol=1e-6)
+    x = rm.randn(2, 3).to("float16")
+    w, b = rm.randn(4, 3).to("float16"), rm.randn(4).to("float16")
+    ref = (x.float().numpy() @ w.float().numpy().T + b.float().numpy())
+    for _ in range(3):
+        y = op("linear")(x, w, b)  # float16 on the cpu backend: linear's composite
+        np.testing.assert_allclose(y.float().numpy(), ref, rtol=2e-2, atol=2e-2)
