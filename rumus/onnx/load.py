@@ -34,8 +34,10 @@ def _read(path: str) -> Any:
         raise FormatError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
     try:
         onnx.checker.check_model(model)
-    except Exception as exc:
-        raise FormatError(f"{path}: the ONNX model is invalid: {str(exc).strip().splitlines()[0][:300]}") from None
+    except Exception as exc:  # onnx's ValidationError, sometimes with an empty message
+        lines = str(exc).strip().splitlines()
+        why = lines[0][:300] if lines else f"{type(exc).__name__} with no message"
+        raise FormatError(f"{path}: the ONNX model is invalid: {why}") from None
     if not model.graph.node and not model.graph.output:
         raise FormatError(f"{path}: the ONNX model has an empty graph")
     return model

@@ -57,6 +57,17 @@ def test_corrupted_file_never_crashes(tmp_path_factory: Any, good_bytes: bytes, 
     _load_bytes(tmp_path_factory.mktemp("flip"), bytes(data))
 
 
+def test_a_check_failure_without_a_message_is_a_format_error(tmp_path: Any, good_bytes: bytes) -> None:
+    # one flipped byte (found by the fuzz test above) makes onnx's checker raise a ValidationError whose
+    # message is empty
+    data = bytearray(good_bytes)
+    data[124] = 128
+    p = tmp_path / "f.onnx"
+    p.write_bytes(bytes(data))
+    with pytest.raises(FormatError, match="the ONNX model is invalid"):
+        rm.onnx.load(str(p))
+
+
 def test_garbage_and_missing_files(tmp_path: Any) -> None:
     (tmp_path / "g.onnx").write_bytes(b"\x00\xffnot an onnx model at all")
     with pytest.raises(FormatError):
