@@ -178,3 +178,21 @@ def test_calls_the_planned_path_cannot_take_keep_their_route() -> None:
     for _ in range(3):
         y = op("linear")(x, w, b)  # float16 on the cpu backend: linear's composite
         np.testing.assert_allclose(y.float().numpy(), ref, rtol=2e-2, atol=2e-2)
+
+
+def test_the_planned_paths_tensor_has_every_field_make_tensor_gives() -> None:
+    # fresh_tensor writes Tensor's fields out (the planned path's allocation) instead of calling _init: a field
+    # added to _init and missed there would be absent only on tensors the planned path made
+    from rumus._tensor_base import _contiguous, fresh_tensor, make_tensor
+    from rumus_contracts import TensorArg
+    x = rm.ones(2, 3)
+    st = x._storage
+    planned = fresh_tensor(st.buffer, st.device, st.dtype, st.backend, st.numel, (2, 3), _contiguous((2, 3)),
+                           TensorArg(st.buffer, (2, 3), _contiguous((2, 3)), 0, st.dtype))
+    plain = make_tensor(st, (2, 3))
+    slots = [s for cls in type(plain).__mro__ for s in getattr(cls, "__slots__", ()) if s != "__weakref__"]
+    assert slots, "Tensor keeps its fields in __slots__"
+    missing = [s for s in slots if hasattr(plain, s) and not hasattr(planned, s)]
+    assert not missing, missing
+    assert {s for s in ("buffer", "device", "dtype", "backend", "numel", "version") if hasattr(st, s)} == \
+        {s for s in ("buffer", "device", "dtype", "backend", "numel", "version") if hasattr(planned._storage, s)}
