@@ -9,7 +9,8 @@ Besides the `--seqs` rows (batch `--batch`), the last row is the LM step's shape
 batch 4, 16 heads, seq 1024, head dim 64; `--no-lm` leaves it out). On the H200 the whole default run
 takes about a minute.
 
-float32 on both sides (torch: TF32 off, so SDPA picks its memory-efficient fp32 kernel on CUDA). Times are
+float32 on both sides by default (torch: TF32 off, so SDPA picks its memory-efficient fp32 kernel on CUDA);
+`--dtype float16` / `bfloat16` runs both sides in that type (torch: its flash kernel). Times are
 the median of `--reps` synchronized steps after one warm-up. Peak memory: torch's max_memory_allocated (and
 reserved) over the step; rumus wgpu: the bytes its buffer pool holds from the driver after the step,
 starting from an emptied pool (the pool only gives memory back when its cache limit is hit, so this is
@@ -38,7 +39,8 @@ from _timing import median_synced, table  # noqa: E402
 LM_SHAPE = (4, 16, 1024, 64)  # batch, heads, seq, head dim of the LM step in benchmarks/gpu_scale.py
 
 
-def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: int) -> dict[str, Any]:
+def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: int,
+               dtype: str = "float32") -> dict[str, Any]:
     import rumus as rm
     from rumus.nn import functional as F
 
@@ -48,9 +50,9 @@ def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: in
     dev = rm.Device.parse(device)
     if device.startswith("wgpu"):
         backend.empty_cache(dev)
-    q, k, v = (rm.tensor(rng.standard_normal(shape), dtype="float32", device=device, requires_grad=True)
+    q, k, v = (rm.tensor(rng.standard_normal(shape), dtype=dtype, device=device, requires_grad=True)
                for _ in range(3))
-    grad = rm.tensor(rng.standard_normal(shape), dtype="float32", device=device)
+    grad = rm.tensor(rng.standard_normal(shape), dtype=dtype, device=device)
 
     def forward() -> None:
         with rm.no_grad():
@@ -73,12 +75,16 @@ def rumus_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: in
         tracemalloc.stop()
     fwd = median_synced(forward, sync, reps)
     total = median_synced(step, sync, reps)
+    matrix = None
     if device.startswith("wgpu"):
         peak = backend.pool_stats(dev)["allocated_bytes"]
-    return {"forward_s": fwd, "fwd_bwd_s": total, "peak_bytes": peak}
+        cache = backend.device(dev.index or 0).programs._cache
+        matrix = any(isinstance(key, tuple) and key[:1] == ("flash_attention_matrix",) for key in cache)
+    return {"forward_s": fwd, "fwd_bwd_s": total, "peak_bytes": peak, "matrix_units": matrix}
 
 
-def torch_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: int) -> dict[str, Any] | None:
+def torch_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: int,
+               dtype: str = "float32") -> dict[str, Any] | None:
     try:
         import torch
         import torch.nn.functional as tf
@@ -90,7 +96,7 @@ def torch_case(device: str, batch: int, heads: int, seq: int, dim: int, reps: in
     torch.backends.cudnn.allow_tf32 = False
     gen = torch.Generator(device="cpu").manual_seed(0)
     shape = (batch, heads, seq, dim)
-    q, k, v, grad = (torch.randn(shape, generator=gen).to(device) for _ in range(4))
+    q, k, v, grad = (torch.randn(shape, generator=gen).to(device, getattr(torch, dtype)) for _ in range(4))
     for t in (q, k, v):
         t.requires_grad_(True)
 
@@ -133,6 +139,8 @@ def main() -> None:
     ap.add_argument("--heads", type=int, default=16)
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
+                    help="q, k, v and the gradient on both sides (float16: matrix units where the device has them)")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--no-lm", action="store_true", help="leave out the LM step's shape [4, 16, 1024, 64]")
     ap.add_argument("--json", default=None, help="write the results here")
@@ -145,16 +153,16 @@ def main() -> None:
     if not args.no_lm:
         cases.append(LM_SHAPE)
     for batch, heads, seq, dim in cases:
-        r = rumus_case(rdev, batch, heads, seq, dim, args.reps)
-        t = None if args.no_torch else torch_case(tdev, batch, heads, seq, dim, args.reps)
+        r = rumus_case(rdev, batch, heads, seq, dim, args.reps, args.dtype)
+        t = None if args.no_torch else torch_case(tdev, batch, heads, seq, dim, args.reps, args.dtype)
         results.append({"shape": [batch, heads, seq, dim], "rumus": r, "torch": t})
         ratio = f"{r['fwd_bwd_s'] / t['fwd_bwd_s']:.2f}x" if t else "-"
         sxs = batch * heads * seq * seq * 4
         rows.append((f"[{batch},{heads},{seq},{dim}]", _ms(r["forward_s"]), _ms(t["forward_s"] if t else None),
                      _ms(r["fwd_bwd_s"]), _ms(t["fwd_bwd_s"] if t else None), ratio, _mib(r["peak_bytes"]),
                      _mib(t["peak_bytes"] if t else None), _mib(sxs)))
-        print(f"{rows[-1][0]}: {rows[-1][1:]}", flush=True)
-    print(f"\ncausal attention [batch, heads, seq, head dim], float32; rumus {rdev} vs torch {tdev}")
+        print(f"{rows[-1][0]}: {rows[-1][1:]} (forward on matrix units: {r['matrix_units']})", flush=True)
+    print(f"\ncausal attention [batch, heads, seq, head dim], {args.dtype}; rumus {rdev} vs torch {tdev}")
     print(table(rows, ("shape", "rumus fwd ms", "torch fwd ms", "rumus fwd+bwd ms", "torch fwd+bwd ms", "ratio",
                        "rumus peak MiB", "torch peak MiB", "SxS MiB")))
     if args.json:

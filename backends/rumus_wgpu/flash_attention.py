@@ -23,7 +23,7 @@ from typing import Any
 from rumus_contracts import DType, KernelNotFound, RumusError, TensorArg, bfloat16, float16, float32
 from rumus_contracts.ops.attention import default_scale
 
-from . import bf16
+from . import bf16, matrix_attention
 from .layout import WG, device_of, grid, new_buffer
 from .nn_common import pack, source, split_sections
 from .pipelines import shader_source, wgsl_scalar, with_scalar
@@ -199,6 +199,8 @@ def flash_attention(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], a
     if B * H * L == 0:
         return
     dev = device_of(outputs, inputs)
+    if q.dtype == float16 and matrix_attention.try_forward(out, lse, q, k, v, bias, key_bias, attrs, dev):
+        return
     words = _words(q, k, v, None, bias, key_bias, out.offset, lse.offset, attrs)
     _run(dev, "forward", q, bias, key_bias,
          [out.buffer, lse.buffer, q.buffer, k.buffer, v.buffer, bias.buffer, key_bias.buffer], words, L)
@@ -221,6 +223,10 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
     _rowdot(dev, q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows)
+    if q.dtype == float16 and matrix_attention.backward_eligible(dev, dq, dk, dv, q, k, v, dout, bias, key_bias,
+                                                                 attrs):
+        matrix_attention.backward(dev, dq, dk, dv, q, k, v, dout, stats, bias, key_bias, attrs)
+        return
     ins = [q.buffer, k.buffer, v.buffer, dout.buffer, stats, bias.buffer, key_bias.buffer]
     _run(dev, "dkdv", q, bias, key_bias, [dk.buffer, dv.buffer, *ins],
          _words(q, k, v, dout, bias, key_bias, dk.offset, lse.offset, attrs, dv.offset), S)
