@@ -160,9 +160,9 @@ def _forward(d: int) -> list[str]:
             *_products("s", "qa", "k_sh", d),
             "        workgroupBarrier();"]
     for c in range(half_cols):  # the lane's scores, scaled and masked, in registers
-        body.append(f"        let j{c} = j0 + half + {2 * c}u;")
+        body.append(f"        let key{c} = j0 + half + {2 * c}u;")  # (named apart from the loop's j0)
         body.append(f"        let sc{c} = select(s_sh[sbase + {2 * c}u] * cfg.scale, MASKED, "
-                    f"j{c} >= cfg.S || (cfg.causal != 0u && j{c} > i));")
+                    f"key{c} >= cfg.S || (cfg.causal != 0u && key{c} > i));")
     body.append("        var mx = " + _tree("max", [f"sc{c}" for c in range(half_cols)]) + ";")
     body += ["        mx = max(mx, subgroupShuffleXor(mx, 1u));",
              "        let mn = max(m, mx);",
@@ -209,12 +209,12 @@ def _lanes_probabilities(row_is_key: bool) -> list[str]:
     out = []
     for c in range(BC // 2):
         if row_is_key:
-            out.append(f"        let i{c} = j0 + half + {2 * c}u;")
-            hidden = f"i{c} >= cfg.L || (cfg.causal != 0u && j > i{c})"
+            out.append(f"        let query{c} = j0 + half + {2 * c}u;")
+            hidden = f"query{c} >= cfg.L || (cfg.causal != 0u && j > query{c})"
             lse = f"st_sh[2u * (half + {2 * c}u)]"
         else:
-            out.append(f"        let j{c} = j0 + half + {2 * c}u;")
-            hidden = f"j{c} >= cfg.S || (cfg.causal != 0u && j{c} > i)"
+            out.append(f"        let key{c} = j0 + half + {2 * c}u;")
+            hidden = f"key{c} >= cfg.S || (cfg.causal != 0u && key{c} > i)"
             lse = "lse_i"
         out.append(f"        let p{c} = select(exp(s_sh[sbase + {2 * c}u] * cfg.scale - {lse}), 0.0, {hidden});")
     return out

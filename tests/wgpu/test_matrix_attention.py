@@ -5,6 +5,7 @@ the backward reads the forward's out and lse."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -90,3 +91,12 @@ def test_float16_attention_matches_the_reference(B: int, H: int, L: int, S: int,
     took = any(isinstance(key, tuple) and key[:1] == ("flash_attention_matrix",) for key in dev.programs._cache)
     from rumus_wgpu.matrix_units import available
     assert took == available(dev)  # the matrix units where the device has them, the scalar kernel elsewhere
+
+
+@pytest.mark.parametrize("kernel", sorted(KINDS))
+def test_no_declaration_shadows_a_loop_variable(kernel: str) -> None:
+    """The unrolled per-lane names (key0, query0, ...) must not shadow a loop's `j0` (which once made every
+    later column of the block wrong on the GPU)."""
+    src = generate(64, kernel)
+    loops = set(re.findall(r"for \(var (\w+) =", src))
+    assert loops and not [n for n in re.findall(r"\blet (\w+)", src) if n in loops]
