@@ -44,12 +44,36 @@ def _t(x: Any, like: Tensor) -> Tensor:
 
 def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
     """Elementwise `a + alpha * b`, with broadcasting and type promotion as in torch.add."""
-    return _op("add")(a, b if alpha == 1 else mul(b, alpha))
+    if type(alpha) is not int:
+        _check_alpha("add", a, b, alpha)
+    return _op("add")(a, b if alpha == 1 else _scaled(b, alpha))
 
 
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
     """Elementwise `a - alpha * b`, with broadcasting and type promotion."""
-    return _op("sub")(a, b if alpha == 1 else mul(b, alpha))
+    if type(alpha) is not int:
+        _check_alpha("sub", a, b, alpha)
+    return _op("sub")(a, b if alpha == 1 else _scaled(b, alpha))
+
+
+def _scaled(b: Any, alpha: Any) -> Any:
+    return mul(b, alpha) if isinstance(b, Tensor) else b * alpha
+
+
+def _check_alpha(name: str, a: Any, b: Any, alpha: Any) -> None:
+    """torch's rule: a float alpha needs a floating result, a bool alpha a bool one (a float alpha would
+    otherwise turn an integer sum into a float one, or be truncated)."""
+    def kind(x: Any) -> str:
+        if isinstance(x, Tensor):
+            return "f" if x.dtype.is_floating else "b" if x.dtype.name == "bool" else "i"
+        return "b" if isinstance(x, bool) else "f" if isinstance(x, float) else "i"
+    kinds = {kind(a), kind(b)}
+    if isinstance(alpha, bool):
+        if kinds != {"b"}:
+            raise RumusError(f"{name}: a boolean alpha is only supported for boolean results; pass alpha=1 or 0")
+    elif isinstance(alpha, float) and "f" not in kinds:
+        raise RumusError(f"{name}: for integral input tensors, alpha must not be a floating point number (got "
+                         f"{alpha}); pass an int alpha, or convert the tensors with .float() first")
 
 
 def mul(a: Any, b: Any) -> Tensor:
