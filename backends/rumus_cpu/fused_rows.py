@@ -29,8 +29,10 @@ _GRAIN_EXP = 16384  # csrc/internal/rumus.h's RUMUS_GRAIN_ROWS: rows with an exp
 _GRAIN = 1 << 17  # fused.py's streaming grain for the others
 
 
-def render(program: FusedRowProgram) -> str:
-    """C source of the fused rows. Operands: the row output, the chain's outputs, the chain's inputs."""
+def render(program: FusedRowProgram, classes: tuple[str, ...] | None = None) -> str:
+    """C source of the fused rows. Operands: the row output, the chain's outputs, the chain's inputs;
+    classes[k]: operand k's stride along the row, 'c' (one element), '0' (broadcast) or 's' (any other),
+    so gcc vectorises the common cases (None: all 's')."""
     chain = program.chain
     if chain.dtype.name != "float32":
         raise Unsupported(f"fusion of {chain.dtype.name} chains into a row op (float32 rows only)")
@@ -49,12 +51,17 @@ def render(program: FusedRowProgram) -> str:
             fns[name] = text
     n_out, n_in = 1 + len(chain.outputs), chain.n_inputs
     nops = n_out + n_in
-    body = [f"const float a{k} = *(const float *)(p[{n_out + k}] + i * s[{n_out + k}]);" for k in range(n_in)]
+    cls = classes or ("s",) * nops
+
+    def at(k: int) -> str:
+        return f"((float *)p[{k}])[i]" if cls[k] == "c" else f"*(float *)(p[{k}] + i * s[{k}])"
+    hoisted = [f"const float a{k} = *(const float *)p[{n_out + k}];" for k in range(n_in) if cls[n_out + k] == "0"]
+    body = [f"const float a{k} = {at(n_out + k)};" for k in range(n_in) if cls[n_out + k] != "0"]
     for j, (name, refs, params) in enumerate(chain.steps):
         args = [f"a{r}" if r < n_in else f"v{r - n_in}" for r in refs]
         prm = [f"(float)({v!r})" for v in params] + ["(float)0.0"] * (2 - len(params))
         body.append(f"const float v{j} = ex_{name}_f32({', '.join(args + prm)});")
-    body += [f"*(float *)(p[{1 + k}] + i * s[{1 + k}]) = v{j};" for k, j in enumerate(chain.outputs)]
+    body += [f"{at(1 + k)} = v{j};" for k, j in enumerate(chain.outputs)]
     body.append(f"x[i] = v{len(chain.steps) - 1};")
     ncol = len(op.columns)
     cols = ", ".join(f"cols[{k}]" for k in range(ncol))
@@ -76,7 +83,9 @@ def render(program: FusedRowProgram) -> str:
 {_fast(o)}
 
 /* the chain over one row: p[k] the operands' row starts, s[k] their strides along the row (bytes) */
-RUMUS_CLONES static void chain_row(int64_t n, char *const *p, const int64_t *s, float *x) {{
+RUMUS_CLONES static void chain_row(int64_t n, char *const *p, const int64_t *s, float *restrict x) {{
+    (void)s;
+    {' '.join(hoisted)}
     for (int64_t i = 0; i < n; i++) {{
         {(chr(10) + '        ').join(body)}
     }}
@@ -134,28 +143,22 @@ int rumus_fused_row(const int64_t *meta, char **base, const char **cols, const d
 """
 
 
+_MODULES: dict[str, Any] = {}
 _CDEF = ("int rumus_fused_row(const int64_t *meta, char **base, const char **cols, const double *prm, "
          "uintptr_t parallel, int nt);")
 
 
 def compile_fused_row(program: FusedRowProgram) -> Kernel:
     """`CpuBackend.compile_fused_row`: kernel([y, *chain outputs], [*chain inputs, *columns], {})."""
-    source = render(program)  # Unsupported now, not at the first call
+    render(program)  # Unsupported now, not at the first call
     op = ROW_OPS[program.op]
     n_ops = 1 + len(program.chain.outputs) + program.chain.n_inputs
     ncol = len(op.columns)
     exp = any(_transcendental(t) for t in [*(p.element for p in op.passes), op.out])
     grain, serial = (_GRAIN_EXP if exp else _GRAIN), _SERIAL_BELOW.get(program.op, 0)
-    state: dict[str, Any] = {}
-    layouts: dict[tuple[Any, ...], tuple[Any, int]] = {}
+    layouts: dict[tuple[Any, ...], tuple[Any, Any, int]] = {}
 
-    def module() -> Any:
-        mod = state.get("mod")
-        if mod is None:
-            mod = state["mod"] = fused._load(source, _CDEF)
-        return mod
-
-    def layout(mod: Any, args: Sequence[TensorArg]) -> tuple[Any, int]:
+    def layout(args: Sequence[TensorArg]) -> tuple[Any, Any, int]:
         shape = args[0].shape
         n = shape[-1]
         if any(a.shape != shape for a in args) or args[0].strides[-1] != 1:
@@ -163,25 +166,29 @@ def compile_fused_row(program: FusedRowProgram) -> Kernel:
                              f"must be contiguous; run with rm.compile(fn, fuse=False)")
         lead = _merge([(d, tuple(a.strides[k] for a in args)) for k, d in enumerate(shape[:-1]) if d != 1])
         dims = [*lead, (n, tuple(a.strides[-1] for a in args))]
+        classes = tuple("c" if st == 1 else "0" if st == 0 else "s" for st in dims[-1][1])
+        source = render(program, classes)
+        mod = _MODULES.get(source)
+        if mod is None:
+            mod = _MODULES[source] = fused._load(source, _CDEF)
         values = [len(dims), *(d for d, _ in dims)]
         for k in range(len(args)):
             values.extend(st[k] * 4 for _, st in dims)
         total = 1
         for d in shape:
             total *= d
-        return mod.ffi.new("int64_t[]", values), total
+        return mod.ffi.new("int64_t[]", values), mod, total
 
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         args = [*outputs, *inputs[:n_ops - len(outputs)]]
         cols = inputs[n_ops - len(outputs):]
         if 0 in args[0].shape:
             return
-        mod = module()
         key = (args[0].shape, *(a.strides for a in args))
         hit = layouts.get(key)
         if hit is None:
-            hit = layouts[key] = layout(mod, args)
-        meta, total = hit
+            hit = layouts[key] = layout(args)
+        meta, mod, total = hit
         mffi = mod.ffi
         base = mffi.new("char *[]", [mffi.from_buffer(a.buffer) + a.offset * 4 for a in args])
         cptr = [mffi.cast("char *", mffi.from_buffer(c.buffer)) + c.offset * 4 for c in cols]

@@ -5,7 +5,8 @@ dtype, where each call reads earlier results of the run with exactly the layout 
 (so a value can stay in a register). A result is written out only when something outside the run
 needs it (a later kernel, a host region, the function's results, a gradient); the others are never
 allocated on replay. The backend renders the kernel from the same expressions its unfused kernels
-come from (`compile_fused`), so a fused chain computes what the unfused one did, op for op.
+come from (`compile_fused`), so a fused chain computes what the unfused one did, op for op. A run
+that feeds a row op (softmax, a norm) fuses into it instead (row_fusion.py).
 """
 
 from __future__ import annotations
@@ -35,9 +36,11 @@ def fusable(c: Any) -> bool:
             and c.outs[0].dtype.is_floating and all(a.dtype == c.outs[0].dtype for a in c.ins))
 
 
-def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | None = None) -> list[Any]:
+def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | None = None,
+         rows: bool = True) -> list[Any]:
     """`items` with fusable runs replaced by fused Calls. `keep`: buffer ids that must be written out
-    (function results, gradients host regions or the caller see)."""
+    (function results, gradients host regions or the caller see). rows: also fuse a run into the row
+    op it feeds (row_fusion.py)."""
     readers: dict[int, set[int]] = {}
     for i, c in enumerate(items):
         if isinstance(c, Call):
@@ -49,7 +52,7 @@ def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | Non
         if fusable(c) and (not run or _extends(items, run, c)):
             run.append(i)
             continue
-        if run and row_fusion.fuse_into_row(items, run, i, readers, keep, fn_name, report, out):
+        if run and rows and row_fusion.fuse_into_row(items, run, i, readers, keep, fn_name, report, out):
             run = []
             continue
         _flush(items, run, readers, keep, fn_name, report, out)

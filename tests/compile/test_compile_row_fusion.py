@@ -224,7 +224,9 @@ def test_what_is_not_fused_stays_exact() -> None:
         for _ in range(3):
             np.testing.assert_array_equal(f(x).numpy(), fn(x).numpy())
         assert not any(n.startswith("fused_row") for n in _kernels(f)), _kernels(f)
-    off = rm.compile(lambda x: rm.softmax(x * 2.0, dim=-1).detach(), fuse=False)
+    off = rm.compile(lambda x: rm.softmax(x * 2.0 + 1.0, dim=-1).detach(), fuse=False)
+    apart = rm.compile(lambda x: rm.softmax(x * 2.0 + 1.0, dim=-1).detach(), fuse_rows=False)
     for _ in range(3):
-        off(x)
-    assert _kernels(off) == ["mul", "softmax"]
+        np.testing.assert_array_equal(off(x).numpy(), apart(x).numpy())
+    assert _kernels(off) == ["mul", "add", "softmax"]
+    assert _kernels(apart) == ["fused[mul,add]", "softmax"]
