@@ -25,10 +25,10 @@ from rumus_contracts.ops.row_ops import ROW_OPS, split_lets
 from rumus_contracts.ops.row_wgsl import _expr
 
 from .fused import MAX_BINDINGS, MAX_DIMS, _f32_bits, _step_fn
+from .layout import device_of
 from .shader_kernel import adapt
 
-_SMALL, _LARGE = 64, 256  # invocations per row: rows up to _LONG elements take the small workgroup
-_LONG = 2048
+_WG = 64  # invocations per workgroup, at least
 
 
 def _operand_base(k: int) -> int:
@@ -36,7 +36,9 @@ def _operand_base(k: int) -> int:
     return 3 + MAX_DIMS + k * (2 + MAX_DIMS)
 
 
-def render(program: FusedRowProgram, wg: int) -> str:
+def render(program: FusedRowProgram, t: int) -> str:
+    """The shader with `t` invocations per row (a power of two; several rows a workgroup when t < _WG)."""
+    wg = max(t, _WG)
     chain = program.chain
     if chain.dtype.name != "float32":
         raise Unsupported(f"fusion of {chain.dtype.name} chains into a row op on WebGPU")
@@ -71,8 +73,10 @@ def render(program: FusedRowProgram, wg: int) -> str:
             scope[name] = f"r_{name}"
         return out
 
-    body = ["    let row = wid.x + wid.y * nwg.x;", "    if (row >= word(0u)) { return; }",
-            "    let n = word(1u);", "    let nf = f32(n);", "    var rest = row;",
+    # a row past the last takes no element, but still meets every barrier of its workgroup
+    body = [f"    let row = (wid.x + wid.y * nwg.x) * {wg // t}u + lid / {t}u;", f"    let lane = lid % {t}u;",
+            "    let n = select(0u, word(1u), row < word(0u));", "    let nf = f32(n);",
+            "    var rest = min(row, word(0u) - 1u);",
             *(f"    var of{k} = word({_operand_base(k)}u);" for k in range(nops)),
             f"    for (var d = min(word(2u), {MAX_DIMS}u); d > 0u; d--) {{",
             "        let size = word(2u + d);", "        let q = rest % size;", "        rest = rest / size;",
@@ -83,15 +87,15 @@ def render(program: FusedRowProgram, wg: int) -> str:
         el = _expr(p.element, scope)
         fold = "acc + el" if p.reduce == "sum" else "select(acc, el, el > acc || el != el)"
         body += [f"    var acc{k} = {'0.0' if p.reduce == 'sum' else '-bitcast<f32>(0x7f800000u)'};",
-                 f"    for (var i = lid; i < n; i += {wg}u) {{",
+                 f"    for (var i = lane; i < n; i += {t}u) {{",
                  *("        " + s for s in element(k == 0)),
                  f"        let el = {el};", f"        let acc = acc{k};", f"        acc{k} = {fold};", "    }",
-                 f"    let r_{p.value} = reduce_{p.reduce}(lid, acc{k});"]
+                 f"    let r_{p.value} = reduce_{p.reduce}(lid, lane, acc{k});"]
         scope[p.value] = f"r_{p.value}"
         body += ["    " + s for s in lets(p.then)]
     body += ["    " + s for s in lets(op.finalize)]
     e = _expr(op.passes[-1].element, scope)
-    body += [f"    for (var i = lid; i < n; i += {wg}u) {{", *("        " + s for s in element(False)),
+    body += [f"    for (var i = lane; i < n; i += {t}u) {{", *("        " + s for s in element(False)),
              *(["        let ev = " + e + ";"] if op.uses_e() else []),
              f"        b0[of0 + i * st0] = {_expr(op.out, {**scope, 'e': 'ev'})};", "    }"]
     words = _operand_base(nops) + ncol
@@ -100,44 +104,51 @@ def render(program: FusedRowProgram, wg: int) -> str:
              *(f"@group(0) @binding({k}) var<storage, read> b{k}: array<f32>;" for k in range(n_out, nops + ncol)),
              f"@group(0) @binding({nops + ncol}) var<uniform> cfg: Cfg;",
              "fn word(i: u32) -> u32 { return cfg.w[i / 4u][i % 4u]; }",
-             *(HELPERS[h] for h in used), fns, f"var<workgroup> red: array<f32, {wg}>;", _REDUCE.format(wg=wg),
+             *(HELPERS[h] for h in used), fns,
+             *([f"var<workgroup> red: array<f32, {wg}>;", _REDUCE.format(t=t)] if t > 1 else [_ALONE]),
              f"@compute @workgroup_size({wg})",
              "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, "
              "@builtin(local_invocation_index) lid: u32) {", *body, "}"]
     return "\n".join(lines) + "\n"
 
 
-# a tree over workgroup memory; every invocation returns the row's value (NaN propagates through max)
+# a tree over the row's slots of workgroup memory; every invocation of the row returns the row's value
+# (NaN propagates through max)
 _REDUCE = """
-fn reduce_sum(lid: u32, v: f32) -> f32 {{
+fn reduce_sum(lid: u32, lane: u32, v: f32) -> f32 {{
     red[lid] = v;
     workgroupBarrier();
-    for (var h = {wg}u / 2u; h > 0u; h = h / 2u) {{
-        if (lid < h) {{
+    for (var h = {t}u / 2u; h > 0u; h = h / 2u) {{
+        if (lane < h) {{
             red[lid] = red[lid] + red[lid + h];
         }}
         workgroupBarrier();
     }}
-    let r = red[0];
+    let r = red[lid - lane];
     workgroupBarrier();
     return r;
 }}
 
-fn reduce_max(lid: u32, v: f32) -> f32 {{
+fn reduce_max(lid: u32, lane: u32, v: f32) -> f32 {{
     red[lid] = v;
     workgroupBarrier();
-    for (var h = {wg}u / 2u; h > 0u; h = h / 2u) {{
-        if (lid < h) {{
+    for (var h = {t}u / 2u; h > 0u; h = h / 2u) {{
+        if (lane < h) {{
             let a = red[lid];
             let b = red[lid + h];
             red[lid] = select(a, b, b > a || b != b);
         }}
         workgroupBarrier();
     }}
-    let r = red[0];
+    let r = red[lid - lane];
     workgroupBarrier();
     return r;
 }}
+"""
+# one invocation per row: its own value is the row's (no workgroup memory, no barrier)
+_ALONE = """
+fn reduce_sum(lid: u32, lane: u32, v: f32) -> f32 { return v; }
+fn reduce_max(lid: u32, lane: u32, v: f32) -> f32 { return v; }
 """
 
 
@@ -170,28 +181,51 @@ def _params(n_chain: int, outputs: Sequence[TensorArg], inputs: Sequence[TensorA
     return words + [0] * (-len(words) % 4)
 
 
-def _workgroups(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]
-                ) -> tuple[int, int, int]:
-    rows = 1
-    for size in outputs[0].shape[:-1]:
-        rows *= size
-    if 0 in outputs[0].shape:
-        return (0, 1, 1)
-    x = min(rows, 65535)
-    return (x, (rows + x - 1) // x, 1)
+def group_size(n: int, cpu: bool) -> int:
+    """Invocations per row of length n: about `_PER` elements each, at most 256; one on a CPU adapter
+    (lavapipe runs a workgroup's invocations as the SIMD lanes of one thread, where a barrier costs more
+    than the shared fold saves: measured with benchmarks/compile_row_fusion.py)."""
+    t = 1
+    while not cpu and t < 256 and t * _PER < n:
+        t *= 2
+    return t
+
+
+_PER = 16
 
 
 def compile_fused_row(program: FusedRowProgram) -> Kernel:
     """`WgpuBackend.compile_fused_row`: kernel([y, *chain outputs], [*chain inputs, *columns], {})."""
     n_chain = 1 + len(program.chain.outputs) + program.chain.n_inputs
+    render(program, 1)  # Unsupported now, not at the first call
+    kernels: dict[int, Kernel] = {}
+    state: dict[str, bool] = {}
 
     def params(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> list[int]:
         return _params(n_chain, outputs, inputs)
-    small = adapt(ShaderKernel("wgsl", render(program, _SMALL), "main", _workgroups, params))
-    large = adapt(ShaderKernel("wgsl", render(program, _LARGE), "main", _workgroups, params))
 
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         shape = outputs[0].shape
-        (large if shape and shape[-1] > _LONG else small)(outputs, inputs, attrs)
+        if 0 in shape:
+            return
+        cpu = state.get("cpu")
+        if cpu is None:
+            info = getattr(device_of(outputs, inputs).adapter, "info", {})
+            cpu = state["cpu"] = str(info.get("adapter_type", "")).lower() == "cpu"
+        t = group_size(shape[-1], cpu)
+        k = kernels.get(t)
+        if k is None:
+            per_wg = max(t, _WG) // t
+
+            def workgroups(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]
+                           ) -> tuple[int, int, int]:
+                rows = 1
+                for size in outputs[0].shape[:-1]:
+                    rows *= size
+                groups = (rows + per_wg - 1) // per_wg
+                x = min(groups, 65535)
+                return (x, (groups + x - 1) // x, 1)
+            k = kernels[t] = adapt(ShaderKernel("wgsl", render(program, t), "main", workgroups, params))
+        k(outputs, inputs, attrs)
 
     return kernel

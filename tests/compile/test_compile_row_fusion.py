@@ -230,3 +230,43 @@ def test_what_is_not_fused_stays_exact() -> None:
         np.testing.assert_array_equal(off(x).numpy(), apart(x).numpy())
     assert _kernels(off) == ["mul", "add", "softmax"]
     assert _kernels(apart) == ["fused[mul,add]", "softmax"]
+
+
+@pytest.mark.parametrize("group", [1, 4, 64, 256])
+def test_every_webgpu_row_group_size(device: str, group: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One invocation per row (what a CPU adapter gets) and groups of a workgroup's slots (a GPU's),
+    rows not filling the last workgroup."""
+    if device == "cpu":
+        pytest.skip("a WebGPU launch choice")
+    from rumus_wgpu import fused_rows
+    monkeypatch.setattr(fused_rows, "group_size", lambda n, cpu: group)
+    rng = np.random.default_rng(2)
+    x = rm.tensor(rng.standard_normal((3, 7, 130)).astype(np.float32), device=device)
+    r = rm.tensor(rng.standard_normal((7, 130)).astype(np.float32), device=device)
+    w = rm.tensor(rng.standard_normal(130).astype(np.float32), device=device)
+
+    def fn(x: rm.Tensor, r: rm.Tensor) -> tuple[rm.Tensor, rm.Tensor]:
+        with rm.no_grad():
+            return rm.log_softmax(x * 0.5 - r, dim=-1), F.layer_norm(x + r, (130,), w, w)
+    f = rm.compile(fn)
+    for _ in range(3):
+        for got, want in zip(f(x, r), fn(x, r)):
+            _same(got, want, device)
+    assert _kernels(f) == ["fused_row[mul,sub,log_softmax]", "fused_row[add,layer_norm]"]
+
+
+def test_nan_and_inf_rows_as_unfused(device: str) -> None:
+    a = np.random.default_rng(3).standard_normal((3, 9)).astype(np.float32)
+    a[1, 4], a[2, 2] = np.nan, np.inf
+    x = rm.tensor(a, device=device)
+
+    def fn(x: rm.Tensor) -> rm.Tensor:
+        with rm.no_grad():
+            return rm.softmax(x * 2.0, dim=-1)
+    f = rm.compile(fn)
+    for _ in range(3):
+        got, want = f(x).numpy(), fn(x).numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    assert np.isnan(got[1:]).all()
+    assert _kernels(f) == ["fused_row[mul,softmax]"]
