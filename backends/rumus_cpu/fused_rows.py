@@ -99,14 +99,18 @@ typedef struct {{
     const char *cols[2];
     const double *prm;
     int64_t nd, n;
+    volatile int failed; /* a scratch row could not be allocated: the caller raises */
 }} row_job;
 
 /* rows [r0, r1): each row's chain into the scratch, then the row op's row function over it */
 static void fused_rows(void *ctx, int64_t r0, int64_t r1) {{
-    const row_job *j = (const row_job *)ctx;
+    row_job *j = (row_job *)ctx;
     const int64_t nd = j->nd, *shape = j->meta + 1, *st = j->meta + 1 + nd;
     float *x = (float *)malloc((size_t)j->n * sizeof(float));
-    if (!x) return;
+    if (!x) {{
+        j->failed = 1;
+        return;
+    }}
     const char *const *cols = j->cols;
     (void)cols;
     int64_t s[{nops}];
@@ -131,14 +135,14 @@ static void fused_rows(void *ctx, int64_t r0, int64_t r1) {{
    contiguous); base: operand pointers; cols: the column operands; parallel, nt: as fused.py's */
 int rumus_fused_row(const int64_t *meta, char **base, const char **cols, const double *prm, uintptr_t parallel,
                     int nt) {{
-    row_job j = {{meta, base, {{cols[0], cols[1]}}, prm, meta[0], meta[meta[0]]}};
+    row_job j = {{meta, base, {{cols[0], cols[1]}}, prm, meta[0], meta[meta[0]], 0}};
     int64_t rows = 1;
     for (int64_t d = 0; d < j.nd - 1; d++) rows *= meta[1 + d];
     if (!parallel || nt <= 1 || rows <= 1)
         fused_rows(&j, 0, rows);
     else
         ((fused_parallel_fn)parallel)(nt, rows, fused_rows, &j);
-    return 0;
+    return j.failed;
 }}
 """
 
@@ -195,7 +199,8 @@ def compile_fused_row(program: FusedRowProgram) -> Kernel:
         cptr += [mffi.NULL] * (2 - ncol)
         nt = 1 if total < serial else int(lib.rumus_threads_for_grain(total, grain))
         prm = mffi.new("double[]", [*program.params, 0.0, 0.0])
-        mod.lib.rumus_fused_row(meta, base, mffi.new("const char *[]", cptr), prm, fused._POOL, nt)
+        if mod.lib.rumus_fused_row(meta, base, mffi.new("const char *[]", cptr), prm, fused._POOL, nt):
+            raise MemoryError(f"cpu fused {program.op}: no memory for a scratch row of {args[0].shape[-1]} floats")
 
     return kernel
 
