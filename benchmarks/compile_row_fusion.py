@@ -7,6 +7,8 @@ backward):
   layer_norm  layer_norm(x + residual)                  [B * T, d]
   rms_norm    rms_norm(x + residual)                    [B * T, d]
   ln train    layer_norm(x + residual), loss, backward  (x + residual written by the fused kernel)
+  transformer compile_steps.py's transformer training step (its residual adds fuse into the next
+              layer_norm; --small: its small one), each variant its own model and optimizer
 Columns: ms per call of rm.compile(fn) (chains fused into the row op), rm.compile(fn, fuse_rows=False)
 (the chain one fused elementwise kernel, then the row op), rm.compile(fn, fuse=False) (every kernel
 apart), and the fused call over the fuse_rows=False one (the median of the per-round ratios). Calls are timed
@@ -77,6 +79,11 @@ def _steps(device: str, small: bool) -> dict[str, tuple[Callable[..., Any], list
             "ln train": (ln_train, [rand(rows, d, grad=True), rand(rows, d)])}
 
 
+def _transformer(device: str, small: bool) -> dict[str, dict[str, Any]]:
+    import compile_steps
+    return {label: compile_steps.build("transformer", device, "cpu", small, **kw) for label, kw in VARIANTS.items()}
+
+
 def _kernels(f: Any) -> int:
     return int(f.stats()["kernels"])
 
@@ -112,6 +119,22 @@ def main() -> None:
         # the ratio within each round (the calls of one round see about the same machine load), median
         paired = statistics.median(a / b for a, b in zip(times["fused"], times["fuse_rows=False"]))
         rows.append((name, kernels, *(f"{ms[label]:.3f}" for label in compiled), f"{paired:.2f}"))
+    if not args.only or "transformer" in args.only.split(","):
+        built = _transformer(args.device, args.small)
+        calls = {label: b["compiled"] for label, b in built.items()}
+        for f in calls.values():
+            for _ in range(3):
+                f().item()
+        times = {label: [] for label in calls}
+        for _ in range(max(args.rounds // 3, 5)):
+            for label, f in calls.items():
+                t0 = time.perf_counter()
+                f().item()
+                times[label].append(time.perf_counter() - t0)
+        ms = {label: statistics.median(ts) * 1e3 for label, ts in times.items()}
+        paired = statistics.median(a / b for a, b in zip(times["fused"], times["fuse_rows=False"]))
+        kernels = "/".join(str(_kernels(b["compiled_fn"])) for b in built.values())
+        rows.append(("transformer", kernels, *(f"{ms[label]:.3f}" for label in calls), f"{paired:.2f}"))
     print(f"device {args.device}, {'small' if args.small else 'full'} shapes, {args.rounds} rounds, medians (ms)")
     print(table(rows, ("step", "kernels", *(f"{label} ms" for label in VARIANTS), "fused / fuse_rows=False")))
 
