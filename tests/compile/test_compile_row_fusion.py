@@ -177,10 +177,10 @@ def test_gradients_through_a_fused_attention_and_residual_norm_step(device: str)
 def test_finite_differences_of_a_fused_residual_norm() -> None:
     rng = np.random.default_rng(1)
     x0 = rng.standard_normal((3, 9))
-    r = rm.tensor(rng.standard_normal((3, 9)).astype(np.float32))
-    w = rm.tensor(rng.standard_normal(9).astype(np.float32))
-    up = rm.tensor(rng.standard_normal((3, 9)).astype(np.float32))
-    x = rm.tensor(x0.astype(np.float32), requires_grad=True)
+    r = rm.tensor(rng.standard_normal((3, 9)).astype(np.float32), device="cpu")
+    w = rm.tensor(rng.standard_normal(9).astype(np.float32), device="cpu")
+    up = rm.tensor(rng.standard_normal((3, 9)).astype(np.float32), device="cpu")
+    x = rm.tensor(x0.astype(np.float32), requires_grad=True, device="cpu")
 
     def step(x: rm.Tensor) -> rm.Tensor:
         x.grad = None
@@ -205,7 +205,7 @@ def test_finite_differences_of_a_fused_residual_norm() -> None:
 
 
 def test_long_rows_over_threads_and_unrenderable_heads() -> None:
-    x = rm.randn(64, 1031)
+    x = rm.randn(64, 1031, device="cpu")
     f = rm.compile(lambda x: rm.softmax(x.sin() * 3.0 - 1.0, dim=-1).detach())  # sin stays its own kernel
     for _ in range(3):
         np.testing.assert_array_equal(f(x).numpy(), rm.softmax(x.sin() * 3.0 - 1.0, dim=-1).numpy())
@@ -213,7 +213,7 @@ def test_long_rows_over_threads_and_unrenderable_heads() -> None:
 
 
 def test_what_is_not_fused_stays_exact() -> None:
-    x = rm.randn(6, 10)
+    x = rm.randn(6, 10, device="cpu")
     cases: list[Fn] = [
         lambda x: rm.softmax(x * 2.0, dim=0),  # not the last dim
         lambda x: rm.softmax((x * 2.0).transpose(0, 1), dim=-1),  # reads the chain through another view
