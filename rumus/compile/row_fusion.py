@@ -33,8 +33,8 @@ def row_call(c: Any) -> bool:
     x, cols = c.ins[0], c.ins[1:]
     if not x.shape or not x.dtype.is_floating or any(a.dtype != x.dtype for a in (*c.ins, *c.outs)):
         return False
-    if cols:  # a norm over the last dim only (weight of that length)
-        return all(a.shape == (x.shape[-1],) for a in cols)
+    if cols:  # a norm over the last dim only (weight of that length, contiguous as its schema makes it)
+        return all(a.shape == (x.shape[-1],) and a.strides == (1,) for a in cols)
     return int(c.attrs.get("dim", -1)) % len(x.shape) == len(x.shape) - 1
 
 

@@ -44,6 +44,10 @@ def device(device: str) -> str:
     return device
 
 
+def _strided(x: rm.Tensor, m: rm.Tensor) -> rm.Tensor:
+    return rm.softmax(x * 2.0 - m.transpose(0, 1), dim=-1)  # an operand strided along the row
+
+
 def _cases(device: str) -> list[tuple[str, Fn, list[rm.Tensor], list[np.ndarray]]]:
     rng = np.random.default_rng(0)
 
@@ -66,6 +70,7 @@ def _cases(device: str) -> list[tuple[str, Fn, list[rm.Tensor], list[np.ndarray]
     return [("softmax", _attention, [q, k, causal], [q.numpy(), k.numpy(), causal.numpy()]),
             ("softmax", _attention, [q, k, pad], [q.numpy(), k.numpy(), pad.numpy()]),
             ("log_softmax", ls, [t(7, 130)], []),
+            ("softmax", _strided, [t(4, 24, 24), t(24, 24)], []),
             ("layer_norm", ln, [xq, xr], []),
             ("rms_norm", rms, [xq, xr], [])]
 
@@ -76,6 +81,10 @@ def _reference(op: str, fn: Fn, args: list[rm.Tensor]) -> np.ndarray:
         s = a[0] @ np.swapaxes(a[1], -1, -2) * 0.125 + a[2]
         e = np.exp(s - s.max(-1, keepdims=True))
         return e / e.sum(-1, keepdims=True)
+    if fn is _strided:
+        s = a[0] * 2.0 - a[1].T
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
     if op == "log_softmax":
         s = a[0] / 0.7
         m = s.max(-1, keepdims=True)
@@ -83,7 +92,7 @@ def _reference(op: str, fn: Fn, args: list[rm.Tensor]) -> np.ndarray:
     raise AssertionError(op)
 
 
-@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("case", range(6))
 def test_a_chain_into_a_row_op_is_one_kernel_with_the_unfused_results(device: str, case: int) -> None:
     op, fn, args, _ = _cases(device)[case]
 
@@ -98,13 +107,14 @@ def test_a_chain_into_a_row_op_is_one_kernel_with_the_unfused_results(device: st
         _same(got, eager, device)
     names = _kernels(fused)
     assert any(n.startswith("fused_row[") and n.endswith(f",{op}]") for n in names), names
-    assert op not in names and len(names) == len(_kernels(unfused)) - (2 if fn is _attention else 1), names
+    chain_ops = 2 if fn in (_attention, _strided) else 1  # each one kernel less
+    assert op not in names and len(names) == len(_kernels(unfused)) - chain_ops, names
     if op in ("softmax", "log_softmax"):
         np.testing.assert_allclose(got.numpy(), _reference(op, fn, args), rtol=2e-5, atol=1e-6)
 
 
 def test_the_scaled_masked_scores_are_never_allocated(monkeypatch: pytest.MonkeyPatch) -> None:
-    _, fn, args, _ = _cases("cpu")[0]
+    _, fn, args, _ = _cases("cpu")[0]  # the causal mask
     f = rm.compile(lambda q, k, m: fn(q, k, m).detach())
     f(*args)
     f(*args)
@@ -122,7 +132,7 @@ def test_the_scaled_masked_scores_are_never_allocated(monkeypatch: pytest.Monkey
 
 
 def test_a_chain_value_read_elsewhere_is_written_by_the_fused_kernel(device: str) -> None:
-    _, _, (x, r), _ = _cases(device)[3]
+    _, _, (x, r), _ = _cases(device)[4]
     w = rm.tensor(np.linspace(0.5, 1.5, 37).astype(np.float32), device=device)
 
     def f(x: rm.Tensor, r: rm.Tensor) -> tuple[rm.Tensor, rm.Tensor]:
