@@ -85,7 +85,7 @@ def render(program: FusedRowProgram, t: int) -> str:
             *(f"    let st{k} = word({_operand_base(k) + 1}u);" for k in range(nops))]
     for k, p in enumerate(op.passes):
         el = _expr(p.element, scope)
-        fold = "acc + el" if p.reduce == "sum" else "select(acc, el, el > acc || el != el)"
+        fold = "acc + el" if p.reduce == "sum" else "select(acc, el, el > acc || is_nan(el))"
         body += [f"    var acc{k} = {'0.0' if p.reduce == 'sum' else '-bitcast<f32>(0x7f800000u)'};",
                  f"    for (var i = lane; i < n; i += {t}u) {{",
                  *("        " + s for s in element(k == 0)),
@@ -104,7 +104,7 @@ def render(program: FusedRowProgram, t: int) -> str:
              *(f"@group(0) @binding({k}) var<storage, read> b{k}: array<f32>;" for k in range(n_out, nops + ncol)),
              f"@group(0) @binding({nops + ncol}) var<uniform> cfg: Cfg;",
              "fn word(i: u32) -> u32 { return cfg.w[i / 4u][i % 4u]; }",
-             *(HELPERS[h] for h in used), fns,
+             *(HELPERS[h] for h in used), fns, _IS_NAN,
              *([f"var<workgroup> red: array<f32, {wg}>;", _REDUCE.format(t=t)] if t > 1 else [_ALONE]),
              f"@compute @workgroup_size({wg})",
              "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>, "
@@ -112,6 +112,10 @@ def render(program: FusedRowProgram, t: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+# WGSL leaves comparisons with NaN to the compiler: a NaN is told from its bits (as reduce.py does)
+_IS_NAN = """
+fn is_nan(v: f32) -> bool { return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u; }
+"""
 # a tree over the row's slots of workgroup memory; every invocation of the row returns the row's value
 # (NaN propagates through max)
 _REDUCE = """
@@ -136,7 +140,7 @@ fn reduce_max(lid: u32, lane: u32, v: f32) -> f32 {{
         if (lane < h) {{
             let a = red[lid];
             let b = red[lid + h];
-            red[lid] = select(a, b, b > a || b != b);
+            red[lid] = select(a, b, b > a || is_nan(b));
         }}
         workgroupBarrier();
     }}

@@ -266,17 +266,17 @@ def test_every_webgpu_row_group_size(device: str, group: int, monkeypatch: pytes
 
 
 def test_nan_and_inf_rows_as_unfused(device: str) -> None:
-    a = np.random.default_rng(3).standard_normal((3, 9)).astype(np.float32)
-    a[1, 4], a[2, 2] = np.nan, np.inf
+    a = np.random.default_rng(3).standard_normal((4, 9)).astype(np.float32)
+    a[1, 4], a[2, :], a[3, 2] = np.nan, -np.inf, np.inf  # a NaN, a fully masked row, an inf
     x = rm.tensor(a, device=device)
 
-    def fn(x: rm.Tensor) -> rm.Tensor:
+    def fn(x: rm.Tensor) -> tuple[rm.Tensor, rm.Tensor]:
         with rm.no_grad():
-            return rm.softmax(x * 2.0, dim=-1)
+            return rm.softmax(x * 2.0, dim=-1), rm.log_softmax(x + 1.0, dim=-1)
     f = rm.compile(fn)
     for _ in range(3):
-        got, want = f(x).numpy(), fn(x).numpy()
-        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
-        np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
-    assert np.isnan(got[1:]).all()
-    assert _kernels(f) == ["fused_row[mul,softmax]"]
+        for got, want in zip((t.numpy() for t in f(x)), (t.numpy() for t in fn(x))):
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+            assert np.isnan(got[1]).all()
+    assert _kernels(f) == ["fused_row[mul,softmax]", "fused_row[add,log_softmax]"]
