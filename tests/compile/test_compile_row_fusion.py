@@ -20,6 +20,8 @@ Fn = Callable[..., Any]
 
 
 def _kernels(f: Any) -> list[str]:
+    """The kernels of f's program, which has run as a replay (not only captured)."""
+    assert f.replays >= 1, "the compiled function never replayed"
     program = next(reversed(f._cache.values())).program
     assert program is not None
     return [s.label.split("(")[0] for s in program.items if isinstance(s, compiled_program.Step)]
@@ -105,6 +107,7 @@ def test_a_chain_into_a_row_op_is_one_kernel_with_the_unfused_results(device: st
         got, plain = fused(*args), unfused(*args)
         _same(got, plain, device)
         _same(got, eager, device)
+    assert fused.replays == unfused.replays == 1  # the third call replays
     names = _kernels(fused)
     assert any(n.startswith("fused_row[") and n.endswith(f",{op}]") for n in names), names
     chain_ops = 2 if fn in (_attention, _strided) else 1  # each one kernel less
@@ -158,10 +161,10 @@ def test_gradients_through_a_fused_attention_and_residual_norm_step(device: str)
     beta = rm.zeros(d, device=device, requires_grad=True)
     mask = rm.tensor(np.triu(np.full((t, t), -1e9, np.float32), 1), device=device)
     params = [wq, wk, gamma, beta]
+    opt = rm.optim.SGD(params, lr=0.0)  # its zero_grad: a host region, run again on every replay
 
     def step(x: rm.Tensor) -> rm.Tensor:
-        for p in params:
-            p.grad = None
+        opt.zero_grad()
         q, k = x @ wq, x @ wk
         att = rm.softmax(q @ k.transpose(-1, -2) * (d ** -0.5) + mask, dim=-1)
         h = F.layer_norm(att @ x + x, (d,), gamma, beta)
@@ -180,6 +183,7 @@ def test_gradients_through_a_fused_attention_and_residual_norm_step(device: str)
                 np.testing.assert_array_equal(p.grad.numpy(), want)
             else:
                 np.testing.assert_allclose(p.grad.numpy(), want, rtol=1e-4, atol=1e-4)
+    assert f.replays == 1
     names = _kernels(f)
     assert "fused_row[mul,add,softmax]" in names and "fused_row[add,layer_norm]" in names, names
 
@@ -191,16 +195,17 @@ def test_finite_differences_of_a_fused_residual_norm() -> None:
     w = rm.tensor(rng.standard_normal(9).astype(np.float32), device="cpu")
     up = rm.tensor(rng.standard_normal((3, 9)).astype(np.float32), device="cpu")
     x = rm.tensor(x0.astype(np.float32), requires_grad=True, device="cpu")
+    opt = rm.optim.SGD([x], lr=0.0)
 
     def step(x: rm.Tensor) -> rm.Tensor:
-        x.grad = None
+        opt.zero_grad()
         loss = (F.rms_norm(x * 2.0 + r, (9,), w) * up).sum()
         loss.backward()
         return loss
     f = rm.compile(step)
     for _ in range(3):
         f(x)
-    assert "fused_row[mul,add,rms_norm]" in _kernels(f)
+    assert "fused_row[mul,add,rms_norm]" in _kernels(f) and f.replays == 1
 
     def ref(xv: np.ndarray) -> float:
         h = xv * 2.0 + r.numpy().astype(np.float64)
