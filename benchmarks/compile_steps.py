@@ -120,7 +120,8 @@ def transformer(dev: str, tdev: str, small: bool) -> tuple[Any, Any, Any]:
             rm.optim.AdamW, c["lr"], WithPositions, positions)
 
 
-def build(name: str, dev: str, tdev: str, small: bool) -> dict[str, Any]:
+def build(name: str, dev: str, tdev: str, small: bool, **compile_kw: Any) -> dict[str, Any]:
+    """The steps of `name`; compile_kw: rm.compile's options for the compiled one."""
     import torch
     made = transformer(dev, tdev, small) if name == "transformer" else (mlp if name == "MLP" else cnn)(dev, tdev)
     tm, model, (x, y), loss, tloss, topt_cls, opt_cls, lr = made[:8]
@@ -151,7 +152,7 @@ def build(name: str, dev: str, tdev: str, small: bool) -> dict[str, Any]:
         lo.backward()
         topt.step()
         return lo
-    compiled = rm.compile(step)
+    compiled = rm.compile(step, **compile_kw)
     return {"eager": lambda: step(rx, ry), "compiled": lambda: compiled(rx, ry), "torch": tstep,
             "compiled_fn": compiled, "eager_kernels": lambda: eager_kernels(lambda: step(rx, ry))}
 

@@ -83,6 +83,11 @@ class CpuBackend:
         from .fused import compile_fused
         return compile_fused(program)
 
+    def compile_fused_row(self, program: Any) -> Kernel:
+        """rm.compile's optional port for a chain fused into a row op (rumus_contracts.backend.FusedRowProgram)."""
+        from .fused_rows import compile_fused_row
+        return compile_fused_row(program)
+
     def __repr__(self) -> str:
         return "CpuBackend()"
 

@@ -152,8 +152,12 @@ void rumus_fused(const int64_t *meta, char **base, uintptr_t parallel, int nt) {
 """
 
 
-def _load(source: str) -> Any:
-    """The compiled module for `source`: from the disk cache, or compiled now and stored there."""
+_CDEF = "void rumus_fused(const int64_t *meta, char **base, uintptr_t parallel, int nt);"
+
+
+def _load(source: str, cdef: str = _CDEF) -> Any:
+    """The compiled module for `source` (declaring `cdef`): from the disk cache, or compiled now and stored
+    there."""
     digest = hashlib.sha256((source + _headers_hash() + " ".join(FLAGS)).encode()).hexdigest()[:24]
     name = f"_rumus_fused_{digest}"
     folder = cache_dir()
@@ -161,7 +165,7 @@ def _load(source: str) -> Any:
     if not os.path.exists(path):
         os.makedirs(folder, exist_ok=True)
         builder = FFI()
-        builder.cdef("void rumus_fused(const int64_t *meta, char **base, uintptr_t parallel, int nt);")
+        builder.cdef(cdef)
         builder.set_source(name, source, include_dirs=[CSRC], extra_compile_args=FLAGS)
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             built = builder.compile(tmpdir=tmp, verbose=False)

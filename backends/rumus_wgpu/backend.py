@@ -146,6 +146,11 @@ class WgpuBackend:
         from .fused import compile_fused
         return compile_fused(program)
 
+    def compile_fused_row(self, program: Any) -> Kernel:
+        """rm.compile's optional port for a chain fused into a row op (rumus_contracts.backend.FusedRowProgram)."""
+        from .fused_rows import compile_fused_row
+        return compile_fused_row(program)
+
     def record_launches(self, device: Device) -> Any:
         """rm.compile's optional launch tape (recorder.LaunchTape): a kernel call's dispatches, replayable."""
         from .recorder import LaunchTape

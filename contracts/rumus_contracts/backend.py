@@ -129,3 +129,24 @@ class FusedProgram:
     n_inputs: int
     steps: tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]
     outputs: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class FusedRowProgram:
+    """An elementwise chain feeding a row op of the row-op table (rumus_contracts.ops.row_ops) along
+    the last dim, that `rm.compile` asks a backend to run as ONE kernel, through the optional backend
+    method ``compile_fused_row(program: FusedRowProgram) -> Kernel`` (absent: no such fusion there).
+
+    The row op's input x is the chain's last step: its element expression is the chain's, so x is never
+    stored unless `chain.outputs` names it (a later kernel reads it: a norm's backward reads its input).
+    chain   -- the elementwise part (a FusedProgram over the row op's input shape); its outputs are the
+               steps written out as well.
+    op      -- the row op (ROW_OPS key); params: its RowOp.params values, in the table's order.
+    The kernel is called as kernel([row output, *chain outputs], [*chain inputs, *column operands], {});
+    every chain operand has x's shape (broadcasts expanded, stride 0), columns are contiguous rows of the
+    last dim's length. A backend that cannot express it raises Unsupported and both stay unfused.
+    """
+
+    chain: FusedProgram
+    op: str
+    params: tuple[float, ...]

@@ -41,10 +41,12 @@ class _Entry:
 
 
 class Compiled:
-    def __init__(self, fn: Callable[..., Any], debug: bool = False, cache_size: int = 8, fuse: bool = True) -> None:
+    def __init__(self, fn: Callable[..., Any], debug: bool = False, cache_size: int = 8, fuse: bool = True,
+                 fuse_rows: bool = True) -> None:
         self.fn = fn
         self.debug = debug
         self.fuse = fuse
+        self.fuse_rows = fuse_rows
         self.cache_size = cache_size
         self.name = getattr(fn, "__qualname__", repr(fn))
         self._cache: OrderedDict[Hashable, _Entry] = OrderedDict()
@@ -97,7 +99,7 @@ class Compiled:
         _refuse_python_results(self.name, entry.out_tree)
         report: list[str] = []
         keep = _escaping(rec, outputs)
-        items = fuse(rec.items, keep, self.name, report) if self.fuse else rec.items
+        items = fuse(rec.items, keep, self.name, report, self.fuse_rows) if self.fuse else rec.items
         entry.program = Program(rec, tensors, outputs, seeds, items, keep, self.debug, self.tape)
         self.captures += 1
         if self.debug:
@@ -140,13 +142,15 @@ def _escaping(rec: Recorder, outputs: list[Any]) -> set[int]:
 
 
 def compile(fn: Callable[..., Any] | None = None, *, debug: bool = False, cache_size: int = 8,
-            fuse: bool = True) -> Any:
+            fuse: bool = True, fuse_rows: bool = True) -> Any:
     """Compile `fn` (a function of tensors, e.g. a whole training step); usable as `@rm.compile` or
-    `@rm.compile(debug=True)`. See the module docstring for what is captured and what is refused."""
+    `@rm.compile(debug=True)`. See the module docstring for what is captured and what is refused.
+    fuse=False runs every captured kernel as it was; fuse_rows=False fuses elementwise chains only, not
+    into the row ops they feed (row_fusion.py)."""
     if cache_size < 1:
         raise RumusError(f"rm.compile: cache_size must be >= 1, got {cache_size}")
     if fn is None:
-        return lambda f: Compiled(f, debug, cache_size, fuse)
+        return lambda f: Compiled(f, debug, cache_size, fuse, fuse_rows)
     if not callable(fn):
         raise RumusError(f"rm.compile expects a function, got {type(fn).__name__}")
-    return Compiled(fn, debug, cache_size, fuse)
+    return Compiled(fn, debug, cache_size, fuse, fuse_rows)

@@ -5,12 +5,14 @@ dtype, where each call reads earlier results of the run with exactly the layout 
 (so a value can stay in a register). A result is written out only when something outside the run
 needs it (a later kernel, a host region, the function's results, a gradient); the others are never
 allocated on replay. The backend renders the kernel from the same expressions its unfused kernels
-come from (`compile_fused`), so a fused chain computes what the unfused one did, op for op.
+come from (`compile_fused`), so a fused chain computes what the unfused one did, op for op. A run
+that feeds a row op (softmax, a norm) fuses into it instead (row_fusion.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rumus_contracts import KernelNotFound, RumusError, TensorArg
@@ -18,6 +20,7 @@ from rumus_contracts.backend import FusedProgram
 from rumus_contracts.ops.expr_lang import Unsupported
 from rumus_contracts.ops.expressions import all_kernels
 
+from . import row_fusion
 from .capture import Call
 
 _TABLE = all_kernels()
@@ -33,9 +36,11 @@ def fusable(c: Any) -> bool:
             and c.outs[0].dtype.is_floating and all(a.dtype == c.outs[0].dtype for a in c.ins))
 
 
-def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | None = None) -> list[Any]:
+def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | None = None,
+         rows: bool = True) -> list[Any]:
     """`items` with fusable runs replaced by fused Calls. `keep`: buffer ids that must be written out
-    (function results, gradients host regions or the caller see)."""
+    (function results, gradients host regions or the caller see). rows: also fuse a run into the row
+    op it feeds (row_fusion.py)."""
     readers: dict[int, set[int]] = {}
     for i, c in enumerate(items):
         if isinstance(c, Call):
@@ -46,6 +51,9 @@ def fuse(items: list[Any], keep: set[int], fn_name: str, report: list[str] | Non
     for i, c in enumerate(items):
         if fusable(c) and (not run or _extends(items, run, c)):
             run.append(i)
+            continue
+        if run and rows and row_fusion.fuse_into_row(items, run, i, readers, keep, fn_name, report, out):
+            run = []
             continue
         _flush(items, run, readers, keep, fn_name, report, out)
         run = [i] if fusable(c) else []
@@ -117,11 +125,30 @@ def _extends(items: list[Any], run: list[int], c: Call) -> bool:
     return True
 
 
-def _fuse_run(items: list[Any], run: list[int], readers: dict[int, set[int]], keep: set[int], fn_name: str,
-              report: list[str] | None) -> Call | None:
+@dataclass
+class Chain:
+    """A run as a FusedProgram's parts: its operands from outside, its steps, the steps written out."""
+
+    calls: list[Call]
+    inputs: list[TensorArg]
+    steps: tuple[tuple[str, tuple[int, ...], tuple[float, ...]], ...]
+    written: list[int]
+    step_of: dict[int, int]  # buffer id -> step that wrote it
+
+    def program(self) -> FusedProgram:
+        return FusedProgram(self.calls[0].outs[0].dtype, len(self.inputs), self.steps, tuple(self.written))
+
+    def reads(self, more: Sequence[Any] = ()) -> list[Any]:
+        """Storages read from outside the chain (by its calls, and by `more` calls fused with it)."""
+        return _dedup([s for c in [*self.calls, *more] for s in c.reads if id(s.buffer) not in self.step_of])
+
+
+def chain(items: list[Any], run: list[int], readers: dict[int, set[int]], keep: set[int],
+          members: set[int], last_written: bool) -> Chain:
+    """The run's chain. A step is written out when a kernel outside `members` reads it or it is kept
+    (and the last one always, if `last_written`)."""
     calls: list[Call] = [items[i] for i in run]
-    members = set(run)
-    step_of: dict[int, int] = {}  # buffer id -> step that wrote it
+    step_of: dict[int, int] = {}
     inputs: list[TensorArg] = []
     input_of: dict[tuple[Any, ...], int] = {}
     raw_steps: list[tuple[str, list[tuple[bool, int]], tuple[float, ...]]] = []
@@ -144,10 +171,16 @@ def _fuse_run(items: list[Any], run: list[int], readers: dict[int, set[int]], ke
     steps = tuple((name, tuple(r + n_in if is_step else r for is_step, r in refs), params)
                   for name, refs, params in raw_steps)
     written = [k for k, c in enumerate(calls)
-               if k == len(calls) - 1 or id(c.outs[0].buffer) in keep
+               if (last_written and k == len(calls) - 1) or id(c.outs[0].buffer) in keep
                or readers.get(id(c.outs[0].buffer), set()) - members]
-    dtype = calls[0].outs[0].dtype
-    program = FusedProgram(dtype, n_in, steps, tuple(written))
+    return Chain(calls, inputs, steps, written, step_of)
+
+
+def _fuse_run(items: list[Any], run: list[int], readers: dict[int, set[int]], keep: set[int], fn_name: str,
+              report: list[str] | None) -> Call | None:
+    ch = chain(items, run, readers, keep, set(run), True)
+    calls, written = ch.calls, ch.written
+    program = ch.program()
     backend = calls[0].writes[0].backend
     compile_fused = getattr(backend, "compile_fused", None)
     if compile_fused is None:
@@ -164,11 +197,10 @@ def _fuse_run(items: list[Any], run: list[int], readers: dict[int, set[int]], ke
     outs = [calls[k].outs[0] for k in written]
     name = "fused[" + ",".join(c.name for c in calls) + "]"
     if report is not None:
-        report.append(f"  {name}: {len(calls)} ops -> 1 kernel, {n_in} inputs, {len(outs)} outputs "
+        report.append(f"  {name}: {len(calls)} ops -> 1 kernel, {len(ch.inputs)} inputs, {len(outs)} outputs "
                       f"written, {len(calls) - len(outs)} intermediates never allocated")
-    reads = _dedup([s for c in calls for s in c.reads if id(s.buffer) not in step_of])
     writes = [calls[k].writes[0] for k in written]
-    return Call(name, calls[0].schema, kernel, outs, inputs, {}, reads, writes, False)
+    return Call(name, calls[0].schema, kernel, outs, ch.inputs, {}, ch.reads(), writes, False)
 
 
 def _dedup(storages: Sequence[Any]) -> list[Any]:
