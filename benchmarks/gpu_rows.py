@@ -12,15 +12,15 @@ the host's time to record one launch (a row whose ms is about its host ms is bou
 
     python benchmarks/gpu_rows.py                       # H200: rumus wgpu vs torch CUDA (fp32)
     python benchmarks/gpu_rows.py --small --no-torch    # a smoke run on lavapipe
-    python benchmarks/gpu_rows.py --only ops plans --shapes 64x32000 64x32001    # some shapes, A/B plans
+    python benchmarks/gpu_rows.py --only ops plans --shapes 64x32000 64x32001    # some shapes, A/B splits
 
 Tables:
 1. ops: forward (no_grad) softmax / log_softmax over [rows, C] for C from 1k to 1M, ms and GB/s (the
    bytes an op must move: read x, write y), torch's figure beside, and forward+backward of
    cross-entropy, softmax and layer norm at the LM's sizes.
-2. plans: softmax / log_softmax under each row plan of backends/rumus_wgpu/row_plan.py in one run
-   (RUMUS_WGPU_ROW_PLAN=old, the new default, the new one without splits and with twice the split
-   target), each cell ms / GB/s (splits, unroll), the old / new time ratio last (> 1: the new is faster).
+2. plans: softmax / log_softmax under the row plan of backends/rumus_wgpu/row_plan.py with its split
+   target at the default, 0 (never split) and twice the default (RUMUS_WGPU_ROW_SPLIT_WORKGROUPS), in one
+   run, each cell ms / GB/s (splits, unroll), the no-split / default time ratio last (> 1: splitting pays).
 3. paths: the same kernel with subgroup merges (default where the adapter has them), with the
    workgroup-memory merge (RUMUS_WGPU_NO_SUBGROUPS=1) and with scalar loads (RUMUS_WGPU_NOVEC=1).
 4. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
@@ -40,7 +40,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -120,16 +120,16 @@ class Rumus:
         from rumus_wgpu import softmax as S
         from rumus_wgpu.layout import grid, new_buffer
         from rumus_wgpu.reduce import Rows
-        from rumus_wgpu.row_plan import env_plan, group_for
+        from rumus_wgpu.row_plan import UNROLL, group_for
 
         gdev = self.backend.device(self.dev)
         sg = S.use_subgroups(gdev)
 
         def kernel(name: str, mode: str, old: bool) -> Callable[[Any, Any, int, int], None]:
             def build() -> str:
-                src = S.softmax_source("softmax", "f32", True, mode, sg, 1 if old or env_plan() == "old" else 4)
+                src = S.softmax_source("softmax", "f32", True, mode, sg, 1 if old else UNROLL)
                 return src.replace(NEW_FOLD_CALL, OLD_FOLD_CALL) + OLD_FOLD if old else src
-            prog = gdev.programs.get(("probe", name, sg, env_plan()), build)
+            prog = gdev.programs.get(("probe", name, sg), build)
 
             def launch(x: Any, out: Any, rows: int, c: int) -> None:
                 xa = TensorArg(x._storage.buffer, (rows, c), (c, 1), 0, x.dtype)
@@ -288,10 +288,15 @@ def kernels_table(r: Rumus, rb: LaunchBatches, t: Torch | None, small: bool) -> 
 
 
 @contextlib.contextmanager
-def _env(env: dict[str, str]) -> Iterator[None]:
-    """The process environment with `env` set, restored afterwards (the backend reads its switches per launch)."""
+def _env(env: Mapping[str, str | None]) -> Iterator[None]:
+    """The process environment with `env` set (None: unset), restored afterwards (the backend reads its
+    switches per launch)."""
     saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
@@ -302,15 +307,15 @@ def _env(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-# the row plans of backends/rumus_wgpu/row_plan.py, A/B in one run: last session's, the new one, and the
-# new one never splitting a row / aiming its splits at twice the workgroups
-PLANS = {"old": {"RUMUS_WGPU_ROW_PLAN": "old"}, "new": {"RUMUS_WGPU_ROW_PLAN": "new"},
-         "new, no split": {"RUMUS_WGPU_ROW_PLAN": "new", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"},
-         "new, split 2048": {"RUMUS_WGPU_ROW_PLAN": "new", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "2048"}}
+# the row plan of backends/rumus_wgpu/row_plan.py, A/B in one run: its split target at the default, never
+# splitting a row, and aiming its splits at twice the workgroups
+PLANS = {"default": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": None}, "no split": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"},
+         "split 2048": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "2048"}}
 
 
 def plans_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> str:
-    """forward softmax / log_softmax under each row plan (GPU ms per launch and GB/s), old / new ratio last."""
+    """forward softmax / log_softmax under each split target (GPU ms per launch and GB/s), no-split / default
+    ratio last."""
     from rumus_wgpu.row_plan import plan_rows
 
     rows = []
@@ -327,9 +332,9 @@ def plans_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> s
                 ms.append(_seconds(t))
                 cells.append(f"{ms[-1] * 1e3:.4f} / {_gbs(8 * shape[0] * shape[1], ms[-1])} "
                              f"(z{p.splits} u{p.unroll})")
-            cells.append(f"{ms[0] / ms[1]:.2f}" if ms[1] > 0 else "-")
+            cells.append(f"{ms[1] / ms[0]:.2f}" if ms[0] > 0 else "-")
             rows.append(tuple(cells))
-    return table(rows, ("op", "shape", *(f"{k}: ms / GB/s (splits, unroll)" for k in PLANS), "old / new"))
+    return table(rows, ("op", "shape", *(f"{k}: ms / GB/s (splits, unroll)" for k in PLANS), "no split / default"))
 
 
 def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]], small: bool) -> str:

@@ -268,8 +268,8 @@ def launch(dev: Any, op: str, out: TensorArg, x: TensorArg, y: TensorArg | None,
            and all(s % 4 == 0 for s in rows.kout) and rows.in1_delta % 4 == 0)
     plan = plan_for(dev, rows, 4 if vec else 1)
     # contiguous rows that vec4 does not fit (an odd length, an offset view): the fold pass reads their
-    # aligned body as vec4 (the new plan), so the plan is sized for vec4 loads
-    aligned = (not vec and plan.unroll > 1 and not config.flag("RUMUS_WGPU_NOVEC") and rows.rstr == [1]
+    # aligned body as vec4, so the plan is sized for vec4 loads
+    aligned = (not vec and not config.flag("RUMUS_WGPU_NOVEC") and rows.rstr == [1]
                and rows.rlen >= ALIGNED_MIN and x.dtype.name in ("float32", "float16") and rows.in1_delta % 4 == 0)
     if aligned:
         plan = plan_for(dev, rows, 4)
