@@ -23,10 +23,12 @@ Tables:
    run, each cell ms / GB/s (splits, unroll), the no-split / default time ratio last (> 1: splitting pays).
 3. paths: the same kernel with subgroup merges (default where the adapter has them), with the
    workgroup-memory merge (RUMUS_WGPU_NO_SUBGROUPS=1) and with scalar loads (RUMUS_WGPU_NOVEC=1).
-4. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
+4. norms: layer_norm / rms_norm forward and forward + backward over [rows, C] (GB/s: the bytes an op must
+   move), torch's beside.
+5. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
    dim 0 of [4096, N]), the head-split strided copy (.contiguous() of [4, 1024, 16, 64] transposed),
    and cross-entropy forward+backward with class weights and label smoothing (GB/s: the bytes moved).
-5. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
+6. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
    `stats` (read the rows once, merge, one pair per row), `full` (the softmax kernel), and the same two
    with last session's per-element online fold (`*_online`: the select/exp chain of each element
    feeding the next). Their ms per size shows which part grows faster than the bytes.
@@ -254,6 +256,44 @@ def training_table(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, s
     return table(rows, _header(("fwd+bwd", "shape"), r, t))
 
 
+NORM_SHAPES = [(4096, 1024), (16384, 768), (64, 8192), (4096, 1001), (8, 65536)]
+SMALL_NORM_SHAPES = [(256, 256), (64, 1024), (64, 1001), (2, 16384)]
+
+
+def norms_table(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, small: bool) -> str:
+    """layer_norm / rms_norm forward (no_grad; bytes: read x, write y) and forward + backward (bytes:
+    read x, y and g twice, write gx) over [rows, C] with weights (and layer norm's bias)."""
+    rows = []
+    for shape in SMALL_NORM_SHAPES if small else NORM_SHAPES:
+        numel = shape[0] * shape[1]
+        for name in ("layer_norm", "rms_norm"):
+            for train in (False, True):
+                steps = []
+                for lib, side in ((r.rm if r else None, r), (t.torch if t else None, t)):
+                    if lib is None or side is None:
+                        steps.append(None)
+                        continue
+                    F = lib.nn.functional
+                    x, g = side.tensor(shape, train), side.tensor(shape)
+                    w, b = side.tensor(shape[1:], train), side.tensor(shape[1:], train)
+
+                    def step(F: Any = F, x: Any = x, g: Any = g, w: Any = w, b: Any = b, lib: Any = lib) -> object:
+                        def y() -> Any:
+                            return (F.layer_norm(x, shape[1:], w, b) if name == "layer_norm"
+                                    else F.rms_norm(x, shape[1:], w, eps=1e-6))
+                        if not train:
+                            with lib.no_grad():
+                                return y()
+                        x.grad = w.grad = b.grad = None
+                        y().backward(g)
+                        return None
+                    steps.append(step)
+                nbytes = (5 if train else 2) * 4 * numel
+                rows.append((name + (" fwd+bwd" if train else ""), f"[{shape[0]}, {shape[1]}]",
+                             *_compare(r, rb, t, steps[0], steps[1], nbytes, 4 * numel)))
+    return table(rows, _header(("op", "shape"), r, t))
+
+
 def kernels_table(r: Rumus, rb: LaunchBatches, t: Torch | None, small: bool) -> str:
     """Column sums, the head-split strided copy and weighted, smoothed cross-entropy (GB/s: bytes moved)."""
     n = 256 if small else 4096
@@ -427,7 +467,8 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cuda")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--reps", type=int, default=5, help="timed batches per row (the median is shown)")
-    ap.add_argument("--only", nargs="*", default=["ops", "plans", "training", "kernels", "sdpa", "paths", "probes"])
+    ap.add_argument("--only", nargs="*",
+                    default=["ops", "plans", "training", "norms", "kernels", "sdpa", "paths", "probes"])
     ap.add_argument("--shapes", nargs="*", default=None, metavar="ROWSxC",
                     help="only these [rows, C] shapes in the ops / plans / paths / probes tables, e.g. 64x32000")
     args = ap.parse_args()
@@ -462,6 +503,8 @@ def main() -> None:
         print("\n## row plans, A/B (forward, GPU ms per launch)\n" + plans_table(r, rb, shapes), flush=True)
     if "training" in args.only:
         print("\n## forward + backward\n" + training_table(r, rb, t, args.small), flush=True)
+    if "norms" in args.only:
+        print("\n## layer / RMS norm\n" + norms_table(r, rb, t, args.small), flush=True)
     if "kernels" in args.only:
         print("\n## column sums, strided copy, cross-entropy\n" + kernels_table(r, rb, t, args.small), flush=True)
     if "sdpa" in args.only:
