@@ -183,16 +183,18 @@ def row_shader(op: str | RowOp, keep: tuple[str, ...] = ()) -> RowShader:
 
 # The norms' dx as row ops (inputs: the incoming grad g, then x; the weight a column operand), for the
 # WebGPU backward ops until the table holds entries of these names (nn_norm.py takes the table's first).
-# With xhat = (x - mean) * rstd: dx = rstd * (g * w - mean(g * w) - xhat * mean(g * w * xhat)); RMS norm
-# has mean 0 and no mean(g * w) term. The statistics are the forward's (two walks: no cancellation).
+# With xhat = (x - mean) * rstd: dx = rstd * (g * w - mean(g * w) - xhat * mean(g * w * xhat)), the
+# last sum taken as rstd * sum(g * w * (x - mean)) (centred: no cancellation), so the passes pair up in
+# two walks: (sum g * w, sum x), then (the centred squares, sum g * w * (x - mean)). RMS norm has mean 0
+# and no mean(g * w) term: one walk.
 NORM_DX: dict[str, RowOp] = {
     "layer_norm_backward": RowOp(
-        ("g", "x"), (Pass("s1", "sum", "x", then="mean = s1 / n"),
-                     Pass("ss", "sum", "(x - mean) * (x - mean)", then="rstd = 1 / sqrt(ss / n + eps)"),
-                     Pass("sgw", "sum", "g * w"), Pass("sgwx", "sum", "g * w * ((x - mean) * rstd)")),
-        "", "rstd * (g * w - sgw / n - (x - mean) * rstd * (sgwx / n))", columns=("w",), params=(("eps", 1e-5),)),
+        ("g", "x"), (Pass("sgw", "sum", "g * w"), Pass("s1", "sum", "x", then="mean = s1 / n"),
+                     Pass("ss", "sum", "(x - mean) * (x - mean)"), Pass("sgx", "sum", "g * w * (x - mean)")),
+        "rstd = 1 / sqrt(ss / n + eps)", "rstd * (g * w - sgw / n - (x - mean) * rstd * (rstd * sgx / n))",
+        columns=("w",), params=(("eps", 1e-5),)),
     "rms_norm_backward": RowOp(
-        ("g", "x"), (Pass("ss", "sum", "x * x", then="rstd = 1 / sqrt(ss / n + eps)"),
-                     Pass("sgwx", "sum", "g * w * (x * rstd)")),
-        "", "rstd * (g * w - x * rstd * (sgwx / n))", columns=("w",), params=(("eps", 1e-6),)),
+        ("g", "x"), (Pass("ss", "sum", "x * x"), Pass("sgx", "sum", "g * w * x")),
+        "rstd = 1 / sqrt(ss / n + eps)", "rstd * (g * w - x * rstd * (rstd * sgx / n))",
+        columns=("w",), params=(("eps", 1e-6),)),
 }
