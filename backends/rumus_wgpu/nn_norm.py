@@ -26,7 +26,7 @@ from rumus_contracts.ops.row_wgsl import NORM_DX, row_shader
 from .layout import dealias, device_of, new_buffer
 from .nn_common import dispatch
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
-from .softmax import launch
+from .softmax import launch, layouts, planned
 
 CENTRED, BIAS, TRAINING = 1, 2, 4
 GROUP = ("row_group",)  # the group kernels' shared entry (shaders/row_group.wgsl)
@@ -156,9 +156,11 @@ def _rows_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], at
 
     def rows_of(a: TensorArg) -> TensorArg:
         return TensorArg(a.buffer, shape, strides, a.offset, a.dtype)
-    launch(dev, op, rows_of(gx), rows_of(g), rows_of(x), 1, [TensorArg(w.buffer, (rows.length,), (1,), w.offset,
-                                                                         w.dtype)],
-           [float(attrs["eps"])], keep, stats)
+    eps = float(attrs["eps"])
+    planned(dev, (name, *layouts(gx, g, x, w), eps),
+            lambda: launch(dev, op, rows_of(gx), rows_of(g), rows_of(x), 1,
+                           [TensorArg(w.buffer, (rows.length,), (1,), w.offset, w.dtype)], [eps], keep, stats),
+            gx.buffer, g.buffer, x.buffer, [w.buffer, stats])
     bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
     rows.param_columns(dev, gw, bias, gb is not None, g, x, stats)
 

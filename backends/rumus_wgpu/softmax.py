@@ -1,12 +1,14 @@
-"""The row ops of the row-op table (softmax, log_softmax and their backward) along one dim:
-shaders/softmax.wgsl over the row machinery of reduce.py, its folds, finish and stores rendered from
-rumus_contracts/ops/row_ops.py (row_wgsl.py).
+"""The row ops of the row-op table (softmax, log_softmax and their backward, layer / RMS norm; the norms'
+gx for nn_norm.py) along one dim: shaders/softmax.wgsl over the row machinery of reduce.py, its walks,
+merges, finish and stores rendered from rumus_contracts/ops/row_ops.py (row_wgsl.py). An op walks the
+row once per group of its passes (row_wgsl.Walk), then once more to store; column operands (a norm's
+weight and bias) are read at the element's place in the row, params come through the uniform.
 
 The launch plan (row_plan.py) spreads every row length over the whole GPU: a group of invocations per
 row sized for about four loads each (short rows pack many per workgroup, long rows get a whole one),
 the loads of a step issued together, vec4 loads and stores on contiguous 4-aligned rows (other contiguous
 rows fold their aligned body as vec4), and a long row among few rows split into chunks over grid z (a
-partial (max, sum) per chunk, then a pass that merges them and writes each chunk). The group's merge
+partial pair per chunk, then a pass that merges them and writes each chunk; ops of one walk only). The group's merge
 uses subgroup operations where the device has the `subgroup` feature, workgroup memory otherwise
 (RUMUS_WGPU_NO_SUBGROUPS=1 forces the latter).
 """
@@ -14,7 +16,7 @@ uses subgroup operations where the device has the `subgroup` feature, workgroup 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import RumusError, TensorArg, config
@@ -23,9 +25,9 @@ from rumus_contracts.ops.expr_lang import Unsupported
 from rumus_contracts.ops.row_ops import ROW_OPS, RowOp
 from rumus_contracts.ops.row_wgsl import PARAM_FIELDS, RowShader, Walk, row_shader
 
-from .layout import dealias, device_of, grid, new_buffer
+from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer, remember
 from .pipelines import render
-from .reduce import Rows, cached, vec_rows
+from .reduce import NO_SUBGROUPS, Rows, cached, vec_rows
 from .row_plan import RowPlan, plan_key, plan_rows
 
 ALIGNED_MIN = 64  # contiguous rows this long read their 4-aligned body as vec4 (a vec4 view needs 16 bytes)
@@ -296,7 +298,7 @@ def launch(dev: Any, op: str | RowOp, out: TensorArg, x: TensorArg, y: TensorArg
     place in the row; params: its parameters' values; keep: per-row expressions stored as f32 into the
     buffer `kept`, len(keep) per row in row order). Ops over [out, x] alone return what `cached` keeps:
     (program, uniform, grid) when it was one dispatch, else a replay(out buffer, x buffer) of the launch;
-    the others None."""
+    the others replay(out, x, y, tail) (`planned`)."""
     sh = _shader(op, keep)
     if not x.shape:  # a 0-d tensor is a row of one element
         x = TensorArg(x.buffer, (1,), (1,), x.offset, x.dtype)
@@ -344,22 +346,41 @@ def launch(dev: Any, op: str | RowOp, out: TensorArg, x: TensorArg, y: TensorArg
     passes = [program("single")] if splits == 1 else [program("partial"), program("final")]
     cols = [c.buffer for c in columns] + ([kept] if keep else [])
 
-    def replay(ob: Any, xb: Any, yb: Any = None) -> None:
-        """Record the launch on these buffers (`cached` replays it for the same layouts)."""
+    def replay(ob: Any, xb: Any, yb: Any = None, tail: Sequence[Any] | None = None) -> None:
+        """Record the launch on these buffers (`cached` and `planned` replay it for the same layouts); tail:
+        the column operands' buffers and `kept`, where they differ from the first launch's."""
         ins = [xb] + ([yb] if yb is not None else [])
+        cols_ = cols if tail is None else list(tail)
         views = ins if aligned else []  # an aligned fold pass binds the inputs again as vec4
         if splits == 1:
-            dev.recorder.dispatch(passes[0], [ob, *ins, *views, *cols], data, (gx, gy, 1))
+            dev.recorder.dispatch(passes[0], [ob, *ins, *views, *cols_], data, (gx, gy, 1))
             return
         parts = new_buffer(dev, rows.rows * splits * 8, "softmax partials")
-        dev.recorder.dispatch(passes[0], [ob, *ins, parts, *views, *cols], data, (gx, gy, splits))
-        dev.recorder.dispatch(passes[1], [ob, *ins, parts, *cols], data, (gx, gy, splits))
+        dev.recorder.dispatch(passes[0], [ob, *ins, parts, *views, *cols_], data, (gx, gy, splits))
+        dev.recorder.dispatch(passes[1], [ob, *ins, parts, *cols_], data, (gx, gy, splits))
     replay(out.buffer, x.buffer, y.buffer if y is not None else None)
     if y is not None or columns or keep:
-        return None
+        return replay
     if splits == 1 and not aligned:
         return passes[0], data, (gx, gy, 1)
     return replay
+
+
+def planned(dev: Any, key: Hashable, first: Callable[[], Any], *buffers: Any) -> None:
+    """Replay the launch cached for `key` (the operands' layouts, attrs and the switches: see `layouts`) on
+    these buffers (out, x, y, tail: launch's replay), or record `first()` (a launch returning its replay)
+    and keep it: the launches of a training loop's layouts skip the planning on the host."""
+    hit = dev.launch_plans.get(key)
+    if hit is not None:
+        hit(*buffers)
+        return
+    remember(dev.launch_plans, key, first())
+
+
+def layouts(*args: TensorArg) -> tuple[Any, ...]:
+    """What a cached row launch depends on besides its attrs: the operands' layouts and the switches."""
+    return (*((a.shape, a.strides, a.offset, a.dtype) for a in args), env_set(NOVEC), env_set(NO_SUBGROUPS),
+            plan_key())
 
 
 def softmax_kernel(op: str) -> Any:
@@ -397,10 +418,12 @@ def columns_kernel(op: str) -> Any:
                 raise RumusError(f"wgpu {op}: its operands are contiguous (the schema says so), got strides "
                                  f"{a.strides} for shape {a.shape}")
         shape, strides = (x.numel // n, n), (n, 1)
-        launch(dev, op, TensorArg(out.buffer, shape, strides, out.offset, out.dtype),
-               TensorArg(x.buffer, shape, strides, x.offset, x.dtype), None, 1,
-               [TensorArg(c.buffer, (n,), (1,), c.offset, c.dtype) for c in cols],
-               [float(attrs.get(name, default)) for name, default in params])
+        values = [float(attrs.get(name, default)) for name, default in params]
+        planned(dev, (op, *layouts(out, x, *cols), *values),
+                lambda: launch(dev, op, TensorArg(out.buffer, shape, strides, out.offset, out.dtype),
+                               TensorArg(x.buffer, shape, strides, x.offset, x.dtype), None, 1,
+                               [TensorArg(c.buffer, (n,), (1,), c.offset, c.dtype) for c in cols], values),
+                out.buffer, x.buffer, None, [c.buffer for c in cols])
     return kernel
 
 
