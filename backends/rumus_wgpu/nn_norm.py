@@ -15,10 +15,11 @@ elementwise. Inputs are contiguous (the schemas say so), with offsets.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import TensorArg
+from rumus_contracts import RumusError, TensorArg
 from rumus_contracts.ops.expr_lang import Unsupported
 from rumus_contracts.ops.row_ops import ROW_OPS, RowOp, split_lets
 from rumus_contracts.ops.row_wgsl import NORM_DX, row_shader
@@ -123,6 +124,7 @@ def _keep(op: RowOp) -> tuple[str, str] | None:
     return ("mean" if "mean" in names else "0.0", "rstd") if "rstd" in names else None
 
 
+@functools.cache
 def dx_op(name: str) -> RowOp:
     """The row op of norm backward `name`'s gx: the table's entry where it holds one of the shape the
     kernel runs (inputs g and x, the weight its column operand), else row_wgsl.NORM_DX's."""
@@ -150,7 +152,8 @@ def _rows_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], at
     rows = _trailing_rows(x, w)
     op = dx_op(name)
     keep = _keep(op)
-    assert keep is not None  # dx_op returns an op that names its rstd
+    if keep is None:
+        raise RumusError(f"wgpu {name}: its gx row op names no rstd for the weight gradients")
     stats = new_buffer(dev, max(1, rows.rows) * 8, "norm statistics scratch")
     shape, strides = (rows.rows, rows.length), (rows.length, 1)
 

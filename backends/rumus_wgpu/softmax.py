@@ -442,9 +442,8 @@ def kernels() -> dict[str, Any]:
     table = {}
     for op in filter(_renders, ROW_OPS):
         entry = ROW_OPS[op]
-        if entry.columns:
-            if len(entry.inputs) == 1:
-                table[op] = columns_kernel(op)
-        else:
-            table[op] = softmax_kernel(op) if len(entry.inputs) == 1 else backward_kernel(op)
+        if len(entry.inputs) == 1:
+            table[op] = columns_kernel(op) if entry.columns else softmax_kernel(op)
+        elif not entry.columns and op.endswith("_backward"):  # the table's (grad, y) backward ops
+            table[op] = backward_kernel(op)
     return table

@@ -3,8 +3,10 @@ rendered by row_wgsl.py into shaders/softmax.wgsl): values against PyTorch float
 (vec4 rows, scalar rows whose folds read the aligned body as vec4, short and one-element rows, weights at
 an unaligned offset, many rows, long rows: layer norm's two walks never split, RMS norm's one walk does),
 under the workgroup-memory merge and scalar loads, float16, the dispatch count, the gradients against
-finite differences, and the generated WGSL's barriers in uniform control flow (Tint rejects others)."""
+finite differences, the generated WGSL's barriers in uniform control flow (Tint rejects others), and an
+entry with a field the renderer does not know refused, not rendered without it."""
 
+import dataclasses
 import re
 
 import numpy as np
@@ -13,6 +15,9 @@ import torch
 
 import rumus as rm
 from rumus.nn import functional as F
+from rumus_contracts.ops.expr_lang import Unsupported
+from rumus_contracts.ops.row_ops import ROW_OPS, RowOp
+from rumus_contracts.ops.row_wgsl import row_shader
 from rumus_wgpu.softmax import softmax_source
 from wgpu_required import wgpu_or_skip
 
@@ -138,3 +143,16 @@ def test_barriers_sit_in_uniform_control_flow(kind, vec, aligned, subgroups):
     assert len(barriers) == (1 if kind == "layer_norm" else 0)  # between layer norm's two walks
     assert all(re.fullmatch(r" {4}workgroupBarrier\(\);", line) for line in barriers)
     assert not re.search(r"\binf\b|\bnan\b|/ 0\.0\b", main, re.IGNORECASE)
+
+
+def test_an_entry_with_a_field_the_renderer_does_not_know_is_not_claimed():
+    # a later field of the table (a row-shaped output, say) set on an entry: Unsupported, not dropped
+    @dataclasses.dataclass(frozen=True)
+    class Wider(RowOp):
+        per_row: bool = False
+
+    base = ROW_OPS["softmax"]
+    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(RowOp)}
+    assert row_shader(Wider(**fields)).kind == "online"
+    with pytest.raises(Unsupported, match="per_row"):
+        row_shader(Wider(**fields, per_row=True))

@@ -17,6 +17,7 @@ it. Stdlib only, like the other renderers.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ _CALLS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "inverseSqrt", "a
 INPUT_NAMES = ("x", "w")  # the shader's names of the first and second input's element
 COLUMN_NAMES = ("c", "d")  # ... and of the column operands' (a norm's weight and bias)
 PARAM_FIELDS = ("param0", "param1")  # the params' f32 fields of shaders/rows.wgsl's Config
+_ROW_OP_FIELDS = {"inputs", "passes", "finalize", "out", "columns", "params"}  # what row_shader renders
+_PASS_FIELDS = {"value", "reduce", "element", "then"}
 _SLOTS = {1: ("y",), 2: ("x", "y")}  # the acc components of a walk's sums
 # names the shader's main uses: a row value, let or param of the table must not shadow them
 _RESERVED = {*INPUT_NAMES, *COLUMN_NAMES, "v", "n", "t", "r", "o", "e", "lane", "valid", "base", "ib", "ob", "begin",
@@ -147,6 +150,12 @@ def row_shader(op: str | RowOp, keep: tuple[str, ...] = ()) -> RowShader:
     stores per row (a norm's mean and rstd, for the weight gradients' column sums)."""
     name = op if isinstance(op, str) else "(entry)"
     op = ROW_OPS[op] if isinstance(op, str) else op
+    # a field this renderer does not know (a row-shaped output, say) must not be dropped silently
+    checks: list[tuple[RowOp | Pass, set[str]]] = [(op, _ROW_OP_FIELDS), *((p, _PASS_FIELDS) for p in op.passes)]
+    for obj, known in checks:
+        for f in dataclasses.fields(obj):
+            if f.name not in known and getattr(obj, f.name) != f.default:
+                raise Unsupported(f"row op {name}: the row shader does not render its {f.name}")
     if len(op.inputs) > len(INPUT_NAMES) or len(op.columns) > len(COLUMN_NAMES) or len(op.params) > 2:
         raise Unsupported(f"row op {name}: the row shader reads at most two inputs, two column operands and "
                           f"two parameters")
