@@ -12,21 +12,23 @@ the host's time to record one launch (a row whose ms is about its host ms is bou
 
     python benchmarks/gpu_rows.py                       # H200: rumus wgpu vs torch CUDA (fp32)
     python benchmarks/gpu_rows.py --small --no-torch    # a smoke run on lavapipe
-    python benchmarks/gpu_rows.py --only ops plans --shapes 64x32000 64x32001    # some shapes, A/B plans
+    python benchmarks/gpu_rows.py --only ops plans --shapes 64x32000 64x32001    # some shapes, A/B splits
 
 Tables:
 1. ops: forward (no_grad) softmax / log_softmax over [rows, C] for C from 1k to 1M, ms and GB/s (the
    bytes an op must move: read x, write y), torch's figure beside, and forward+backward of
    cross-entropy, softmax and layer norm at the LM's sizes.
-2. plans: softmax / log_softmax under each row plan of backends/rumus_wgpu/row_plan.py in one run
-   (RUMUS_WGPU_ROW_PLAN=old, the new default, the new one without splits and with twice the split
-   target), each cell ms / GB/s (splits, unroll), the old / new time ratio last (> 1: the new is faster).
+2. plans: softmax / log_softmax under the row plan of backends/rumus_wgpu/row_plan.py with its split
+   target at the default, 0 (never split) and twice the default (RUMUS_WGPU_ROW_SPLIT_WORKGROUPS), in one
+   run, each cell ms / GB/s (splits, unroll), the no-split / default time ratio last (> 1: splitting pays).
 3. paths: the same kernel with subgroup merges (default where the adapter has them), with the
    workgroup-memory merge (RUMUS_WGPU_NO_SUBGROUPS=1) and with scalar loads (RUMUS_WGPU_NOVEC=1).
-4. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
+4. norms: layer_norm / rms_norm forward and forward + backward over [rows, C] (GB/s: the bytes an op must
+   move), torch's beside.
+5. kernels: the other bandwidth-bound kernels of the LM step: column sums (bias gradients, sum over
    dim 0 of [4096, N]), the head-split strided copy (.contiguous() of [4, 1024, 16, 64] transposed),
    and cross-entropy forward+backward with class weights and label smoothing (GB/s: the bytes moved).
-5. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
+6. probes (to find where time goes if a size is slow): `copy` (a vec4 copy: the bandwidth ceiling),
    `stats` (read the rows once, merge, one pair per row), `full` (the softmax kernel), and the same two
    with last session's per-element online fold (`*_online`: the select/exp chain of each element
    feeding the next). Their ms per size shows which part grows faster than the bytes.
@@ -40,7 +42,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -120,16 +122,16 @@ class Rumus:
         from rumus_wgpu import softmax as S
         from rumus_wgpu.layout import grid, new_buffer
         from rumus_wgpu.reduce import Rows
-        from rumus_wgpu.row_plan import env_plan, group_for
+        from rumus_wgpu.row_plan import UNROLL, group_for
 
         gdev = self.backend.device(self.dev)
         sg = S.use_subgroups(gdev)
 
         def kernel(name: str, mode: str, old: bool) -> Callable[[Any, Any, int, int], None]:
             def build() -> str:
-                src = S.softmax_source("softmax", "f32", True, mode, sg, 1 if old or env_plan() == "old" else 4)
+                src = S.softmax_source("softmax", "f32", True, mode, sg, 1 if old else UNROLL)
                 return src.replace(NEW_FOLD_CALL, OLD_FOLD_CALL) + OLD_FOLD if old else src
-            prog = gdev.programs.get(("probe", name, sg, env_plan()), build)
+            prog = gdev.programs.get(("probe", name, sg), build)
 
             def launch(x: Any, out: Any, rows: int, c: int) -> None:
                 xa = TensorArg(x._storage.buffer, (rows, c), (c, 1), 0, x.dtype)
@@ -254,6 +256,44 @@ def training_table(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, s
     return table(rows, _header(("fwd+bwd", "shape"), r, t))
 
 
+NORM_SHAPES = [(4096, 1024), (16384, 768), (64, 8192), (4096, 1001), (8, 65536)]
+SMALL_NORM_SHAPES = [(256, 256), (64, 1024), (64, 1001), (2, 16384)]
+
+
+def norms_table(r: Rumus | None, rb: LaunchBatches | None, t: Torch | None, small: bool) -> str:
+    """layer_norm / rms_norm forward (no_grad; bytes: read x, write y) and forward + backward (bytes:
+    read x, y and g twice, write gx) over [rows, C] with weights (and layer norm's bias)."""
+    rows = []
+    for shape in SMALL_NORM_SHAPES if small else NORM_SHAPES:
+        numel = shape[0] * shape[1]
+        for name in ("layer_norm", "rms_norm"):
+            for train in (False, True):
+                steps = []
+                for lib, side in ((r.rm if r else None, r), (t.torch if t else None, t)):
+                    if lib is None or side is None:
+                        steps.append(None)
+                        continue
+                    F = lib.nn.functional
+                    x, g = side.tensor(shape, train), side.tensor(shape)
+                    w, b = side.tensor(shape[1:], train), side.tensor(shape[1:], train)
+
+                    def step(F: Any = F, x: Any = x, g: Any = g, w: Any = w, b: Any = b, lib: Any = lib) -> object:
+                        def y() -> Any:
+                            return (F.layer_norm(x, shape[1:], w, b) if name == "layer_norm"
+                                    else F.rms_norm(x, shape[1:], w, eps=1e-6))
+                        if not train:
+                            with lib.no_grad():
+                                return y()
+                        x.grad = w.grad = b.grad = None
+                        y().backward(g)
+                        return None
+                    steps.append(step)
+                nbytes = (5 if train else 2) * 4 * numel
+                rows.append((name + (" fwd+bwd" if train else ""), f"[{shape[0]}, {shape[1]}]",
+                             *_compare(r, rb, t, steps[0], steps[1], nbytes, 4 * numel)))
+    return table(rows, _header(("op", "shape"), r, t))
+
+
 def kernels_table(r: Rumus, rb: LaunchBatches, t: Torch | None, small: bool) -> str:
     """Column sums, the head-split strided copy and weighted, smoothed cross-entropy (GB/s: bytes moved)."""
     n = 256 if small else 4096
@@ -288,10 +328,15 @@ def kernels_table(r: Rumus, rb: LaunchBatches, t: Torch | None, small: bool) -> 
 
 
 @contextlib.contextmanager
-def _env(env: dict[str, str]) -> Iterator[None]:
-    """The process environment with `env` set, restored afterwards (the backend reads its switches per launch)."""
+def _env(env: Mapping[str, str | None]) -> Iterator[None]:
+    """The process environment with `env` set (None: unset), restored afterwards (the backend reads its
+    switches per launch)."""
     saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
@@ -302,15 +347,15 @@ def _env(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
-# the row plans of backends/rumus_wgpu/row_plan.py, A/B in one run: last session's, the new one, and the
-# new one never splitting a row / aiming its splits at twice the workgroups
-PLANS = {"old": {"RUMUS_WGPU_ROW_PLAN": "old"}, "new": {"RUMUS_WGPU_ROW_PLAN": "new"},
-         "new, no split": {"RUMUS_WGPU_ROW_PLAN": "new", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"},
-         "new, split 2048": {"RUMUS_WGPU_ROW_PLAN": "new", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "2048"}}
+# the row plan of backends/rumus_wgpu/row_plan.py, A/B in one run: its split target at the default, never
+# splitting a row, and aiming its splits at twice the workgroups
+PLANS = {"default": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": None}, "no split": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"},
+         "split 2048": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "2048"}}
 
 
 def plans_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> str:
-    """forward softmax / log_softmax under each row plan (GPU ms per launch and GB/s), old / new ratio last."""
+    """forward softmax / log_softmax under each split target (GPU ms per launch and GB/s), no-split / default
+    ratio last."""
     from rumus_wgpu.row_plan import plan_rows
 
     rows = []
@@ -327,9 +372,9 @@ def plans_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]]) -> s
                 ms.append(_seconds(t))
                 cells.append(f"{ms[-1] * 1e3:.4f} / {_gbs(8 * shape[0] * shape[1], ms[-1])} "
                              f"(z{p.splits} u{p.unroll})")
-            cells.append(f"{ms[0] / ms[1]:.2f}" if ms[1] > 0 else "-")
+            cells.append(f"{ms[1] / ms[0]:.2f}" if ms[0] > 0 else "-")
             rows.append(tuple(cells))
-    return table(rows, ("op", "shape", *(f"{k}: ms / GB/s (splits, unroll)" for k in PLANS), "old / new"))
+    return table(rows, ("op", "shape", *(f"{k}: ms / GB/s (splits, unroll)" for k in PLANS), "no split / default"))
 
 
 def paths_table(r: Rumus, rb: LaunchBatches, shapes: list[tuple[int, int]], small: bool) -> str:
@@ -422,7 +467,8 @@ def main() -> None:
     ap.add_argument("--torch-device", default="cuda")
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--reps", type=int, default=5, help="timed batches per row (the median is shown)")
-    ap.add_argument("--only", nargs="*", default=["ops", "plans", "training", "kernels", "sdpa", "paths", "probes"])
+    ap.add_argument("--only", nargs="*",
+                    default=["ops", "plans", "training", "norms", "kernels", "sdpa", "paths", "probes"])
     ap.add_argument("--shapes", nargs="*", default=None, metavar="ROWSxC",
                     help="only these [rows, C] shapes in the ops / plans / paths / probes tables, e.g. 64x32000")
     args = ap.parse_args()
@@ -457,6 +503,8 @@ def main() -> None:
         print("\n## row plans, A/B (forward, GPU ms per launch)\n" + plans_table(r, rb, shapes), flush=True)
     if "training" in args.only:
         print("\n## forward + backward\n" + training_table(r, rb, t, args.small), flush=True)
+    if "norms" in args.only:
+        print("\n## layer / RMS norm\n" + norms_table(r, rb, t, args.small), flush=True)
     if "kernels" in args.only:
         print("\n## column sums, strided copy, cross-entropy\n" + kernels_table(r, rb, t, args.small), flush=True)
     if "sdpa" in args.only:

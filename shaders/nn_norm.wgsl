@@ -1,10 +1,11 @@
-// Layer / RMS / group / batch normalization and their backward ops; statistics in f32 (two passes:
-// the mean, then squared deviations from it, so offset data does not cancel).
+// Group and batch normalization, the group / batch norm backward ops and the weight / bias gradients
+// of layer / RMS norm (layer / RMS norm forward and gx are row ops of the row-op table: softmax.wgsl);
+// statistics in f32 (two passes: the mean, then squared deviations from it, so offset data does not
+// cancel).
 //
-// Row kernels (layer, RMS, group norm): a power-of-two group of `group` invocations owns a row of
+// Row kernels (group norm and its backward): a power-of-two group of `group` invocations owns a row of
 // `len` contiguous elements (256 / group rows per workgroup). Element j of row r uses parameter
-// (r % groups) * cg + j / inner: layer norm has groups = 1, inner = 1 (parameter j); group norm has
-// groups = G, cg = C / G, inner = spatial size.
+// (r % groups) * cg + j / inner: group norm has groups = G, cg = C / G, inner = spatial size.
 // Parameter kernels (weight / bias gradients, batch norm): a group of `group` invocations per
 // parameter p (as per row above), reducing its `outer` runs of `inner` elements at
 // o * outer_stride + p * p_stride + i.
@@ -30,8 +31,7 @@ struct Config {
 
 var<workgroup> red2: array<vec2<f32>, 256>;
 
-// the sum of v over the t invocations (a power of two) sharing this one's row or parameter (the
-// register-row kernels' subgroup build replaces this function with nn_norm.py's ROW_SUM2_SUBGROUP)
+// the sum of v over the t invocations (a power of two) sharing this one's row or parameter
 fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
     red2[lid] = v;
     workgroupBarrier();
@@ -329,213 +329,5 @@ fn run_group(lid: u32, lane: u32, t: u32, p: u32) {
     if (lane == 0u && valid) {
         gb[cfg.off[0].z + p] = scalar(sg);
         gw[cfg.off[0].y + p] = scalar(sgx * invstd);
-    }
-}
-
-//// fused_common
-// Register-row kernels (layer / RMS norm over contiguous rows of vec4s): a group of cfg.group
-// invocations owns a row, each holding its SLOTS vec4s (elements 4 * (lane + k * group) ..) in
-// registers, so x and g are read from memory once per row. A workgroup walks cfg.inner blocks of
-// 256 / group rows. nn_norm.py sets SLOTS (vec4s per invocation) per row length.
-const SLOTS: u32 = 8u;
-
-var<workgroup> red4: array<vec4<f32>, 256>;
-
-// where an invocation of a register-row kernel works: t invocations per row, its lane among them, per
-// rows in flight per workgroup, the row length in vec4s
-struct HeldPos {
-    t: u32,
-    lane: u32,
-    per: u32,
-    len4: u32,
-}
-
-fn held_pos(lid: u32) -> HeldPos {
-    return HeldPos(cfg.group, lid % cfg.group, 256u / cfg.group, cfg.len / 4u);
-}
-
-// (mean, rstd) of the row held in xs (zeros past its end); mean 0 when not centred (RMS norm)
-fn held_stats(lid: u32, lane: u32, t: u32, xs: ptr<function, array<vec4<f32>, SLOTS>>) -> vec2<f32> {
-    let inv_n = 1.0 / f32(cfg.len);
-    var s = 0.0;
-    for (var k = 0u; k < SLOTS; k++) {
-        s += dot((*xs)[k], vec4<f32>(1.0));
-    }
-    let mean = select(0.0, row_sum2(lid, lane, t, vec2<f32>(s, 0.0)).x * inv_n, (cfg.flags & 1u) != 0u);
-    var q = 0.0;
-    let len4 = cfg.len / 4u;
-    for (var k = 0u; k < SLOTS; k++) {
-        let d = select(vec4<f32>(0.0), (*xs)[k] - vec4<f32>(mean), lane + k * t < len4);
-        q += dot(d, d);
-    }
-    return vec2<f32>(mean, 1.0 / sqrt(row_sum2(lid, lane, t, vec2<f32>(q, 0.0)).x * inv_n + cfg.eps));
-}
-
-// the sum of v over the workgroup's row groups, in group order (they hold the same columns), for lid < t
-fn fold_groups(lid: u32, h: HeldPos, v: vec4<f32>) -> vec4<f32> {
-    red4[lid] = v;
-    workgroupBarrier();
-    var a = v;
-    for (var q = 1u; q < h.per; q++) {
-        a += red4[q * h.t + h.lane];
-    }
-    workgroupBarrier();
-    return a;
-}
-
-//// held_loads
-// this invocation's vec4s (lane + k * t) of the row of x starting at vec4 `start`, zeros from n4 on
-// (explicit zeros: a loop-local var is not re-zeroed per iteration on every compiler)
-fn held_x(start: u32, lane: u32, t: u32, n4: u32) -> array<vec4<f32>, SLOTS> {
-    var v: array<vec4<f32>, SLOTS>;
-    for (var k = 0u; k < SLOTS; k++) {
-        v[k] = vec4<f32>(0.0);
-        if (lane + k * t < n4) {
-            v[k] = vec4<f32>(x[start + lane + k * t]);
-        }
-    }
-    return v;
-}
-
-// the same of the weights w
-fn held_w(start: u32, lane: u32, t: u32, n4: u32) -> array<vec4<f32>, SLOTS> {
-    var v: array<vec4<f32>, SLOTS>;
-    for (var k = 0u; k < SLOTS; k++) {
-        if (lane + k * t < n4) {
-            v[k] = vec4<f32>(w[start + lane + k * t]);
-        }
-    }
-    return v;
-}
-
-//// fused_rows
-// y = norm(x) * w (+ b), one read of x
-@group(0) @binding(0) var<storage, read_write> y: array<vec4<scalar>>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<scalar>>;
-@group(0) @binding(2) var<storage, read> w: array<vec4<scalar>>;
-@group(0) @binding(3) var<storage, read> b: array<vec4<scalar>>;
-@group(0) @binding(4) var<uniform> cfg: Config;
-
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
-    let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
-    let bias = (cfg.flags & 2u) != 0u;
-    let h = held_pos(lid);
-    let block0 = (wid.y * cfg.gx + wid.x) * cfg.inner;
-    let ws = held_w(cfg.off[0].z / 4u, h.lane, h.t, h.len4);
-    var bs: array<vec4<f32>, SLOTS>;
-    for (var k = 0u; k < SLOTS; k++) {
-        if (bias && h.lane + k * h.t < h.len4) {
-            bs[k] = vec4<f32>(b[cfg.off[0].w / 4u + h.lane + k * h.t]);
-        }
-    }
-    for (var it = 0u; it < cfg.inner; it++) {
-        let r = (block0 + it) * h.per + lid / h.t;
-        let n4 = select(0u, h.len4, r < cfg.n);
-        var xs = held_x(cfg.off[0].y / 4u + r * h.len4, h.lane, h.t, n4);
-        let st = held_stats(lid, h.lane, cfg.group, &xs);  // cfg.group (= h.t): Tint must see the barriers' loop bound uniform
-        for (var k = 0u; k < SLOTS; k++) {
-            let j = h.lane + k * h.t;
-            if (j < n4) {
-                y[cfg.off[0].x / 4u + r * h.len4 + j] = vec4<scalar>((xs[k] - vec4<f32>(st.x)) * st.y * ws[k] + bs[k]);
-            }
-        }
-    }
-}
-
-//// fused_rows_backward
-// gx of each row from one read of x and g, and this workgroup's share of (sum g * xhat, sum g) per
-// column into parts[workgroup * len + column] (its rows folded in a fixed order; param_fold folds the
-// workgroups' shares)
-@group(0) @binding(0) var<storage, read_write> gx: array<vec4<scalar>>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<scalar>>;
-@group(0) @binding(2) var<storage, read> g: array<vec4<scalar>>;
-@group(0) @binding(3) var<storage, read> w: array<vec4<scalar>>;
-@group(0) @binding(4) var<storage, read_write> parts: array<vec2<f32>>;
-@group(0) @binding(5) var<uniform> cfg: Config;
-
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lidx: u32, @builtin(workgroup_id) wid: vec3<u32>/*SG_ARGS*/) {
-    let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead
-    let wg = wid.y * cfg.gx + wid.x;
-    let h = held_pos(lid);
-    let inv_n = 1.0 / f32(cfg.len);
-    let ws = held_w(cfg.off[0].w / 4u, h.lane, h.t, h.len4);
-    var dw: array<vec4<f32>, SLOTS>;
-    var db: array<vec4<f32>, SLOTS>;
-    for (var it = 0u; it < cfg.inner; it++) {
-        let r = (wg * cfg.inner + it) * h.per + lid / h.t;
-        let n4 = select(0u, h.len4, r < cfg.n);
-        var xs = held_x(cfg.off[0].y / 4u + r * h.len4, h.lane, h.t, n4);
-        var gs: array<vec4<f32>, SLOTS>;
-        for (var k = 0u; k < SLOTS; k++) {
-            gs[k] = vec4<f32>(0.0);  // explicit zeros, as in held_x
-            if (h.lane + k * h.t < n4) {
-                gs[k] = vec4<f32>(g[cfg.off[0].z / 4u + r * h.len4 + h.lane + k * h.t]);
-            }
-        }
-        let st = held_stats(lid, h.lane, cfg.group, &xs);  // cfg.group (= h.t): Tint must see the barriers' loop bound uniform
-        var s = vec2<f32>(0.0);
-        for (var k = 0u; k < SLOTS; k++) {
-            let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
-            let gw = gs[k] * ws[k];
-            s += vec2<f32>(dot(gw, vec4<f32>(1.0)), dot(gw, xh));
-            dw[k] += select(vec4<f32>(0.0), gs[k] * xh, h.lane + k * h.t < n4);
-            db[k] += gs[k];
-        }
-        let m = row_sum2(lid, h.lane, cfg.group, s) * inv_n;
-        let m1 = select(0.0, m.x, (cfg.flags & 1u) != 0u);
-        for (var k = 0u; k < SLOTS; k++) {
-            let j = h.lane + k * h.t;
-            if (j < n4) {
-                let xh = (xs[k] - vec4<f32>(st.x)) * st.y;
-                gx[cfg.off[0].x / 4u + r * h.len4 + j] = vec4<scalar>(st.y * (gs[k] * ws[k] - vec4<f32>(m1) - xh * m.y));
-            }
-        }
-    }
-    // the workgroup's row groups hold the same columns: fold them in group order, then one write each
-    for (var k = 0u; k < SLOTS; k++) {
-        let a = fold_groups(lid, h, dw[k]);
-        let c = fold_groups(lid, h, db[k]);
-        let j = h.lane + k * h.t;
-        if (lid < h.t && j < h.len4) {
-            let base = wg * cfg.len + 4u * j;
-            parts[base] = vec2<f32>(a.x, c.x);
-            parts[base + 1u] = vec2<f32>(a.y, c.y);
-            parts[base + 2u] = vec2<f32>(a.z, c.z);
-            parts[base + 3u] = vec2<f32>(a.w, c.w);
-        }
-    }
-}
-
-//// param_fold
-// gw, gb of layer / RMS norm from cfg.groups shares per column (parts[share * len + column]): a workgroup
-// takes 16 columns, invocation (column, slice k) folds shares k, k + 16, ... in order, then slice 0 folds
-// the 16 slices in order: many invocations with few dependent loads each, the same bits on every run
-@group(0) @binding(0) var<storage, read_write> gw: array<scalar>;
-@group(0) @binding(1) var<storage, read_write> gb: array<scalar>;
-@group(0) @binding(2) var<storage, read> parts: array<vec2<f32>>;
-@group(0) @binding(3) var<uniform> cfg: Config;
-
-@compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) lid: u32, @builtin(workgroup_id) wid: vec3<u32>) {
-    let p = (wid.y * cfg.gx + wid.x) * 16u + lid % 16u;
-    let slice = lid / 16u;
-    var acc = vec2<f32>(0.0);
-    if (p < cfg.len) {
-        for (var s = slice; s < cfg.groups; s += 16u) {
-            acc += parts[s * cfg.len + p];
-        }
-    }
-    red2[lid] = acc;
-    workgroupBarrier();
-    if (slice == 0u && p < cfg.len) {
-        for (var k = 1u; k < 16u; k++) {
-            acc += red2[k * 16u + lid];
-        }
-        gw[cfg.off[0].x + p] = scalar(acc.x);
-        if ((cfg.flags & 2u) != 0u) {
-            gb[cfg.off[0].y + p] = scalar(acc.y);
-        }
     }
 }

@@ -1,4 +1,4 @@
-// Shared by the row kernels (reduce, argreduce, softmax): the output index space is the kept dims,
+// Shared by the row kernels (reduce, argreduce, the row ops of softmax.wgsl): the output index space is the kept dims,
 // each output owns a "row" of reduced elements. A group of `group` invocations (a power of two,
 // 1..256) works on one row, so a workgroup of 256 serves 256 / group rows.
 
@@ -16,14 +16,15 @@ struct Config {
     ninf: u32,              // bits of -inf (kept out of constant expressions)
     out_rstride: i32,       // softmax: output stride along the row
     in1_delta: i32,         // softmax backward: element offset of the second input's rows from the first's
-    pad0: u32,
-    pad1: u32,
+    param0: f32,            // row ops: their parameters (a norm's eps)
+    param1: f32,
     pad2: u32,
     kshape: array<vec4<u32>, 2>,
     kstride_in: array<vec4<i32>, 2>,
     kstride_out: array<vec4<i32>, 2>,
     rshape: array<vec4<u32>, 2>,
     rstride: array<vec4<i32>, 2>,
+    col_off: vec4<u32>,     // row ops: element offsets of the column operands (a norm's weight and bias)
 }
 
 @group(0) @binding({{CONFIG}}) var<uniform> cfg: Config;

@@ -1,13 +1,13 @@
-// softmax / log_softmax along one dim; math in f32. A group of `cfg.group` invocations owns a row (a
-// whole workgroup for long rows, 256 / group rows per workgroup for short ones), each invocation about
-// four loads of it, issued together (row_plan.py's unroll). Two passes over the row: each invocation
-// folds its elements into a running (max, sum of exp(x - max)) pair, the group merges the pairs, the
-// second pass writes the output.
-// A long row among few rows is split into `cfg.splits` chunks (grid z): PARTIAL writes each chunk's
-// pair, FINAL merges a row's pairs and writes its chunk.
-// softmax.py fills BODY (the pass: single, partial or final), FOLD (this invocation's walk over its
-// elements, scalar or vec4), STORE_LOOP, FINISH, REDUCE (subgroup or workgroup-memory merge), the
-// binding types and PARTS (the partials binding of the split passes).
+// The row ops of rumus_contracts/ops/row_ops.py along one dim (softmax, log_softmax, their backward,
+// layer / RMS norm); math in f32. A group of `cfg.group` invocations owns a row (a whole workgroup for
+// long rows, 256 / group rows per workgroup for short ones), each invocation about four loads of it,
+// issued together (row_plan.py's unroll). Each walk over the row folds the invocation's elements into
+// a pair (softmax: a running (max, sum of exp(x - max)); sums otherwise), the group merges the pairs;
+// a last walk writes the output.
+// A long row among few rows (ops of one walk) is split into `cfg.splits` chunks (grid z): PARTIAL
+// writes each chunk's pair, FINAL merges a row's pairs and writes its chunk.
+// softmax.py fills BODY (the walks, merges and store of one pass: single, partial or final), MERGE,
+// REDUCE (subgroup or workgroup-memory merge), the binding types and PARTS (the bindings after in0).
 alias scalar = f32;
 
 @group(0) @binding(0) var<storage, read_write> out0: array<{{OUT_TYPE}}>;
@@ -20,7 +20,7 @@ var<workgroup> red_s: array<f32, 256>;
 // (max, sum) pairs merge by rescaling both sums to the larger max. A -inf max means both sums are 0
 // (nothing seen, or only -inf): shift by 0 there, since exp(-inf - -inf) would be NaN. NaN and +inf
 // poison the sum, as they poison torch's result.
-fn merge(a: vec2<f32>, b: vec2<f32>, ninf: f32) -> vec2<f32> {
+fn merge_online(a: vec2<f32>, b: vec2<f32>, ninf: f32) -> vec2<f32> {
     let m = max(a.x, b.x);
     let shift = select(m, 0.0, m == ninf);
     return vec2<f32>(m, a.y * exp(a.x - shift) + b.y * exp(b.x - shift));
@@ -44,6 +44,9 @@ fn fold16(acc: vec2<f32>, a: vec4<f32>, b: vec4<f32>, c: vec4<f32>, d: vec4<f32>
     let e = (exp(a - s) + exp(b - s)) + (exp(c - s) + exp(d - s));
     return vec2<f32>(m, acc.y * exp(acc.x - shift) + ((e.x + e.y) + (e.z + e.w)));
 }
+
+// how the group's pairs merge: merge_online, or adding them where the pair holds sums (softmax.py)
+{{MERGE}}
 
 fn fold1(acc: vec2<f32>, x: f32, ninf: f32) -> vec2<f32> {
     return merge(acc, vec2<f32>(x, 1.0), ninf);

@@ -19,7 +19,7 @@ from typing import Any
 from rumus_contracts import DType, Kernel, bfloat16, bool_, float16, float32, int32, int64
 
 from . import elementwise, gemm, indexing, nn_conv, nn_dropout, nn_norm, nn_pool, optim, reduce, scan, sort
-from . import amp, cross_entropy, flash_attention, widen
+from . import amp, cross_entropy, flash_attention, softmax, widen
 
 F = (float32, float16)
 FI = (*F, int32, int64)
@@ -34,7 +34,7 @@ CLAIMS: dict[str, tuple[DType, ...]] = {
     # where dispatches on its bool condition in the current schema, and on its values once fixed
     "where": (*ALL, bfloat16),
     **{op: FI for op in ("sum", "prod", "amax", "amin", "argmax", "argmin")},
-    "softmax": F, "log_softmax": F, "softmax_backward": F, "log_softmax_backward": F,
+    **{op: F for op in softmax.kernels()},  # the row ops of the table: softmax, the norms, ...
     "matmul": (*F, bfloat16),  # bfloat16 words unpacked in the GEMM's tile loads (gemm.py)
     **{op: (float32,) for op in optim.kernels()},  # adam_step(_dev_, _count_), sgd_step
     **{op: ALL for op in ("gather", "index_select", "embedding")},

@@ -1,82 +1,37 @@
-"""Layer, RMS, group and batch normalization and their backward ops (shaders/nn_norm.wgsl).
+"""Group and batch normalization, and the backward ops of layer, RMS, group and batch norm
+(shaders/nn_norm.wgsl; layer and RMS norm forward are row ops of the row-op table: softmax.py).
 
 Reductions run in groups: a power-of-two group of invocations (about 8 elements each, up to 256;
 short rows pack several groups per workgroup) per row or per parameter, summing in workgroup memory
-(the group kernels share shaders/row_group.wgsl's entry). Layer / RMS / group norm are row kernels;
-their backward ops take two steps: rows (gx, and each row's mean / rstd into a scratch buffer), then
-the weight / bias gradients: a group per parameter for group norm, and for layer / RMS norm column
-sums over the rows (`param_columns`: coalesced reads, the rows split over the grid, then each
-column's splits folded in order, so the result is deterministic). Batch norm's statistics and
-backward run a group per channel; its forward is elementwise. Inputs are contiguous (the schemas say
-so), with offsets.
+(the group kernels share shaders/row_group.wgsl's entry). Group norm is a row kernel. The layer / RMS /
+group norm backward ops take two steps: rows (gx, and each row's mean / rstd into a scratch buffer),
+then the weight / bias gradients: a group per parameter for group norm, and for layer / RMS norm column
+sums over the rows (`param_columns`: coalesced reads, the rows split over the grid, then each column's
+splits folded in order, so the result is deterministic). Layer / RMS norm's rows step is a row op too
+(the table's entry of the backward op's name where it holds one, else row_wgsl.NORM_DX), keeping each
+row's (mean, rstd). Batch norm's statistics and backward run a group per channel; its forward is
+elementwise. Inputs are contiguous (the schemas say so), with offsets.
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Mapping, Sequence
+import functools
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rumus_contracts import TensorArg
+from rumus_contracts import RumusError, TensorArg
+from rumus_contracts.ops.expr_lang import Unsupported
+from rumus_contracts.ops.row_ops import ROW_OPS, RowOp, split_lets
+from rumus_contracts.ops.row_wgsl import NORM_DX, row_shader
 
-from .flash_attention import unroll
-from .layout import NOVEC, dealias, device_of, env_set, grid, new_buffer
-from .nn_common import dispatch, source
-from .softmax import use_subgroups
+from .layout import dealias, device_of, new_buffer
+from .nn_common import dispatch
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
+from .softmax import launch, layouts, planned
 
 CENTRED, BIAS, TRAINING = 1, 2, 4
-HELD_SLOTS = 8  # register-row kernels: at most this many vec4s of a row per invocation (rows up to 8192)
-HELD_LOADS = 4  # ... about this many per invocation: enough loads in flight, short reductions
-FUSED_SHARES = 512  # the fused backward aims for about this many workgroups (column shares to fold)
 GROUP = ("row_group",)  # the group kernels' shared entry (shaders/row_group.wgsl)
 GRID = ("grid",)  # the one-item-per-invocation launch (shaders/grid.wgsl)
-
-
-# the register-row kernels' row sum with subgroup shuffles (where the adapter has them): within each
-# subgroup, then one value per subgroup through workgroup memory when a row spans several; two barriers
-# instead of log2(group). WGSL does not promise that local_invocation_index runs along subgroups, so the
-# kernels number invocations from a slot per subgroup (softmax.py's subgroup_vlid).
-ROW_SUM2_SUBGROUP = """
-var<private> sg_lane_p: u32;
-var<private> sg_size_p: u32;
-
-fn row_sum2(lid: u32, lane: u32, t: u32, v: vec2<f32>) -> vec2<f32> {
-    var a = v;
-    let span = min(t, sg_size_p);
-    for (var h = 1u; h < span; h = h * 2u) {
-        a += subgroupShuffleXor(a, h);
-    }
-    if (sg_lane_p == 0u) {
-        red2[lid / sg_size_p] = a;
-    }
-    workgroupBarrier();
-    if (t > sg_size_p) {
-        let per = t / sg_size_p;
-        let first = (lid / t) * per;
-        a = red2[first];
-        for (var k = 1u; k < per; k++) {
-            a += red2[first + k];
-        }
-    }
-    workgroupBarrier();
-    return a;
-}
-"""
-SG_MAIN_ARGS = ", @builtin(subgroup_invocation_id) sg_lane: u32, @builtin(subgroup_size) sg_size: u32"
-SG_VLID = ("sg_lane_p = sg_lane;\n    sg_size_p = sg_size;\n"
-           "    let lid = subgroup_vlid(lidx, sg_lane, sg_size);")
-
-
-def _with_subgroups(src: str) -> str:
-    """The register-row kernel source with ROW_SUM2_SUBGROUP for its row sums."""
-    from .softmax import _REDUCE_SUBGROUP
-    begin = src.index("fn row_sum2(")
-    end = src.index("\n}\n", begin) + 3
-    vlid = _REDUCE_SUBGROUP[:_REDUCE_SUBGROUP.index("fn reduce_group(")]  # next_slot and subgroup_vlid
-    src = src[:begin] + ROW_SUM2_SUBGROUP + vlid + src[end:]
-    return src.replace("/*SG_ARGS*/", SG_MAIN_ARGS).replace(
-        "let lid = lidx;  // VLID: the subgroup build numbers invocations along subgroups instead", SG_VLID)
 
 
 def _pow2_ceil(n: int) -> int:
@@ -89,14 +44,10 @@ def group_size(count: int) -> int:
     return min(256, _pow2_ceil((count + 7) // 8))
 
 
-# nn_norm.wgsl's Config as one struct.pack (count, grid x, then _config's words: nine u32, eps, eight offsets):
-# the register-row launches pack it per call, where the generic per-word pack cost the host more
-CONFIG = struct.Struct("<11If8I")
-
-
 def _config(group: int = 1, length: int = 1, groups: int = 1, cg: int = 1, inner: int = 1, outer: int = 0,
             outer_stride: int = 0, p_stride: int = 0, flags: int = 0, eps: float = 0.0,
             offsets: Sequence[int] = ()) -> list[int | float]:
+    """nn_norm.wgsl's Config after its count and grid x (nine u32, eps, eight offsets)."""
     return [group, length, groups, cg, inner, outer, outer_stride, p_stride, flags, float(eps),
             *offsets, *([0] * (8 - len(offsets)))]
 
@@ -116,95 +67,30 @@ class _Rows:
         self.rows, self.length, self.groups, self.cg, self.inner = rows, length, groups, cg, inner
         self.group = group_size(length)
 
-    def held_plan(self, *args: TensorArg | None) -> tuple[int, int] | None:
-        """(invocations per row, vec4 slots each) of the register-row kernels (x and g read once per row),
-        or None where they do not apply: group norm, rows not of 4-aligned vec4s, or rows too long to hold."""
-        len4 = self.length // 4
-        if (self.groups != 1 or self.inner != 1 or self.length % 4 or env_set(NOVEC) or len4 > 256 * HELD_SLOTS
-                or any(a is not None and (a.offset % 4 or a.dtype.name not in ("float32", "float16")) for a in args)):
-            return None
-        t = min(256, _pow2_ceil((len4 + HELD_LOADS - 1) // HELD_LOADS))
-        return t, (len4 + t - 1) // t
-
-    def _held(self, dev: Any, section: str, dtype: Any, slots: int, buffers: list[Any], words: list[int | float],
-              groups: int) -> int:
-        """Launch a register-row kernel over `groups` workgroups; returns the workgroups the grid holds."""
-        sg = use_subgroups(dev)
-
-        def build() -> str:
-            src = source("nn_norm", "fused_common+held_loads+" + section, dtype)
-            src = _with_subgroups(src) if sg else src
-            # loops over the slots written out: arrays indexed by constants stay in registers (a loop index
-            # the driver does not unroll would put them in local memory)
-            return unroll(src.replace("const SLOTS: u32 = 8u;", f"const SLOTS: u32 = {slots}u;"), {"SLOTS": slots})
-        prog = dev.programs.get(("nn_norm_held", section, dtype.name, slots, sg), build)
-        gx, gy, _ = grid(groups, dev.max_groups)
-        dev.recorder.dispatch(prog, buffers, CONFIG.pack(self.rows, gx, *words), (gx, gy, 1))
-        return gx * gy
-
-    def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg | None, flags: int,
+    def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg, flags: int,
                 eps: float) -> None:
-        bias = b if b is not None else w  # RMS norm: bound twice, never read as a bias
-        flags |= BIAS if b is not None else 0
-        plan = self.held_plan(y, x, w, b)
-        if plan is not None:
-            t, slots = plan
-            words = _config(t, self.length, inner=1, flags=flags, eps=eps,
-                            offsets=[y.offset, x.offset, w.offset, bias.offset])
-            self._held(dev, "fused_rows", x.dtype, slots, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
-                       (self.rows + 256 // t - 1) // (256 // t))
-            return
+        """Group norm: y = norm(x) * w + b over the rows."""
         words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
-                        offsets=[y.offset, x.offset, w.offset, bias.offset])
-        dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, bias.buffer], words,
+                        offsets=[y.offset, x.offset, w.offset, b.offset])
+        dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words,
                  self.rows, 256 // self.group, GROUP)
 
-    def backward(self, dev: Any, gx: TensorArg, gw: TensorArg, gb: TensorArg | None, g: TensorArg, x: TensorArg,
-                 w: TensorArg, flags: int, eps: float, outer: int, outer_stride: int, p_stride: int) -> None:
-        plan = self.held_plan(gx, g, x, w)
-        if plan is not None and outer == self.rows:
-            self._fused_backward(dev, plan, gx, gw, gb, g, x, w, flags, eps)
-            return
+    def backward(self, dev: Any, gx: TensorArg, gw: TensorArg, gb: TensorArg, g: TensorArg, x: TensorArg,
+                 w: TensorArg, eps: float, outer: int, outer_stride: int, p_stride: int) -> None:
+        """Group norm backward: gx and the row statistics, then a group per parameter."""
         stats = new_buffer(dev, max(1, self.rows) * 8, "norm statistics scratch")
-        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
+        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=CENTRED, eps=eps,
                         offsets=[gx.offset, x.offset, g.offset, w.offset])
         dispatch(dev, "nn_norm", "rows_stats+rows_backward", x.dtype, [gx.buffer, x.buffer, g.buffer, w.buffer, stats],
                  words, self.rows, 256 // self.group, GROUP)
-        bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
-        if self.groups == 1 and self.inner == 1:
-            self._param_columns(dev, gw, bias, gb is not None, g, x, stats)
-            return
         t = group_size(outer * self.inner)
         words = _config(t, groups=self.groups, cg=self.cg, inner=self.inner, outer=outer, outer_stride=outer_stride,
-                        p_stride=p_stride, flags=BIAS if gb is not None else 0,
-                        offsets=[gw.offset, bias.offset, g.offset, x.offset])
-        dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, bias.buffer, g.buffer, x.buffer, stats], words,
+                        p_stride=p_stride, flags=BIAS, offsets=[gw.offset, gb.offset, g.offset, x.offset])
+        dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, gb.buffer, g.buffer, x.buffer, stats], words,
                  gw.numel, 256 // t, GROUP)
 
-    def _fused_backward(self, dev: Any, plan: tuple[int, int], gx: TensorArg, gw: TensorArg, gb: TensorArg | None,
-                        g: TensorArg, x: TensorArg, w: TensorArg, flags: int, eps: float) -> None:
-        """Layer / RMS norm backward in two dispatches: gx and each workgroup's column shares of gw, gb from
-        one read of x and g per row, then the shares folded per column in a fixed order (deterministic)."""
-        t, slots = plan
-        blocks = (self.rows + 256 // t - 1) // (256 // t)
-        inner = max(1, (blocks + FUSED_SHARES - 1) // FUSED_SHARES)
-        groups = (blocks + inner - 1) // inner
-        gx_, gy, _ = grid(groups, dev.max_groups)
-        parts = new_buffer(dev, gx_ * gy * self.length * 8, "norm parameter-gradient shares")
-        words = _config(t, self.length, inner=inner, flags=flags, eps=eps,
-                        offsets=[gx.offset, x.offset, g.offset, w.offset])
-        shares = self._held(dev, "fused_rows_backward", x.dtype, slots,
-                            [gx.buffer, x.buffer, g.buffer, w.buffer, parts], words, groups)
-        bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
-        fold_groups = (self.length + 15) // 16
-        fx, fy, _ = grid(fold_groups, dev.max_groups)
-        words = _config(1, self.length, shares, flags=BIAS if gb is not None else 0, offsets=[gw.offset, bias.offset])
-        prog = dev.programs.get(("nn", "nn_norm", "fused_common+param_fold", gw.dtype.name, ()),
-                                lambda: source("nn_norm", "fused_common+param_fold", gw.dtype))
-        dev.recorder.dispatch(prog, [gw.buffer, bias.buffer, parts], CONFIG.pack(self.length, fx, *words), (fx, fy, 1))
-
-    def _param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
-                       stats: Any) -> None:
+    def param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
+                      stats: Any) -> None:
         """Layer / RMS norm: dgamma, dbeta as column sums over the rows in two deterministic passes."""
         cols, rows = self.length, self.rows
         splits = max(1, min(COLUMN_THREADS // max(cols, 1), rows // COLUMN_MIN_ROWS))
@@ -231,28 +117,31 @@ def _trailing_rows(x: TensorArg, w: TensorArg) -> _Rows:
     return _Rows(x.numel // cols if cols else 0, cols, 1, cols, 1)
 
 
-def _rows_forward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any],
-                  rows_of: Callable[[TensorArg, TensorArg], _Rows], flags: int) -> None:
-    """y = norm(x) * w (+ b) over the rows `rows_of(x, w)` describes; inputs (x, w) or (x, w, b)."""
-    y = outputs[0]
-    if y.numel == 0:
-        return
-    dev = device_of(outputs, inputs)
-    args = dealias(dev, outputs, list(inputs))[0]
-    x, w, b = args[0], args[1], args[2] if len(args) > 2 else None
-    rows_of(x, w).forward(dev, y, x, w, b, flags, float(attrs["eps"]))
+def _keep(op: RowOp) -> tuple[str, str] | None:
+    """The row statistics the column sums read, (mean, rstd) (mean 0 where the op names none), or None
+    where the op names no rstd."""
+    names = {*op.row_values, *(n for p in op.passes for n, _ in split_lets(p.then)), *(n for n, _ in op.lets)}
+    return ("mean" if "mean" in names else "0.0", "rstd") if "rstd" in names else None
 
 
-def layer_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    _rows_forward(outputs, inputs, attrs, _trailing_rows, CENTRED)
-
-
-def rms_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    _rows_forward(outputs, inputs, attrs, _trailing_rows, 0)
+@functools.cache
+def dx_op(name: str) -> RowOp:
+    """The row op of norm backward `name`'s gx: the table's entry where it holds one of the shape the
+    kernel runs (inputs g and x, the weight its column operand), else row_wgsl.NORM_DX's."""
+    entry = ROW_OPS.get(name)
+    keep = _keep(entry) if entry is not None else None
+    if entry is not None and keep is not None and len(entry.inputs) == 2 and len(entry.columns) == 1:
+        try:
+            row_shader(entry, keep)
+            return entry
+        except Unsupported:
+            pass
+    return NORM_DX[name]
 
 
 def _rows_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any],
-                   flags: int) -> None:
+                   name: str) -> None:
+    """Layer / RMS norm backward: gx and each row's (mean, rstd) from the row op, then the column sums."""
     gx, gw, gb = outputs[0], outputs[1], outputs[2] if len(outputs) > 2 else None
     g, x, w = inputs
     if x.numel == 0:
@@ -261,15 +150,30 @@ def _rows_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], at
     dev = device_of(outputs, inputs)
     g, x, w = dealias(dev, outputs, [g, x, w])[0]
     rows = _trailing_rows(x, w)
-    rows.backward(dev, gx, gw, gb, g, x, w, flags, float(attrs["eps"]), rows.rows, rows.length, 1)
+    op = dx_op(name)
+    keep = _keep(op)
+    if keep is None:
+        raise RumusError(f"wgpu {name}: its gx row op names no rstd for the weight gradients")
+    stats = new_buffer(dev, max(1, rows.rows) * 8, "norm statistics scratch")
+    shape, strides = (rows.rows, rows.length), (rows.length, 1)
+
+    def rows_of(a: TensorArg) -> TensorArg:
+        return TensorArg(a.buffer, shape, strides, a.offset, a.dtype)
+    eps = float(attrs["eps"])
+    planned(dev, (name, *layouts(gx, g, x, w), eps),
+            lambda: launch(dev, op, rows_of(gx), rows_of(g), rows_of(x), 1,
+                           [TensorArg(w.buffer, (rows.length,), (1,), w.offset, w.dtype)], [eps], keep, stats),
+            gx.buffer, g.buffer, x.buffer, [w.buffer, stats])
+    bias = gb if gb is not None else TensorArg(new_buffer(dev, 16), (1,), (1,), 0, gw.dtype)
+    rows.param_columns(dev, gw, bias, gb is not None, g, x, stats)
 
 
 def layer_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    _rows_backward(outputs, inputs, attrs, CENTRED)
+    _rows_backward(outputs, inputs, attrs, "layer_norm_backward")
 
 
 def rms_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    _rows_backward(outputs, inputs, attrs, 0)
+    _rows_backward(outputs, inputs, attrs, "rms_norm_backward")
 
 
 def _group_rows(x: TensorArg, num_groups: int) -> _Rows:
@@ -278,8 +182,12 @@ def _group_rows(x: TensorArg, num_groups: int) -> _Rows:
 
 
 def group_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    groups = int(attrs["num_groups"])
-    _rows_forward(outputs, inputs, attrs, lambda x, w: _group_rows(x, groups), CENTRED)
+    y = outputs[0]
+    if y.numel == 0:
+        return
+    dev = device_of(outputs, inputs)
+    x, w, b = dealias(dev, outputs, list(inputs))[0]
+    _group_rows(x, int(attrs["num_groups"])).forward(dev, y, x, w, b, CENTRED | BIAS, float(attrs["eps"]))
 
 
 def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -291,7 +199,7 @@ def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
     g, x, w = dealias(dev, outputs, [g, x, w])[0]
     c, s = x.shape[1], _spatial(x)
     rows = _group_rows(x, int(attrs["num_groups"]))
-    rows.backward(dev, gx, gw, gb, g, x, w, CENTRED, float(attrs["eps"]), x.shape[0], c * s, s)
+    rows.backward(dev, gx, gw, gb, g, x, w, float(attrs["eps"]), x.shape[0], c * s, s)
 
 
 def _channel_config(x: TensorArg, flags: int = 0, eps: float = 0.0, offsets: Sequence[int] = ()) -> list[int | float]:
@@ -351,7 +259,8 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
 
 
 def kernels() -> dict[str, Any]:
-    return {"layer_norm": layer_norm, "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
-            "rms_norm_backward": rms_norm_backward, "group_norm": group_norm,
+    # layer_norm and rms_norm forward: the row-op table's kernels (softmax.py)
+    return {"layer_norm_backward": layer_norm_backward, "rms_norm_backward": rms_norm_backward,
+            "group_norm": group_norm,
             "group_norm_backward": group_norm_backward, "batch_norm_stats": batch_norm_stats,
             "batch_norm": batch_norm, "batch_norm_backward": batch_norm_backward}

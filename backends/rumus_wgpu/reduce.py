@@ -103,12 +103,16 @@ class Rows:
             t = max(1, min(t, pow2_floor(65536 // self.rows)))
         return t
 
-    def pack(self, t: int, grid_x: int, chunk: int, splits: int) -> bytes:
+    def pack(self, t: int, grid_x: int, chunk: int, splits: int, params: Sequence[float] = (),
+             col_offsets: Sequence[int] = ()) -> bytes:
+        """shaders/rows.wgsl's Config; params (at most two) and col_offsets (at most four): a row op's."""
+        p = struct.unpack("<2I", struct.pack("<2f", *params, *([0.0] * (2 - len(params)))))
         words = [self.rows, self.rlen, t, grid_x, chunk, len(self.ksizes), len(self.rsizes), splits,
-                 self.in_offset, self.out_offset, NINF, i32_word(self.out_rstride), i32_word(self.in1_delta), 0, 0, 0]
+                 self.in_offset, self.out_offset, NINF, i32_word(self.out_rstride), i32_word(self.in1_delta), *p, 0]
         words += _pad(self.ksizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.kin, MAX_DIMS)]
         words += [i32_word(s) for s in _pad(self.kout, MAX_DIMS)]
         words += _pad(self.rsizes, MAX_DIMS, 1) + [i32_word(s) for s in _pad(self.rstr or [0], MAX_DIMS)]
+        words += _pad(list(col_offsets), 4)
         return struct.pack(f"<{len(words)}I", *words)
 
 

@@ -2,7 +2,7 @@
 invocations own a row, whether a row is split into chunks over grid z, and how many loads an invocation
 keeps in flight. A pure function of (rows, row length, load width, adapter limits): no shape is special.
 
-Thresholds (the "new" plan, the default):
+Thresholds:
 - group: about LOADS_PER_INVOCATION loads per invocation, a power of two up to 256 (a whole workgroup
   for a long row, 256 / group short rows per workgroup); over an outer dim with many rows, small groups
   so neighbouring invocations read neighbouring rows.
@@ -23,9 +23,7 @@ Thresholds (the "new" plan, the default):
   128- to 132-SM GPU, more than smaller GPUs need (a split launch costs one more dispatch and a pair per
   chunk, little against a long row).
 
-RUMUS_WGPU_ROW_PLAN=old runs last session's plan (split below SPLIT_WORKGROUPS / 8 workgroups, one load
-in flight per invocation) for an A/B on a GPU; RUMUS_WGPU_ROW_SPLIT_WORKGROUPS=N sets the split target
-(0: never split) for both plans.
+RUMUS_WGPU_ROW_SPLIT_WORKGROUPS=N sets the split target (0: never split), for an A/B on a GPU.
 """
 
 from __future__ import annotations
@@ -36,12 +34,11 @@ from rumus_contracts import config
 
 from .reduce import SPLIT_CHUNK, pow2_ceil, pow2_floor
 
-ROW_PLAN = "RUMUS_WGPU_ROW_PLAN"  # "old": last session's plan; unset or "new": the plan above
 SPLIT_TARGET = "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"  # the split launch's target workgroup count (0: no split)
 LOADS_PER_INVOCATION = 4  # enough loads in flight per invocation, few invocations idle in the merge
-UNROLL = 4  # loads an invocation issues before folding them (the new plan)
+UNROLL = 4  # loads an invocation issues before folding them
 SPLIT_WORKGROUPS = 1024  # a split launch aims for about this many workgroups
-SPLIT_MIN_ROW = 1 << 16  # the new plan keeps shorter rows whole (measured: see the module doc)
+SPLIT_MIN_ROW = 1 << 16  # shorter rows stay whole (measured: see the module doc)
 WORKGROUP = 256  # invocations per workgroup of the row kernels (shaders/softmax.wgsl)
 
 
@@ -54,17 +51,13 @@ class RowPlan:
     unroll: int  # loads per invocation in flight per step of a row walk
 
 
-def env_plan() -> str:
-    return config.text(ROW_PLAN)
-
-
 def split_target() -> int:
     return config.integer(SPLIT_TARGET)
 
 
-def plan_key() -> tuple[str, int]:
+def plan_key() -> int:
     """What a cached launch depends on besides the operands' layouts."""
-    return env_plan(), split_target()
+    return split_target()
 
 
 def group_for(rows: int, rlen: int, per: int, outer_strided: bool) -> int:
@@ -79,21 +72,18 @@ def group_for(rows: int, rlen: int, per: int, outer_strided: bool) -> int:
 
 
 def plan_rows(rows: int, rlen: int, per: int, outer_strided: bool, max_groups: int,
-              plan: str | None = None, target: int | None = None) -> RowPlan:
+              target: int | None = None) -> RowPlan:
     """The launch of `rows` rows of `rlen` elements, `per` elements a load (4: vec4, 1: scalar), on an
-    adapter whose grid holds at most `max_groups` workgroups a dimension. plan / target default to the
-    environment (RUMUS_WGPU_ROW_PLAN, RUMUS_WGPU_ROW_SPLIT_WORKGROUPS)."""
-    plan = env_plan() if plan is None else plan
+    adapter whose grid holds at most `max_groups` workgroups a dimension. target defaults to the
+    environment (RUMUS_WGPU_ROW_SPLIT_WORKGROUPS)."""
     target = split_target() if target is None else target
     t = group_for(rows, rlen, per, outer_strided)
     workgroups = (rows + WORKGROUP // t - 1) // (WORKGROUP // t)
-    # old: split below target / 8 workgroups; new: below target / 4
-    below = target // 8 if plan == "old" else target // 4
     splits = 1
-    long_enough = rlen > 2 * SPLIT_CHUNK and (plan == "old" or rlen >= SPLIT_MIN_ROW)
-    if t == WORKGROUP and workgroups < below and long_enough:
+    long_enough = rlen > 2 * SPLIT_CHUNK and rlen >= SPLIT_MIN_ROW
+    if t == WORKGROUP and workgroups < target // 4 and long_enough:
         splits = min((rlen + SPLIT_CHUNK - 1) // SPLIT_CHUNK, max(1, target // workgroups), max_groups)
     chunk = (rlen + splits - 1) // splits
     chunk = (chunk + per - 1) // per * per
     splits = (rlen + chunk - 1) // chunk  # rounding the chunk up can leave the last split empty: drop it
-    return RowPlan(t, workgroups, splits, chunk, 1 if plan == "old" else UNROLL)
+    return RowPlan(t, workgroups, splits, chunk, UNROLL)

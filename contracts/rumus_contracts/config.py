@@ -157,8 +157,6 @@ declare("RUMUS_WGPU_POOL_CACHE_MB", "float", 8192.0, "MiB of freed GPU buffers t
 declare("RUMUS_WGPU_PUBLIC_API", "flag", False, "use only wgpu-py's public API (no private fast paths)", owner="wgpu")
 declare("RUMUS_WGPU_CHECKED", "flag", False, "compile shaders with wgpu's bounds checks", owner="wgpu")
 declare("RUMUS_WGPU_GEMM", "str", None, "force the GEMM tile (name[:split-K]) for A/B runs", owner="wgpu")
-declare("RUMUS_WGPU_ROW_PLAN", "choice", "new", "the row-kernel launch plan (old: the earlier plan)", owner="wgpu",
-        choices=("old", "new"))
 declare("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", "int", 1024, "target workgroups when a long row is split (0: never)",
         owner="wgpu", least=0)
 declare("RUMUS_WGPU_CONV_IM2COL", "flag", False, "every wgpu convolution through im2col + GEMM", owner="wgpu")

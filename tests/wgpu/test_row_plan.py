@@ -1,8 +1,9 @@
 """The softmax / log_softmax row plan (backends/rumus_wgpu/row_plan.py): the planner's choices as a
 function of (rows, length, load width, grid limit), and values against float64 for every branch it can
 take (packed short rows, one workgroup per row, split rows; unrolled steps, their remainder loop; vec4
-and scalar loads, odd lengths, one row, a huge row) under both plans (RUMUS_WGPU_ROW_PLAN=old / new) and
-the split target switch, forward and fused backward, float32, float16 where the adapter has it, bfloat16."""
+and scalar loads, odd lengths, one row, a huge row) under the default split target, no splits and a small
+target (RUMUS_WGPU_ROW_SPLIT_WORKGROUPS), forward and fused backward, float32, float16 where the adapter has
+it, bfloat16."""
 
 import numpy as np
 import pytest
@@ -16,18 +17,17 @@ from wgpu_required import wgpu_or_skip
 
 BACKEND, DEVICE = wgpu_or_skip()
 RNG = np.random.default_rng(1010)
-PLANS = {"new": {}, "old": {"RUMUS_WGPU_ROW_PLAN": "old"}, "no split": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"},
+PLANS = {"default": {}, "no split": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"},
          "split 64": {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "64"}}
 # (rows, length): packed short rows (one step, remainder only), odd lengths, one long row per workgroup
-# with whole unrolled steps and a remainder, few long rows split (new plan), one row, a huge row
+# with whole unrolled steps and a remainder, few long rows split, one row, a huge row
 GRID = [(37, 5), (300, 40), (9, 255), (5, 1001), (64, 2048), (3, 4099), (24, 8193), (64, 9000), (64, 9001),
         (200, 8196), (1, 3), (1, 100_003), (2, 1 << 18)]
 
 
 @pytest.fixture(params=sorted(PLANS))
 def plan(request, monkeypatch):
-    for k in ("RUMUS_WGPU_ROW_PLAN", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"):
-        monkeypatch.delenv(k, raising=False)
+    monkeypatch.delenv("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", raising=False)
     for k, v in PLANS[request.param].items():
         monkeypatch.setenv(k, v)
     return request.param
@@ -42,48 +42,44 @@ def _covers(p, rlen: int, per: int) -> None:
 @pytest.mark.parametrize("rows", [1, 2, 8, 63, 64, 127, 128, 255, 256, 512, 4096, 100_000])
 @pytest.mark.parametrize("rlen", [1, 7, 100, 1024, 8192, 8193, 32000, 32001, 262144, 1 << 20, 1 << 24])
 def test_plans_cover_every_row_and_respect_the_grid(rows, rlen, per):
-    for name in ("old", "new"):
-        for max_groups in (65535, 16):
-            p = plan_rows(rows, rlen, per, False, max_groups, name)
-            _covers(p, rlen, per)
-            assert p.splits <= max_groups
-            assert p.unroll == (1 if name == "old" else UNROLL)
-            # splits only when a row fills a workgroup, and no chunk is shorter than SPLIT_CHUNK / 2
-            if p.splits > 1:
-                assert p.group == WORKGROUP and p.chunk >= SPLIT_CHUNK // 2
-        assert plan_rows(rows, rlen, per, False, 65535, "new", target=0).splits == 1
+    for max_groups in (65535, 16):
+        p = plan_rows(rows, rlen, per, False, max_groups)
+        _covers(p, rlen, per)
+        assert p.splits <= max_groups
+        assert p.unroll == UNROLL
+        # splits only when a row fills a workgroup, is at least SPLIT_MIN_ROW long, and no chunk is
+        # shorter than SPLIT_CHUNK / 2
+        if p.splits > 1:
+            assert p.group == WORKGROUP and p.chunk >= SPLIT_CHUNK // 2 and rlen >= SPLIT_MIN_ROW
+    assert plan_rows(rows, rlen, per, False, 65535, target=0).splits == 1
 
 
 def test_few_long_rows_split_into_the_target_many_rows_do_not():
     # 64 rows of 2**18: one workgroup a row would leave most of a 132-SM GPU idle
-    p = plan_rows(64, 1 << 18, 4, False, 65535, "new")
+    p = plan_rows(64, 1 << 18, 4, False, 65535)
     assert p.splits >= 4 and p.workgroups * p.splits <= SPLIT_WORKGROUPS
-    assert plan_rows(64, (1 << 18) + 1, 1, False, 65535, "new").splits == p.splits  # odd lengths plan alike
-    # the new plan splits up to SPLIT_WORKGROUPS / 4 workgroups, the old one below / 8
-    assert plan_rows(128, 1 << 17, 4, False, 65535, "new").splits > 1
-    assert plan_rows(128, 1 << 17, 4, False, 65535, "old").splits == 1
-    # rows under SPLIT_MIN_ROW stay whole in the new plan (64 x 32000 ran faster unsplit on the H200),
-    # where the old plan split them
-    assert plan_rows(64, 32000, 4, False, 65535, "new").splits == 1
-    assert plan_rows(64, 32001, 1, False, 65535, "new").splits == 1
-    assert plan_rows(64, 32000, 4, False, 65535, "old").splits > 1
-    assert plan_rows(64, SPLIT_MIN_ROW, 4, False, 65535, "new").splits > 1
+    assert plan_rows(64, (1 << 18) + 1, 1, False, 65535).splits == p.splits  # odd lengths plan alike
+    # the plan splits up to SPLIT_WORKGROUPS / 4 workgroups
+    assert plan_rows(128, 1 << 17, 4, False, 65535).splits > 1
+    assert plan_rows(512, 1 << 17, 4, False, 65535).splits == 1
+    # rows under SPLIT_MIN_ROW stay whole (64 x 32000 ran faster unsplit on the H200)
+    assert plan_rows(64, 32000, 4, False, 65535).splits == 1
+    assert plan_rows(64, 32001, 1, False, 65535).splits == 1
+    assert plan_rows(64, SPLIT_MIN_ROW, 4, False, 65535).splits > 1
     # enough rows to fill the GPU, or rows too short for two chunks: one pass
-    assert plan_rows(512, 32000, 4, False, 65535, "new").splits == 1
-    assert plan_rows(64, 8192, 4, False, 65535, "new").splits == 1
+    assert plan_rows(512, 32000, 4, False, 65535).splits == 1
+    assert plan_rows(64, 8192, 4, False, 65535).splits == 1
     # a huge row splits into up to SPLIT_WORKGROUPS chunks, more when the target asks
-    assert plan_rows(1, 1 << 24, 4, False, 65535, "new").splits == SPLIT_WORKGROUPS
-    assert plan_rows(1, 1 << 24, 4, False, 65535, "new", target=2048).splits == 2048
+    assert plan_rows(1, 1 << 24, 4, False, 65535).splits == SPLIT_WORKGROUPS
+    assert plan_rows(1, 1 << 24, 4, False, 65535, target=2048).splits == 2048
     # short rows pack several per workgroup, an outer-dim reduction over many rows keeps groups small
-    assert plan_rows(4096, 40, 1, False, 65535, "new").group == 16
-    assert plan_rows(4096, 1000, 1, True, 65535, "new").group == 16
+    assert plan_rows(4096, 40, 1, False, 65535).group == 16
+    assert plan_rows(4096, 1000, 1, True, 65535).group == 16
 
 
-@pytest.mark.parametrize(("name", "value"), [("RUMUS_WGPU_ROW_PLAN", "newest"),
-                                             ("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", "lots")])
-def test_a_misspelt_switch_raises_naming_it(monkeypatch, name, value):
-    monkeypatch.setenv(name, value)
-    with pytest.raises(rm.RumusError, match=name):
+def test_a_misspelt_switch_raises_naming_it(monkeypatch):
+    monkeypatch.setenv("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", "lots")
+    with pytest.raises(rm.RumusError, match="RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"):
         rm.softmax(rm.tensor(np.ones((2, 3), np.float32), device=DEVICE), 1)
 
 
@@ -140,16 +136,13 @@ def test_half_precision_rows(plan, dtype):
 
 
 def test_the_plans_run_what_they_say(monkeypatch):
-    # [128, 9000]: the new plan and the split target 0 run one unrolled pass, the old one one pass a row
-    # with one load in flight; [16, 70000] (rows past SPLIT_MIN_ROW): the new plan splits (partial +
-    # final: two dispatches) with unrolled walks
+    # [128, 9000]: one unrolled pass under every split target; [16, 70000] (rows past SPLIT_MIN_ROW):
+    # split (partial + final: two dispatches) with unrolled walks, one pass with the target 0
     seen = {}
     for shape in ((128, 9000), (16, 70000)):
         x = rm.tensor(RNG.standard_normal(shape).astype(np.float32), device=DEVICE)
-        for name, env in (("new", {}), ("old", {"RUMUS_WGPU_ROW_PLAN": "old"}),
-                          ("no split", {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"})):
-            for k in ("RUMUS_WGPU_ROW_PLAN", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"):
-                monkeypatch.delenv(k, raising=False)
+        for name, env in (("default", {}), ("no split", {"RUMUS_WGPU_ROW_SPLIT_WORKGROUPS": "0"})):
+            monkeypatch.delenv("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", raising=False)
             for k, v in env.items():
                 monkeypatch.setenv(k, v)
             BACKEND.flush(0)
@@ -157,16 +150,18 @@ def test_the_plans_run_what_they_say(monkeypatch):
             y = rm.softmax(x, 1)
             BACKEND.flush(0)
             seen[name, shape[1]] = BACKEND.stats(0)["dispatches"] - before
-            np.testing.assert_allclose(y.numpy().sum(axis=1), 1.0, rtol=1e-5)
-    assert seen == {("new", 9000): 1, ("old", 9000): 1, ("no split", 9000): 1,
-                    ("new", 70000): 2, ("old", 70000): 2, ("no split", 70000): 1}
+            t = torch.from_numpy(x.numpy().astype(np.float64))
+            np.testing.assert_allclose(y.numpy(), torch.softmax(t, 1).numpy(), rtol=1e-5, atol=1e-7)
+    assert seen == {("default", 9000): 1, ("no split", 9000): 1, ("default", 70000): 2, ("no split", 70000): 1}
     keys = {(k[4], k[5]) for k in BACKEND.device(0).programs._cache
             if isinstance(k, tuple) and k[:4] == ("softmax", "softmax", "float32", True)}
-    assert {("partial", UNROLL), ("final", UNROLL), ("single", 1), ("single", UNROLL)} <= keys
-    # an odd length: the new plan's fold pass reads the aligned body as vec4, the old one scalars only
-    for k in ("RUMUS_WGPU_ROW_PLAN", "RUMUS_WGPU_ROW_SPLIT_WORKGROUPS"):
-        monkeypatch.delenv(k, raising=False)
-    rm.softmax(rm.tensor(RNG.standard_normal((3, 1001)).astype(np.float32), device=DEVICE), 1).numpy()
+    assert {("partial", UNROLL), ("final", UNROLL), ("single", UNROLL)} <= keys
+    # an odd length: the fold pass reads the aligned body as vec4
+    monkeypatch.delenv("RUMUS_WGPU_ROW_SPLIT_WORKGROUPS", raising=False)
+    x = RNG.standard_normal((3, 1001))
+    got = rm.softmax(rm.tensor(x.astype(np.float32), device=DEVICE), 1).numpy()
+    want = torch.softmax(torch.from_numpy(x.astype(np.float32).astype(np.float64)), 1).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     aligned = {k[6] for k in BACKEND.device(0).programs._cache
                if isinstance(k, tuple) and k[:5] == ("softmax", "softmax", "float32", False, "single")}
     assert True in aligned

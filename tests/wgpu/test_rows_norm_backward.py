@@ -1,9 +1,9 @@
-"""layer_norm / rms_norm on wgpu through the register-row kernels: each invocation holds its vec4s of a row,
-so x (and g) are read once per row; the backward writes gx and each workgroup's column shares of gw / gb in
-one dispatch and folds the shares in a fixed order in a second. The plan comes from the row length (not a
-shape list); rows that are not 4-aligned vec4s or too long to hold take the general kernels. Values against
-PyTorch float64, the dispatch count, float16, unaligned offsets, many row blocks per workgroup, same bits
-on every run."""
+"""layer_norm / rms_norm backward on wgpu: gx from a row op of the row-op table (rendered into
+shaders/softmax.wgsl; row_wgsl.NORM_DX until the table holds the backward entries), which also keeps each
+row's (mean, rstd), then the weight / bias gradients as column sums folded in a fixed order. Values
+against PyTorch float64 for every row length class (vec4 rows, odd ones, one invocation per row, many
+row blocks), the dispatch count, float16, unaligned offsets, the workgroup-memory merge, same bits on
+every run."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,9 @@ import torch
 
 import rumus as rm
 from rumus.nn import functional as F
-from rumus_wgpu.nn_norm import HELD_SLOTS, _Rows
+from rumus_contracts.ops.row_ops import ROW_OPS
+from rumus_contracts.ops.row_wgsl import NORM_DX, row_shader
+from rumus_wgpu.nn_norm import dx_op
 from wgpu_required import wgpu_or_skip
 
 BACKEND, DEVICE = wgpu_or_skip()
@@ -44,15 +46,12 @@ def _close(got, want, rows, tol=2e-4):
         np.testing.assert_allclose(np.asarray(a, dtype=np.float64), b, rtol=tol, atol=tol * np.sqrt(rows) * 4)
 
 
-def test_plan_comes_from_the_row_length():
-    plan = _Rows(4096, 1024, 1, 1024, 1).held_plan()
-    assert plan == (64, 4)  # 256 vec4s: 64 invocations holding 4 each
-    assert _Rows(10, 768, 1, 768, 1).held_plan() == (64, 3)
-    assert _Rows(10, 4, 1, 4, 1).held_plan() == (1, 1)
-    assert _Rows(10, 8192, 1, 8192, 1).held_plan() == (256, HELD_SLOTS)
-    assert _Rows(10, 8196, 1, 8196, 1).held_plan() is None  # too long to hold: the general kernels
-    assert _Rows(10, 1022, 1, 1022, 1).held_plan() is None  # not whole vec4s
-    assert _Rows(10, 64, 4, 16, 4).held_plan() is None  # group norm
+def test_gx_comes_from_a_row_op():
+    # the table's entry where it holds one of this shape, else NORM_DX's; either renders to the row shader
+    for name in ("layer_norm_backward", "rms_norm_backward"):
+        op = dx_op(name)
+        assert op is ROW_OPS.get(name, NORM_DX[name])
+        assert len(op.inputs) == 2 and len(op.columns) == 1 and row_shader(op).walks
 
 
 @pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
@@ -63,7 +62,8 @@ def test_values_match_torch_float64(kind, shape):
     _close(got, want, shape[0])
 
 
-def test_backward_is_two_dispatches():
+def test_backward_is_three_dispatches():
+    # gx and the row statistics (one row op), the column partials, their fixed-order fold
     x = rm.tensor(RNG.standard_normal((64, 256)), dtype="float32", device=DEVICE, requires_grad=True)
     w = rm.tensor(np.ones(256), dtype="float32", device=DEVICE, requires_grad=True)
     b = rm.tensor(np.zeros(256), dtype="float32", device=DEVICE, requires_grad=True)
@@ -73,15 +73,14 @@ def test_backward_is_two_dispatches():
     before = BACKEND.stats(rm.Device.parse(DEVICE))["dispatches"]
     y.backward(g)
     rm.synchronize(DEVICE)
-    assert BACKEND.stats(rm.Device.parse(DEVICE))["dispatches"] - before == 2
+    assert BACKEND.stats(rm.Device.parse(DEVICE))["dispatches"] - before == 3
     assert x.grad is not None and w.grad is not None and b.grad is not None
 
 
 @pytest.mark.parametrize("shape", [(300_001, 8), (70_001, 20)])
 def test_many_row_blocks_per_workgroup(shape):
-    # 8 columns: one invocation per row, 256 rows per block; 300k rows are > 512 blocks, so a workgroup walks
-    # several blocks and its share covers all of them (the last past the end). 20 columns: 5 vec4s over two
-    # invocations of 3 slots, one slot past the row's end, which must not keep the previous row's values
+    # 8 columns: one invocation per row (two vec4 loads), 256 rows per workgroup, over a thousand workgroups;
+    # 20 columns: five vec4s over two invocations (three and two loads: the remainder loop)
     got, want = _run("layer_norm", RNG.standard_normal(shape), RNG.standard_normal(shape))
     _close(got, want, shape[0])
 
