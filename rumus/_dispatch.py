@@ -15,6 +15,7 @@ from rumus_contracts.schema import _same_dtype as _same_dtype_rule
 from rumus_contracts.shapes import broadcast_shapes
 
 from . import _runtime
+from ._bool_arithmetic import AS_LOGICAL, bool_target
 from ._storage import Storage
 from ._thread_state import autocast_state as _autocast
 from .autograd.grad_mode import no_grad
@@ -463,10 +464,14 @@ class Op:
             key_dtype = out_dtypes[0]
         kernel = self._kernels.get((backend.name, key_dtype))
         if kernel is None:
-            if key_dtype not in self._dtypes:
+            if key_dtype is bool_ and self.name in AS_LOGICAL:  # True + True is True: the logical op's kernel
+                kernel = _runtime.kernel(AS_LOGICAL[self.name], backend, bool_)
+            elif key_dtype not in self._dtypes:
                 raise DTypeError(f"{self.name}: dtype {key_dtype} is not supported; the op takes "
                                  f"{', '.join(str(d) for d in schema.dtypes)}")
-            kernel = self._kernels[(backend.name, key_dtype)] = self._find_kernel(backend, key_dtype)
+            else:
+                kernel = self._find_kernel(backend, key_dtype)
+            self._kernels[(backend.name, key_dtype)] = kernel
         if kernel is _DECOMPOSED:  # the decomposition reads any layout; written inputs obey the same rule
             for i in schema.mutates_idx:
                 if not inputs[i].is_contiguous():
@@ -563,7 +568,10 @@ class Op:
         for d in dts[1:]:
             if d != target:
                 target = promote(target, d)
-        if target not in self.schema.dtypes and not target.is_floating and float32 in self.schema.dtypes:
+        if target is bool_ and bool_ not in self._dtypes:
+            target = bool_target(self.name, self.schema)
+        if target not in self.schema.dtypes and not target.is_floating and float32 in self.schema.dtypes \
+                and not (target is bool_ and self.name in AS_LOGICAL):
             target = float32
         if self.name == "where" and inputs[0].dtype != bool_:  # a float mask is a mistake, not "nonzero"
             raise DTypeError(f"where: the condition must be a bool tensor, got {inputs[0].dtype}; compare first "
