@@ -15,6 +15,9 @@ _REFUSED = {
     "neg": "negation of a bool tensor is not supported; to invert a mask, use `~` or logical_not() instead",
     "rsub": "subtraction of two bool tensors is not supported; use `^` or logical_xor() instead",
 }
+# refused even beside an operand of another dtype (torch's rule for subtraction)
+REFUSED_WITH_BOOL = {k: v.replace("of two bool tensors", "with a bool tensor") for k, v in _REFUSED.items()
+                     if k in ("sub", "rsub")}
 _NO_BOOL_KERNEL = ("abs", "relu", "pow", "logaddexp", "floor_divide", "remainder", "fmod")
 
 

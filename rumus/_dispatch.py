@@ -15,7 +15,7 @@ from rumus_contracts.schema import _same_dtype as _same_dtype_rule
 from rumus_contracts.shapes import broadcast_shapes
 
 from . import _runtime
-from ._bool_arithmetic import AS_LOGICAL, bool_target
+from ._bool_arithmetic import AS_LOGICAL, REFUSED_WITH_BOOL, bool_target
 from ._storage import Storage
 from ._thread_state import autocast_state as _autocast
 from .autograd.grad_mode import no_grad
@@ -570,6 +570,8 @@ class Op:
                 target = promote(target, d)
         if target is bool_ and bool_ not in self._dtypes:
             target = bool_target(self.name, self.schema)
+        elif self.name in REFUSED_WITH_BOOL and bool_ in dts:
+            raise DTypeError(f"{self.name}: {REFUSED_WITH_BOOL[self.name]}")
         if target not in self.schema.dtypes and not target.is_floating and float32 in self.schema.dtypes \
                 and not (target is bool_ and self.name in AS_LOGICAL):
             target = float32

@@ -28,6 +28,8 @@ CASES: dict[str, Callable[[Any, Any, Any], Any]] = {
     "neg": lambda m, a, b: -a,
     "div": lambda m, a, b: a / (b | True),
     "add int": lambda m, a, b: a + m.tensor([1, 2, 3, 4]),
+    "sub int": lambda m, a, b: a - m.tensor([1, 2, 3, 4]),
+    "int sub": lambda m, a, b: m.tensor([1.5, 2, 3, 4]) - a,
     "mul float": lambda m, a, b: a * 1.5,
     "sum": lambda m, a, b: a.sum(),
 }
