@@ -16,7 +16,7 @@ from rumus_contracts import DType, OpSchema, RumusError, TensorArg
 
 from . import _dispatch
 from ._dispatch import _DECOMPOSE, _as_tensors, _plan_key
-from ._tensor_base import Tensor, _contiguous, fresh_tensor
+from ._tensor_base import Tensor, _contiguous, fresh_tensor, layout_sig, sig_of
 from ._thread_state import autocast_state as _autocast
 from .autograd.grad_mode import state as grad_state
 
@@ -24,8 +24,9 @@ from .autograd.grad_mode import state as grad_state
 _UNPLANNED: Any = object()
 # Op.__call__'s planned path, per signature: kernel, output shape, its contiguous strides, output dtype,
 # element count, per input expanded strides (None for all when none is expanded), the schema's attribute
-# defaults (None when it has none), whether the op is differentiable
-_QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, bool]
+# defaults (None when it has none), whether the op is differentiable, the backend and device to allocate on
+# (the key's layout signatures fix both), the output's layout signature
+_QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, bool, Any, Any, int]
 
 
 class _Plans(dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], Any]]):
@@ -71,45 +72,40 @@ class PlannedOp(_dispatch.Op):
             key: Any = None
             if n == 2:
                 a, b = args
-                if not (isinstance(a, Tensor) and isinstance(b, Tensor)) and self._composite is None and (
-                        isinstance(a, Tensor) or isinstance(b, Tensor)):
-                    a, b = args = tuple(_as_tensors(self.name, args))  # a number beside a tensor
                 if isinstance(a, Tensor) and isinstance(b, Tensor):
-                    sa, sb = a._storage, b._storage
-                    if sa.device is sb.device:
-                        key = (sa.backend, a.shape, a._strides, sa.dtype.name, b.shape, b._strides, sb.dtype.name)
+                    key = (a._sig or layout_sig(a), b._sig or layout_sig(b))
+                elif self._composite is None and (isinstance(a, Tensor) or isinstance(b, Tensor)):
+                    a, b = args = tuple(_as_tensors(self.name, args))  # a number beside a tensor
+                    key = (a._sig or layout_sig(a), b._sig or layout_sig(b))
             elif n == 1:
                 a = args[0]
                 if isinstance(a, Tensor):
-                    sa = a._storage
-                    key = (sa.backend, a.shape, a._strides, sa.dtype.name)
+                    key = a._sig or layout_sig(a)
             elif n == 3:
                 a, b, c = args
                 if isinstance(a, Tensor) and isinstance(b, Tensor) and isinstance(c, Tensor):
-                    sa, sb, sc = a._storage, b._storage, c._storage
-                    if sa.device is sb.device and sa.device is sc.device:
-                        key = (sa.backend, a.shape, a._strides, sa.dtype.name, b.shape, b._strides, sb.dtype.name,
-                               c.shape, c._strides, sc.dtype.name)
+                    key = (a._sig or layout_sig(a), b._sig or layout_sig(b), c._sig or layout_sig(c))
             if key is not None:
                 if attrs:
-                    key = (*key, *attrs.items())
+                    key = (key, *attrs.items())
                 try:
-                    plan = self._quick_plans.get(key)
-                except TypeError:  # an unhashable attribute value (a list): the general path
+                    plan = self._quick_plans[key]
+                except KeyError:
                     plan = None
+                except TypeError:  # an unhashable attribute value (a list): the general path, every time
+                    return self._run(args, attrs)[0]
                 if plan is None or plan is _UNPLANNED:
                     out = self._run(args, attrs)
                     if plan is None:
                         self._learn(key, args, attrs)
                     return out[0]
-                kernel, shape, strides, dtype, numel, expanded, defaults, record = plan
-                backend, device = sa.backend, sa.device
+                kernel, shape, strides, dtype, numel, expanded, defaults, record, backend, device, sig = plan
                 try:
                     buf = backend.allocate(device, numel, dtype)
                 except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
                     return self._run(args, attrs)[0]
                 out_arg = TensorArg(buf, shape, strides, 0, dtype)
-                result = fresh_tensor(buf, device, dtype, backend, numel, shape, strides, out_arg)
+                result = fresh_tensor(buf, device, dtype, backend, numel, shape, strides, out_arg, sig)
                 if expanded is not None:
                     in_args = [t._arg if e is None else TensorArg(t._storage.buffer, shape, e, t._offset,
                                                                   t._storage.dtype) for t, e in zip(args, expanded)]
@@ -138,6 +134,33 @@ class PlannedOp(_dispatch.Op):
         out = self._run(args, attrs)
         return out[0] if out else args[self.schema.mutates_idx[0]]
 
+    def binary(self, a: Any, b: Any) -> Tensor:
+        """`op(a, b)` with no attributes, for Tensor's operators (`a + b`): __call__'s planned path for two
+        tensors whose plan binds them as they are, without the argument tuple and keyword dict a call through
+        __call__ builds. Anything else goes through __call__."""
+        if self._quick and isinstance(a, Tensor) and isinstance(b, Tensor) and _dispatch._tracer is None and \
+                _dispatch._capture is None and _dispatch._route_log is None and _dispatch._planned_paths and not (
+                    self._autocasts and _autocast.enabled):
+            try:
+                plan = self._quick_plans[a._sig or layout_sig(a), b._sig or layout_sig(b)]
+            except KeyError:
+                plan = None
+            if plan is not None and plan is not _UNPLANNED and plan[5] is None:
+                kernel, shape, strides, dtype, numel, _, defaults, record, backend, device, sig = plan
+                try:
+                    buf = backend.allocate(device, numel, dtype)
+                except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
+                    return self._run((a, b), {})[0]
+                out_arg = TensorArg(buf, shape, strides, 0, dtype)
+                result = fresh_tensor(buf, device, dtype, backend, numel, shape, strides, out_arg, sig)
+                attrs = {} if defaults is None else {**defaults}
+                kernel([out_arg], [a._arg_cache or a._arg, b._arg_cache or b._arg], attrs)
+                if record and grad_state.enabled and (a._requires_grad or b._requires_grad or (
+                        a._view_version >= 0 and a.requires_grad) or (b._view_version >= 0 and b.requires_grad)):
+                    self._record((a, b), [result], attrs)
+                return result
+        return self(a, b)
+
     def multi(self, *args: Any, **attrs: Any) -> tuple[Tensor, ...]:
         if self._plannable and _dispatch._tracer is None and _dispatch._capture is None and \
                 _dispatch._route_log is None and _dispatch._planned_paths and not (
@@ -155,13 +178,11 @@ class PlannedOp(_dispatch.Op):
             args = tuple(_as_tensors(self.name, args))
         if not args or not isinstance(args[0], Tensor):
             return None
-        first = args[0]._storage
-        device = first.device
-        parts: list[Any] = [first.backend]
+        parts: list[Any] = []
         for t in args:
-            if not isinstance(t, Tensor) or t._storage.device is not device:
+            if not isinstance(t, Tensor):
                 return None
-            parts += (t.shape, t._strides, t._storage.dtype.name)
+            parts.append(t._sig or layout_sig(t))
         if attrs:
             parts += attrs.items()
         key = tuple(parts)
@@ -174,16 +195,15 @@ class PlannedOp(_dispatch.Op):
             if plan is None:
                 self._learn_many(key, args, attrs)
             return tuple(out)
-        kernel, outs, expanded, defaults, record = plan
-        backend = first.backend
+        kernel, outs, expanded, defaults, record, backend, device = plan
         results = []
         out_args = []
         try:
-            for shape, strides, dtype, numel in outs:
+            for shape, strides, dtype, numel, sig in outs:
                 buf = backend.allocate(device, numel, dtype)
                 arg = TensorArg(buf, shape, strides, 0, dtype)
                 out_args.append(arg)
-                results.append(fresh_tensor(buf, device, dtype, backend, numel, shape, strides, arg))
+                results.append(fresh_tensor(buf, device, dtype, backend, numel, shape, strides, arg, sig))
         except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
             return tuple(self._run(args, attrs))
         if expanded is None:
@@ -213,9 +233,11 @@ class PlannedOp(_dispatch.Op):
             self._many_plans[key] = _UNPLANNED  # as in _learn
             return
         kernel, out_shapes, out_dtypes, expanded = plan
-        outs = tuple((s, _contiguous(s), d, prod(s)) for s, d in zip(out_shapes, out_dtypes))
+        backend, device = args[0]._storage.backend, args[0]._storage.device
+        outs = tuple((s, _contiguous(s), d, prod(s), sig_of(backend, device, s, _contiguous(s), d))
+                     for s, d in zip(out_shapes, out_dtypes))
         self._many_plans[key] = (kernel, outs, expanded, self.schema.attrs if self._has_attrs else None,
-                                 bool(self.schema.differentiable))
+                                 bool(self.schema.differentiable), backend, device)
 
     def _learn(self, key: tuple[Any, ...], args: tuple[Any, ...], attrs: dict[str, Any]) -> None:
         """After _run served a call on Op.__call__'s planned path: keep its plan for that path when _run
@@ -233,6 +255,8 @@ class PlannedOp(_dispatch.Op):
             return
         kernel, out_shapes, out_dtypes, expanded = plan
         shape, dtype = out_shapes[0], out_dtypes[0]
-        self._quick_plans[key] = (kernel, shape, _contiguous(shape), dtype, prod(shape), expanded,
+        strides = _contiguous(shape)
+        self._quick_plans[key] = (kernel, shape, strides, dtype, prod(shape), expanded,
                                   self.schema.attrs if self._has_attrs else None,
-                                  bool(self.schema.differentiable))
+                                  bool(self.schema.differentiable), storage.backend, storage.device,
+                                  sig_of(storage.backend, storage.device, shape, strides, dtype))

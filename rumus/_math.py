@@ -44,22 +44,22 @@ def _t(x: Any, like: Tensor) -> Tensor:
 
 def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
     """Elementwise `a + alpha * b`, with broadcasting and type promotion as in torch.add."""
-    return _op("add")(a, b if alpha == 1 else mul(b, alpha))
+    return _op("add").binary(a, b if alpha == 1 else mul(b, alpha))
 
 
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
     """Elementwise `a - alpha * b`, with broadcasting and type promotion."""
-    return _op("sub")(a, b if alpha == 1 else mul(b, alpha))
+    return _op("sub").binary(a, b if alpha == 1 else mul(b, alpha))
 
 
 def mul(a: Any, b: Any) -> Tensor:
     """Elementwise `a * b`, with broadcasting and type promotion."""
-    return _op("mul")(a, b)
+    return _op("mul").binary(a, b)
 
 
 def div(a: Any, b: Any) -> Tensor:
     """Elementwise true division `a / b`, with broadcasting and type promotion."""
-    return _op("div")(a, b)
+    return _op("div").binary(a, b)
 
 
 def pow(a: Any, b: Any) -> Tensor:
