@@ -1,5 +1,7 @@
-"""The per-op path: schema rules -> device check -> cached kernel -> output allocation -> kernel call ->
-autograd node. Kept short on purpose: it runs for every op (DESIGN.md section 4)."""
+"""The checked per-op path: schema rules -> device check -> cached kernel -> output allocation -> kernel call
+-> autograd node. Kept short on purpose: it runs for every op (DESIGN.md section 4). It is the reference:
+the planned paths above it (`_dispatch_plans`) replay what it decided for a call signature and hand every
+call they do not take back to `Op._run`."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from ._thread_state import autocast_state as _autocast
 from .autograd.grad_mode import no_grad
 from .autograd.grad_mode import state as grad_state
 from .autograd.graph import Node
-from ._tensor_base import Tensor, _contiguous, fresh_tensor, make_tensor
+from ._tensor_base import Tensor, make_tensor
 
 Formula = Callable[..., Any]
 # backward formulas of core ops: name -> (formula, saves inputs, saves outputs); filled by autograd.formulas
@@ -53,32 +55,9 @@ _route_log: list[tuple[str, str, str]] | None = None
 _DECOMPOSED: Any = object()
 _DECOMPOSE: list[Any] = []
 
-# False turns the planned paths (Op.__call__'s, Op._planned) off: ONNX's symbolic sizes set it while a trace
+# False turns the planned paths (_dispatch_plans) off: ONNX's symbolic sizes set it while a trace
 # runs, as they turn off _plan_key, since shapes holding SymInts hash and compare as the plain sizes would.
 _planned_paths = True
-# a key of the planned paths whose calls _run serves another way (_learn says which)
-_UNPLANNED: Any = object()
-# Op.__call__'s planned path, per signature: kernel, output shape, its contiguous strides, output dtype,
-# element count, per input expanded strides (None for all when none is expanded), the schema's attribute
-# defaults (None when it has none), whether the op is differentiable
-_QuickPlan = tuple[Any, tuple[int, ...], tuple[int, ...], DType, int, Any, Any, bool]
-
-
-class _Plans(dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], Any]]):
-    """Op._plans: signature -> (kernel, output shapes, output dtypes, per input expanded strides or None).
-    `quick` and `many` hold what the planned paths learnt from these plans; clearing the plans (as code that
-    changes kernel choices does) clears it too, so no call runs a kernel chosen before."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.quick: dict[tuple[Any, ...], _QuickPlan] = {}
-        self.many: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # Op._planned's, for any number of outputs
-
-    def clear(self) -> None:
-        super().clear()
-        self.quick.clear()
-        self.many.clear()
-
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
 _scalar_cache: dict[tuple[Any, ...], Tensor] = {}
@@ -142,17 +121,11 @@ class Op:
         self._shape_cache: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
         # signature -> (kernel, output shapes, output dtypes, per input: expanded strides or None — None for
         # all when no input is expanded); see _prepare
-        self._plans = _Plans()
+        self._plans: dict[tuple[Any, ...], tuple[Any, list[tuple[int, ...]], list[DType], Any]] = {}
         self._same_dtype = schema.dtype is _same_dtype_rule
         self._composite = COMPOSITES.get(schema.name) if schema.composite else None
         self._fused: dict[tuple[str, DType], bool] = {}  # composite ops: (backend, dtype) -> a fused kernel exists
         self._variadic = schema.variadic is not None
-        # Op.__call__'s planned path: (backend, per input shape, strides, dtype, then the attrs as given) ->
-        # _QuickPlan; for single-output, out-of-place, fixed-arity ops whose plan key keeps every attribute
-        self._plannable = not schema.inplace and not self._variadic and not self._volatile
-        self._quick = schema.num_outputs == 1 and self._plannable
-        self._autocasts = schema.autocast is not None
-        self._quick_plans = self._plans.quick
         self.__doc__ = schema.doc
 
     def __repr__(self) -> str:
@@ -168,77 +141,6 @@ class Op:
 
     def __call__(self, *args: Any, **attrs: Any) -> Tensor:
         """One output (in-place ops return their first updated input, like PyTorch's `x.add_()`)."""
-        if self._quick and _tracer is None and _capture is None and _route_log is None and _planned_paths and not (
-                self._autocasts and _autocast.enabled):
-            # The planned path: a call whose signature (tensor inputs on one device, their shapes, strides
-            # and dtypes, the attribute names and values) ran before through _run without promotion, copies
-            # or a decomposition. _run's checks proved the plan then; here it only allocates and launches.
-            # Dtypes enter the key by name (a str hashes in C; DType.__hash__ is a Python call).
-            n = len(args)
-            key: Any = None
-            if n == 2:
-                a, b = args
-                if not (isinstance(a, Tensor) and isinstance(b, Tensor)) and self._composite is None and (
-                        isinstance(a, Tensor) or isinstance(b, Tensor)):
-                    a, b = args = tuple(_as_tensors(self.name, args))  # a number beside a tensor
-                if isinstance(a, Tensor) and isinstance(b, Tensor):
-                    sa, sb = a._storage, b._storage
-                    if sa.device is sb.device:
-                        key = (sa.backend, a.shape, a._strides, sa.dtype.name, b.shape, b._strides, sb.dtype.name)
-            elif n == 1:
-                a = args[0]
-                if isinstance(a, Tensor):
-                    sa = a._storage
-                    key = (sa.backend, a.shape, a._strides, sa.dtype.name)
-            elif n == 3:
-                a, b, c = args
-                if isinstance(a, Tensor) and isinstance(b, Tensor) and isinstance(c, Tensor):
-                    sa, sb, sc = a._storage, b._storage, c._storage
-                    if sa.device is sb.device and sa.device is sc.device:
-                        key = (sa.backend, a.shape, a._strides, sa.dtype.name, b.shape, b._strides, sb.dtype.name,
-                               c.shape, c._strides, sc.dtype.name)
-            if key is not None:
-                if attrs:
-                    key = (*key, *attrs.items())
-                try:
-                    plan = self._quick_plans.get(key)
-                except TypeError:  # an unhashable attribute value (a list): the general path
-                    plan = None
-                if plan is None or plan is _UNPLANNED:
-                    out = self._run(args, attrs)
-                    if plan is None:
-                        self._learn(key, args, attrs)
-                    return out[0]
-                kernel, shape, strides, dtype, numel, expanded, defaults, record = plan
-                backend, device = sa.backend, sa.device
-                try:
-                    buf = backend.allocate(device, numel, dtype)
-                except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
-                    return self._run(args, attrs)[0]
-                out_arg = TensorArg(buf, shape, strides, 0, dtype)
-                result = fresh_tensor(buf, device, dtype, backend, numel, shape, strides, out_arg)
-                if expanded is not None:
-                    in_args = [t._arg if e is None else TensorArg(t._storage.buffer, shape, e, t._offset,
-                                                                  t._storage.dtype) for t, e in zip(args, expanded)]
-                elif n == 2:
-                    in_args = [a._arg_cache or a._arg, b._arg_cache or b._arg]
-                elif n == 1:
-                    in_args = [a._arg_cache or a._arg]
-                else:
-                    in_args = [a._arg_cache or a._arg, b._arg_cache or b._arg, c._arg_cache or c._arg]
-                if defaults is not None:
-                    attrs = {**defaults, **attrs}
-                kernel([out_arg], in_args, attrs)
-                if record and grad_state.enabled:
-                    for t in args:  # the slot first; the property only for views (it may recompute their history)
-                        if t._requires_grad or (t._view_version >= 0 and t.requires_grad):
-                            self._record(args, [result], attrs)
-                            break
-                return result
-            if n > 3:
-                many = self._planned(args, attrs)
-                if many is not None:
-                    return many[0]
         if self.schema.num_outputs > 1:
             raise RumusError(f"op '{self.name}' has {self.schema.num_outputs} outputs: "
                              f"call rumus.ops.{self.name}.multi(...)")
@@ -246,82 +148,7 @@ class Op:
         return out[0] if out else args[self.schema.mutates_idx[0]]
 
     def multi(self, *args: Any, **attrs: Any) -> tuple[Tensor, ...]:
-        if self._plannable and _tracer is None and _capture is None and _route_log is None and _planned_paths and not (
-                self._autocasts and _autocast.enabled):
-            out = self._planned(args, attrs)
-            if out is not None:
-                return out
         return tuple(self._run(args, attrs))
-
-    def _planned(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> tuple[Tensor, ...] | None:
-        """The planned path for any arity and number of outputs (Op.multi, and Op.__call__ past three
-        inputs): Op.__call__'s, in loops. None when the call is not one it takes (then _run serves it)."""
-        if self._composite is None and len(args) == 2 and (isinstance(args[0], Tensor)
-                                                           is not isinstance(args[1], Tensor)):
-            args = tuple(_as_tensors(self.name, args))
-        if not args or not isinstance(args[0], Tensor):
-            return None
-        first = args[0]._storage
-        device = first.device
-        parts: list[Any] = [first.backend]
-        for t in args:
-            if not isinstance(t, Tensor) or t._storage.device is not device:
-                return None
-            parts += (t.shape, t._strides, t._storage.dtype.name)
-        if attrs:
-            parts += attrs.items()
-        key = tuple(parts)
-        try:
-            plan = self._plans.many.get(key)
-        except TypeError:  # an unhashable attribute value (a list)
-            return None
-        if plan is None or plan is _UNPLANNED:
-            out = self._run(args, attrs)
-            if plan is None:
-                self._learn_many(key, args, attrs)
-            return tuple(out)
-        kernel, outs, expanded, defaults, record = plan
-        backend = first.backend
-        results = []
-        out_args = []
-        try:
-            for shape, strides, dtype, numel in outs:
-                buf = backend.allocate(device, numel, dtype)
-                arg = TensorArg(buf, shape, strides, 0, dtype)
-                out_args.append(arg)
-                results.append(fresh_tensor(buf, device, dtype, backend, numel, shape, strides, arg))
-        except (MemoryError, ValueError):  # _run's allocation says what failed, in the error it raises
-            return tuple(self._run(args, attrs))
-        if expanded is None:
-            in_args = [t._arg_cache or t._arg for t in args]
-        else:
-            shape = outs[0][0]
-            in_args = [t._arg if e is None else TensorArg(t._storage.buffer, shape, e, t._offset, t._storage.dtype)
-                       for t, e in zip(args, expanded)]
-        if defaults is not None:
-            attrs = {**defaults, **attrs}
-        kernel(out_args, in_args, attrs)
-        if record and grad_state.enabled:
-            for t in args:
-                if t._requires_grad or (t._view_version >= 0 and t.requires_grad):
-                    self._record(args, results, attrs)
-                    break
-        return tuple(results)
-
-    def _learn_many(self, key: tuple[Any, ...], args: tuple[Any, ...], attrs: dict[str, Any]) -> None:
-        """_learn for Op._planned."""
-        if len(self._plans.many) >= 4096:
-            return
-        bound = self.schema.bind_attrs(attrs) if attrs or self._has_attrs else attrs
-        plan_key = _plan_key(args[0]._storage.backend.name, args, bound, self._volatile)
-        plan = self._plans.get(plan_key) if plan_key is not None else None
-        if plan is None or plan[3] is _DECOMPOSE:
-            self._plans.many[key] = _UNPLANNED  # as in _learn
-            return
-        kernel, out_shapes, out_dtypes, expanded = plan
-        outs = tuple((s, _contiguous(s), d, prod(s)) for s, d in zip(out_shapes, out_dtypes))
-        self._plans.many[key] = (kernel, outs, expanded, self.schema.attrs if self._has_attrs else None,
-                                 bool(self.schema.differentiable))
 
     def _run(self, args: tuple[Any, ...], attrs: dict[str, Any]) -> list[Tensor]:
         schema = self.schema
@@ -407,26 +234,6 @@ class Op:
                     self._record(inputs, outputs, attrs)
                     break
         return outputs
-
-    def _learn(self, key: tuple[Any, ...], args: tuple[Any, ...], attrs: dict[str, Any]) -> None:
-        """After _run served a call on Op.__call__'s planned path: keep its plan for that path when _run
-        planned it (Op._plans) and ran the kernel on the inputs as given."""
-        if len(self._quick_plans) >= 4096:
-            return
-        bound = self.schema.bind_attrs(attrs) if attrs or self._has_attrs else attrs
-        storage = args[0]._storage
-        plan_key = _plan_key(storage.backend.name, args, bound, self._volatile)
-        plan = self._plans.get(plan_key) if plan_key is not None else None
-        if plan is None or plan[3] is _DECOMPOSE or len(plan[1]) != 1:
-            # _run took another route: the composite, promoted or copied inputs, the decomposition. Each is
-            # decided by what the key holds, so calls with this key go straight to _run from now on.
-            self._quick_plans[key] = _UNPLANNED
-            return
-        kernel, out_shapes, out_dtypes, expanded = plan
-        shape, dtype = out_shapes[0], out_dtypes[0]
-        self._quick_plans[key] = (kernel, shape, _contiguous(shape), dtype, prod(shape), expanded,
-                                  self.schema.attrs if self._has_attrs else None,
-                                  bool(self.schema.differentiable))
 
     def _has_fused_kernel(self, args: tuple[Any, ...]) -> bool:
         """Whether a composite op runs a backend's own (fused) kernel for this call instead of its

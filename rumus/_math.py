@@ -46,14 +46,14 @@ def add(a: Any, b: Any, alpha: float = 1) -> Tensor:
     """Elementwise `a + alpha * b`, with broadcasting and type promotion as in torch.add."""
     if type(alpha) is not int:
         _check_alpha("add", a, b, alpha)
-    return _op("add")(a, b if alpha == 1 else _scaled(b, alpha))
+    return _op("add").binary(a, b if alpha == 1 else _scaled(b, alpha))
 
 
 def sub(a: Any, b: Any, alpha: float = 1) -> Tensor:
     """Elementwise `a - alpha * b`, with broadcasting and type promotion."""
     if type(alpha) is not int:
         _check_alpha("sub", a, b, alpha)
-    return _op("sub")(a, b if alpha == 1 else _scaled(b, alpha))
+    return _op("sub").binary(a, b if alpha == 1 else _scaled(b, alpha))
 
 
 def _scaled(b: Any, alpha: Any) -> Any:
@@ -78,12 +78,12 @@ def _check_alpha(name: str, a: Any, b: Any, alpha: Any) -> None:
 
 def mul(a: Any, b: Any) -> Tensor:
     """Elementwise `a * b`, with broadcasting and type promotion."""
-    return _op("mul")(a, b)
+    return _op("mul").binary(a, b)
 
 
 def div(a: Any, b: Any) -> Tensor:
     """Elementwise true division `a / b`, with broadcasting and type promotion."""
-    return _op("div")(a, b)
+    return _op("div").binary(a, b)
 
 
 def pow(a: Any, b: Any) -> Tensor:

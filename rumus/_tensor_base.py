@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 class TensorBase:
     __slots__ = ("_storage", "shape", "_strides", "_offset", "_requires_grad", "grad", "_grad_fn", "_output_nr",
-                 "_base", "_view_version", "_arg_cache", "_hooks", "__weakref__")
+                 "_base", "_view_version", "_arg_cache", "_hooks", "_sig", "__weakref__")
 
     _storage: Storage
     shape: tuple[int, ...]
@@ -43,6 +43,10 @@ class TensorBase:
     _view_version: int
     _arg_cache: TensorArg | None
     _hooks: list[Any] | None  # a leaf's hooks (autograd/hooks.py)
+    # The layout signature the planned paths key on (layout_sig): one int for (backend, device, shape,
+    # strides, dtype), 0 until first asked. Code that changes a tensor's layout or storage in place resets it
+    # to 0, as it resets _arg_cache.
+    _sig: int
 
     # ---- layout and metadata: what dispatch and the op functions read (they sit below tensor.Tensor) ----
     @property
@@ -155,16 +159,42 @@ def _init(t: TensorBase, storage: Storage, shape: tuple[int, ...], strides: tupl
     t._view_version = -1
     t._arg_cache = None
     t._hooks = None
+    t._sig = 0
 
 
 _new = object.__new__
 
+# (backend, device, shape, strides, dtype name) -> its layout signature. Numbers are never reused (a full
+# table only stops remembering), so a signature names one layout for the life of the process and a plan
+# keyed by signatures never meets another layout under its key.
+_sigs: dict[tuple[Any, ...], int] = {}
+_next_sig = [1]
+
+
+def sig_of(backend: Any, device: Device, shape: tuple[int, ...], strides: tuple[int, ...], dtype: DType) -> int:
+    key = (backend, device, shape, strides, dtype.name)
+    s = _sigs.get(key)
+    if s is None:
+        s = _next_sig[0]
+        _next_sig[0] = s + 1
+        if len(_sigs) < 65536:
+            _sigs[key] = s
+    return s
+
+
+def layout_sig(t: TensorBase) -> int:
+    """t's layout signature (TensorBase._sig), computed and kept on first use."""
+    st = t._storage
+    s = t._sig = sig_of(st.backend, st.device, t.shape, t._strides, st.dtype)
+    return s
+
 
 def fresh_tensor(buffer: Any, device: Device, dtype: DType, backend: Any, numel: int, shape: tuple[int, ...],
-                 strides: tuple[int, ...], arg: TensorArg) -> Tensor:
+                 strides: tuple[int, ...], arg: TensorArg, sig: int = 0) -> Tensor:
     """A new contiguous tensor at offset 0 on a new Storage of `buffer`, whose kernel argument `arg` is already
     made: the dispatcher's planned path, which knows the strides and builds the argument for the kernel call
-    anyway. The Storage is filled here as Storage.__init__ would (one call less per op)."""
+    anyway, and the layout signature (sig_of) from its plan. The Storage is filled here as Storage.__init__
+    would (one call less per op)."""
     storage: Storage = _new(Storage)
     storage.buffer = buffer
     storage.device = device
@@ -185,6 +215,7 @@ def fresh_tensor(buffer: Any, device: Device, dtype: DType, backend: Any, numel:
     t._view_version = -1
     t._arg_cache = arg
     t._hooks = None
+    t._sig = sig
     return t
 
 

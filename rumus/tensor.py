@@ -201,7 +201,9 @@ class Tensor(TensorBase):
         backward([self], [gradient] if gradient is not None else None, retain_graph, create_graph)
 
     def detach(self) -> Tensor:
-        return make_tensor(self._storage, self.shape, self._strides, self._offset)
+        t = make_tensor(self._storage, self.shape, self._strides, self._offset)
+        t._sig = self._sig  # the same storage and layout
+        return t
 
     def detach_(self) -> Tensor:
         if self._base is not None and self._view_version >= 0:
@@ -269,7 +271,7 @@ class Tensor(TensorBase):
             raise RumusError(f".data assignment needs the same shape and dtype: {value.shape}/{value.dtype} vs "
                              f"{self.shape}/{self.dtype}")
         self._storage, self._strides, self._offset = value._storage, value._strides, value._offset
-        self._arg_cache = None
+        self._arg_cache, self._sig = None, 0
         self._base, self._view_version = None, -1  # new storage: no longer a view of the old base
 
     # ---- conversion ------------------------------------------------------------------------------
@@ -383,14 +385,14 @@ class Tensor(TensorBase):
         _inplace.setitem(self, index, value)
 
     # ---- math: every method forwards to rumus._math; the arithmetic operators, the ops themselves ----------
-    def __add__(self, o: Any) -> Tensor: return (_OPS.get("add") or _op("add"))(self, o)
-    def __radd__(self, o: Any) -> Tensor: return (_OPS.get("add") or _op("add"))(o, self)
-    def __sub__(self, o: Any) -> Tensor: return (_OPS.get("sub") or _op("sub"))(self, o)
-    def __rsub__(self, o: Any) -> Tensor: return (_OPS.get("sub") or _op("sub"))(o, self)
-    def __mul__(self, o: Any) -> Tensor: return (_OPS.get("mul") or _op("mul"))(self, o)
-    def __rmul__(self, o: Any) -> Tensor: return (_OPS.get("mul") or _op("mul"))(o, self)
-    def __truediv__(self, o: Any) -> Tensor: return (_OPS.get("div") or _op("div"))(self, o)
-    def __rtruediv__(self, o: Any) -> Tensor: return (_OPS.get("div") or _op("div"))(o, self)
+    def __add__(self, o: Any) -> Tensor: return (_OPS.get("add") or _op("add")).binary(self, o)
+    def __radd__(self, o: Any) -> Tensor: return (_OPS.get("add") or _op("add")).binary(o, self)
+    def __sub__(self, o: Any) -> Tensor: return (_OPS.get("sub") or _op("sub")).binary(self, o)
+    def __rsub__(self, o: Any) -> Tensor: return (_OPS.get("sub") or _op("sub")).binary(o, self)
+    def __mul__(self, o: Any) -> Tensor: return (_OPS.get("mul") or _op("mul")).binary(self, o)
+    def __rmul__(self, o: Any) -> Tensor: return (_OPS.get("mul") or _op("mul")).binary(o, self)
+    def __truediv__(self, o: Any) -> Tensor: return (_OPS.get("div") or _op("div")).binary(self, o)
+    def __rtruediv__(self, o: Any) -> Tensor: return (_OPS.get("div") or _op("div")).binary(o, self)
     def __pow__(self, o: Any) -> Tensor: return _math.pow(self, o)
     def __rpow__(self, o: Any) -> Tensor: return _math.pow(o, self)
     def __matmul__(self, o: Tensor) -> Tensor:

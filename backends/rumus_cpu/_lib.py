@@ -57,6 +57,15 @@ SUFFIX = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf1
 
 META: dict[tuple[Any, ...], Any] = {}  # layout key -> int64_t[] meta (or EMPTY)
 
+_from_buffer = ffi.from_buffer
+
+
+def ptr(arg: Any) -> Any:
+    """A TensorArg's buffer as a C pointer (char *), kept on the argument (TensorArg.native): a tensor that is
+    the input of many ops converts once. Callers write `arg.native or ptr(arg)`."""
+    p = arg.native = _from_buffer(arg.buffer)
+    return p
+
 threads.configure(lib)  # the pool and its thread budget (RUMUS_NUM_THREADS or every core); nothing process-wide
 
 

@@ -20,6 +20,7 @@ from ._lib import CACHE_LIMIT, EMPTY, ew_meta, ffi, lib
 from .dtypes import ALL, HALF, NUMERIC
 
 _from_buffer = ffi.from_buffer
+_ptr = _lib.ptr
 
 
 class _Layouts(dict[tuple[Any, ...], Any]):
@@ -62,8 +63,7 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
         meta = _layouts[o.shape, o.strides, x.strides]
         if meta is not EMPTY:
             p0, p1 = params(attrs) if has_params else _NO_PARAMS
-            run1(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset,
-                 p0, p1)
+            run1(loops[x.dtype.name], meta, o.native or _ptr(o), o.offset, x.native or _ptr(x), x.offset, p0, p1)
 
     def binary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o = outputs[0]
@@ -71,8 +71,8 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
         meta = _layouts[o.shape, o.strides, a.strides, b.strides]
         if meta is not EMPTY:
             p0, p1 = params(attrs) if has_params else _NO_PARAMS
-            run2(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
-                 _from_buffer(b.buffer), b.offset, p0, p1)
+            run2(loops[a.dtype.name], meta, o.native or _ptr(o), o.offset, a.native or _ptr(a), a.offset,
+                 b.native or _ptr(b), b.offset, p0, p1)
 
     def ternary(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         o = outputs[0]
@@ -80,8 +80,8 @@ def table_kernel(op: str, e: Expr, dtypes: Sequence[DType]) -> Kernel:
         meta = _layouts[o.shape, o.strides, a.strides, b.strides, c.strides]
         if meta is not EMPTY:
             p0, p1 = params(attrs) if has_params else _NO_PARAMS
-            run3(loops[a.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(a.buffer), a.offset,
-                 _from_buffer(b.buffer), b.offset, _from_buffer(c.buffer), c.offset, p0, p1)
+            run3(loops[a.dtype.name], meta, o.native or _ptr(o), o.offset, a.native or _ptr(a), a.offset,
+                 b.native or _ptr(b), b.offset, c.native or _ptr(c), c.offset, p0, p1)
 
     kernel: Kernel = (unary, binary, ternary)[n_in - 1]
     kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"

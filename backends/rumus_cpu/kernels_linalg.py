@@ -16,7 +16,7 @@ import numpy as np
 from rumus_contracts import DType, Kernel, TensorArg, contiguous_strides
 from rumus_contracts.kit import strided_view as view  # numpy view of a TensorArg (size-0 dims included)
 
-from ._lib import ffi, lib
+from ._lib import ffi, lib, ptr as _ptr
 from .dtypes import FLOAT, HALF
 
 
@@ -29,9 +29,9 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
                       b.buffer.dtype))
     if g is not None and ob is not a.buffer and ob is not b.buffer:  # a layout the C GEMM took before
         isz = ob.itemsize
-        if lib.rumus_gemm(g[0], g[1], g[2], g[3], g[4], g[5], _from_buffer(a.buffer) + a.offset * isz, g[6], g[7],
-                          g[8], g[9], _from_buffer(b.buffer) + b.offset * isz, g[10], g[11], g[12], g[13],
-                          _from_buffer(ob) + o.offset * isz, g[14], g[15], g[16]):
+        if lib.rumus_gemm(g[0], g[1], g[2], g[3], g[4], g[5], (a.native or _ptr(a)) + a.offset * isz, g[6], g[7],
+                          g[8], g[9], (b.native or _ptr(b)) + b.offset * isz, g[10], g[11], g[12], g[13],
+                          (o.native or _ptr(o)) + o.offset * isz, g[14], g[15], g[16]):
             return
     if 0 in o.shape:
         return
@@ -50,8 +50,8 @@ def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
             if len(_layouts) < 4096:
                 _layouts[o.shape, a.shape, b.shape, a.strides, b.strides, o.strides, ob.dtype, a.buffer.dtype,
                          b.buffer.dtype] = args
-            if _call(args, _from_buffer(a.buffer) + a.offset * isz, _from_buffer(b.buffer) + b.offset * isz,
-                     _from_buffer(ob) + o.offset * isz):
+            if _call(args, (a.native or _ptr(a)) + a.offset * isz, (b.native or _ptr(b)) + b.offset * isz,
+                     (o.native or _ptr(o)) + o.offset * isz):
                 return
     gemm(view(a), view(b), view(o))
 
@@ -236,10 +236,10 @@ def linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     m = o.numel // n_out
     isz = o.buffer.itemsize
     if k and lib.rumus_gemm_bias(int(o.buffer.dtype == _FLOATS[1]), 1, 1, m, n_out, k,
-                                 _from_buffer(x.buffer) + x.offset * isz, 0, 0, k, 0,
-                                 _from_buffer(w.buffer) + w.offset * isz, 0, 0, k, 1,
-                                 _from_buffer(o.buffer) + o.offset * isz, 0, 0, n_out,
-                                 _from_buffer(b.buffer) + b.offset * isz):
+                                 (x.native or _ptr(x)) + x.offset * isz, 0, 0, k, 0,
+                                 (w.native or _ptr(w)) + w.offset * isz, 0, 0, k, 1,
+                                 (o.native or _ptr(o)) + o.offset * isz, 0, 0, n_out,
+                                 (b.native or _ptr(b)) + b.offset * isz):
         return
     ov = view(o).reshape(m, n_out)
     if k == 0:  # no features: every product is an empty sum

@@ -12,6 +12,7 @@ from ._lib import EMPTY, META, ffi, lib, reduce_meta
 from .dtypes import ALL, HALF, NUMERIC
 
 _from_buffer = ffi.from_buffer
+_ptr = _lib.ptr
 _get = META.get
 
 
@@ -39,7 +40,7 @@ def reduction(op: str, dtypes: Sequence[DType], key_of: _Key = _sum_key) -> Kern
         if meta is None:
             meta = reduce_meta(key)
         if meta is not EMPTY:
-            run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset)
+            run(loops[x.dtype.name], meta, o.native or _ptr(o), o.offset, x.native or _ptr(x), x.offset)
 
     kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
     return kernel

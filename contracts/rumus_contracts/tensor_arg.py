@@ -13,9 +13,13 @@ class TensorArg:
 
     Broadcast inputs of elementwise ops arrive already expanded to the output shape with stride 0
     on broadcast dims, so kernels never implement broadcasting rules themselves.
+
+    `native` is the backend's to fill: a handle it derives from `buffer` and wants to keep for the next call
+    that gets this same argument (the core reuses a tensor's argument while its storage and layout stay;
+    the CPU backend keeps its C pointer there). None until the backend sets it; the core never reads it.
     """
 
-    __slots__ = ("buffer", "shape", "strides", "offset", "dtype")
+    __slots__ = ("buffer", "shape", "strides", "offset", "dtype", "native")
 
     def __init__(self, buffer: Any, shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
                  dtype: DType) -> None:
@@ -24,6 +28,7 @@ class TensorArg:
         self.strides = strides
         self.offset = offset
         self.dtype = dtype
+        self.native: Any = None
 
     @property
     def numel(self) -> int:

@@ -284,7 +284,7 @@ class Module:
                 new = new.to(device=device)
             if new._storage is not t._storage:
                 t._storage, t.shape, t._strides, t._offset = new._storage, new.shape, new._strides, new._offset
-                t._arg_cache = None
+                t._arg_cache, t._sig = None, 0
                 if t.grad is not None:
                     t.grad = t.grad.to(device=new.device, dtype=new.dtype)
         return self

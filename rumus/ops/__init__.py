@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._dispatch import Op
+from .._dispatch_plans import PlannedOp as Op
 from .._tensor_base import Tensor
 from .._runtime import plugins
 
