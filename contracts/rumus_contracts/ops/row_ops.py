@@ -11,6 +11,16 @@ compute it again (WGSL), so no op types it twice. From this one table:
 A renderer that sees a max pass followed by the sum of exp(E - max) may fold both in one online
 (max, sum) walk (WGSL does); the math stays the table's.
 
+Two optional fields widen the template (their defaults keep an entry what it was):
+- `per_row`: the output is one value per row (a reduction such as logsumexp): `out` is then an expression
+  over the row values and lets only, written once at the row's place in an output whose reduced dim has
+  size 1 (keepdim layout);
+- `column_sums`: further outputs of one value per column, (name, element expression) pairs: the element
+  expression (the scope of `out`, without `e`) summed over every row, in float64, into an output as long
+  as a row (a norm backward's weight and bias gradients). Rows are split into partitions fixed by the
+  shape (never by the thread count), each summed in order, the partitions then added in order: the same
+  bits at every thread count. The outputs follow the row output, in the order listed.
+
 Stdlib only: the C build imports this file without numpy.
 """
 
@@ -41,6 +51,9 @@ class RowOp:
     columns  -- operands indexed by the element's place in the row, the same for every row (a norm's
                 weight and bias), contiguous.
     params   -- attributes and their defaults, in the order backends pass them (at most two).
+    per_row  -- the output holds one value per row, `out` over the row values and lets (module docstring).
+    column_sums -- (name, element expression) outputs summed over the rows, one value per column
+                (module docstring); at most two.
     Every expression may also use `n`, the row length."""
 
     inputs: tuple[str, ...]
@@ -49,6 +62,8 @@ class RowOp:
     out: str
     columns: tuple[str, ...] = ()
     params: tuple[tuple[str, float], ...] = ()
+    per_row: bool = False
+    column_sums: tuple[tuple[str, str], ...] = ()
 
     @property
     def row_values(self) -> tuple[str, ...]:
@@ -85,6 +100,9 @@ def _same(a: str, b: str) -> bool:
 
 
 _SHIFTED = (Pass("m", "max", "x"), Pass("s", "sum", "exp(x - m)"))  # a max-shifted sum of exp
+# the layer norm's row statistics, for the later passes (two passes: no cancellation for offset data)
+_MOMENTS = (Pass("s1", "sum", "x", then="mean = s1 / n"),
+            Pass("ss", "sum", "(x - mean) * (x - mean)", then="rstd = 1 / sqrt(ss / n + eps)"))
 
 ROW_OPS: dict[str, RowOp] = {
     "softmax": RowOp(("x",), _SHIFTED, "inv = 1 / s", "e * inv"),
@@ -99,4 +117,18 @@ ROW_OPS: dict[str, RowOp] = {
                         params=(("eps", 1e-5),)),
     "rms_norm": RowOp(("x",), (Pass("ss", "sum", "x * x"),), "rstd = 1 / sqrt(ss / n + eps)", "x * (rstd * w)",
                       columns=("w",), params=(("eps", 1e-6),)),
+    # an infinite max shifts by 0 (PyTorch's rule): a row of -inf gives -inf, a row holding +inf gives +inf
+    "logsumexp": RowOp(("x",), (Pass("m", "max", "x", then="sh = where(isinf(m), 0, m)"),
+                                Pass("s", "sum", "exp(x - sh)")), "", "log(s) + sh", per_row=True),
+    # with xh = (x - mean) * rstd and gh = g * w: dx = rstd * (gh - mean(gh) - xh * mean(gh * xh)),
+    # dw = sum over rows of g * xh, db = sum of g (RMS: mean 0 and no mean(gh) term)
+    "layer_norm_backward": RowOp(
+        ("g", "x"), (*_MOMENTS, Pass("a", "sum", "g * w"), Pass("b", "sum", "g * w * ((x - mean) * rstd)")),
+        "ma = a / n; mb = b / n", "xh = (x - mean) * rstd; rstd * (g * w - ma - xh * mb)", columns=("w",),
+        params=(("eps", 1e-5),), column_sums=(("gw", "g * ((x - mean) * rstd)"), ("gb", "g"))),
+    "rms_norm_backward": RowOp(
+        ("g", "x"), (Pass("ss", "sum", "x * x", then="rstd = 1 / sqrt(ss / n + eps)"),
+                     Pass("b", "sum", "g * w * (x * rstd)")),
+        "mb = b / n", "xh = x * rstd; rstd * (g * w - xh * mb)", columns=("w",), params=(("eps", 1e-6),),
+        column_sums=(("gw", "g * (x * rstd)"),)),
 }
