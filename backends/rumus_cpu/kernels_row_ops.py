@@ -19,6 +19,7 @@ from .dtypes import FLOAT, HALF
 from .kernels_memory import copy
 
 _from_buffer = ffi.from_buffer
+_new = ffi.new
 _get = META.get
 _DTYPES = (*FLOAT, *HALF)
 _NULL = ffi.NULL
@@ -31,7 +32,7 @@ def _meta(x: TensorArg, o: TensorArg, dim: int) -> Any:
     return softmax_meta(key) if meta is None else meta
 
 
-def _at(arg: TensorArg) -> Any:
+def at(arg: TensorArg) -> Any:
     """A pointer to the operand's first element (column operands arrive offset)."""
     return ffi.cast("char *", _from_buffer(arg.buffer)) + arg.offset * arg.dtype.itemsize
 
@@ -50,8 +51,8 @@ def norm_kernel(op: str) -> Kernel:
         meta = _get(key := ("s", (rows, n), (n, 1), (n, 1), 1)) or softmax_meta(key)
         if meta is EMPTY:
             return
-        c0 = _at(cols[0])
-        c1 = _at(cols[1]) if len(cols) > 1 else _NULL
+        c0 = at(cols[0])
+        c1 = at(cols[1]) if len(cols) > 1 else _NULL
         run(loops[x.dtype.name], meta, _from_buffer(y.buffer), y.offset, _from_buffer(x.buffer), x.offset, _NULL, 0,
             c0, c1, float(attrs.get("eps", eps_default)), 0.0)
 
@@ -91,7 +92,7 @@ def norm_backward_kernel(op: str) -> Kernel:
     [rows, weight.numel] (contiguous operands, as the schema makes them); the weight and bias gradients are
     the entry's column sums."""
     loops = _lib.loops(lib.rumus_rows_find, op, _DTYPES)
-    run = lib.rumus_rows_run_sums
+    run = lib.rumus_rows_run_ext
 
     def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
         (gx, *sums), (g, x, w) = outputs, inputs
@@ -99,9 +100,9 @@ def norm_backward_kernel(op: str) -> Kernel:
         rows = x.numel // n if n else 0
         key = ("n", rows, n)  # rows may be 0: the column sums are then zeros, so never the EMPTY layout
         meta = _get(key) or _store(key, [1, rows, n, n, n, 1, 1])
-        s1 = _at(sums[1]) if len(sums) > 1 else _NULL
+        ptrs = _new("char *[10]", [at(w), _NULL, *(at(s) for s in sums)])
         run(loops[x.dtype.name], meta, _from_buffer(gx.buffer), gx.offset, _from_buffer(g.buffer), g.offset,
-            _from_buffer(x.buffer), x.offset, _at(w), _NULL, _at(sums[0]), s1, float(attrs["eps"]), 0.0)
+            _from_buffer(x.buffer), x.offset, ptrs, _new("double[4]", [float(attrs["eps"])]))
 
     kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
     return kernel
@@ -178,7 +179,15 @@ def logsumexp_kernel() -> Kernel:
 _NEG_INF_BITS = {"float16": 0xFC00, "bfloat16": 0xFF80}  # -inf in the 16-bit words a half type is stored as
 
 
+def _kernel(op: str) -> Kernel:
+    entry = ROW_OPS[op]
+    if entry.per_row:
+        return logsumexp_kernel()
+    if entry.column_sums:
+        return norm_backward_kernel(op)
+    return norm_kernel(op) if entry.columns else row_kernel(op)
+
+
+# the entries with row operands (cross-entropy) are bound by kernels_cross_entropy.py
 KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [
-    (op, norm_kernel(op) if ROW_OPS[op].columns and not ROW_OPS[op].column_sums
-     else norm_backward_kernel(op) if ROW_OPS[op].column_sums else row_kernel(op), _DTYPES)
-    for op in ROW_OPS if not ROW_OPS[op].per_row] + [("logsumexp", logsumexp_kernel(), _DTYPES)]
+    (op, _kernel(op), _DTYPES) for op in ROW_OPS if not ROW_OPS[op].row_inputs]

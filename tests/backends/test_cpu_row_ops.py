@@ -137,6 +137,14 @@ for rows, cols in ((4096, 64), (600, 4000)):
             if t.grad is not None:
                 out[f"{op}{rows}d{name}"] = t.grad.numpy()
     out[f"logsumexp{rows}"] = rm.logsumexp(x, 1).numpy()
+    target = rng.integers(0, cols, rows)
+    target[::5] = -100
+    for kw in ({}, {"weight": w.abs(), "label_smoothing": 0.1}):
+        xg = x.detach().requires_grad_(True)
+        loss = F.cross_entropy(xg, rm.tensor(target), reduction="none", **kw)
+        loss.backward(rm.tensor(rng.standard_normal(rows).astype(np.float32)))
+        out[f"cross_entropy{rows}{len(kw)}"] = loss.detach().numpy()
+        out[f"cross_entropy{rows}{len(kw)}grad"] = xg.grad.numpy()
 np.savez(sys.argv[1], **out)
 print(json.dumps({}))
 """
@@ -230,3 +238,22 @@ def test_norm_gradients_match_finite_differences(op: str, rows: int, cols: int) 
             m[k][i] -= 1e-6
             num[i] = (f(*p) - f(*m)) / 2e-6
         np.testing.assert_allclose(t.grad.numpy(), num, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cross_entropy_with_masked_classes_stays_finite(dtype: str) -> None:
+    # -inf logits (masked classes) give a finite loss without label smoothing: no 0 * inf term
+    x0 = np.random.default_rng(9).standard_normal((6, 40))
+    x0[:, ::3] = -np.inf
+    t = np.arange(6) * 3 + 1
+    t[2] = -100
+    x = rm.tensor(x0.astype(dtype)).requires_grad_(True)
+    loss = F.cross_entropy(x, rm.tensor(t), reduction="none")
+    loss.backward(rm.tensor(np.ones(6, dtype)))
+    import torch
+    tx = torch.tensor(x0, requires_grad=True)
+    tl = torch.nn.functional.cross_entropy(tx, torch.tensor(t), reduction="none")
+    tl.backward(torch.ones(6, dtype=torch.float64))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(loss.detach().numpy(), tl.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)

@@ -20,6 +20,16 @@ Two optional fields widen the template (their defaults keep an entry what it was
   as a row (a norm backward's weight and bias gradients). Rows are split into partitions fixed by the
   shape (never by the thread count), each summed in order, the partitions then added in order: the same
   bits at every thread count. The outputs follow the row output, in the order listed.
+- `row_inputs`: operands of one value per row (a per-row output's incoming grad, a saved per-row value, a
+  class index), contiguous in row order, read as float64 (kind "T": the op's dtype; "int64": an index);
+  names in every expression's scope;
+- `row_outputs`: further outputs of one value per row, (name, expression over the row values and lets),
+  contiguous in row order, after the row output and the column sums;
+- `Pass.when`: a condition over the row values before the pass (parameters, `n`, row inputs): where it is
+  false the pass does not walk the row and its sum is 0 (sum passes only);
+- the name `i` in element expressions: the element's index in the row (0..n-1);
+- `at(operand, index)` in row-level lets (`then`, finalize): the element of an input or column operand at
+  `index` in the row, 0 where index is outside 0..n-1 (a class index's logit, its weight).
 
 Stdlib only: the C build imports this file without numpy.
 """
@@ -40,6 +50,7 @@ class Pass:
     reduce: str
     element: str
     then: str = ""  # `name = expr; ...` over the row values so far, for the later passes
+    when: str = ""  # a condition over the row values so far: false skips the walk (sum passes: the value is 0)
 
 
 @dataclass(frozen=True)
@@ -50,10 +61,13 @@ class RowOp:
     out      -- one output element over inputs, row values, finalize names and `e`.
     columns  -- operands indexed by the element's place in the row, the same for every row (a norm's
                 weight and bias), contiguous.
-    params   -- attributes and their defaults, in the order backends pass them (at most two).
+    params   -- attributes (or values the backend derives, such as a sum of class weights) and their
+                defaults, in the order backends pass them (at most four).
     per_row  -- the output holds one value per row, `out` over the row values and lets (module docstring).
     column_sums -- (name, element expression) outputs summed over the rows, one value per column
                 (module docstring); at most two.
+    row_inputs  -- (name, "T" | "int64") operands of one value per row (module docstring); at most four.
+    row_outputs -- (name, expression) further per-row outputs (module docstring); at most two.
     Every expression may also use `n`, the row length."""
 
     inputs: tuple[str, ...]
@@ -64,6 +78,8 @@ class RowOp:
     params: tuple[tuple[str, float], ...] = ()
     per_row: bool = False
     column_sums: tuple[tuple[str, str], ...] = ()
+    row_inputs: tuple[tuple[str, str], ...] = ()
+    row_outputs: tuple[tuple[str, str], ...] = ()
 
     @property
     def row_values(self) -> tuple[str, ...]:
@@ -76,6 +92,12 @@ class RowOp:
 
     def uses_e(self) -> bool:
         return any(isinstance(n, ast.Name) and n.id == "e" for n in ast.walk(ast.parse(self.out)))
+
+    def uses_index(self) -> bool:
+        """Whether an element expression names `i`, the element's index in the row."""
+        sources = [*(p.element for p in self.passes), *([] if self.per_row else [self.out]),
+                   *(src for _, src in self.column_sums)]
+        return any(isinstance(n, ast.Name) and n.id == "i" for src in sources for n in ast.walk(ast.parse(src)))
 
     def online_pair(self) -> bool:
         """Whether the passes are a max over E then the sum of exp(E - max): one online (max, sum) walk."""
@@ -131,4 +153,22 @@ ROW_OPS: dict[str, RowOp] = {
                      Pass("b", "sum", "g * w * (x * rstd)")),
         "mb = b / n", "xh = x * rstd; rstd * (g * w - xh * mb)", columns=("w",), params=(("eps", 1e-6),),
         column_sums=(("gw", "g * (x * rstd)"),)),
+    # class-index cross-entropy (rumus_contracts/ops/cross_entropy.py): w the class weights (all 1 for none),
+    # s = label_smoothing; loss = (1 - s) w_t (lse - x_t) + (s / n) sum_c w_c (lse - x_c), 0 where ignored
+    "cross_entropy_fwd": RowOp(
+        ("x",), (Pass("m", "max", "x", then="sh = where(isinf(m), 0, m)"),
+                 Pass("s", "sum", "exp(x - sh)", then="lse = log(s) + sh"),
+                 Pass("sm", "sum", "w * (lse - x)", when="label_smoothing != 0")),
+        "wt = at(w, t); xt = at(x, t)",
+        "where(t == ignore_index, 0, (1 - label_smoothing) * wt * (lse - xt) + label_smoothing / n * sm)",
+        columns=("w",), params=(("ignore_index", -100.0), ("label_smoothing", 0.0)), per_row=True,
+        row_inputs=(("t", "int64"),), row_outputs=(("lse", "lse"),)),
+    # dx = g ((1 - s) w_t (p - [i == t]) + (s / n) (W p - w)) with p = exp(x - lse), W = wsum = sum(w)
+    "cross_entropy_bwd": RowOp(
+        ("x",), (), "wt = at(w, t); gt = g * (1 - label_smoothing) * wt; "
+                    "ga = g * ((1 - label_smoothing) * wt + label_smoothing / n * wsum); "
+                    "gb = g * (label_smoothing / n)",
+        "where(t == ignore_index, 0, ga * exp(x - lse) - gb * w - where(i == t, gt, 0))", columns=("w",),
+        params=(("ignore_index", -100.0), ("label_smoothing", 0.0), ("wsum", 0.0)),
+        row_inputs=(("g", "T"), ("t", "int64"), ("lse", "T"))),
 }
