@@ -27,10 +27,10 @@
 
 /* One row: n elements, output w strided by so bytes, inputs in[] strided by si bytes, then the column
    operands (contiguous, the same for every row); prm the op's parameters; acc the row's partition's
-   column-sum accumulators (n doubles per sum; NULL for ops without); rin the row's row inputs, rout its
-   further row outputs (in double). */
+   column-sum accumulators (n doubles per sum; NULL for ops without); rin the row inputs, rout the further
+   row outputs (each contiguous in row order), r the row's index there. */
 typedef void (*rumus_row_fn)(char *w, const char *const *in, int64_t n, int64_t so, int64_t si, const double *prm,
-                             double *acc, const double *rin, double *rout);
+                             double *acc, const char *const *rin, char *const *rout, int64_t r);
 
 #define RUMUS_ROW_PTRS 10
 
@@ -49,9 +49,7 @@ typedef struct {
     int64_t grain;        /* elements per thread (0: the streaming default) */
     int64_t serial_below; /* fewer elements than this run on one thread (0: no such bound) */
     int nsum;             /* column sums */
-    void (*store)(char *d, int64_t j, double v); /* value j of a column sum or row output, rounded once */
-    int nrin, rin_ints, nrout; /* row inputs (bit k of rin_ints: input k holds int64), row outputs */
-    double (*load)(const char *p, int64_t r);    /* row r of a row input of the stored type, widened */
+    void (*store)(char *d, int64_t j, double v); /* value j of a column sum, rounded once */
     rumus_block_fn block;                        /* the block form, or NULL */
 } rumus_row_entry;
 
@@ -72,14 +70,9 @@ typedef struct {
     rumus_block_fn block; /* set where the layout suits the block form */
 } rumus_row_job;
 
-/* row r: its row inputs loaded, the row run, its row outputs stored */
+/* row r (its row operands at index r) */
 static inline void rumus_row_one(const rumus_row_job *j, int64_t r, char *w, const char *const *in, double *acc) {
-    const rumus_row_entry *e = j->e;
-    double rin[4], rout[2];
-    for (int k = 0; k < e->nrin; k++)
-        rin[k] = (e->rin_ints >> k) & 1 ? (double)((const int64_t *)j->rin[k])[r] : e->load(j->rin[k], r);
-    j->fn(w, in, j->n, j->so, j->si, j->prm, acc, rin, rout);
-    for (int k = 0; k < e->nrout; k++) e->store(j->rout[k], r, rout[k]);
+    j->fn(w, in, j->n, j->so, j->si, j->prm, acc, j->rin, j->rout, r);
 }
 
 static void rumus_row_range(void *p, int64_t s, int64_t e) {

@@ -123,13 +123,24 @@ class _Op:
         """A per-row output as d_rowout, in double."""
         return self.scalars(f"rowout = {self.op.out}", self.row_names(None), gather)
 
-    def row_stores(self, gather: Gather) -> list[str]:
-        """The further per-row outputs into rout[]."""
+    def row_stores(self, gather: Gather, t: str, store: str) -> list[str]:
+        """The further per-row outputs, rounded once into row r of rout[k]."""
         lines = []
         for k, (_, src) in enumerate(self.op.row_outputs):
             lines += self.scalars(f"ro{k} = {src}", self.row_names(None), gather)
-            lines.append(f"rout[{k}] = d_ro{k};")
+            lines.append(f"(({t} *)rout[{k}])[r] = ({t}){store}(d_ro{k});")
         return lines
+
+    def zeros(self, zero: str, store: Callable[[str], str], t: str) -> list[str]:
+        """The zero_if test: the row's zeros, then return (store(i): element i's store of `zero`)."""
+        if not self.op.zero_if:
+            return []
+        lets, (res, _) = CRenderer("float64").render(self.op.zero_if, {v: f"d_{v}" for v in self.row_names(0)})
+        if lets:
+            raise ValueError(f"row op {self.name}: zero_if takes no lets")
+        body = [f"*(w_zero) = {zero};"] if self.op.per_row else [f"for (int64_t z = 0; z < n; z++) {store('z')};"]
+        return [f"if ({res}) {{", *("    " + b for b in body),
+                *(f"    (({t} *)rout[{k}])[r] = {zero};" for k in range(len(self.op.row_outputs))), "    return;", "}"]
 
     def condition(self, k: int) -> str:
         """Pass k's `when` in double over the row values before it ("" for none)."""
@@ -193,7 +204,7 @@ class _Op:
             return expr
         return ast.unparse(_At().visit(ast.parse(expr, mode="eval")))
 
-    def head(self) -> list[str]:
+    def head(self, t: str = "float", load: str = "RUMUS_AS_IS") -> list[str]:
         """The parameters and the row length as row values."""
         lines = []
         for i, p in enumerate(self.params):
@@ -201,14 +212,17 @@ class _Op:
                       f"(void)c_{p};"]
         lines += ["const double d_n = (double)n;", "const float c_n = (float)n;", "(void)d_n;", "(void)c_n;"]
         for k, nm in enumerate(self.rins):
-            lines += [f"const double d_{nm} = rin[{k}];", f"const float c_{nm} = (float)d_{nm};", f"(void)d_{nm};",
+            kind = self.op.row_inputs[k][1]
+            value = f"(double)((const int64_t *)rin[{k}])[r]" if kind == "int64" else \
+                f"(double){load}(((const {t} *)rin[{k}])[r])"
+            lines += [f"const double d_{nm} = {value};", f"const float c_{nm} = (float)d_{nm};", f"(void)d_{nm};",
                       f"(void)c_{nm};"]
         return lines
 
 
 _ROW_ARGS = ("char *w, const char *const *in, int64_t n, int64_t so, int64_t si, const double *prm, double *acc, "
-             "const double *rin, double *rout")
-_ROW_PASS = "prm, acc, rin, rout"
+             "const char *const *rin, char *const *rout, int64_t r")
+_ROW_PASS = "prm, acc, rin, rout, r"
 Gather = Callable[[str, str], str]
 
 
@@ -224,9 +238,11 @@ def _generic(o: _Op, sfx: str, t: str, load: str, store: str) -> str:
         step = "si" if name in o.op.inputs else f"(int64_t)sizeof({t})"
         return f"(double){load}(*(const {t} *)(p{slot[name]} + {idx} * {step}))"
     lines = [f"static void rg_{o.name}_{sfx}({_ROW_ARGS}) {{", "    (void)prm;", "    (void)acc;", "    (void)rin;",
-             "    (void)rout;",
+             "    (void)rout;", "    (void)r;",
              *(f"    const char *p{i} = in[{i}];" for i in range(len(o.op.inputs) + len(o.op.columns))),
-             *("    " + s for s in o.head())]
+             *("    " + s for s in o.head(t, load))]
+    lines += ["    " + s.replace("*(w_zero)", f"*({t} *)w")
+              for s in o.zeros(f"({t}){store}(0.0)", lambda z: f"*({t} *)(w + {z} * so) = ({t}){store}(0.0)", t)]
     for k, p in enumerate(o.op.passes):
         v = f"d_{p.value}"
         lines.append(f"    double {v} = {'-INFINITY' if p.reduce == 'max' else '0.0'};")
@@ -241,7 +257,7 @@ def _generic(o: _Op, sfx: str, t: str, load: str, store: str) -> str:
         lines.append(f"    (void)c_{p.value};")
         lines += ["    " + s for s in o.scalars(p.then, o.row_names(k + 1), gather)]
     lines += ["    " + s for s in o.scalars(o.op.finalize, o.row_names(len(o.values)), gather)]
-    lines += ["    " + s for s in o.row_stores(gather)]
+    lines += ["    " + s for s in o.row_stores(gather, t, store)]
     if o.op.per_row:
         lines += ["    " + s for s in o.row_result(gather)]
         lines += [f"    *({t} *)w = ({t}){store}(d_rowout);", "}"]
@@ -284,10 +300,11 @@ def _fast(o: _Op, strided: bool = False) -> str:
         at1 = {n: f"{n}[i]" for n in (*ins, *cols)}
     dat = {n: f"(double){v}" for n, v in at.items()}
     dat1 = {n: f"(double){v}" for n, v in at1.items()}
-    at.update(i="(float)(i + j)")
-    at1.update(i="(float)i")
-    dat.update(i="(double)(i + j)")
-    dat1.update(i="(double)i")
+    # the index through int32 (n <= 2^24 here): int64 -> float conversions do not vectorise before AVX-512DQ
+    at.update(i="(float)(int32_t)(i + j)")
+    at1.update(i="(float)(int32_t)i")
+    dat.update(i="(double)(int32_t)(i + j)")
+    dat1.update(i="(double)(int32_t)i")
 
     def gather(name: str, idx: str) -> str:
         if strided and name in ins:
@@ -297,9 +314,11 @@ def _fast(o: _Op, strided: bool = False) -> str:
                   for i, n in enumerate(ins)),
                 *(f"    const float *{n} = (const float *)in[{len(ins) + i}];" for i, n in enumerate(cols))]
     lines = [f"RUMUS_CLONES_WIDE static void {'rfs' if strided else 'rf'}_{o.name}(float *o, const char *const *in, "
-             f"int64_t n, {'int64_t si, ' if strided else ''}const double *prm, double *acc, const double *rin, "
-             "double *rout) {", "    (void)prm;", "    (void)acc;", "    (void)rin;", "    (void)rout;", *pointers,
+             f"int64_t n, {'int64_t si, ' if strided else ''}const double *prm, double *acc, const char *const *rin, "
+             "char *const *rout, int64_t r) {", "    (void)prm;", "    (void)acc;", "    (void)rin;", "    (void)rout;",
+             "    (void)r;", *pointers,
              "    int64_t i;", *("    " + s for s in o.head())]
+    lines += ["    " + s.replace("*(w_zero)", "*o") for s in o.zeros("0.0f", lambda z: f"o[{z}] = 0.0f", "float")]
     last = len(o.values) - 1
     stashed = False
     for k, p in enumerate(o.op.passes):
@@ -338,7 +357,7 @@ def _fast(o: _Op, strided: bool = False) -> str:
                       "    }", f"    const float c_{v} = (float)d_{v};", f"    (void)c_{v};"]
         lines += ["    " + s for s in o.scalars(p.then, o.row_names(k + 1), gather)]
     lines += ["    " + s for s in o.scalars(o.op.finalize, o.row_names(len(o.values)), gather)]
-    lines += ["    " + s for s in o.row_stores(gather)]
+    lines += ["    " + s for s in o.row_stores(gather, "float", "RUMUS_AS_IS")]
     if o.op.per_row:
         lines += ["    " + s for s in o.row_result(gather)]
         lines += ["    *o = (float)d_rowout;", "}"]
@@ -357,7 +376,7 @@ def _fast(o: _Op, strided: bool = False) -> str:
 def _blocks(op: RowOp) -> bool:
     """Whether a per-row op gets the block form: one input and no columns, row operands, gathers or skips."""
     return (op.per_row and len(op.inputs) == 1 and not op.columns and not op.row_inputs and not op.row_outputs
-            and not op.uses_index() and not any(p.when for p in op.passes)
+            and not op.zero_if and not op.uses_index() and not any(p.when for p in op.passes)
             and "at(" not in op.finalize + "".join(p.then for p in op.passes))
 
 
@@ -428,10 +447,8 @@ def _grain(op: RowOp) -> str:
 def render_rows() -> str:
     """The C text of every row op's element functions, row functions and the table."""
     lines = ['#include "internal/row_loops.h"', ""]
-    for sfx, t, load, store in ROW_DTYPES.values():  # a column sum's or row output's rounding, a row input's load
+    for sfx, t, _, store in ROW_DTYPES.values():  # a column sum's rounding into its stored type
         lines.append(f"static void rs_{sfx}(char *d, int64_t j, double v) {{ (({t} *)d)[j] = ({t}){store}(v); }}")
-        lines.append(f"static double rl_{sfx}(const char *p, int64_t r) {{ "
-                     f"return (double){load}(((const {t} *)p)[r]); }}")
     entries = []
     for name, op in ROW_OPS.items():
         o = _Op(name, op)
@@ -441,7 +458,6 @@ def render_rows() -> str:
             lines.append(_fast(o, strided=True))
         if _blocks(op):
             lines.append(_block(o))
-        ints = sum(1 << k for k, (_, kind) in enumerate(op.row_inputs) if kind == "int64")
         for dt, (sfx, t, load, store) in ROW_DTYPES.items():
             lines.append(_generic(o, sfx, t, load, store))
             contiguous = "si == 4" if op.per_row else "so == 4 && si == 4"
@@ -455,7 +471,6 @@ def render_rows() -> str:
                          f"    rg_{name}_{sfx}(w, in, n, so, si, {_ROW_PASS});\n}}")
             entries.append(f'    {{"{name}_{sfx}", row_{name}_{sfx}, sizeof({t}), {len(op.inputs)}, {len(op.columns)}, '
                            f'{_grain(op)}, {_SERIAL_BELOW.get(name, 0)}, {len(op.column_sums)}, rs_{sfx}, '
-                           f'{len(op.row_inputs)}, {ints}, {len(op.row_outputs)}, rl_{sfx}, '
                            f'{f"rb_{name}" if _blocks(op) and dt == "float32" else "NULL"}}},')
     lines.append("static const rumus_row_entry ROW_TABLE[] = {\n" + "\n".join(entries) + "\n};")
     lines.append(_RUNNERS)

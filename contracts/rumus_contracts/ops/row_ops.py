@@ -27,6 +27,9 @@ Two optional fields widen the template (their defaults keep an entry what it was
   contiguous in row order, after the row output and the column sums;
 - `Pass.when`: a condition over the row values before the pass (parameters, `n`, row inputs): where it is
   false the pass does not walk the row and its sum is 0 (sum passes only);
+- `zero_if`: a condition over the parameters, `n` and the row inputs: where it holds the row is not walked
+  and writes 0 (every output element, the per-row output, the row outputs; it adds nothing to the column
+  sums), whatever its elements hold (an ignored class index);
 - the name `i` in element expressions: the element's index in the row (0..n-1);
 - `at(operand, index)` in row-level lets (`then`, finalize): the element of an input or column operand at
   `index` in the row, 0 where index is outside 0..n-1 (a class index's logit, its weight).
@@ -68,6 +71,7 @@ class RowOp:
                 (module docstring); at most two.
     row_inputs  -- (name, "T" | "int64") operands of one value per row (module docstring); at most four.
     row_outputs -- (name, expression) further per-row outputs (module docstring); at most two.
+    zero_if  -- a condition under which the row writes 0 without being walked (module docstring).
     Every expression may also use `n`, the row length."""
 
     inputs: tuple[str, ...]
@@ -80,6 +84,7 @@ class RowOp:
     column_sums: tuple[tuple[str, str], ...] = ()
     row_inputs: tuple[tuple[str, str], ...] = ()
     row_outputs: tuple[tuple[str, str], ...] = ()
+    zero_if: str = ""
 
     @property
     def row_values(self) -> tuple[str, ...]:
@@ -168,7 +173,7 @@ ROW_OPS: dict[str, RowOp] = {
         ("x",), (), "wt = at(w, t); gt = g * (1 - label_smoothing) * wt; "
                     "ga = g * ((1 - label_smoothing) * wt + label_smoothing / n * wsum); "
                     "gb = g * (label_smoothing / n)",
-        "where(t == ignore_index, 0, ga * exp(x - lse) - gb * w - where(i == t, gt, 0))", columns=("w",),
+        "ga * exp(x - lse) - gb * w - where(i == t, gt, 0)", columns=("w",),
         params=(("ignore_index", -100.0), ("label_smoothing", 0.0), ("wsum", 0.0)),
-        row_inputs=(("g", "T"), ("t", "int64"), ("lse", "T"))),
+        row_inputs=(("g", "T"), ("t", "int64"), ("lse", "T")), zero_if="t == ignore_index"),
 }
