@@ -1,10 +1,10 @@
-/* Normalization kernels (group and batch norm, the backward passes of every norm; the layer and RMS
-   norm forwards are rendered row ops, row_c.py), for float, double,
-   float16 and bfloat16 (the 16-bit ones widened on load, every result rounded once on store).
+/* Group and batch norm kernels, forward and backward (the layer and RMS norms, both ways, are rendered row
+   ops: row_c.py), for float, double, float16 and bfloat16 (the 16-bit ones widened on load, every result
+   rounded once on store).
 
    Statistics and sums are accumulated in double. Inputs are contiguous; pointers arrive already offset.
-   Rows (layer/rms/group norm) or channels (batch norm) are split over threads when the work is large
-   enough; weight/bias gradients summed over rows use one double accumulator per row partition (NORM_PARTS). */
+   Rows (group norm) or channels (batch norm) are split over threads when the work is large enough; weight/
+   bias gradients summed over rows use one double accumulator per row partition (NORM_PARTS). */
 #include <stdlib.h>
 
 #include "internal/half.h"
@@ -17,8 +17,8 @@ static int norm_threads(int64_t units, int64_t work) {
     return rumus_threads_for_units(units, work);
 }
 
-/* Partitions of the rows for weight/bias gradient sums: fixed by the shape, so results never depend on
-   the thread count (each partition accumulates in double; partitions are added in order). */
+/* Partitions of the rows for group norm's weight/bias gradient sums: fixed by the shape, so results never
+   depend on the thread count (each partition accumulates in double; partitions are added in order). */
 #define NORM_PARTS 64
 
 #define STATS_FROM_X 0

@@ -1,11 +1,3 @@
-void rumus_layer_norm_backward_f32(const void *g, const void *x, const void *w, void *gx, void *gw, void *gb,
-                                   int64_t rows, int64_t cols, double eps);
-void rumus_layer_norm_backward_f64(const void *g, const void *x, const void *w, void *gx, void *gw, void *gb,
-                                   int64_t rows, int64_t cols, double eps);
-void rumus_rms_norm_backward_f32(const void *g, const void *x, const void *w, void *gx, void *gw, int64_t rows,
-                                 int64_t cols, double eps);
-void rumus_rms_norm_backward_f64(const void *g, const void *x, const void *w, void *gx, void *gw, int64_t rows,
-                                 int64_t cols, double eps);
 void rumus_group_norm_f32(const void *x, const void *w, const void *b, void *y, int64_t n, int64_t c, int64_t s,
                           int64_t groups, double eps);
 void rumus_group_norm_f64(const void *x, const void *w, const void *b, void *y, int64_t n, int64_t c, int64_t s,
@@ -26,10 +18,6 @@ void rumus_batch_norm_backward_f32(const void *g, const void *x, const void *w, 
 void rumus_batch_norm_backward_f64(const void *g, const void *x, const void *w, const void *mean, const void *var,
                                    void *gx, void *gw, void *gb, int64_t n, int64_t c, int64_t s, double eps,
                                    int training);
-void rumus_layer_norm_backward_f16(const void *g, const void *x, const void *w, void *gx, void *gw, void *gb,
-                                   int64_t rows, int64_t cols, double eps);
-void rumus_rms_norm_backward_f16(const void *g, const void *x, const void *w, void *gx, void *gw, int64_t rows,
-                                 int64_t cols, double eps);
 void rumus_group_norm_f16(const void *x, const void *w, const void *b, void *y, int64_t n, int64_t c, int64_t s,
                           int64_t groups, double eps);
 void rumus_group_norm_backward_f16(const void *g, const void *x, const void *w, void *gx, void *gw, void *gb,
@@ -40,10 +28,6 @@ void rumus_batch_norm_f16(const void *x, const void *w, const void *b, const voi
 void rumus_batch_norm_backward_f16(const void *g, const void *x, const void *w, const void *mean, const void *var,
                                    void *gx, void *gw, void *gb, int64_t n, int64_t c, int64_t s, double eps,
                                    int training);
-void rumus_layer_norm_backward_bf16(const void *g, const void *x, const void *w, void *gx, void *gw, void *gb,
-                                   int64_t rows, int64_t cols, double eps);
-void rumus_rms_norm_backward_bf16(const void *g, const void *x, const void *w, void *gx, void *gw, int64_t rows,
-                                 int64_t cols, double eps);
 void rumus_group_norm_bf16(const void *x, const void *w, const void *b, void *y, int64_t n, int64_t c, int64_t s,
                           int64_t groups, double eps);
 void rumus_group_norm_backward_bf16(const void *g, const void *x, const void *w, void *gx, void *gw, void *gb,

@@ -1,13 +1,15 @@
-"""Fused cross-entropy forward / backward (csrc/cross_entropy.c) on contiguous [M, C] logits.
+"""Cross-entropy forward / backward on contiguous [M, C] logits: the cross_entropy_fwd and cross_entropy_bwd
+row ops of the row-op table (rumus_contracts/ops/row_ops.py, rendered by row_c.py).
 
 The targets are checked here, on the host where they already live: a target outside 0..C-1 that is not
-ignore_index raises IndexOutOfRange before the C loop runs (which then indexes without checks). A 0-d
-weight is the "no class weights" placeholder (NULL in C). float16/bfloat16 run the float32 loops on
+ignore_index raises IndexOutOfRange before the C loop runs. A 0-d weight is the "no class weights"
+placeholder: the rows then read a weight of 1 for every class. float16/bfloat16 run the float32 rows on
 widened copies and round once (widen.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,19 +17,31 @@ import numpy as np
 
 from rumus_contracts import IndexOutOfRange, Kernel, TensorArg
 
-from ._lib import ffi, lib, ptr
+from . import _lib
+from ._lib import ffi, lib
 from .dtypes import FLOAT, HALF
+from .kernels_row_ops import at
 from .widen import widened_to_float32
 
-_SFX = {"float32": ("float *", "f32"), "float64": ("double *", "f64")}
+_from_buffer = ffi.from_buffer
+_new = ffi.new
+_NULL = ffi.NULL
+_FWD = _lib.loops(lib.rumus_rows_find, "cross_entropy_fwd", FLOAT)
+_BWD = _lib.loops(lib.rumus_rows_find, "cross_entropy_bwd", FLOAT)
+_ONES: dict[tuple[int, str], np.ndarray] = {}  # (classes, dtype) -> the weights of "no class weights"
 
 
-def _p(arg: TensorArg) -> Any:
-    return ffi.cast(_SFX[arg.dtype.name][0], arg.native or ptr(arg)) + arg.offset
-
-
-def _weight(arg: TensorArg) -> Any:
-    return _p(arg) if arg.shape else ffi.NULL
+def _weights(w: TensorArg, classes: int, dtype: Any) -> tuple[Any, float, Any]:
+    """(pointer, sum, owner) of the class weights: all 1 for the 0-d placeholder."""
+    if w.shape:
+        host = np.asarray(w.buffer)[w.offset:w.offset + classes]
+        return at(w), math.fsum(host.tolist()), None
+    ones = _ONES.get((classes, dtype.name))
+    if ones is None:
+        if len(_ONES) > 64:
+            _ONES.clear()
+        ones = _ONES[(classes, dtype.name)] = np.ones(classes, dtype.numpy)
+    return _from_buffer(ones), float(classes), ones
 
 
 def _targets(op: str, t: TensorArg, classes: int, ignore_index: int) -> tuple[np.ndarray, Any]:
@@ -38,12 +52,12 @@ def _targets(op: str, t: TensorArg, classes: int, ignore_index: int) -> tuple[np
         for v in buf[t.offset:t.offset + n].tolist():  # numpy's ufuncs cost microseconds each on tiny arrays
             if v != ignore_index and (v < 0 or v >= classes):
                 _out_of_range(op, classes, ignore_index, v)
-        return buf, ffi.cast("int64_t *", t.native or ptr(t)) + t.offset
+        return buf, ffi.cast("char *", _from_buffer(buf)) + t.offset * 8
     host = np.ascontiguousarray(np.asarray(buf)[t.offset:t.offset + n], dtype=np.int64)
     bad = (host != ignore_index) & ((host < 0) | (host >= classes))
     if bad.any():
         _out_of_range(op, classes, ignore_index, int(host[bad][0]))
-    return host, ffi.cast("int64_t *", ffi.from_buffer(host))
+    return host, ffi.cast("char *", _from_buffer(host))
 
 
 _FEW = 32
@@ -57,25 +71,33 @@ def _out_of_range(op: str, classes: int, ignore_index: int, got: int) -> None:
 def _forward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     (loss, lse), (x, t, w) = outputs, inputs
     m, c = x.shape
+    if m == 0:
+        return
     ignore = int(attrs["ignore_index"])
     keep, tp = _targets("cross_entropy", t, c, ignore)
-    fn = _FWD[x.dtype.name]
-    fn(_p(x), tp, _weight(w), _p(loss), _p(lse), m, c, ignore, float(attrs["label_smoothing"]))
-    del keep
+    wp, _, ones = _weights(w, c, x.dtype)
+    meta = _new("int64_t[]", [1, m, 1, c, c, 0, 1])  # rows of c logits; one loss per row
+    lib.rumus_rows_run_ext(_FWD[x.dtype.name], meta, _from_buffer(loss.buffer), loss.offset, _from_buffer(x.buffer),
+                           x.offset, _NULL, 0, _new("char *[10]", [wp, _NULL, _NULL, _NULL, tp, _NULL, _NULL, _NULL,
+                                                                   at(lse)]),
+                           _new("double[4]", [float(ignore), float(attrs["label_smoothing"])]))
+    del keep, ones
 
 
 def _backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     dx, (g, x, t, w, lse) = outputs[0], inputs
     m, c = x.shape
+    if m == 0:
+        return
     ignore = int(attrs["ignore_index"])
     keep, tp = _targets("cross_entropy", t, c, ignore)
-    fn = _BWD[x.dtype.name]
-    fn(_p(g), _p(x), tp, _weight(w), _p(lse), _p(dx), m, c, ignore, float(attrs["label_smoothing"]))
-    del keep
+    wp, wsum, ones = _weights(w, c, x.dtype)
+    meta = _new("int64_t[]", [1, m, c, c, c, 1, 1])
+    lib.rumus_rows_run_ext(_BWD[x.dtype.name], meta, _from_buffer(dx.buffer), dx.offset, _from_buffer(x.buffer),
+                           x.offset, _NULL, 0, _new("char *[10]", [wp, _NULL, _NULL, _NULL, at(g), tp, at(lse)]),
+                           _new("double[4]", [float(ignore), float(attrs["label_smoothing"]), wsum]))
+    del keep, ones
 
-
-_FWD = {name: getattr(lib, f"rumus_cross_entropy_fwd_{sfx}") for name, (_, sfx) in _SFX.items()}
-_BWD = {name: getattr(lib, f"rumus_cross_entropy_bwd_{sfx}") for name, (_, sfx) in _SFX.items()}
 
 KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [
     ("cross_entropy_fwd", _forward, FLOAT),

@@ -1,6 +1,6 @@
-"""Group and batch normalization, and the backward ops of every norm: fused C loops (statistics in double;
-float16/bfloat16 widened on load and rounded once on store). The layer and RMS norm forwards are row ops
-of the row-op table (kernels_row_ops.py)."""
+"""Group and batch normalization, forward and backward: fused C loops (statistics in double; float16/bfloat16
+widened on load and rounded once on store). The layer and RMS norms, both ways, are row ops of the row-op
+table (kernels_row_ops.py)."""
 
 from __future__ import annotations
 
@@ -20,15 +20,8 @@ def _fns(name: str) -> dict[str, Any]:
     return {dt: getattr(lib, f"rumus_{name}_{sfx}") for dt, sfx in _SFX.items()}
 
 
-_LN_BACK, _RMS_BACK = _fns("layer_norm_backward"), _fns("rms_norm_backward")
 _GN, _GN_BACK = _fns("group_norm"), _fns("group_norm_backward")
 _BN_STATS, _BN, _BN_BACK = _fns("batch_norm_stats"), _fns("batch_norm"), _fns("batch_norm_backward")
-
-
-def _rows(x: TensorArg, w: TensorArg) -> tuple[int, int]:
-    """(rows, cols) of x seen as [rows, prod(weight.shape)]."""
-    cols = w.numel
-    return (x.numel // cols if cols else 0), cols
 
 
 def _ncs(x: TensorArg) -> tuple[int, int, int]:
@@ -37,16 +30,6 @@ def _ncs(x: TensorArg) -> tuple[int, int, int]:
     for d in x.shape[2:]:
         s *= d
     return x.shape[0], x.shape[1], s
-
-
-def layer_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    (gx, gw, gb), (g, x, w) = outputs, inputs
-    _LN_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(gx), ptr(gw), ptr(gb), *_rows(x, w), float(attrs["eps"]))
-
-
-def rms_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    (gx, gw), (g, x, w) = outputs, inputs
-    _RMS_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(gx), ptr(gw), *_rows(x, w), float(attrs["eps"]))
 
 
 def group_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -80,5 +63,5 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
 _DTYPES = (*FLOAT, *HALF)
 # every kernel is named after its op
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    (k.__name__, k, _DTYPES) for k in (layer_norm_backward, rms_norm_backward, group_norm,
-                                      group_norm_backward, batch_norm_stats, batch_norm, batch_norm_backward)]
+    (k.__name__, k, _DTYPES) for k in (group_norm, group_norm_backward, batch_norm_stats, batch_norm,
+                                      batch_norm_backward)]

@@ -1,21 +1,25 @@
 """The row ops of the row-op table (rumus_contracts/ops/row_ops.py): softmax, log_softmax and their fused
-backward ops along attrs['dim'], layer_norm and rms_norm over the trailing weight dims, rendered to C by
-row_c.py (csrc/internal/row_loops.h runs them). float16/bfloat16 rows compute in double and round each
-result once, as every non-contiguous row does."""
+backward ops along attrs['dim'], logsumexp over attrs['dims'], layer_norm and rms_norm and their backward
+ops over the trailing weight dims, rendered to C by row_c.py (csrc/internal/row_loops.h runs them).
+float16/bfloat16 rows compute in double and round each result once, as every non-contiguous row does."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from rumus_contracts import Kernel, RumusError, TensorArg
 from rumus_contracts.ops.row_ops import ROW_OPS
 
 from . import _lib
-from ._lib import EMPTY, META, ffi, lib, softmax_meta
+from ._lib import EMPTY, META, _merge, _store, ffi, lib, softmax_meta
 from .dtypes import FLOAT, HALF
+from .kernels_memory import copy
 
 _from_buffer = ffi.from_buffer
+_new = ffi.new
 _get = META.get
 _DTYPES = (*FLOAT, *HALF)
 _NULL = ffi.NULL
@@ -28,7 +32,7 @@ def _meta(x: TensorArg, o: TensorArg, dim: int) -> Any:
     return softmax_meta(key) if meta is None else meta
 
 
-def _at(arg: TensorArg) -> Any:
+def at(arg: TensorArg) -> Any:
     """A pointer to the operand's first element (column operands arrive offset)."""
     return ffi.cast("char *", _from_buffer(arg.buffer)) + arg.offset * arg.dtype.itemsize
 
@@ -47,8 +51,8 @@ def norm_kernel(op: str) -> Kernel:
         meta = _get(key := ("s", (rows, n), (n, 1), (n, 1), 1)) or softmax_meta(key)
         if meta is EMPTY:
             return
-        c0 = _at(cols[0])
-        c1 = _at(cols[1]) if len(cols) > 1 else _NULL
+        c0 = at(cols[0])
+        c1 = at(cols[1]) if len(cols) > 1 else _NULL
         run(loops[x.dtype.name], meta, _from_buffer(y.buffer), y.offset, _from_buffer(x.buffer), x.offset, _NULL, 0,
             c0, c1, float(attrs.get("eps", eps_default)), 0.0)
 
@@ -83,5 +87,107 @@ def row_kernel(op: str) -> Kernel:
     return kernel
 
 
+def norm_backward_kernel(op: str) -> Kernel:
+    """A norm backward of the table: (grad, x, weight) -> (dx, dweight[, dbias]) over x seen as
+    [rows, weight.numel] (contiguous operands, as the schema makes them); the weight and bias gradients are
+    the entry's column sums."""
+    loops = _lib.loops(lib.rumus_rows_find, op, _DTYPES)
+    run = lib.rumus_rows_run_ext
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        (gx, *sums), (g, x, w) = outputs, inputs
+        n = w.numel
+        rows = x.numel // n if n else 0
+        key = ("n", rows, n)  # rows may be 0: the column sums are then zeros, so never the EMPTY layout
+        meta = _get(key) or _store(key, [1, rows, n, n, n, 1, 1])
+        ptrs = _new("char *[10]", [at(w), _NULL, *(at(s) for s in sums)])
+        run(loops[x.dtype.name], meta, _from_buffer(gx.buffer), gx.offset, _from_buffer(g.buffer), g.offset,
+            _from_buffer(x.buffer), x.offset, ptrs, _new("double[4]", [float(attrs["eps"])]))
+
+    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
+    return kernel
+
+
+def _lse_layout(shape: tuple[int, ...], xst: tuple[int, ...], ost: tuple[int, ...],
+                dims: tuple[int, ...]) -> list[int] | None:
+    """The row layout of a logsumexp over `dims` (a kept dim of size 0: []); None where the reduced dims do
+    not merge into one strided run."""
+    kept: list[tuple[int, tuple[int, ...]]] = [(k, (ost[d], xst[d])) for d, k in enumerate(shape)
+                                               if d not in dims and k != 1]
+    if any(k == 0 for k, _ in kept):
+        return []
+    red: list[tuple[int, tuple[int, ...]]] = sorted(((shape[d], (xst[d],)) for d in dims if shape[d] != 1),
+                                                    key=lambda item: -abs(item[1][0]))
+    merged = _merge(red) if red else [(1, (0,))]  # no reduced elements beyond one: a row of one
+    if len(merged) > 1:
+        return None
+    kept = _merge(kept)
+    length, (stride,) = merged[0]
+    return [len(kept), *(k for k, _ in kept), *(s[0] for _, s in kept), *(s[1] for _, s in kept), length, 0, stride]
+
+
+def _strided(arg: TensorArg) -> np.ndarray:
+    """The operand as a numpy view of its buffer."""
+    buf = arg.buffer
+    return np.lib.stride_tricks.as_strided(buf[arg.offset:], arg.shape, tuple(s * buf.itemsize for s in arg.strides))
+
+
+def logsumexp_kernel() -> Kernel:
+    """logsumexp over attrs['dims'] into the keepdim output: one row-op call where the reduced dims merge into
+    one strided run, else on a contiguous copy with the reduced dims last."""
+    loops = _lib.loops(lib.rumus_rows_find, "logsumexp", _DTYPES)
+    run = lib.rumus_rows_run
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        o, x = outputs[0], inputs[0]
+        nd = len(x.shape)
+        dims = tuple(sorted({int(d) % nd for d in attrs["dims"]})) if nd else ()
+        if not o.numel:
+            return
+        if any(x.shape[d] == 0 for d in dims):  # a sum of no terms is 0: its log is -inf, as PyTorch's
+            _strided(o)[...] = -np.inf if o.buffer.dtype.kind == "f" else _NEG_INF_BITS[o.dtype.name]
+            return
+        key = ("l", x.shape, x.strides, o.strides, dims)
+        meta = _get(key)
+        xb, xo, keep = x.buffer, x.offset, None
+        if meta is None:
+            layout = _lse_layout(x.shape, x.strides, o.strides, dims)
+            if layout is None:  # reduced dims that do not merge: a copy with them last, contiguous
+                order = [*(d for d in range(nd) if d not in dims), *dims]
+                st = [0] * nd
+                step = 1
+                for d in reversed(order):
+                    st[d], step = step, step * x.shape[d]
+                keep = np.empty(x.numel, x.buffer.dtype)
+                copy([TensorArg(keep, x.shape, tuple(st), 0, x.dtype)], [x], {"dtype": x.dtype})
+                layout = _lse_layout(x.shape, tuple(st), o.strides, dims)
+                assert layout is not None
+                meta = ffi.new("int64_t[]", layout)
+                xb, xo = keep, 0
+            else:
+                meta = _store(key, layout or None)
+        if meta is EMPTY:
+            return
+        run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(xb), xo, _NULL, 0, _NULL,
+            _NULL, 0.0, 0.0)
+        del keep
+
+    kernel.__name__ = kernel.__qualname__ = "cpu_logsumexp"
+    return kernel
+
+
+_NEG_INF_BITS = {"float16": 0xFC00, "bfloat16": 0xFF80}  # -inf in the 16-bit words a half type is stored as
+
+
+def _kernel(op: str) -> Kernel:
+    entry = ROW_OPS[op]
+    if entry.per_row:
+        return logsumexp_kernel()
+    if entry.column_sums:
+        return norm_backward_kernel(op)
+    return norm_kernel(op) if entry.columns else row_kernel(op)
+
+
+# the entries with row operands (cross-entropy) are bound by kernels_cross_entropy.py
 KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [
-    (op, norm_kernel(op) if ROW_OPS[op].columns else row_kernel(op), _DTYPES) for op in ROW_OPS]
+    (op, _kernel(op), _DTYPES) for op in ROW_OPS if not ROW_OPS[op].row_inputs]

@@ -15,27 +15,14 @@ static inline void FN(moments)(const T *x, int64_t n, double eps, double *mean, 
     *rstd = 1.0 / sqrt((n ? v / (double)n : 0.0) + eps);
 }
 
-/* centred: mean and rstd as moments(); otherwise (RMS) mean 0 and rstd = 1/sqrt(mean(x^2) + eps) */
-static inline void FN(row_stats)(const T *x, int64_t n, double eps, int centred, double *mean, double *rstd) {
-    if (centred) {
-        FN(moments)(x, n, eps, mean, rstd);
-        return;
-    }
-    double ss = 0.0;
-    for (int64_t j = 0; j < n; j++) ss += LD(x[j]) * LD(x[j]);
-    *mean = 0.0;
-    *rstd = 1.0 / sqrt(ss / (double)n + eps);
-}
-
 /* The forward of group norm (layer and RMS norm are rendered row ops: row_c.py): row r holds cg channels
    of s values each, channel k of row r using weight/bias c0 + k with c0 = (r % groups) * cg;
-   y = (x - mean) * rstd * w [+ b] (b NULL: none). */
+   y = (x - mean) * rstd * w + b. */
 typedef struct {
     const T *x, *w, *b;
     T *y;
     int64_t cg, s, groups;
     double eps;
-    int centred;
 } FN(norm_rows_job);
 
 /* rows [begin, end), each whole on one thread */
@@ -45,124 +32,33 @@ static void FN(norm_rows_range)(void *p, int64_t begin, int64_t end) {
     T *y = j->y;
     const int64_t cg = j->cg, s = j->s, groups = j->groups, len = cg * s;
     const double eps = j->eps;
-    const int centred = j->centred;
     for (int64_t r = begin; r < end; r++) {
         const T *xr = x + r * len;
         T *yr = y + r * len;
         double mean, rstd;
-        FN(row_stats)(xr, len, eps, centred, &mean, &rstd);
+        FN(moments)(xr, len, eps, &mean, &rstd);
         const int64_t c0 = (r % groups) * cg;
         for (int64_t k = 0; k < cg; k++) {
-            const double a = rstd * LD(w[c0 + k]), bk = b ? LD(b[c0 + k]) : 0.0;
-            for (int64_t i = 0; i < s; i++) {
-                const double v = (LD(xr[k * s + i]) - mean) * a;
-                yr[k * s + i] = ST(b ? v + bk : v);
-            }
+            const double a = rstd * LD(w[c0 + k]), bk = LD(b[c0 + k]);
+            for (int64_t i = 0; i < s; i++) yr[k * s + i] = ST((LD(xr[k * s + i]) - mean) * a + bk);
         }
     }
 }
 
 static void FN(norm_rows)(const T *x, const T *w, const T *b, T *y, int64_t rows, int64_t cg, int64_t s,
-                          int64_t groups, double eps, int centred) {
+                          int64_t groups, double eps) {
     const int64_t len = cg * s;
     if (rows == 0 || len == 0) return;
     const int nt = norm_threads(rows, rows * len);
-    FN(norm_rows_job) j = {x, w, b, y, cg, s, groups, eps, centred};
+    FN(norm_rows_job) j = {x, w, b, y, cg, s, groups, eps};
     rumus_parallel_for(nt, rows, FN(norm_rows_range), &j);
-}
-
-/* gx = rstd * (gxhat - mean(gxhat) - xhat * mean(gxhat * xhat)) with gxhat = g * w; gw += g * xhat; gb += g.
-   `centred` = 0 gives RMS norm (no mean subtracted anywhere). */
-static void FN(row_norm_backward)(const T *g, const T *x, const T *w, T *gx, double *gw, double *gb, int64_t rows,
-                                  int64_t cols, double eps, int centred) {
-    for (int64_t r = 0; r < rows; r++) {
-        const T *gr = g + r * cols, *xr = x + r * cols;
-        T *gxr = gx + r * cols;
-        double mean, rstd;
-        FN(row_stats)(xr, cols, eps, centred, &mean, &rstd);
-        double s1 = 0.0, s2 = 0.0;
-        for (int64_t j = 0; j < cols; j++) {
-            const double xh = (LD(xr[j]) - mean) * rstd, gh = LD(gr[j]) * LD(w[j]);
-            s1 += gh;
-            s2 += gh * xh;
-            gw[j] += LD(gr[j]) * xh;
-            if (gb) gb[j] += LD(gr[j]);
-        }
-        s1 = centred ? s1 / (double)cols : 0.0;
-        s2 /= (double)cols;
-        for (int64_t j = 0; j < cols; j++) {
-            const double xh = (LD(xr[j]) - mean) * rstd;
-            gxr[j] = ST(rstd * (LD(gr[j]) * LD(w[j]) - s1 - xh * s2));
-        }
-    }
-}
-
-typedef struct {
-    const T *g, *x, *w;
-    T *gx;
-    double *acc;
-    int64_t rows, cols, parts, width;
-    double eps;
-    int centred, has_gb;
-} FN(rows_backward_job);
-
-/* partitions [begin, end) of rows_backward, each into its own accumulators */
-static void FN(rows_backward_range)(void *p, int64_t begin, int64_t end) {
-    const FN(rows_backward_job) *j = (const FN(rows_backward_job) *)p;
-    const T *g = j->g, *x = j->x, *w = j->w;
-    T *gx = j->gx;
-    double *acc = j->acc;
-    const int64_t rows = j->rows, cols = j->cols, parts = j->parts, width = j->width;
-    const double eps = j->eps;
-    const int centred = j->centred, has_gb = j->has_gb;
-    for (int64_t t = begin; t < end; t++) {
-        const int64_t r0 = rows * t / parts, r1 = rows * (t + 1) / parts;
-        double *a = acc + t * width;
-        FN(row_norm_backward)(g + r0 * cols, x + r0 * cols, w, gx + r0 * cols, a, has_gb ? a + cols : NULL, r1 - r0,
-                              cols, eps, centred);
-    }
-}
-
-/* Rows split into NORM_PARTS partitions fixed by the shape (never by the thread count), each with its own
-   (gw, gb) double accumulators, summed in partition order: bit-identical results at every thread count. */
-static void FN(rows_backward)(const T *g, const T *x, const T *w, T *gx, T *gw, T *gb, int64_t rows, int64_t cols,
-                              double eps, int centred) {
-    const int nt = norm_threads(rows, rows * cols);
-    const int64_t parts = rows < NORM_PARTS ? rows : NORM_PARTS;
-    const int64_t width = gb ? 2 * cols : cols;
-    double *acc = (double *)calloc((size_t)(parts * width > 0 ? parts * width : 1), sizeof(double));
-    if (!acc) return;
-    if (rows > 0) {
-        FN(rows_backward_job) j = {g, x, w, gx, acc, rows, cols, parts, width, eps, centred, gb != NULL};
-        rumus_parallel_for(nt, parts, FN(rows_backward_range), &j); /* n = parts: the partition is the result's */
-    }
-    for (int64_t j = 0; j < cols; j++) {
-        double sw = 0.0, sb = 0.0;
-        for (int64_t t = 0; t < parts; t++) {
-            sw += acc[t * width + j];
-            if (gb) sb += acc[t * width + cols + j];
-        }
-        gw[j] = ST(sw);
-        if (gb) gb[j] = ST(sb);
-    }
-    free(acc);
-}
-
-void FN(rumus_layer_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, void *gbv,
-                                   int64_t rows, int64_t cols, double eps) {
-    FN(rows_backward)((const T *)gv, (const T *)xv, (const T *)wv, (T *)gxv, (T *)gwv, (T *)gbv, rows, cols, eps, 1);
-}
-
-void FN(rumus_rms_norm_backward)(const void *gv, const void *xv, const void *wv, void *gxv, void *gwv, int64_t rows,
-                                 int64_t cols, double eps) {
-    FN(rows_backward)((const T *)gv, (const T *)xv, (const T *)wv, (T *)gxv, (T *)gwv, NULL, rows, cols, eps, 0);
 }
 
 /* ---- group norm: row (n, g) is a contiguous block of Cg channels x S positions ----------------- */
 
 void FN(rumus_group_norm)(const void *xv, const void *wv, const void *bv, void *yv, int64_t n, int64_t c, int64_t s,
                           int64_t groups, double eps) {
-    FN(norm_rows)((const T *)xv, (const T *)wv, (const T *)bv, (T *)yv, n * groups, c / groups, s, groups, eps, 1);
+    FN(norm_rows)((const T *)xv, (const T *)wv, (const T *)bv, (T *)yv, n * groups, c / groups, s, groups, eps);
 }
 
 typedef struct {
@@ -222,12 +118,12 @@ void FN(rumus_group_norm_backward)(const void *gv, const void *xv, const void *w
     T *gx = (T *)gxv, *gw = (T *)gwv, *gb = (T *)gbv;
     const int64_t rows = n * groups, cg = c / groups, len = cg * s;
     const int nt = norm_threads(rows, rows * len);
-    const int64_t parts = rows < NORM_PARTS ? rows : NORM_PARTS;  /* fixed by the shape: see rows_backward */
+    const int64_t parts = rows < NORM_PARTS ? rows : NORM_PARTS;  /* fixed by the shape, never the thread count */
     double *acc = (double *)calloc((size_t)(parts * 2 * c > 0 ? parts * 2 * c : 1), sizeof(double));
     if (!acc) return;
     if (rows > 0 && len > 0) {
         FN(group_backward_job) j = {g, x, w, gx, acc, rows, c, s, groups, parts, eps};
-        rumus_parallel_for(nt, parts, FN(group_backward_range), &j); /* n = parts: see rows_backward */
+        rumus_parallel_for(nt, parts, FN(group_backward_range), &j); /* n = parts: the partition is the result's */
     }
     for (int64_t j = 0; j < c; j++) {
         double sw = 0.0, sb = 0.0;

@@ -237,3 +237,12 @@ def _matmul(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None]:
 
 def _unused(*_: Any) -> None:
     return None
+
+
+@formula("logsumexp", inputs=True, outputs=True)
+def _logsumexp(ctx: Context, g: Tensor) -> tuple[Tensor]:
+    # d/dx = exp(x - y): reached where a backend ran its fused logsumexp (elsewhere the composite's own ops
+    # carry the gradient). Built from differentiable ops, so create_graph works.
+    if not ctx.attrs["dims"]:
+        return (g,)
+    return (M.mul(g, M.exp(M.sub(ctx.inputs[0], ctx.outputs[0]))),)

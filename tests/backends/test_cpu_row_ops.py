@@ -128,6 +128,23 @@ for rows, cols in ((4096, 64), (600, 4000)):
     w, b = (rm.tensor(rng.standard_normal(cols).astype(np.float32)) for _ in range(2))
     out[f"layer_norm{rows}"] = F.layer_norm(x, (cols,), w, b).numpy()
     out[f"rms_norm{rows}"] = F.rms_norm(x, (cols,), w).numpy()
+    g = rm.tensor(rng.standard_normal((rows, cols)).astype(np.float32))
+    for op in ("layer_norm", "rms_norm"):
+        xg, wg, bg = (t.detach().requires_grad_(True) for t in (x, w, b))
+        y = F.layer_norm(xg, (cols,), wg, bg) if op == "layer_norm" else F.rms_norm(xg, (cols,), wg)
+        y.backward(g)
+        for name, t in (("x", xg), ("w", wg), ("b", bg)):
+            if t.grad is not None:
+                out[f"{op}{rows}d{name}"] = t.grad.numpy()
+    out[f"logsumexp{rows}"] = rm.logsumexp(x, 1).numpy()
+    target = rng.integers(0, cols, rows)
+    target[::5] = -100
+    for kw in ({}, {"weight": w.abs(), "label_smoothing": 0.1}):
+        xg = x.detach().requires_grad_(True)
+        loss = F.cross_entropy(xg, rm.tensor(target), reduction="none", **kw)
+        loss.backward(rm.tensor(rng.standard_normal(rows).astype(np.float32)))
+        out[f"cross_entropy{rows}{len(kw)}"] = loss.detach().numpy()
+        out[f"cross_entropy{rows}{len(kw)}grad"] = xg.grad.numpy()
 np.savez(sys.argv[1], **out)
 print(json.dumps({}))
 """
@@ -139,3 +156,104 @@ def test_same_bits_at_every_thread_count(tmp_path: Path) -> None:
     for _, arrays in runs[1:]:
         for key in first.files:
             np.testing.assert_array_equal(arrays[key], first[key], err_msg=key)
+
+
+def _lse(x: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+    m = np.max(x, axis=dims, keepdims=True)
+    m = np.where(np.isinf(m), 0.0, m)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.asarray(np.log(np.exp(x - m).sum(axis=dims, keepdims=True)) + m)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("case", ["rows", "strided dim", "two dims that merge", "two dims that do not merge",
+                                  "no dims", "transposed view", "infinities"])
+def test_logsumexp_matches_float64(dtype: str, case: str) -> None:
+    rng = np.random.default_rng(6)
+    base = rng.standard_normal((5, 40, 6)) * 4
+    x = rm.tensor(base.astype(np.float32)).to(getattr(rm, dtype))
+    ref = x.double().numpy()  # the stored values, exactly
+    inf = np.array([[np.inf, 0.0, 1.0], [-np.inf, -np.inf, -np.inf], [np.nan, 0.0, 1.0], [np.inf, -np.inf, 0.0],
+                    [-np.inf, 2.0, 1.0]])
+    views = {"rows": (x[:, :, 0].contiguous(), ref[:, :, 0], (1,)),
+             "strided dim": (x, ref, (1,)),
+             "two dims that merge": (x, ref, (1, 2)),
+             "two dims that do not merge": (x, ref, (0, 2)),
+             "no dims": (x, ref, ()),
+             "transposed view": (x.transpose(0, 2), ref.transpose(2, 1, 0), (1,)),
+             "infinities": (rm.tensor(inf.astype(np.float32)).to(getattr(rm, dtype)), inf, (1,))}
+    t, r, dims = views[case]
+    want = r.copy() if not dims else _lse(r, dims)
+    got = rm.logsumexp(t, dims, keepdim=True).double().numpy()
+    tol = {"float32": 1e-6, "float64": 1e-13, "float16": 2.0**-10, "bfloat16": 2.0**-7}[dtype]
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+def test_logsumexp_of_empty_rows_is_minus_infinity() -> None:
+    for dtype in ("float32", "float64", "float16", "bfloat16"):
+        got = rm.logsumexp(rm.tensor(np.zeros((3, 0), np.float32)).to(getattr(rm, dtype)), 1).double().numpy()
+        np.testing.assert_array_equal(got, np.full(3, -np.inf))
+    assert rm.logsumexp(rm.tensor(np.zeros((0, 4), np.float32)), 1).shape == (0,)
+
+
+@pytest.mark.parametrize("shape, dims", [((3, 40), (1,)), ((4, 5, 3), (0, 2)), ((4, 17), (0,))])
+def test_logsumexp_gradient_matches_finite_differences(shape: tuple[int, ...], dims: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(7)
+    x0, g = rng.standard_normal(shape), rng.standard_normal(_lse(np.zeros(shape), dims).shape)
+    x = rm.tensor(x0).requires_grad_(True)
+    (rm.logsumexp(x, dims, keepdim=True) * rm.tensor(g)).sum().backward()
+    num = np.zeros_like(x0)
+    h = 1e-6
+    for i in np.ndindex(shape):
+        xp, xm = x0.copy(), x0.copy()
+        xp[i] += h
+        xm[i] -= h
+        num[i] = ((_lse(xp, dims) - _lse(xm, dims)) * g).sum() / (2 * h)
+    np.testing.assert_allclose(x.grad.numpy(), num, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("rows, cols", [(5, 7), (70, 3), (1, 33)])
+def test_norm_gradients_match_finite_differences(op: str, rows: int, cols: int) -> None:
+    rng = np.random.default_rng(8)
+    x0, w0, b0 = rng.standard_normal((rows, cols)) * 2 + 3, rng.standard_normal(cols), rng.standard_normal(cols)
+    g = rng.standard_normal((rows, cols))
+
+    def f(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> float:
+        if op == "layer_norm":
+            y = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b
+        else:
+            y = x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w
+        return float((y * g).sum())
+
+    x, w, b = (rm.tensor(a).requires_grad_(True) for a in (x0, w0, b0))
+    y = F.layer_norm(x, (cols,), w, b) if op == "layer_norm" else F.rms_norm(x, (cols,), w, eps=1e-6)
+    (y * rm.tensor(g)).sum().backward()
+    args = [x0, w0, b0]
+    for k, t in enumerate((x, w, b) if op == "layer_norm" else (x, w)):
+        num = np.zeros_like(args[k])
+        for i in np.ndindex(args[k].shape):
+            p, m = [a.copy() for a in args], [a.copy() for a in args]
+            p[k][i] += 1e-6
+            m[k][i] -= 1e-6
+            num[i] = (f(*p) - f(*m)) / 2e-6
+        np.testing.assert_allclose(t.grad.numpy(), num, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_cross_entropy_with_masked_classes_stays_finite(dtype: str) -> None:
+    # -inf logits (masked classes) give a finite loss without label smoothing: no 0 * inf term
+    x0 = np.random.default_rng(9).standard_normal((6, 40))
+    x0[:, ::3] = -np.inf
+    t = np.arange(6) * 3 + 1
+    t[2] = -100
+    x = rm.tensor(x0.astype(dtype)).requires_grad_(True)
+    loss = F.cross_entropy(x, rm.tensor(t), reduction="none")
+    loss.backward(rm.tensor(np.ones(6, dtype)))
+    import torch
+    tx = torch.tensor(x0, requires_grad=True)
+    tl = torch.nn.functional.cross_entropy(tx, torch.tensor(t), reduction="none")
+    tl.backward(torch.ones(6, dtype=torch.float64))
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    np.testing.assert_allclose(loss.detach().numpy(), tl.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=tol, atol=tol)

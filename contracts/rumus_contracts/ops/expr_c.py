@@ -51,6 +51,8 @@ void rumus_expr_run3(int64_t loop, const int64_t *meta, char *o, int64_t oo, cha
 int64_t rumus_rows_find(const char *name);
 void rumus_rows_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo, char *y,
                     int64_t yo, char *c0, char *c1, double p0, double p1);
+void rumus_rows_run_ext(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo, char *y,
+                        int64_t yo, char *const *ptrs, const double *prm);
 const char *rumus_expr_table_hash(void);
 const char *rumus_sources_hash(void);
 """
