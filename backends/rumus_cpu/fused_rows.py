@@ -40,6 +40,8 @@ def render(program: FusedRowProgram, classes: tuple[str, ...] | None = None) -> 
     if op is None or len(op.inputs) != 1:
         raise Unsupported(f"fusion into {program.op}")
     o = _Op(program.op, op)
+    if any(f"{a}[" in _fast(o) for a in ("acc", "rin", "rout")):  # the fused loop passes no row operands
+        raise Unsupported(f"fusion into {program.op} (its row function reads or writes row operands)")
     fns: dict[str, str] = {}
     for name, _, _ in chain.steps:
         if name in fused._TRIG:
@@ -126,7 +128,7 @@ static void fused_rows(void *ctx, int64_t r0, int64_t r1) {{
         }}
         chain_row(j->n, p, s, x);
         const char *in[{1 + ncol}] = {{(const char *)x{', ' + cols if ncol else ''}}};
-        rf_{program.op}((float *)p[0], in, j->n, j->prm);
+        rf_{program.op}((float *)p[0], in, j->n, j->prm, NULL, NULL, NULL, r);  /* forward ops: no row operands */
     }}
     free(x);
 }}
