@@ -149,10 +149,10 @@ def test_an_entry_with_a_field_the_renderer_does_not_know_is_not_claimed():
     # a later field of the table (a row-shaped output, say) set on an entry: Unsupported, not dropped
     @dataclasses.dataclass(frozen=True)
     class Wider(RowOp):
-        per_row: bool = False
+        unknown_field: bool = False
 
     base = ROW_OPS["softmax"]
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(RowOp)}
     assert row_shader(Wider(**fields)).kind == "online"
-    with pytest.raises(Unsupported, match="per_row"):
-        row_shader(Wider(**fields, per_row=True))
+    with pytest.raises(Unsupported, match="unknown_field"):
+        row_shader(Wider(**fields, unknown_field=True))
