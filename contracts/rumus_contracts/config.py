@@ -168,5 +168,5 @@ declare("RUMUS_WGPU_IMPL", "choice", "native", "the WebGPU implementation under 
         choices=("native", "dawn"))
 declare("RUMUS_WGPU_DAWN_UNCHECKED", "flag", False, "Dawn without its shader bounds checks (robustness) on every "
         "kernel: the matrix GEMM about 2x faster, out-of-bounds accesses undefined", owner="wgpu")
-declare("RUMUS_WGPU_MATRIX_UNITS", "flag", True, "float16 GEMMs and attention on subgroup matrices where the device has them "
-        "(RUMUS_WGPU_IMPL=dawn)", owner="wgpu")
+declare("RUMUS_WGPU_MATRIX_UNITS", "flag", True, "float16 GEMMs and attention on subgroup matrices where the "
+        "device has them (RUMUS_WGPU_IMPL=dawn)", owner="wgpu")
