@@ -59,32 +59,4 @@ var<workgroup> s_sh: array<f32, 64u * SW>;
 var<workgroup> p_sh: array<f16, 64u * PW>;
 var<workgroup> st_sh: array<f32, 2u * BC>;
 
-// eight f16 of one 16-byte load into workgroup memory, each element by name (a loop over a local array
-// would put the array in slow local memory)
-fn put_k(i: u32, v: vec4<u32>) {
-    let p0 = bitcast<vec2<f16>>(v.x);
-    let p1 = bitcast<vec2<f16>>(v.y);
-    let p2 = bitcast<vec2<f16>>(v.z);
-    let p3 = bitcast<vec2<f16>>(v.w);
-    k_sh[i] = p0.x; k_sh[i + 1u] = p0.y; k_sh[i + 2u] = p1.x; k_sh[i + 3u] = p1.y;
-    k_sh[i + 4u] = p2.x; k_sh[i + 5u] = p2.y; k_sh[i + 6u] = p3.x; k_sh[i + 7u] = p3.y;
-}
-
-fn put_v(i: u32, v: vec4<u32>) {
-    let p0 = bitcast<vec2<f16>>(v.x);
-    let p1 = bitcast<vec2<f16>>(v.y);
-    let p2 = bitcast<vec2<f16>>(v.z);
-    let p3 = bitcast<vec2<f16>>(v.w);
-    v_sh[i] = p0.x; v_sh[i + 1u] = p0.y; v_sh[i + 2u] = p1.x; v_sh[i + 3u] = p1.y;
-    v_sh[i + 4u] = p2.x; v_sh[i + 5u] = p2.y; v_sh[i + 6u] = p3.x; v_sh[i + 7u] = p3.y;
-}
-
-fn put_p(i: u32, v: vec4<u32>) {
-    let p0 = bitcast<vec2<f16>>(v.x);
-    let p1 = bitcast<vec2<f16>>(v.y);
-    let p2 = bitcast<vec2<f16>>(v.z);
-    let p3 = bitcast<vec2<f16>>(v.w);
-    p_sh[i] = p0.x; p_sh[i + 1u] = p0.y; p_sh[i + 2u] = p1.x; p_sh[i + 3u] = p1.y;
-    p_sh[i + 4u] = p2.x; p_sh[i + 5u] = p2.y; p_sh[i + 6u] = p3.x; p_sh[i + 7u] = p3.y;
-}
-
+{{PUTS}}

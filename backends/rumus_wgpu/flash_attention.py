@@ -223,9 +223,8 @@ def flash_attention_backward(outputs: Sequence[TensorArg], inputs: Sequence[Tens
     stats = new_buffer(dev, rows * 8, "flash attention lse and D")
     words = _words(q, k, v, dout, bias, key_bias, out.offset, lse.offset, attrs)
     _rowdot(dev, q.dtype, [stats, out.buffer, dout.buffer, lse.buffer], words, rows)
-    if q.dtype == float16 and matrix_attention.backward_eligible(dev, dq, dk, dv, q, k, v, dout, bias, key_bias,
-                                                                 attrs):
-        matrix_attention.backward(dev, dq, dk, dv, q, k, v, dout, stats, bias, key_bias, attrs)
+    if q.dtype == float16 and matrix_attention.try_backward(dev, dq, dk, dv, q, k, v, dout, stats, bias, key_bias,
+                                                            attrs):
         return
     ins = [q.buffer, k.buffer, v.buffer, dout.buffer, stats, bias.buffer, key_bias.buffer]
     _run(dev, "dkdv", q, bias, key_bias, [dk.buffer, dv.buffer, *ins],

@@ -32,6 +32,20 @@ LEFT, RIGHT, RESULT = ("subgroup_matrix_left<f16, 16, 16>", "subgroup_matrix_rig
 KERNELS = ("forward", "dkdv", "dq")
 
 
+# eight f16 of one 16-byte load into workgroup array ARR, each element by name (a loop over a local array
+# would put the array in slow local memory); one writer per array, since WGSL takes no array pointer of
+# another size
+_PUT = """fn put_{arr}(i: u32, v: vec4<u32>) {{
+    let p0 = bitcast<vec2<f16>>(v.x);
+    let p1 = bitcast<vec2<f16>>(v.y);
+    let p2 = bitcast<vec2<f16>>(v.z);
+    let p3 = bitcast<vec2<f16>>(v.w);
+    {arr}_sh[i] = p0.x; {arr}_sh[i + 1u] = p0.y; {arr}_sh[i + 2u] = p1.x; {arr}_sh[i + 3u] = p1.y;
+    {arr}_sh[i + 4u] = p2.x; {arr}_sh[i + 5u] = p2.y; {arr}_sh[i + 6u] = p3.x; {arr}_sh[i + 7u] = p3.y;
+}}
+"""
+
+
 def shared_bytes(d: int) -> int:
     w = max(BC, d)
     return 2 * BC * (d + 8) * 2 + 64 * (w + SW_PAD) * 4 + 64 * (w + 8) * 2 + 2 * BC * 4
@@ -314,8 +328,9 @@ def generate(d: int, kernel: str = "forward") -> str:
     if kernel not in KERNELS:
         raise ValueError(f"unknown attention kernel {kernel!r}; one of {KERNELS}")
     body = {"forward": _forward, "dkdv": _dkdv, "dq": _dq}[kernel](d)
-    return render("flash_attention_matrix", D=str(d), BC=str(BC), SW=str(max(BC, d) + SW_PAD),
-                  PW=str(max(BC, d) + 8)) + "\n" + "\n".join([*_bindings(kernel), "", *body]) + "\n"
+    shared = render("flash_attention_matrix", D=str(d), BC=str(BC), SW=str(max(BC, d) + SW_PAD),
+                    PW=str(max(BC, d) + 8), PUTS="\n".join(_PUT.format(arr=a) for a in "kvp"))
+    return shared + "\n" + "\n".join([*_bindings(kernel), "", *body]) + "\n"
 
 
 def _strides(t: TensorArg) -> tuple[int, int, int] | None:
@@ -380,17 +395,13 @@ def try_forward(out: TensorArg, lse: TensorArg, q: TensorArg, k: TensorArg, v: T
     return True
 
 
-def backward_eligible(dev: Any, dq: TensorArg, dk: TensorArg, dv: TensorArg, q: TensorArg, k: TensorArg,
-                      v: TensorArg, dout: TensorArg, bias: TensorArg, key_bias: TensorArg,
-                      attrs: Mapping[str, Any]) -> bool:
-    return _eligible(dev, (q, k, v, dout, dq, dk, dv), bias, key_bias, attrs) is not None
-
-
-def backward(dev: Any, dq: TensorArg, dk: TensorArg, dv: TensorArg, q: TensorArg, k: TensorArg, v: TensorArg,
-             dout: TensorArg, stats: Any, bias: TensorArg, key_bias: TensorArg, attrs: Mapping[str, Any]) -> None:
-    """The dK/dV and dQ passes on matrix units, after the row pass wrote `stats` (call backward_eligible first)."""
+def try_backward(dev: Any, dq: TensorArg, dk: TensorArg, dv: TensorArg, q: TensorArg, k: TensorArg, v: TensorArg,
+                 dout: TensorArg, stats: Any, bias: TensorArg, key_bias: TensorArg, attrs: Mapping[str, Any]) -> bool:
+    """The dK/dV and dQ passes on matrix units, after the row pass wrote `stats`, when the call allows them;
+    False: not taken (nothing recorded)."""
     strides = _eligible(dev, (q, k, v, dout, dq, dk, dv), bias, key_bias, attrs)
-    assert strides is not None, "backward_eligible was not asked"
+    if strides is None:
+        return False
     qs, ks, vs, xs, dqs, dks, dvs = strides
     B, H, L, d = q.shape
     S = k.shape[2]
@@ -401,3 +412,4 @@ def backward(dev: Any, dq: TensorArg, dk: TensorArg, dv: TensorArg, q: TensorArg
     words = _config(q, S, attrs, (q.offset, k.offset, v.offset, dq.offset, 0, dout.offset, 0),
                     [qs, ks, vs, dqs, xs])
     dev.recorder.dispatch(_program(dev, d, "dq"), [dq.buffer, *ins], words, ((L + 63) // 64, B * H, 1))
+    return True
