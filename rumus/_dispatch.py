@@ -158,10 +158,7 @@ class Op:
         if _autocast.enabled and schema.autocast is not None:  # rumus.autocast: the schema's class decides
             from .amp.policy import cast_inputs  # late binding: autocast casts with ops that dispatch here
             args = tuple(cast_inputs(schema, args))
-        # a fused kernel stands in for the composite, except under an ONNX trace of a composite with no
-        # lowering of its own: there its ops are what gets exported
-        if self._composite is not None and (not self._has_fused_kernel(args)
-                                            or (_tracer is not None and schema.onnx is None)):
+        if self._composite is not None and not self._has_fused_kernel(args):
             if _route_log is not None:
                 _route_log.append((self.name, _backend_name_of(args), "composite"))
             if _tracer is not None and schema.onnx is not None:

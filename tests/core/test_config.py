@@ -24,7 +24,7 @@ THE_TABLE = ROOT / "contracts" / "rumus_contracts" / "config.py"
 NOT_YET_CONVERTED: tuple[str, ...] = ()
 # RUMUS_* string literals in Python sources that are not environment variables (C macro names that
 # the C renderers write out).
-NOT_KNOBS = {"RUMUS_AS_IS", "RUMUS_GRAIN_ROWS"}
+NOT_KNOBS = {"RUMUS_AS_IS", "RUMUS_GRAIN_ROWS", "RUMUS_ROW_LANES"}  # C macros of the generated kernels
 # The C build scripts run before RUMUS is importable and read their knobs themselves.
 BUILD_SCRIPTS = [ROOT / "setup.py", *sorted(ROOT.glob("csrc/build_*.py")), *sorted(ROOT.glob("*/*/csrc/build_*.py"))]
 NAME = re.compile(r"RUMUS_[A-Z0-9_]+")

@@ -46,6 +46,20 @@ def _reduce_node(ctx: LoweringContext, op_type: str, src: str, dst: str, dims: l
     return OnnxNode(op_type, [src], [dst], {"axes": dims, "keepdims": 1})
 
 
+def _logsumexp(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
+    """m + log(sum(exp(x - m))) with m the max, 0 where the max is infinite (PyTorch's rule, as the composite);
+    ONNX's ReduceLogSumExp gives NaN on rows holding an infinity."""
+    dims = [int(d) for d in a["dims"]]
+    if not dims:
+        return [OnnxNode("Identity", [ins[0]], list(outs))]
+    m, inf, shift, diff, e, s, lg = (ctx.fresh(n) for n in ("max", "inf", "shift", "diff", "exp", "sum", "log"))
+    zero = ctx.const(0.0, ctx.input_dtypes[0])
+    return [_reduce_node(ctx, "ReduceMax", ins[0], m, dims), OnnxNode("IsInf", [m], [inf]),
+            OnnxNode("Where", [inf, zero, m], [shift]), OnnxNode("Sub", [ins[0], shift], [diff]),
+            OnnxNode("Exp", [diff], [e]), _reduce_node(ctx, "ReduceSum", e, s, dims), OnnxNode("Log", [s], [lg]),
+            OnnxNode("Add", [lg, shift], list(outs))]
+
+
 def _var(take_root: bool) -> Lowering:
     """sum((x - mean)^2) / max(n - correction, 0), with n read from x's shape at run time (dynamic axes)."""
     def lower(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
@@ -89,4 +103,5 @@ LOWERINGS: dict[str, Lowering] = {
     "mean": _reduce("ReduceMean", 18), "var": _var(False), "std": _var(True),
     "sum": _reduce("ReduceSum", 13), "prod": _reduce("ReduceProd", 18), "amax": _reduce("ReduceMax", 18),
     "amin": _reduce("ReduceMin", 18), "argmax": _arg("ArgMax"), "argmin": _arg("ArgMin"),
+    "logsumexp": _logsumexp,
 }
