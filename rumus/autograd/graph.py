@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from sys import getrefcount as _refs
 from typing import TYPE_CHECKING, Any
 
 from rumus_contracts import AutogradError, ShapeError
@@ -67,6 +68,23 @@ class _Saved:
 
     def __iter__(self) -> Any:
         return iter(self.node.saved_values(self.saved, self.what))
+
+
+# What holds a leaf's incoming gradient in run_backward's loop when nothing else does (CPython's counts): the
+# formula's result, the zip's tuple, the loop variable, getrefcount's argument. tests/compat/test_grad_aliasing.py
+# fails if an interpreter counts otherwise.
+_LOOP_REFS = 4
+
+
+def _sole_owner(g: Tensor) -> bool:
+    """Whether no other tensor reaches g's storage: g is the only tensor on it, or a contiguous view whose base
+    only g holds (a reduction's keepdim=False view, as the bias gradient of linear is). PyTorch's AccumulateGrad
+    steals a gradient on the same condition (use_count) and copies it otherwise."""
+    n = _refs(g._storage)  # the tensors on it, and the argument
+    if n <= 2:
+        return True
+    base = g._base
+    return n == 3 and base is not None and _refs(base) <= 3 and g.is_contiguous()  # view's _base, local, argument
 
 
 class Node:
@@ -212,7 +230,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
 
     buffers: dict[int, list[Tensor | None]] = {}
 
-    def accumulate(target: Any, slot: int, g: Tensor) -> None:
+    def accumulate(target: Any, slot: int, g: Tensor, owned: bool = False) -> None:
         if isinstance(target, Node):
             buf = buffers.setdefault(id(target), [None] * target.num_outputs)
             buf[slot] = g if buf[slot] is None else buf[slot] + g
@@ -229,8 +247,16 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
             hooks = leaf._hooks
             if hooks:
                 g = run_grad_hooks(hooks, g)
-            g = g if create_graph else g.detach()
-            leaf.grad = g if leaf.grad is None else leaf.grad + g
+                owned = False  # a hook may keep the tensor it was given
+            if leaf.grad is not None:
+                leaf.grad = leaf.grad + g  # a new tensor
+            elif owned:
+                # nothing else holds this gradient: .grad takes it as it is (a graph tensor loses its history)
+                leaf.grad = g if create_graph or not (g._requires_grad or g._grad_fn is not None) else g.detach()
+            else:
+                # another leaf's .grad, a view or the caller's tensor may share it (x + y hands both the same
+                # gradient): a copy, so that an in-place change of one .grad (clipping, zero_) stays its own
+                leaf.grad = g.clone()  # recorded under create_graph, a plain copy otherwise
             if leaf._hooks:  # read again: a grad hook may have registered one
                 run_post_hooks(leaf._hooks, leaf)
 
@@ -284,8 +310,9 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                             buf = buffers[key] = [None] * target.num_outputs
                         prev = buf[slot]
                         buf[slot] = in_grad if prev is None else prev + in_grad
-                    else:
-                        accumulate(target, slot, in_grad)
+                    else:  # a leaf: `owned` when only this loop holds the gradient (counted before the call)
+                        owned = _refs(in_grad) <= _LOOP_REFS and _sole_owner(in_grad)
+                        accumulate(target, slot, in_grad, owned)
                 if is_node:
                     key = id(target)
                     left = deps[key] - 1

@@ -139,7 +139,7 @@ def _fused_applies(logits: Tensor, weight: Tensor | None) -> bool:
 
 def _fused_cross_entropy(logits: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int, reduction: str,
                          label_smoothing: float, out_shape: tuple[int, ...]) -> Tensor:
-    t = target.reshape(-1)
+    t = target if target.ndim == 1 else target.reshape(-1)  # a view costs microseconds: small batches feel it
     w = weight if weight is not None else scalar_tensor(0.0, logits.dtype, logits.device)  # 0-d: no weights
     loss, _ = _op("cross_entropy_fwd").multi(logits, t, w, ignore_index=int(ignore_index),
                                              label_smoothing=float(label_smoothing))
