@@ -149,11 +149,12 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, weight: Tensor | None, 
         return M.sum(loss)
     if reduction != "mean":
         raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    valid = M.ne(t, ignore_index)
-    # PyTorch's mean: the sum of w_t over the rows not ignored (0 / 0 = NaN when every row is ignored)
-    denom = M.sum(valid.to(logits.dtype)) if weight is None else M.sum(
-        M.mul(index_select(weight, 0, M.where(valid, t, 0)), valid.to(logits.dtype)))
-    return M.div(M.sum(loss), denom)
+    valid = _op("copy")(M.ne(t, ignore_index), dtype=logits.dtype.name)
+    # PyTorch's mean: the sum of w_t over the rows not ignored (0 / 0 = NaN when every row is ignored); the sums
+    # keep their dim until the end (one view instead of three: small batches feel each)
+    if weight is not None:
+        valid = M.mul(index_select(weight, 0, M.where(M.ne(t, ignore_index), t, 0)), valid)
+    return _views.drop_dims(M.div(_op("sum")(loss, dims=(0,)), _op("sum")(valid, dims=(0,))), (0,))
 
 
 def _soft_cross_entropy(input: Tensor, logp: Tensor, target: Tensor, weight: Tensor | None, reduction: str,
