@@ -292,6 +292,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                 in_grads: Sequence[Tensor | None] = [None] * len(node.edges)
             else:
                 in_grads = node.apply(grads)  # formulas of multi-output ops accept None grads
+            del grads  # so that a view of it handed on (x.mT's gradient) does not look shared (_sole_owner)
             if not retain_graph:
                 node.release()
             for edge, in_grad in zip(node.edges, in_grads):
@@ -310,6 +311,7 @@ def run_backward(roots: Sequence[Tensor], root_grads: Sequence[Tensor], retain_g
                             buf = buffers[key] = [None] * target.num_outputs
                         prev = buf[slot]
                         buf[slot] = in_grad if prev is None else prev + in_grad
+                        del buf, prev  # the node's buffer is its own once popped (see `del grads`)
                     else:  # a leaf: `owned` when only this loop holds the gradient (counted before the call)
                         owned = _refs(in_grad) <= _LOOP_REFS and _sole_owner(in_grad)
                         accumulate(target, slot, in_grad, owned)
