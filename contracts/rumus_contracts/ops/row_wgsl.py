@@ -11,7 +11,9 @@ Other shapes raise Unsupported (the backend then claims no kernel for the op). E
 `x` (the first input), `w` (the second), `c` and `d` (the column operands, read at the element's place
 in the row), scalars or vec4 (`v` for x there), `n` (the row length) and the params (uniform values):
 WGSL's built-ins act per component, and a scalar operand of + - * / meets a vector as the table writes
-it. Stdlib only, like the other renderers.
+it. index_shader renders the entries that read per-row operands (cross-entropy's class index and saved
+logsumexp: row_inputs, zero_if, at() in row-level lets, per_row, row_outputs, a sum pass's `when`) into
+the pieces of the backend's shaders/cross_entropy.wgsl. Stdlib only, like the other renderers.
 """
 
 from __future__ import annotations
