@@ -1,7 +1,8 @@
 """Fused cross-entropy forward / backward on the GPU: the row-op table's cross_entropy_fwd and
 cross_entropy_bwd (rumus_contracts/ops/row_ops.py), rendered by row_wgsl.index_shader into
-shaders/cross_entropy.wgsl; one row pass each (the forward walks the row again only for
-label_smoothing, the table's sum of w (lse - x), which needs the row's lse).
+shaders/cross_entropy.wgsl; one row pass each (label_smoothing's sum of w (lse - x), which needs the
+row's lse, folds into the forward's one walk split at the row's first logit x0: W (lse - x0) - sum
+w (x - x0), row_wgsl._affine).
 
 float32 and float16, math in f32. A group of invocations per row sized for about four loads each
 (row_plan.group_for, as softmax.py: short rows pack many per workgroup, long rows get a whole one), vec4
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rumus_contracts import RumusError, TensorArg
+from rumus_contracts.ops.row_ops import RowOp
 from rumus_contracts.ops.row_wgsl import IndexShader, IndexWalk, index_shader
 
 from .indexing import OP_BITS, _error_flag
@@ -59,16 +61,27 @@ def _walk(sh: IndexShader, wk: IndexWalk, vec: bool, first: bool) -> list[str]:
             fold = f"acc = fold4(acc, {value}, ninf);"
         else:
             fold = f"acc.z += ({comps[0]} + {comps[1]}) + ({comps[2]} + {comps[3]});"
-        loads = "let v = x_vec((row + j) / 4u);" + (" let cv = c0_vec(j);" if "C0_" in e else "")
+        if wk.split:  # a later sum pass folded in (row_wgsl._affine): its two sums in acc.z and acc.w
+            z, w = ([sh.element(code, k) for k in range(4)] for code in wk.split)  # per component
+            fold += (f" if ({wk.split_when}) {{ acc.z += ({z[0]} + {z[1]}) + ({z[2]} + {z[3]}); "
+                     f"acc.w += ({w[0]} + {w[1]}) + ({w[2]} + {w[3]}); }}")
+        cols = "C0_" in e or any("C0_" in code for code in wk.split)
+        loads = "let v = x_vec((row + j) / 4u);" + (" let cv = c0_vec(j);" if cols else "")
         loop = f"for (var j = lane * 4u; j < end; j += cfg.group * 4u) {{ {loads} {fold} }}"
     else:
         one = sh.element(e)
         fold = f"acc = fold1(acc, {one}, ninf);" if wk.kind == "online" else f"acc.z += {one};"
-        loads = "let x = x_at(row + j);" + (" let c0 = c0_at(j);" if "C0_" in e else "")
+        if wk.split:
+            zs, ws = (sh.element(code) for code in wk.split)
+            fold += f" if ({wk.split_when}) {{ acc.z += {zs}; acc.w += {ws}; }}"
+        cols = "C0_" in e or any("C0_" in code for code in wk.split)
+        loads = "let x = x_at(row + j);" + (" let c0 = c0_at(j);" if cols else "")
         loop = f"for (var j = lane; j < end; j += cfg.group) {{ {loads} {fold} }}"
     end = f"select(0u, nn, {wk.when})" if wk.when and not wk.uniform else "nn"
     code = [] if first else ["    workgroupBarrier();  // the merge slots are read until every invocation has its pair",
                              "    acc = vec4<f32>(ninf, 0.0, 0.0, 0.0);"]
+    if wk.split:  # the split's shift: the row's first element (none in an empty row)
+        code += ["    var x0 = 0.0;", "    if (nn > 0u) {", "        x0 = x_at(row);", "    }"]
     code += ["    {", f"        let end = {end};", f"        {loop}", "    }",
              "    acc = reduce_group(lid, lane, cfg.group, acc, ninf);"]
     if wk.kind == "sum":
@@ -132,7 +145,7 @@ def _body(sh: IndexShader, vec: bool, index_type: str) -> tuple[str, str]:
     return "\n".join(lines), "\n".join(decls)
 
 
-def source(op: str, scalar: str, vec: bool, weighted: bool, index_type: str) -> str:
+def source(op: str | RowOp, scalar: str, vec: bool, weighted: bool, index_type: str) -> str:
     """The WGSL of table op `op` (cross_entropy_fwd or cross_entropy_bwd)."""
     sh = index_shader(op)
     body, bindings = _body(sh, vec, index_type)

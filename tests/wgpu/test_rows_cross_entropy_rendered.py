@@ -27,8 +27,10 @@ RNG = np.random.default_rng(41)
 
 def test_the_table_entries_render():
     fwd, bwd = index_shader("cross_entropy_fwd"), index_shader("cross_entropy_bwd")
-    assert [w.kind for w in fwd.walks] == ["online", "sum"]
-    assert fwd.walks[1].when == "(label_smoothing != 0.0)" and fwd.walks[1].uniform
+    # the smoothing sum of w (lse - x) folds into the online walk, split at x0: sum w (x0 - x) and sum w
+    assert [w.kind for w in fwd.walks] == ["online"]
+    assert fwd.walks[0].split == ("(C0_ * (x0 - X_))", "C0_")
+    assert fwd.walks[0].split_when == "(label_smoothing != 0.0)"
     assert fwd.per_row and fwd.row_outputs == ("lse",) and fwd.index_params == ("ignore_index",)
     assert "at_c0(t)" in fwd.lets and "at_x(row, t)" in fwd.lets
     assert not bwd.walks and bwd.zero == "(t == ignore_index)" and not bwd.per_row
@@ -51,6 +53,19 @@ def test_barriers_sit_in_uniform_control_flow(entry, vec, weighted, index):
             assert depth == 1 or any(re.fullmatch(r" {4}if \(+(WEIGHTED && )?label_smoothing != 0\.0\)+ \{", up)
                                      for up in lines[:k]), line
     assert not re.search(r"\binf\b|\bnan\b|/ 0\.0\b", main, re.IGNORECASE)
+
+
+def test_a_sum_not_affine_in_the_late_value_gets_its_own_walk():
+    base = ROW_OPS["cross_entropy_fwd"]
+    squared = dataclasses.replace(base, passes=(*base.passes[:2], Pass("sm", "sum", "w * (lse - x) * (lse - x)",
+                                                                       when="label_smoothing != 0")))
+    sh = index_shader(squared)
+    assert [w.kind for w in sh.walks] == ["online", "sum"] and not sh.walks[0].split
+    assert sh.walks[1].when == "(label_smoothing != 0.0)" and sh.walks[1].uniform
+    for vec in (True, False):
+        src = source(squared, "f32", vec, True, "int64")
+        assert src.count("acc = reduce_group(") == 2
+        BACKEND.device(0).programs.get(("test two walks", vec), lambda src=src: src)  # compiles
 
 
 def test_an_entry_the_kernel_cannot_hold_is_refused():

@@ -220,7 +220,7 @@ NORM_DX: dict[str, RowOp] = {
 # too (the kernel maps an index that does not fit to one that fails the range check, never to the
 # param's value unless the int64s are equal). Every other name is an f32.
 ELEMENT_NAMES = ("X_", "C0_", "I_")
-_INDEX_RESERVED = {*ELEMENT_NAMES, "x", "v", "c0", "cv", "j", "acc", "ninf", "nn", "lane", "valid", "row", "r",
+_INDEX_RESERVED = {*ELEMENT_NAMES, "x", "x0", "v", "c0", "cv", "j", "acc", "ninf", "nn", "lane", "valid", "row", "r",
                    "at_", "err", "cfg", "lid", "wid", "zero", "end"}
 _PLACEHOLDER = re.compile(r"\b(X_|C0_|I_)")
 
@@ -261,6 +261,10 @@ class IndexWalk:
     uniform: bool = False  # `when` reads params and n only: the merge may be skipped with the walk
     value: str = ""  # the sum's name (sum walks)
     bind: str = ""  # WGSL lets after the merge
+    # online walks: a later sum pass folded in, split at the shift x0 (_affine): the elements summed into
+    # acc.z (the pass's element at x0) and acc.w (its coefficient of the late value), under this condition
+    split: tuple[str, ...] = ()
+    split_when: str = ""
 
 
 @dataclass(frozen=True)
@@ -288,6 +292,51 @@ class IndexShader:
             comp = "xyzw"[k]
             names = {"X_": f"v.{comp}", "C0_": f"cv.{comp}", "I_": f"i32(j + {k}u)"}
         return _PLACEHOLDER.sub(lambda m: names[m.group(1)], code)
+
+
+def _affine(src: str, late: set[str]) -> tuple[str, str] | None:
+    """(L, dE/dL) where element expression `src` is affine in exactly one of the `late` names L (a row
+    value its walk's own merge gives: the lse of the online pair), its coefficient free of L; else None.
+    Then sum E(L) = sum E(x0) + (L - x0) sum dE/dL for any x0: the pass folds into the same walk."""
+    tree = ast.parse(src, mode="eval").body
+    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} & late
+    if len(used) != 1:
+        return None
+    (lv,) = used
+
+    def has(n: ast.expr) -> bool:
+        return any(isinstance(k, ast.Name) and k.id == lv for k in ast.walk(n))
+
+    def d(n: ast.expr) -> ast.expr | None:  # the derivative in lv, None for 0; raises ValueError: not affine
+        if not has(n):
+            return None
+        if isinstance(n, ast.Name):
+            return ast.Constant(1.0)
+        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
+            a = d(n.operand)
+            return None if a is None else ast.UnaryOp(ast.USub(), a)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.Add, ast.Sub)):
+            a, b = d(n.left), d(n.right)
+            if b is None:
+                return a
+            if a is None:
+                return b if isinstance(n.op, ast.Add) else ast.UnaryOp(ast.USub(), b)
+            return ast.BinOp(a, n.op, b)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mult) and has(n.left) != has(n.right):
+            inner, other = (n.left, n.right) if has(n.left) else (n.right, n.left)
+            a = d(inner)
+            if a is None:
+                return None
+            return other if isinstance(a, ast.Constant) and a.value == 1.0 else ast.BinOp(other, ast.Mult(), a)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div) and not has(n.right):
+            a = d(n.left)
+            return None if a is None else ast.BinOp(a, ast.Div(), n.right)
+        raise ValueError("not affine")
+    try:
+        coef = d(tree)
+    except ValueError:
+        return None
+    return (lv, ast.unparse(coef)) if coef is not None else None
 
 
 def _index_params(op: RowOp, indices: set[str]) -> tuple[str, ...]:
@@ -360,6 +409,7 @@ def index_shader(op: str | RowOp) -> IndexShader:
     elem = {**row_scope, op.inputs[0]: "X_", **dict(zip(op.columns, ("C0_",))), "i": "I_"}
     passes = list(op.passes)
     walks: list[IndexWalk] = []
+    late: set[str] = set()
     if passes and passes[0].reduce == "max":
         m = passes[0]
         s = passes[1] if len(passes) > 1 else None
@@ -376,13 +426,27 @@ def index_shader(op: str | RowOp) -> IndexShader:
         scope.update({sh: sh, s.value: s.value})
         for let, src in split_lets(s.then):
             bind.append(f"let {let} = {expr(src, scope)};")
+            scope[let] = let
         walks.append(IndexWalk("online", expr(m.element, elem), bind="\n    ".join(bind)))
         passes = passes[2:]
+        late = set(scope) - set(row_scope)  # the online walk's row values and lets
     scope = {**row_scope, **{v: v for v in op.row_values},
              **{n: n for p in op.passes for n, _ in split_lets(p.then)}}
     for p in passes:
         if p.reduce != "sum":
             raise Unsupported(f"row op {name}: a {p.reduce} pass after the index row shader's pair")
+        split = _affine(p.element, late) if late and not walks[0].split and not p.then else None
+        if split is not None and not (p.when and _uses(p.when, late)):
+            # fold it into the online walk, shifted by the row's first element: any shift keeps the
+            # algebra exact, one of the row's scale keeps the sums free of cancellation (lse - x >= 0)
+            lv, coef = split
+            outer = {k: v for k, v in scope.items() if k not in elem}
+            when = expr(p.when, scope) if p.when else "true"
+            folded = f"let {p.value} = select(0.0, acc.z + ({lv} - x0) * acc.w, {when});"
+            walks[0] = dataclasses.replace(
+                walks[0], split=(expr(p.element, {**elem, **outer, lv: "x0"}), expr(coef, {**elem, **outer})),
+                split_when=when, bind=walks[0].bind + "\n    " + folded)
+            continue
         when = expr(p.when, scope) if p.when else ""
         uniform = not p.when or not _uses(p.when, {*op.row_values, *(n for n, _ in op.row_inputs)}
                                           | {n for q in op.passes for n, _ in split_lets(q.then)})
