@@ -17,7 +17,7 @@ from rumus.ops import get as op
 from rumus_contracts.ops.cross_entropy import cross_entropy_bwd_reference, cross_entropy_fwd_reference
 from rumus_contracts.ops.expr_lang import Unsupported
 from rumus_contracts.ops.row_ops import ROW_OPS, Pass
-from rumus_contracts.ops.row_wgsl import index_shader
+from rumus_contracts.ops.row_wgsl import _affine, index_shader
 from rumus_wgpu.cross_entropy import source
 from wgpu_required import wgpu_or_skip
 
@@ -53,6 +53,19 @@ def test_barriers_sit_in_uniform_control_flow(entry, vec, weighted, index):
             assert depth == 1 or any(re.fullmatch(r" {4}if \(+(WEIGHTED && )?label_smoothing != 0\.0\)+ \{", up)
                                      for up in lines[:k]), line
     assert not re.search(r"\binf\b|\bnan\b|/ 0\.0\b", main, re.IGNORECASE)
+
+
+@pytest.mark.parametrize(("src", "want"), [
+    ("w * (lse - x)", ("lse", "w")), ("x - lse / n", ("lse", "-(1.0 / n)")), ("(lse - x) * 2", ("lse", "2")),
+    ("lse * lse", None), ("exp(lse - x)", None), ("x / lse", None), ("w * x", None), ("lse - m", None)])
+def test_the_affine_split(src, want):
+    # (L, dE/dL) where E is affine in exactly one late value: sum E(L) = sum E(x0) + (L - x0) sum dE/dL
+    assert _affine(src, {"lse", "m"}) == want
+    if want is not None:
+        def value(lse):
+            return eval(src, {"exp": np.exp}, {"lse": lse, "w": 0.7, "x": 1.3, "n": 5.0})
+        coef = eval(want[1], {}, {"w": 0.7, "x": 1.3, "n": 5.0})
+        assert value(2.5) == pytest.approx(value(-1.0) + 3.5 * coef)
 
 
 def test_a_sum_not_affine_in_the_late_value_gets_its_own_walk():
