@@ -57,7 +57,7 @@ def is_floating_point(self: Tensor) -> bool:
 METHODS: dict[str, Any] = {
     "new_zeros": _new(_creation.zeros), "new_ones": _new(_creation.ones), "new_empty": _new(_creation.empty),
     "new_full": new_full, "new_tensor": new_tensor, "__format__": __format__, "type_as": type_as,
-    "is_floating_point": is_floating_point, "equal": A.equal, "sum": A.sum, "nonzero": A.nonzero,
+    "is_floating_point": is_floating_point, "equal": A.equal, "sum": A.sum, "prod": A.prod, "nonzero": A.nonzero,
     "tril": C.tril, "triu": C.triu, "flip": C.flip, "fliplr": C.fliplr, "flipud": C.flipud, "roll": C.roll,
     "repeat": C.repeat, "repeat_interleave": C.repeat_interleave, "cumsum": C.cumsum, "cumprod": C.cumprod,
     "norm": C.norm, "scatter": C.scatter, "scatter_": C.scatter_, "scatter_add_": C.scatter_add_,
@@ -69,7 +69,7 @@ METHODS: dict[str, Any] = {
 }
 
 FUNCTIONS: dict[str, Any] = {
-    "sum": A.sum, "where": A.where, "nonzero": A.nonzero, "equal": A.equal, "as_tensor": A.as_tensor,
+    "sum": A.sum, "prod": A.prod, "where": A.where, "nonzero": A.nonzero, "equal": A.equal, "as_tensor": A.as_tensor,
     "is_tensor": A.is_tensor, "is_floating_point": A.is_floating_point, "get_default_dtype": A.get_default_dtype,
     "get_num_threads": A.get_num_threads, "set_num_threads": A.set_num_threads,
     "cuda": A.cuda, "backends": A.backends, "mps": A.mps, "accelerator": A.accelerator,
@@ -86,9 +86,9 @@ FUNCTIONS: dict[str, Any] = {
 
 def install(namespace: dict[str, Any]) -> None:
     """Add the methods to Tensor (only where the class defines nothing of that name, except the dtype-rule
-    fixes `sum`/`where`, which replace the generic method) and the functions to the rumus namespace."""
+    fixes `sum`/`prod`/`where`, which replace the generic method) and the functions to the rumus namespace."""
     for name, fn in METHODS.items():
-        if name in ("sum", "where") or name not in vars(Tensor):
+        if name in ("sum", "prod", "where") or name not in vars(Tensor):
             M.METHODS[name] = fn
             if name.startswith("__") or name in vars(Tensor) or isinstance(fn, property):
                 setattr(Tensor, name, fn)

@@ -30,6 +30,15 @@ def sum(x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) ->
     return M.sum(x, dim, keepdim, dtype)
 
 
+def prod(x: Tensor, dim: Any = None, keepdim: bool = False, dtype: Any = None) -> Tensor:
+    """PyTorch's rule: the product of bools is an int64 (0 or 1), as integer products widen to int64."""
+    if dtype is not None:
+        x = x.to(parse_dtype(dtype))
+    elif x.dtype == bool_:
+        x = x.to(int64)
+    return M.prod(x, dim, keepdim)
+
+
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     """where(c, a, b) with PyTorch's result dtype for Python scalars (ints -> int64, bools -> bool); the
     one-argument form where(c) is nonzero(c, as_tuple=True)."""

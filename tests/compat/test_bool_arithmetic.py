@@ -70,3 +70,13 @@ def test_refusals_say_what_to_use() -> None:
         t - t
     with pytest.raises(rm.RumusError, match="logical_not"):
         t.neg()
+
+
+@pytest.mark.parametrize("call", ["x.prod()", "lib.prod(x, 1)", "x.prod(0, keepdim=True)", "x.prod(dtype=lib.float32)",
+                                  "x.sum()", "lib.sum(x, 0)"])
+def test_bool_reductions_count_in_int64(call: str) -> None:
+    def run(lib: Any) -> tuple[str, Any]:
+        x = lib.tensor([[True, True], [True, False]])
+        r = eval(call, {"lib": lib, "x": x})
+        return str(r.dtype).split(".")[-1], r.tolist()
+    assert run(rm) == run(torch)
