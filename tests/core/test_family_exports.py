@@ -24,7 +24,7 @@ FAMILIES: list[tuple[ModuleType, ModuleType]] = [
     (rm, _creation), (rm, _math), *((F, family) for family in F._FAMILIES), *((nn, family) for family in nn._FAMILIES)]
 # rumus.sum, rumus.where, rumus.maximum and rumus.minimum are replaced by PyTorch's dtype rules
 # (rumus/_tensor_methods_torch.py, rumus/_torch_functions.py: bool operands stay bool)
-REPLACED = {(rm, "sum"), (rm, "where"), (rm, "maximum"), (rm, "minimum")}
+REPLACED = {(rm, "sum"), (rm, "prod"), (rm, "where"), (rm, "maximum"), (rm, "minimum")}
 # rumus.* names of the old hand-written list: none may be dropped
 RM_NAMES = {
     "AutogradError", "BackendUnavailable", "DType", "DTypeError", "Device", "DeviceMismatch", "FormatError",
