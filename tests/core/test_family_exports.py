@@ -22,7 +22,7 @@ from rumus_contracts.ops import register_core_ops
 
 FAMILIES: list[tuple[ModuleType, ModuleType]] = [
     (rm, _creation), (rm, _math), *((F, family) for family in F._FAMILIES), *((nn, family) for family in nn._FAMILIES)]
-# rumus.sum, rumus.where, rumus.maximum and rumus.minimum are replaced by PyTorch's dtype rules
+# rumus.sum, rumus.prod, rumus.where, rumus.maximum and rumus.minimum are replaced by PyTorch's dtype rules
 # (rumus/_tensor_methods_torch.py, rumus/_torch_functions.py: bool operands stay bool)
 REPLACED = {(rm, "sum"), (rm, "prod"), (rm, "where"), (rm, "maximum"), (rm, "minimum")}
 # rumus.* names of the old hand-written list: none may be dropped
