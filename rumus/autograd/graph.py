@@ -74,6 +74,9 @@ class _Saved:
 # formula's result, the zip's tuple, the loop variable, getrefcount's argument. tests/compat/test_grad_aliasing.py
 # fails if an interpreter counts otherwise.
 _LOOP_REFS = 4
+# rm.compile's recorder while it captures: how many references to a storage the recorded calls hold, which are
+# not another tensor's (compile/capture.py sets it with the dispatcher's _capture)
+held_by_capture: Callable[[Any], int] | None = None
 
 
 def _sole_owner(g: Tensor) -> bool:
@@ -81,6 +84,8 @@ def _sole_owner(g: Tensor) -> bool:
     only g holds (a reduction's keepdim=False view, as the bias gradient of linear is). PyTorch's AccumulateGrad
     steals a gradient on the same condition (use_count) and copies it otherwise."""
     n = _refs(g._storage)  # the tensors on it, and the argument
+    if held_by_capture is not None:
+        n -= held_by_capture(g._storage)
     if n <= 2:
         return True
     base = g._base

@@ -23,6 +23,7 @@ from typing import Any
 from rumus_contracts import RumusError, config
 
 from .. import _dispatch
+from ..autograd import graph
 from ..tensor import Tensor
 from .capture import HostCall, Recorder
 from .fusion import fuse
@@ -88,11 +89,11 @@ class Compiled:
     def _capture(self, entry: _Entry, tensors: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         rec = Recorder(self.name)
         before = snapshot()
-        _dispatch._capture = rec
+        _dispatch._capture, graph.held_by_capture = rec, rec.held_refs
         try:
             result = self.fn(*args, **kwargs)
         finally:
-            _dispatch._capture = None
+            _dispatch._capture, graph.held_by_capture = None, None
         seeds = classify(self.name, before, rec.seeds)
         outputs: list[Any] = []
         entry.out_tree = flatten(result, outputs)

@@ -85,6 +85,18 @@ class Recorder:
         self.host_born: set[int] = set()  # buffers a host region allocated: later calls must not read them
         self.seeds: list[int] = []  # dropout-style seeds in the order kernels first used them
         self.host_kernels = 0  # kernels host regions launched (they launch them again on every replay)
+        self.held: dict[int, int] = {}  # id(storage) -> references the recorded Calls hold to it (held_refs)
+
+    def held_refs(self, storage: Storage) -> int:
+        """How many references to `storage` this recorder holds: autograd subtracts them when it asks whether
+        anything else holds a gradient (graph._sole_owner), so a captured step keeps its gradients uncopied."""
+        return self.held.get(id(storage), 0)
+
+    def _note(self, call: Call) -> Call:
+        held = self.held
+        for st in call.reads + call.writes:
+            held[id(st)] = held.get(id(st), 0) + 1
+        return call
 
     # ---- called by the dispatcher -------------------------------------------------------------------
     def record(self, schema: OpSchema, kernel: Callable[..., Any], outs: list[TensorArg], ins: Sequence[TensorArg],
@@ -117,8 +129,8 @@ class Recorder:
         if isinstance(seed, int) and seed not in self.seeds:
             self.seeds.append(seed)
         writes = [o._storage for o in outputs] + [inputs[i]._storage for i in schema.mutates_idx]
-        self.items.append(Call(schema.name, schema, kernel, list(outs), list(ins), dict(attrs),
-                               [t._storage for t in inputs], writes, bool(schema.inplace)))
+        self.items.append(self._note(Call(schema.name, schema, kernel, list(outs), list(ins), dict(attrs),
+                                          [t._storage for t in inputs], writes, bool(schema.inplace))))
 
     def record_direct(self, name: str, kernel: Callable[..., Any], outputs: Sequence[Tensor], inputs: Sequence[Tensor],
                       attrs: dict[str, Any]) -> bool:
@@ -134,7 +146,7 @@ class Recorder:
             assert isinstance(host, HostCall)
             host.sub.append(SubCall(call, list(inputs), list(outputs)))
         else:
-            self.items.append(call)
+            self.items.append(self._note(call))
         return False
 
     def host_read(self, what: str) -> None:

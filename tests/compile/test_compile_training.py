@@ -226,3 +226,29 @@ def test_accumulated_gradients_reach_a_host_region_inside_the_step() -> None:
             f(rm.full((4, 3), float(k + 1)))
         return norms
     assert run(True) == run(False)
+
+
+
+def test_a_captured_step_copies_no_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The recorder's own references to a gradient's storage do not make autograd copy it into .grad: the
+    captured step launches no copy kernel (one per parameter before), and each .grad is still its own tensor."""
+    from rumus.compile import capture
+    names: list[str] = []
+    record = capture.Recorder.record
+
+    def noting(self: capture.Recorder, schema: Any, *args: Any) -> None:
+        names.append(schema.name)
+        record(self, schema, *args)
+
+    monkeypatch.setattr(capture.Recorder, "record", noting)
+    rm.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    opt = rm.optim.SGD(model.parameters(), lr=0.1)
+    run = rm.compile(train_step(model, opt))
+    x, y = rm.randn(5, 8), rm.randn(5, 4)
+    for _ in range(3):
+        run(x, y)
+    assert run.captures == 1 and names.count("matmul") == 3
+    assert "copy" not in names, names
+    storages = [p.grad._storage for p in model.parameters() if p.grad is not None]
+    assert len(storages) == 4 and len({id(s) for s in storages}) == 4
