@@ -53,11 +53,18 @@ def _targets(op: str, t: TensorArg, classes: int, ignore_index: int) -> tuple[np
             if v != ignore_index and (v < 0 or v >= classes):
                 _out_of_range(op, classes, ignore_index, v)
         return buf, ffi.cast("char *", _from_buffer(buf)) + t.offset * 8
-    host = np.ascontiguousarray(np.asarray(buf)[t.offset:t.offset + n], dtype=np.int64)
+    host = _checked(op, t, classes, ignore_index)
+    return host, ffi.cast("char *", _from_buffer(host))
+
+
+def _checked(op: str, t: TensorArg, classes: int, ignore_index: int) -> np.ndarray:
+    """The targets as a contiguous int64 array, every one a class or ignore_index."""
+    buf = t.buffer
+    host = np.ascontiguousarray(np.asarray(buf)[t.offset:t.offset + t.numel], dtype=np.int64)
     bad = (host != ignore_index) & ((host < 0) | (host >= classes))
     if bad.any():
         _out_of_range(op, classes, ignore_index, int(host[bad][0]))
-    return host, ffi.cast("char *", _from_buffer(host))
+    return host
 
 
 _FEW = 32
@@ -84,6 +91,37 @@ def _forward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: M
     del keep, ones
 
 
+def _mean(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    """The per-row kernel into a scratch row, then its sum and the weights' sum in float64 on the host, where
+    the targets already are (their check reads them): one op for PyTorch's mean instead of five."""
+    (loss, lse, total), (x, t, w) = outputs, inputs
+    m, c = x.shape
+    rows = np.empty(m, x.dtype.numpy)
+    if m:
+        _forward([TensorArg(rows, (m,), (1,), 0, x.dtype), lse], inputs, attrs)
+    ignore = int(attrs["ignore_index"])
+    tb = t.buffer
+    if m <= _FEW and tb.dtype == np.int64:  # a small batch: Python on the few values (numpy ufuncs cost more)
+        kept = [v for v in tb[t.offset:t.offset + m].tolist() if v != ignore]  # checked by _forward
+        if w.shape:
+            weights = np.asarray(w.buffer)[w.offset:w.offset + c].tolist()
+            w_sum = math.fsum(weights[v] for v in kept)
+        else:
+            w_sum = float(len(kept))
+        r_sum = math.fsum(rows.tolist())
+    else:
+        targets = _checked("cross_entropy", t, c, ignore)
+        valid = targets != ignore
+        if w.shape:
+            w_sum = float(np.sum(np.asarray(w.buffer)[w.offset:w.offset + c][targets[valid]], dtype=np.float64))
+        else:
+            w_sum = float(np.count_nonzero(valid))
+        r_sum = float(np.sum(rows, dtype=np.float64))
+    np.asarray(total.buffer)[total.offset] = w_sum
+    np.asarray(loss.buffer)[loss.offset] = r_sum / w_sum if w_sum else math.copysign(math.inf, r_sum) if r_sum \
+        else math.nan  # x / 0 as IEEE (and PyTorch) divides
+
+
 def _backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     dx, (g, x, t, w, lse) = outputs[0], inputs
     m, c = x.shape
@@ -102,6 +140,8 @@ def _backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: 
 KERNELS: list[tuple[str, Kernel, tuple[Any, ...]]] = [
     ("cross_entropy_fwd", _forward, FLOAT),
     ("cross_entropy_bwd", _backward, FLOAT),
+    ("cross_entropy_mean", _mean, FLOAT),
+    ("cross_entropy_mean", widened_to_float32(_mean), HALF),
     ("cross_entropy_fwd", widened_to_float32(_forward), HALF),
     ("cross_entropy_bwd", widened_to_float32(_backward), HALF),
 ]

@@ -48,3 +48,22 @@ def _cross_entropy_fwd(ctx: Context, g_loss: Tensor | None, g_lse: Tensor | None
     x, target, weight = ctx.inputs
     dx: Tensor = _op("cross_entropy_bwd")(g_loss, x, target, weight, ctx.outputs[1], **ctx.attrs)
     return dx, None, None
+
+
+@formula("cross_entropy_mean", inputs=True, outputs=True)
+def _cross_entropy_mean(ctx: Context, g_loss: Tensor | None, g_lse: Tensor | None,
+                        g_total: Tensor | None) -> tuple[Tensor | None, ...]:
+    # g_total: the weight sum is constant in the logits (a double backward reaches it through the re-attached
+    # output that divides g_rows): its derivative is 0
+    if g_lse is not None:
+        raise AutogradError("cross_entropy_mean: its logsumexp output is saved for the backward and has no "
+                            "gradient formula; differentiate rumus.logsumexp instead")
+    if g_loss is None or not ctx.needs_input_grad[0]:
+        return None, None, None
+    x, target, weight = ctx.inputs
+    _, lse, total = ctx.outputs
+    g_rows = M.div(_views.expand(g_loss, (x.shape[0],)), total)  # every row's share of the mean, one kernel
+    if grad_state.enabled:
+        return _composite(ctx, g_rows), None, None
+    dx: Tensor = _op("cross_entropy_bwd")(g_rows, x, target, weight, lse, **ctx.attrs)
+    return dx, None, None

@@ -63,3 +63,18 @@ def cross_entropy_bwd(grad: Tensor, logits: Tensor, target: Tensor, weight: Tens
     if label_smoothing:
         d = M.add(d, M.mul(M.sub(M.mul(p, op("sum")(w, dims=(0,))), w), label_smoothing / c))
     return M.where(valid, M.mul(d, grad.reshape((-1, 1))), 0.0)
+
+
+@register("cross_entropy_mean", grad="formula")
+def cross_entropy_mean(logits: Tensor, target: Tensor, weight: Tensor, *, ignore_index: int,
+                       label_smoothing: float) -> tuple[Tensor, Tensor, Tensor]:
+    loss, lse = op("cross_entropy_fwd").multi(logits, target, weight, ignore_index=ignore_index,
+                                              label_smoothing=label_smoothing)
+    t = target if target.dtype == int64 else M.cast(target, int64)
+    valid = M.ne(t, ignore_index)
+    if weight.ndim:
+        w_t = M.where(valid, op("gather")(weight, M.where(valid, t, 0), dim=0), 0.0)
+    else:
+        w_t = M.cast(valid, logits.dtype)
+    total_w = op("sum")(w_t, dims=(0,)).reshape(())
+    return M.div(op("sum")(loss, dims=(0,)).reshape(()), total_w), lse, total_w

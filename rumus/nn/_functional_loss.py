@@ -141,20 +141,17 @@ def _fused_cross_entropy(logits: Tensor, target: Tensor, weight: Tensor | None, 
                          label_smoothing: float, out_shape: tuple[int, ...]) -> Tensor:
     t = target if target.ndim == 1 else target.reshape(-1)  # a view costs microseconds: small batches feel it
     w = weight if weight is not None else scalar_tensor(0.0, logits.dtype, logits.device)  # 0-d: no weights
+    if reduction == "mean":  # PyTorch's: divided by the sum of w_t over the rows not ignored (0 / 0 = NaN), one op
+        mean, _, _ = _op("cross_entropy_mean").multi(logits, t, w, ignore_index=int(ignore_index),
+                                                     label_smoothing=float(label_smoothing))
+        return mean
     loss, _ = _op("cross_entropy_fwd").multi(logits, t, w, ignore_index=int(ignore_index),
                                              label_smoothing=float(label_smoothing))
     if reduction == "none":
         return loss.reshape(out_shape)
     if reduction == "sum":
         return M.sum(loss)
-    if reduction != "mean":
-        raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-    valid = _op("copy")(M.ne(t, ignore_index), dtype=logits.dtype.name)
-    # PyTorch's mean: the sum of w_t over the rows not ignored (0 / 0 = NaN when every row is ignored); the sums
-    # keep their dim until the end (one view instead of three: small batches feel each)
-    if weight is not None:
-        valid = M.mul(index_select(weight, 0, M.where(M.ne(t, ignore_index), t, 0)), valid)
-    return _views.drop_dims(M.div(_op("sum")(loss, dims=(0,)), _op("sum")(valid, dims=(0,))), (0,))
+    raise RumusError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
 def _soft_cross_entropy(input: Tensor, logp: Tensor, target: Tensor, weight: Tensor | None, reduction: str,

@@ -176,9 +176,11 @@ def test_double_backward_matches_torch():
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_the_fused_ops_run(device, monkeypatch):
-    """F.cross_entropy calls cross_entropy_fwd and its backward cross_entropy_bwd: no log_softmax, no
-    gather, no scatter into a dense one-hot."""
+@pytest.mark.parametrize(("reduction", "forward"), [("mean", "cross_entropy_mean"), ("sum", "cross_entropy_fwd"),
+                                                    ("none", "cross_entropy_fwd")])
+def test_the_fused_ops_run(device, reduction, forward, monkeypatch):
+    """F.cross_entropy calls one fused forward op (the mean's reduction inside it) and its backward
+    cross_entropy_bwd: no log_softmax, no gather, no scatter into a dense one-hot."""
     import rumus.ops as ops
     called = []
     real = ops.get
@@ -191,7 +193,7 @@ def test_the_fused_ops_run(device, monkeypatch):
     monkeypatch.setattr(loss_mod, "_op", spy)
     monkeypatch.setattr(formula_mod, "_op", spy)
     x = rm.tensor(RNG.standard_normal((6, 9)), dtype="float32", device=device, requires_grad=True)
-    F.cross_entropy(x, rm.tensor(RNG.integers(0, 9, 6), device=device)).backward()
-    assert [n for n in called if n.startswith("cross_entropy")] == ["cross_entropy_fwd", "cross_entropy_bwd"]
+    loss = F.cross_entropy(x, rm.tensor(RNG.integers(0, 9, 6), device=device), reduction=reduction)
+    loss.sum().backward()
+    assert [n for n in called if n.startswith("cross_entropy")] == [forward, "cross_entropy_bwd"]
     assert not {"log_softmax", "gather", "scatter", "scatter_add", "index_select", "one_hot"} & set(called)
-    assert set(called) <= {"cross_entropy_fwd", "cross_entropy_bwd", "copy", "sum"}  # the mean's two sums

@@ -3,6 +3,7 @@ dense one-hot or a stored log_softmax.
 
     cross_entropy_fwd(logits [M, C], target [M], weight [C] or 0-d)  -> (loss [M], lse [M])
     cross_entropy_bwd(grad [M], logits, target, weight, lse)          -> dlogits [M, C]
+    cross_entropy_mean(logits [M, C], target [M], weight [C] or 0-d) -> (loss (), lse [M], total ())
 
 With p = softmax(logits), lse the row logsumexp, w the class weights (all 1 when `weight` is 0-d: the
 "no weights" placeholder, as flash_attention's masks), W = sum(w), s = label_smoothing and t the target:
@@ -10,8 +11,11 @@ With p = softmax(logits), lse the row logsumexp, w the class weights (all 1 when
     loss[i]      = (1 - s) w_t (lse - x_t) + (s / C) sum_c w_c (lse - x_c)      (0 where t == ignore_index)
     dlogits[i,c] = grad[i] ((1 - s) w_t (p_c - [c == t]) + (s / C) (W p_c - w_c))   (0 where ignored)
 
-rumus.nn.functional.cross_entropy reduces the per-row loss as PyTorch does ("mean" divides by the sum of
-w_t over the rows not ignored). A target outside 0..C-1 that is not ignore_index raises IndexOutOfRange.
+cross_entropy_mean is PyTorch's reduction="mean" in one op: total = the sum of w_t over the rows not ignored,
+loss = sum(loss[i]) / total (NaN when every row is ignored, as 0 / 0); its backward is cross_entropy_bwd with
+grad / total on every row. rumus.nn.functional.cross_entropy takes it for "mean", the per-row op otherwise
+(a small batch feels each op the mean would take: a backend without the kernel runs the decomposition).
+A target outside 0..C-1 that is not ignore_index raises IndexOutOfRange.
 """
 
 from __future__ import annotations
@@ -50,6 +54,11 @@ def _check(op: str, logits: Shape, target: Shape, weight: Shape, attrs: Mapping[
 def _fwd_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
     m, _ = _check("cross_entropy_fwd", shapes[0], shapes[1], shapes[2], attrs)
     return [(m,), (m,)]
+
+
+def _mean_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
+    m, _ = _check("cross_entropy_mean", shapes[0], shapes[1], shapes[2], attrs)
+    return [(), (m,), ()]
 
 
 def _bwd_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
@@ -103,6 +112,16 @@ def cross_entropy_fwd_reference(logits: np.ndarray, target: np.ndarray, weight: 
     return np.where(valid, loss, 0.0), lse
 
 
+def cross_entropy_mean_reference(logits: np.ndarray, target: np.ndarray, weight: np.ndarray,
+                                 ignore_index: int = -100, label_smoothing: float = 0.0) -> tuple[Any, ...]:
+    loss, lse = cross_entropy_fwd_reference(logits, target, weight, ignore_index, label_smoothing)
+    _, valid, safe, w = _rows(logits, target, weight, ignore_index, "cross_entropy_mean")
+    total = np.where(valid, w[safe], 0.0).sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.float64(loss.sum()) / np.float64(total)
+    return np.asarray(mean), lse, np.asarray(total)
+
+
 def cross_entropy_bwd_reference(grad: np.ndarray, logits: np.ndarray, target: np.ndarray, weight: np.ndarray,
                                 lse: np.ndarray, ignore_index: int = -100, label_smoothing: float = 0.0) -> Any:
     _, valid, safe, w = _rows(logits, target, weight, ignore_index, "cross_entropy_bwd")
@@ -140,6 +159,18 @@ def _fwd_samples(rng: np.random.Generator) -> list[Sample]:
     return out
 
 
+def _mean_samples(rng: np.random.Generator) -> list[Sample]:
+    out = []
+    for m, c in CASES:
+        for attrs in _attr_sets(m, c):
+            for weighted in (False, True):
+                out.append(Sample(_inputs(rng, m, c, attrs, weighted), attrs, grad=False,
+                                  name=f"({m},{c}){attrs}{'/w' if weighted else ''}"))
+    x, t, w = _inputs(rng, 3, 4, {}, False)
+    out.append(Sample([x, np.full(3, -100), w], {}, grad=False, name="(3,4) every row ignored: NaN"))
+    return out
+
+
 def _bwd_samples(rng: np.random.Generator) -> list[Sample]:
     out = []
     for m, c in CASES:
@@ -170,6 +201,14 @@ def register(registry: OpRegistry) -> None:
         error_samples=_errors,
         doc="per-row cross-entropy loss and row logsumexp of logits [M, C] at class indices (ignore_index, "
             "label_smoothing, class weights; see rumus_contracts.ops.cross_entropy)"))
+    registry.register(OpSchema(
+        "cross_entropy_mean", ("logits", "target", "weight"), _mean_shape, attrs=ATTRS, num_outputs=3,
+        dtype=_dtype_rule("cross_entropy_mean", 0, 3), contiguous=("logits", "target", "weight"),
+        differentiable=("logits",),
+        autocast="float32", reference=cross_entropy_mean_reference, samples=_mean_samples,
+        error_samples=_errors,
+        doc="cross_entropy_fwd's loss reduced as PyTorch's reduction='mean' (divided by the sum of the target "
+            "weights of the rows not ignored), the row logsumexp and that sum, in one op"))
     registry.register(OpSchema(
         "cross_entropy_bwd", ("grad", "logits", "target", "weight", "lse"), _bwd_shape, attrs=ATTRS,
         dtype=_dtype_rule("cross_entropy_bwd", 1, 1), dispatch_on=1,
