@@ -18,6 +18,7 @@ from rumus_contracts.kit import strided_view as view  # numpy view of a TensorAr
 
 from ._lib import ffi, lib, ptr as _ptr
 from .dtypes import FLOAT, HALF
+from .kernels_reduce import reduction
 
 
 def matmul(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -250,9 +251,23 @@ def linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
     ov += view(b)
 
 
+def linear_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    """grad @ weight, grad.T @ x and grad's column sums: the same two GEMM calls and the same sum kernel as the
+    composite's three ops (bit-identical), without two dispatches and two views between them."""
+    (gx, gw, gb), (g, x, w) = outputs, inputs
+    rows, n_out = g.shape
+    matmul([gx], [g, w], attrs)
+    matmul([gw], [TensorArg(g.buffer, (n_out, rows), (1, n_out), g.offset, g.dtype), x], attrs)
+    _column_sum([TensorArg(gb.buffer, (1, n_out), (n_out, 1), gb.offset, gb.dtype)], [g], _DIMS0)
+
+
 def _U16(ptr: Any) -> Any:
     return ffi.cast("uint16_t *", ptr)
 
 
 # linear: float32/float64 only; on float16/bfloat16 its composite (matmul, then add) runs
-KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, (*FLOAT, *HALF)), ("linear", linear, FLOAT)]
+_column_sum = reduction("sum", FLOAT)
+_DIMS0 = {"dims": (0,)}
+
+KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [("matmul", matmul, (*FLOAT, *HALF)), ("linear", linear, FLOAT),
+                                                        ("linear_backward", linear_backward, FLOAT)]

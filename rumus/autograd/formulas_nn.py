@@ -15,6 +15,7 @@ from .. import _views
 from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
+from .grad_mode import state as grad_state
 from .graph import Context
 
 _CONV_KEYS = ("stride", "padding", "dilation", "groups")
@@ -54,6 +55,10 @@ def _linear(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tens
     need_x, need_w, need_b = ctx.needs_input_grad
     x, w, _ = ctx.inputs
     g2 = g if g.ndim == 2 else g.reshape(-1, w.shape[0])  # the usual [batch, out] needs no reshape
+    if need_x and need_w and need_b and not grad_state.enabled:  # the three in one op (no graph of them)
+        x2 = x if x.ndim == 2 else x.reshape(-1, w.shape[1])
+        gx, gw, gb = _op("linear_backward").multi(g2, x2, w)
+        return (gx if x.ndim == 2 else gx.reshape(x.shape)), gw, gb
     gx = gw = gb = None
     if need_x:
         gx = _op("matmul")(g2, w)

@@ -72,6 +72,16 @@ def _linear_op(x: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
 _COMPOSITES["linear"] = _linear_op
 
 
+def _linear_backward_op(g: Tensor, x: Tensor, weight: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """linear_backward where the backend has no kernel for it: the three ops it stands for."""
+    _op("linear_backward").schema.shape([g.shape, x.shape, weight.shape], {})
+    return (_op("matmul")(g, weight), _op("matmul")(g.mT, x),
+            _op("sum")(g, dims=(0,)).reshape((weight.shape[0],)))
+
+
+_COMPOSITES["linear_backward"] = _linear_backward_op
+
+
 def relu(x: Tensor, inplace: bool = False) -> Tensor:
     """Elementwise max(x, 0)."""
     return M.relu(x)

@@ -248,7 +248,7 @@ def test_a_captured_step_copies_no_gradient(monkeypatch: pytest.MonkeyPatch) -> 
     x, y = rm.randn(5, 8), rm.randn(5, 4)
     for _ in range(3):
         run(x, y)
-    assert run.captures == 1 and names.count("matmul") == 3
+    assert run.captures == 1 and "linear" in names
     assert "copy" not in names, names
     storages = [p.grad._storage for p in model.parameters() if p.grad is not None]
     assert len(storages) == 4 and len({id(s) for s in storages}) == 4

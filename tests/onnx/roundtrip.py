@@ -54,6 +54,8 @@ REFUSED: dict[str, str] = {
                "(the 'cumsum' row) and ONNX has no cumulative product",
     "cross_entropy_fwd": "the fused kernel behind F.cross_entropy; exported, cross_entropy runs its decomposition "
                          "(the 'cross_entropy (decomposed)' row)",
+    "cross_entropy_mean": "the fused kernel behind F.cross_entropy's mean; exported, cross_entropy runs its "
+                          "decomposition (the 'cross_entropy (decomposed)' row)",
     "flash_attention": "the fused attention kernel; exported, F.scaled_dot_product_attention runs its decomposition "
                        "(MatMul / Softmax; the 'scaled_dot_product_attention (decomposed)' row)",
     "batch_norm_stats": "the batch statistics of training-mode batch norm: export in eval (running statistics)",

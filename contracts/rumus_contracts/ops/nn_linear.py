@@ -2,10 +2,14 @@
 
     linear(x [..., in], weight [out, in], bias [out]) -> x @ weight.T + bias   [..., out]
 
-A composite (matmul with the weight's transposed view, then a broadcast add) that a backend may replace
-with a fused kernel: the CPU backend adds the bias in its GEMM blocks' epilogue. Either way it is one node
-of the autograd graph instead of three (a permute view, a matmul, an add), with a backward of its own:
-on small layers the graph's Python, not the kernels, is what a training step spends its time in.
+    linear_backward(grad [rows, out], x [rows, in], weight [out, in]) -> (grad @ weight, grad.T @ x, grad.sum(0))
+
+Both are composites (matmul with the weight's transposed view, then a broadcast add; two matmuls and a
+column sum) that a backend may replace with a fused kernel: the CPU backend adds the bias in its GEMM
+blocks' epilogue, and runs the backward's three products as one call. Either way linear is one node of the
+autograd graph instead of three (a permute view, a matmul, an add), and its backward one op instead of
+three and two views: on small layers the graph's Python, not the kernels, is what a training step spends
+its time in.
 """
 
 from __future__ import annotations
@@ -45,6 +49,31 @@ CASES: tuple[tuple[Shape, Shape], ...] = (
 )
 
 
+def _backward_shape(shapes: Sequence[Shape], attrs: Mapping[str, Any]) -> list[Shape]:
+    g, x, w = (tuple(s) for s in shapes)
+    if len(g) != 2 or len(x) != 2 or len(w) != 2:
+        raise ShapeError(f"linear_backward: grad, x and weight must be 2-D ([rows, out], [rows, in], [out, in]), "
+                         f"got {g}, {x}, {w}")
+    if x[1] != w[1] or g != (x[0], w[0]):
+        raise ShapeError(f"linear_backward: grad {g} does not fit x {x} and weight {w}: expected "
+                         f"({x[0]}, {w[0]}) with x's features {x[1]} equal to the weight's {w[1]}")
+    return [x, w, (w[0],)]
+
+
+def linear_backward_reference(g: np.ndarray, x: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, ...]:
+    return np.matmul(g, w), np.matmul(g.T, x), g.sum(axis=0)
+
+
+def _backward_samples(rng: np.random.Generator) -> list[Sample]:
+    out = []
+    for xs, ws in CASES:
+        if len(xs) == 2:
+            rows = xs[0]
+            out.append(Sample([rng.uniform(-1, 1, (rows, ws[0])), rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws)],
+                              grad=False, name=f"x{xs} w{ws}"))
+    return out
+
+
 def _samples(rng: np.random.Generator) -> list[Sample]:
     return [Sample([rng.uniform(-1, 1, xs), rng.uniform(-1, 1, ws), rng.uniform(-1, 1, ws[0])], name=f"x{xs} w{ws}")
             for xs, ws in CASES]
@@ -66,3 +95,14 @@ def register(registry: OpRegistry) -> None:
         tolerance_reason="sums of in_features products: rounding grows with in_features (33 in the samples)",
         doc="x [..., in] @ weight[out, in].T + bias [out] (PyTorch's linear with a bias): a composite of matmul "
             "and add, which a backend may replace with a fused kernel (the bias in its GEMM's epilogue)"))
+    registry.register(OpSchema(
+        "linear_backward", ("grad", "x", "weight"), _backward_shape, num_outputs=3, dtypes=FLOAT_DTYPES,
+        dtype=lambda dtypes, attrs: [dtypes[0]] * 3,
+        contiguous=("grad", "x", "weight"), composite=True,
+        reference=linear_backward_reference, samples=_backward_samples,
+        error_samples=lambda: [ErrorSample([np.zeros((3, 5)), np.zeros((3, 4)), np.zeros((5, 3))], {}, ShapeError,
+                                           "does not fit")],
+        tolerance={"float32": (1e-5, 1e-5), "float16": (1e-2, 1e-2), "bfloat16": (3e-2, 3e-2)},
+        tolerance_reason="sums of rows or features products (17 or 33 in the samples)",
+        doc="the gradients of linear (x, weight, bias) from the output's [rows, out] gradient: a composite of two "
+            "matmuls and a column sum, which a backend may run as one call"))
