@@ -57,9 +57,11 @@ def _linear(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tens
     g2 = g if g.ndim == 2 else g.reshape(-1, w.shape[0])  # the usual [batch, out] needs no reshape
     if need_x and need_w and need_b and not grad_state.enabled:  # the three in one op (no graph of them)
         x2 = x if x.ndim == 2 else x.reshape(-1, w.shape[1])
-        gx, gw, gb = _op("linear_backward").multi(g2, x2, w)
-        return (gx if x.ndim == 2 else gx.reshape(x.shape)), gw, gb
-    gx = gw = gb = None
+        fx, fw, fb = _op("linear_backward").multi(g2, x2, w)
+        return (fx if x.ndim == 2 else fx.reshape(x.shape)), fw, fb
+    gx: Tensor | None = None
+    gw: Tensor | None = None
+    gb: Tensor | None = None
     if need_x:
         gx = _op("matmul")(g2, w)
         gx = gx if x.ndim == 2 else gx.reshape(x.shape)
