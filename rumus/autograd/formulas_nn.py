@@ -16,6 +16,7 @@ from ..ops import get as _op
 from ..tensor import Tensor
 from .formulas import formula
 from .grad_mode import state as grad_state
+from .kernel_lookup import has_kernel
 from .graph import Context
 
 _CONV_KEYS = ("stride", "padding", "dilation", "groups")
@@ -55,7 +56,8 @@ def _linear(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tens
     need_x, need_w, need_b = ctx.needs_input_grad
     x, w, _ = ctx.inputs
     g2 = g if g.ndim == 2 else g.reshape(-1, w.shape[0])  # the usual [batch, out] needs no reshape
-    if need_x and need_w and need_b and not grad_state.enabled:  # the three in one op (no graph of them)
+    # the three in one call where the backend has the kernel (its composite would only add a checked dispatch)
+    if need_x and need_w and need_b and not grad_state.enabled and has_kernel("linear_backward", g2):
         x2 = x if x.ndim == 2 else x.reshape(-1, w.shape[1])
         fx, fw, fb = _op("linear_backward").multi(g2, x2, w)
         return (fx if x.ndim == 2 else fx.reshape(x.shape)), fw, fb
