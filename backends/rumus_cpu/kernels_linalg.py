@@ -253,11 +253,12 @@ def linear(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Map
 
 def linear_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     """grad @ weight, grad.T @ x and grad's column sums: the same two GEMM calls and the same sum kernel as the
-    composite's three ops (bit-identical), without two dispatches and two views between them."""
+    composite's three ops (bit-identical), without two dispatches and two views between them. Any strides
+    (an expanded gradient, a sliced input): the GEMM and the sum take them as matmul and sum do."""
     (gx, gw, gb), (g, x, w) = outputs, inputs
     rows, n_out = g.shape
     matmul([gx], [g, w], attrs)
-    matmul([gw], [TensorArg(g.buffer, (n_out, rows), (1, n_out), g.offset, g.dtype), x], attrs)
+    matmul([gw], [TensorArg(g.buffer, (n_out, rows), g.strides[::-1], g.offset, g.dtype), x], attrs)
     _column_sum([TensorArg(gb.buffer, (1, n_out), (n_out, 1), gb.offset, gb.dtype)], [g], _DIMS0)
 
 

@@ -97,8 +97,7 @@ def register(registry: OpRegistry) -> None:
             "and add, which a backend may replace with a fused kernel (the bias in its GEMM's epilogue)"))
     registry.register(OpSchema(
         "linear_backward", ("grad", "x", "weight"), _backward_shape, num_outputs=3, dtypes=FLOAT_DTYPES,
-        dtype=lambda dtypes, attrs: [dtypes[0]] * 3,
-        contiguous=("grad", "x", "weight"), composite=True,
+        dtype=lambda dtypes, attrs: [dtypes[0]] * 3, composite=True,
         reference=linear_backward_reference, samples=_backward_samples,
         error_samples=lambda: [ErrorSample([np.zeros((3, 5)), np.zeros((3, 4)), np.zeros((5, 3))], {}, ShapeError,
                                            "does not fit")],
