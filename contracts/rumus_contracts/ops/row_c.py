@@ -13,7 +13,8 @@ count). Two forms of a row:
 The finalize step runs in double; the float form rounds its values to float once. A per-row output
 (RowOp.per_row) is computed in double from the row values and rounded once; a column sum
 (RowOp.column_sums) adds its element, in double, into the row partition's accumulator, which
-csrc/internal/row_loops.h adds up in partition order and rounds once.
+csrc/internal/row_loops.h adds up in partition order and rounds once. Grouped columns
+(RowOp.grouped_columns) take their (G, S) from prm[4] and prm[5], after the op's parameters.
 Stdlib only: the build imports this without numpy.
 """
 
@@ -36,7 +37,8 @@ ROW_DTYPES: dict[str, tuple[str, str, str, str]] = {
 _TRANSCENDENTAL = ("exp(", "log(")
 # elements below which a row op runs on one thread: memory-bound rows, where a second thread pays only on
 # large inputs (measured for the norms, as csrc/nn_norm.c's other norms)
-_SERIAL_BELOW = {op: 1 << 21 for op in ("layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward")}
+_SERIAL_BELOW = {op: 1 << 21 for op in ("layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward",
+                                         "group_norm", "group_norm_backward")}
 
 
 def _transcendental(src: str) -> bool:
@@ -70,6 +72,8 @@ class _Op:
             raise ValueError(f"row op {name}: only a sum pass may be skipped (Pass.when)")
         if op.per_row and (op.column_sums or op.uses_e()):
             raise ValueError(f"row op {name}: a per-row output names no element and takes no column sums")
+        if op.grouped_columns and (op.per_row or "at(" in op.finalize + "".join(p.then for p in op.passes)):
+            raise ValueError(f"row op {name}: grouped columns are read per element only")
         self.name, self.op = name, op
         self.values = list(op.row_values)
         self.then = [[n for n, _ in split_lets(p.then)] for p in op.passes]
@@ -79,6 +83,7 @@ class _Op:
         self.sums = [src for _, src in op.column_sums]
         self.rins = [nm for nm, _ in op.row_inputs]
         self.index = op.uses_index()
+        self.grouped = op.grouped_columns
         self.gathered = 0  # at(...) values rendered so far: their C names are unique in the file
         # float math only where double would cost a libm call per element (exp, log): the rest in double
         self.floaty = any(_transcendental(t) for t in [*(p.element for p in op.passes), op.out])
@@ -110,13 +115,19 @@ class _Op:
             out.append(_function(f"rx_{self.name}_c{j}_d", "double", sum_scope, src))
         return out
 
+    def col(self, idx: str) -> str:
+        """The column operands' index of the row's element `idx` (grouped: its channel's, see head())."""
+        return f"(g_c0 + ({idx}) / g_in)" if self.grouped else idx
+
     def sum_lines(self, operands: dict[str, str], indent: str) -> list[str]:
-        """The column sums of element i into the partition's accumulators (acc: one row each)."""
+        """The column sums of element i into the partition's accumulators (acc: one column operand each)."""
         lines = []
         names = [*self.op.inputs, *self.op.columns, *self.row_names(None), *(["i"] if self.index else [])]
+        width = "g_nc" if self.grouped else "n"
         for j in range(len(self.sums)):
             args = ", ".join(operands.get(nm, "d_" + nm) for nm in names)
-            lines.append(f"{indent}for (i = 0; i < n; i++) acc[{j} * n + i] += rx_{self.name}_c{j}_d({args});")
+            lines.append(f"{indent}for (i = 0; i < n; i++) acc[{j} * {width} + {self.col('i')}] += "
+                         f"rx_{self.name}_c{j}_d({args});")
         return lines
 
     def row_result(self, gather: Gather) -> list[str]:
@@ -211,6 +222,9 @@ class _Op:
             lines += [f"const double d_{p} = prm[{i}];", f"const float c_{p} = (float)d_{p};", f"(void)d_{p};",
                       f"(void)c_{p};"]
         lines += ["const double d_n = (double)n;", "const float c_n = (float)n;", "(void)d_n;", "(void)c_n;"]
+        if self.grouped:  # row r's first channel g_c0, S = g_in elements a channel, g_nc channels in all
+            lines += ["const int64_t g_in = (int64_t)prm[5], g_c0 = (r % (int64_t)prm[4]) * (n / g_in);",
+                      "const int64_t g_nc = (int64_t)prm[4] * (n / g_in);", "(void)g_c0;", "(void)g_nc;"]
         for k, nm in enumerate(self.rins):
             kind = self.op.row_inputs[k][1]
             value = f"(double)((const int64_t *)rin[{k}])[r]" if kind == "int64" else \
@@ -229,7 +243,7 @@ Gather = Callable[[str, str], str]
 def _generic(o: _Op, sfx: str, t: str, load: str, store: str) -> str:
     """A row in double: strided, any stored type (LD widens, ST rounds once)."""
     ld = {n: f"(double){load}(*(const {t} *)(p{i} + i * si))" for i, n in enumerate(o.op.inputs)}
-    ld.update({n: f"(double){load}(*(const {t} *)(p{len(o.op.inputs) + i} + i * (int64_t)sizeof({t})))"
+    ld.update({n: f"(double){load}(*(const {t} *)(p{len(o.op.inputs) + i} + {o.col('i')} * (int64_t)sizeof({t})))"
                for i, n in enumerate(o.op.columns)})
     ld["i"] = "(double)i"
     slot = {n: k for k, n in enumerate((*o.op.inputs, *o.op.columns))}
@@ -296,8 +310,8 @@ def _fast(o: _Op, strided: bool = False) -> str:
         at = {**{n: f"*(const float *)({n} + (i + j) * si)" for n in ins}, **{n: f"{n}[i + j]" for n in cols}}
         at1 = {**{n: f"*(const float *)({n} + i * si)" for n in ins}, **{n: f"{n}[i]" for n in cols}}
     else:
-        at = {n: f"{n}[i + j]" for n in (*ins, *cols)}
-        at1 = {n: f"{n}[i]" for n in (*ins, *cols)}
+        at = {**{n: f"{n}[i + j]" for n in ins}, **{n: f"{n}[{o.col('i + j')}]" for n in cols}}
+        at1 = {**{n: f"{n}[i]" for n in ins}, **{n: f"{n}[{o.col('i')}]" for n in cols}}
     dat = {n: f"(double){v}" for n, v in at.items()}
     dat1 = {n: f"(double){v}" for n, v in at1.items()}
     # the index through int32 (n <= 2^24 here): int64 -> float conversions do not vectorise before AVX-512DQ
@@ -471,7 +485,8 @@ def render_rows() -> str:
                          f"    rg_{name}_{sfx}(w, in, n, so, si, {_ROW_PASS});\n}}")
             entries.append(f'    {{"{name}_{sfx}", row_{name}_{sfx}, sizeof({t}), {len(op.inputs)}, {len(op.columns)}, '
                            f'{_grain(op)}, {_SERIAL_BELOW.get(name, 0)}, {len(op.column_sums)}, rs_{sfx}, '
-                           f'{f"rb_{name}" if _blocks(op) and dt == "float32" else "NULL"}}},')
+                           f'{f"rb_{name}" if _blocks(op) and dt == "float32" else "NULL"}, '
+                           f'{int(op.grouped_columns)}}},')
     lines.append("static const rumus_row_entry ROW_TABLE[] = {\n" + "\n".join(entries) + "\n};")
     lines.append(_RUNNERS)
     return "\n".join(lines) + "\n"
@@ -483,7 +498,7 @@ int64_t rumus_rows_find(const char *name) { return RUMUS_FIND_IN(ROW_TABLE, name
 void rumus_rows_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo, char *y,
                     int64_t yo, char *c0, char *c1, double p0, double p1) {
     char *const ptrs[RUMUS_ROW_PTRS] = {c0, c1};
-    const double prm[4] = {p0, p1, 0.0, 0.0};
+    const double prm[6] = {p0, p1, 0.0, 0.0, 1.0, 1.0};
     rumus_rows_exec(&ROW_TABLE[loop], meta, o, oo, x, xo, y, yo, ptrs, prm);
 }
 
