@@ -115,20 +115,32 @@ class _Op:
             out.append(_function(f"rx_{self.name}_c{j}_d", "double", sum_scope, src))
         return out
 
-    def col(self, idx: str) -> str:
-        """The column operands' index of the row's element `idx` (grouped: its channel's, see head())."""
-        return f"(g_c0 + ({idx}) / g_in)" if self.grouped else idx
+    def col(self, idx: str, lanes: bool = False) -> str:
+        """The column operands' index of the row's element `idx` (grouped: its channel's, see head()). lanes:
+        the float rows' form, rows below 2^31 elements: idx / S as (idx + 0.5) * (1 / S) through int32,
+        which vectorises where an integer division does not (exact: idx + 0.5 is 0.5 / S from a multiple
+        of S, far more than the product's rounding for any row below 2^51 elements)."""
+        if not self.grouped:
+            return idx
+        if lanes:
+            return f"(g_c0 + (int32_t)(((double)(int32_t)({idx}) + 0.5) * g_rin))"
+        return f"(g_c0 + ({idx}) / g_in)"
 
     def sum_lines(self, operands: dict[str, str], indent: str) -> list[str]:
         """The column sums of element i into the partition's accumulators (acc: one column operand each)."""
-        lines = []
         names = [*self.op.inputs, *self.op.columns, *self.row_names(None), *(["i"] if self.index else [])]
-        width = "g_nc" if self.grouped else "n"
-        for j in range(len(self.sums)):
-            args = ", ".join(operands.get(nm, "d_" + nm) for nm in names)
-            lines.append(f"{indent}for (i = 0; i < n; i++) acc[{j} * {width} + {self.col('i')}] += "
-                         f"rx_{self.name}_c{j}_d({args});")
-        return lines
+        if self.grouped:  # channel by channel (its column read once), each channel's run summed, then added
+            operands = {nm: v.replace(self.col("i"), "(g_c0 + ch)").replace(self.col("i", True), "(g_c0 + ch)")
+                        for nm, v in operands.items()}
+        args = ", ".join(operands.get(nm, "d_" + nm) for nm in names)
+        terms = [f"rx_{self.name}_c{j}_d({args})" for j in range(len(self.sums))]
+        if self.grouped and terms:  # every sum in one walk of the row: one read of its operands
+            init = " ".join(f"double sc{j} = 0.0;" for j in range(len(terms)))
+            adds = " ".join(f"sc{j} += {t};" for j, t in enumerate(terms))
+            stores = " ".join(f"acc[{j} * g_nc + g_c0 + ch] += sc{j};" for j in range(len(terms)))
+            return [f"{indent}for (int64_t ch = 0; ch < n / g_in; ch++) {{ {init} "
+                    f"for (i = ch * g_in; i < (ch + 1) * g_in; i++) {{ {adds} }} {stores} }}"]
+        return [f"{indent}for (i = 0; i < n; i++) acc[{j} * n + i] += {t};" for j, t in enumerate(terms)]
 
     def row_result(self, gather: Gather) -> list[str]:
         """A per-row output as d_rowout, in double."""
@@ -224,7 +236,8 @@ class _Op:
         lines += ["const double d_n = (double)n;", "const float c_n = (float)n;", "(void)d_n;", "(void)c_n;"]
         if self.grouped:  # row r's first channel g_c0, S = g_in elements a channel, g_nc channels in all
             lines += ["const int64_t g_in = (int64_t)prm[5], g_c0 = (r % (int64_t)prm[4]) * (n / g_in);",
-                      "const int64_t g_nc = (int64_t)prm[4] * (n / g_in);", "(void)g_c0;", "(void)g_nc;"]
+                      "const int64_t g_nc = (int64_t)prm[4] * (n / g_in);", "const double g_rin = 1.0 / (double)g_in;",
+                      "(void)g_c0;", "(void)g_nc;", "(void)g_rin;"]
         for k, nm in enumerate(self.rins):
             kind = self.op.row_inputs[k][1]
             value = f"(double)((const int64_t *)rin[{k}])[r]" if kind == "int64" else \
@@ -310,8 +323,8 @@ def _fast(o: _Op, strided: bool = False) -> str:
         at = {**{n: f"*(const float *)({n} + (i + j) * si)" for n in ins}, **{n: f"{n}[i + j]" for n in cols}}
         at1 = {**{n: f"*(const float *)({n} + i * si)" for n in ins}, **{n: f"{n}[i]" for n in cols}}
     else:
-        at = {**{n: f"{n}[i + j]" for n in ins}, **{n: f"{n}[{o.col('i + j')}]" for n in cols}}
-        at1 = {**{n: f"{n}[i]" for n in ins}, **{n: f"{n}[{o.col('i')}]" for n in cols}}
+        at = {**{n: f"{n}[i + j]" for n in ins}, **{n: f"{n}[{o.col('i + j', True)}]" for n in cols}}
+        at1 = {**{n: f"{n}[i]" for n in ins}, **{n: f"{n}[{o.col('i', True)}]" for n in cols}}
     dat = {n: f"(double){v}" for n, v in at.items()}
     dat1 = {n: f"(double){v}" for n, v in at1.items()}
     # the index through int32 (n <= 2^24 here): int64 -> float conversions do not vectorise before AVX-512DQ
@@ -477,6 +490,8 @@ def render_rows() -> str:
             contiguous = "si == 4" if op.per_row else "so == 4 && si == 4"
             if o.index:  # the float lanes count the index in float: exact below 2^24
                 contiguous += " && n <= 16777216"
+            elif o.grouped:  # the float lanes find a channel through int32 (_Op.col)
+                contiguous += " && n <= 2147483647"
             fast = (f"    if ({contiguous}) {{ rf_{name}((float *)w, in, n, {_ROW_PASS}); return; }}\n"
                     if dt == "float32" else "")
             if dt == "float32" and op.per_row and not o.index:
