@@ -114,6 +114,18 @@ def test_finite_differences_float64(shape: tuple[int, ...], groups: int) -> None
         np.testing.assert_allclose(grad.numpy(), num, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_storage(device: str, dtype: str) -> None:
+    if device != "cpu" and dtype == "bfloat16":
+        pytest.skip("bfloat16 group norm is a CPU dtype")
+    rng = np.random.default_rng(12)
+    shape = (3, 8, 5, 5)
+    x = rng.standard_normal(shape) * 2 + 3
+    got, want = _both(x, rng.standard_normal(shape), 4, device, dtype)
+    _close(got, want, {"float16": 4e-3, "bfloat16": 3e-2}[dtype])  # one rounding of each result
+
+
 def test_cpu_kernels_are_row_ops() -> None:
     from rumus_cpu import kernels_row_ops
 
