@@ -1,10 +1,9 @@
-/* Group and batch norm kernels, forward and backward (the layer and RMS norms, both ways, are rendered row
-   ops: row_c.py), for float, double, float16 and bfloat16 (the 16-bit ones widened on load, every result
-   rounded once on store).
+/* Batch norm kernels, forward and backward (the layer, RMS and group norms, both ways, are rendered row ops:
+   row_c.py), for float, double, float16 and bfloat16 (the 16-bit ones widened on load, every result rounded
+   once on store).
 
    Statistics and sums are accumulated in double. Inputs are contiguous; pointers arrive already offset.
-   Rows (group norm) or channels (batch norm) are split over threads when the work is large enough; weight/
-   bias gradients summed over rows use one double accumulator per row partition (NORM_PARTS). */
+   Channels are split over threads when the work is large enough. */
 #include <stdlib.h>
 
 #include "internal/half.h"
@@ -16,10 +15,6 @@ static int norm_threads(int64_t units, int64_t work) {
     if (work < ((int64_t)1 << 21)) return 1; /* memory-bound: a second thread pays only on large inputs */
     return rumus_threads_for_units(units, work);
 }
-
-/* Partitions of the rows for group norm's weight/bias gradient sums: fixed by the shape, so results never
-   depend on the thread count (each partition accumulates in double; partitions are added in order). */
-#define NORM_PARTS 64
 
 #define STATS_FROM_X 0
 #define LD(v) ((double)(v))

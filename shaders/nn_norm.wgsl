@@ -1,20 +1,17 @@
-// Group and batch normalization, the group / batch norm backward ops and the weight / bias gradients
-// of layer / RMS norm (layer / RMS norm forward and gx are row ops of the row-op table: softmax.wgsl);
-// statistics in f32 (two passes: the mean, then squared deviations from it, so offset data does not
-// cancel).
+// Batch normalization, the batch norm backward op and the weight / bias gradients of layer / RMS / group
+// norm (their forward and gx are row ops of the row-op table: softmax.wgsl); statistics in f32 (two
+// passes: the mean, then squared deviations from it, so offset data does not cancel).
 //
-// Row kernels (group norm and its backward): a power-of-two group of `group` invocations owns a row of
-// `len` contiguous elements (256 / group rows per workgroup). Element j of row r uses parameter
-// (r % groups) * cg + j / inner: group norm has groups = G, cg = C / G, inner = spatial size.
-// Parameter kernels (weight / bias gradients, batch norm): a group of `group` invocations per
-// parameter p (as per row above), reducing its `outer` runs of `inner` elements at
-// o * outer_stride + p * p_stride + i.
+// Parameter kernels (group norm's weight / bias gradients, batch norm): a power-of-two group of `group`
+// invocations per parameter p (256 / group parameters per workgroup), reducing its `outer` runs of
+// `inner` elements at o * outer_stride + p * p_stride + i; group norm's row of run o is
+// o * groups + p / cg (groups = G, cg = C / G), whose (mean, rstd) its gx row op kept.
 // Group kernels define `run_group` (shaders/row_group.wgsl writes their `main`), elementwise ones
 // `run` (shaders/grid.wgsl): nn_norm.py includes the matching file.
 alias scalar = f32;
 
 struct Config {
-    n: u32,                     // rows, parameters or elements
+    n: u32,                     // parameters or elements
     gx: u32,                    // workgroups per grid row
     group: u32,                 // invocations per row
     len: u32,                   // elements per row
@@ -24,7 +21,7 @@ struct Config {
     outer: u32,
     outer_stride: u32,
     p_stride: u32,
-    flags: u32,                 // 1: centred (subtract the mean), 2: bias, 4: training (batch norm)
+    flags: u32,                 // 2: bias, 4: training (batch norm)
     eps: f32,
     off: array<vec4<u32>, 2>,   // element offsets of the storage bindings, in binding order
 }
@@ -56,87 +53,6 @@ fn row_of(lid: u32, wid: vec3<u32>) -> u32 {
 
 fn param_addr(p: u32, e: u32) -> u32 {
     return (e / cfg.inner) * cfg.outer_stride + p * cfg.p_stride + e % cfg.inner;
-}
-
-//// rows_stats
-// (mean, rstd) of row r (mean 0 when not centred: RMS norm); needs a binding `x` with offset off[0].y
-fn row_stats(lid: u32, lane: u32, r: u32) -> vec2<f32> {
-    let t = cfg.group;
-    let n = select(0u, cfg.len, r < cfg.n);
-    let base = cfg.off[0].y + r * cfg.len;
-    var s = 0.0;
-    if ((cfg.flags & 1u) != 0u) {
-        for (var j = lane; j < n; j += t) {
-            s += f32(x[base + j]);
-        }
-    }
-    let mean = group_sum(lid, lane, t, s) / f32(cfg.len);
-    var q = 0.0;
-    for (var j = lane; j < n; j += t) {
-        let d = f32(x[base + j]) - mean;
-        q += d * d;
-    }
-    return vec2<f32>(mean, 1.0 / sqrt(group_sum(lid, lane, t, q) / f32(cfg.len) + cfg.eps));
-}
-
-//// rows
-@group(0) @binding(0) var<storage, read_write> y: array<scalar>;
-@group(0) @binding(1) var<storage, read> x: array<scalar>;
-@group(0) @binding(2) var<storage, read> w: array<scalar>;
-@group(0) @binding(3) var<storage, read> b: array<scalar>;
-@group(0) @binding(4) var<uniform> cfg: Config;
-
-fn run_group(lid: u32, lane: u32, t: u32, r: u32) {
-    let st = row_stats(lid, lane, r);
-    let n = select(0u, cfg.len, r < cfg.n);
-    let xb = cfg.off[0].y + r * cfg.len;
-    let yb = cfg.off[0].x + r * cfg.len;
-    let pg = (r % cfg.groups) * cfg.cg;
-    let bias = (cfg.flags & 2u) != 0u;
-    for (var j = lane; j < n; j += t) {
-        let p = pg + j / cfg.inner;
-        var v = (f32(x[xb + j]) - st.x) * st.y * f32(w[cfg.off[0].z + p]);
-        if (bias) {
-            v += f32(b[cfg.off[0].w + p]);
-        }
-        y[yb + j] = scalar(v);
-    }
-}
-
-//// rows_backward
-// gx of each row, and its (mean, rstd) into `stats` for the parameter gradients
-@group(0) @binding(0) var<storage, read_write> gx: array<scalar>;
-@group(0) @binding(1) var<storage, read> x: array<scalar>;
-@group(0) @binding(2) var<storage, read> g: array<scalar>;
-@group(0) @binding(3) var<storage, read> w: array<scalar>;
-@group(0) @binding(4) var<storage, read_write> stats: array<f32>;
-@group(0) @binding(5) var<uniform> cfg: Config;
-
-fn run_group(lid: u32, lane: u32, t: u32, r: u32) {
-    let st = row_stats(lid, lane, r);
-    let n = select(0u, cfg.len, r < cfg.n);
-    let xb = cfg.off[0].y + r * cfg.len;
-    let gb = cfg.off[0].z + r * cfg.len;
-    let pg = cfg.off[0].w + (r % cfg.groups) * cfg.cg;
-    var s1 = 0.0;
-    var s2 = 0.0;
-    for (var j = lane; j < n; j += t) {
-        let gw = f32(g[gb + j]) * f32(w[pg + j / cfg.inner]);
-        s1 += gw;
-        s2 += gw * (f32(x[xb + j]) - st.x) * st.y;
-    }
-    let m1 = select(0.0, group_sum(lid, lane, t, s1) / f32(cfg.len), (cfg.flags & 1u) != 0u);
-    let m2 = group_sum(lid, lane, t, s2) / f32(cfg.len);
-    let ob = cfg.off[0].x + r * cfg.len;
-    for (var j = lane; j < n; j += t) {
-        let gw = f32(g[gb + j]) * f32(w[pg + j / cfg.inner]);
-        let xh = (f32(x[xb + j]) - st.x) * st.y;
-        gx[ob + j] = scalar(st.y * (gw - m1 - xh * m2));
-    }
-    if (lane == 0u && r < cfg.n) {
-        stats[2u * r] = st.x;
-        stats[2u * r + 1u] = st.y;
-    }
 }
 
 //// param_grads

@@ -37,7 +37,8 @@ def render(program: FusedRowProgram, classes: tuple[str, ...] | None = None) -> 
     if chain.dtype.name != "float32":
         raise Unsupported(f"fusion of {chain.dtype.name} chains into a row op (float32 rows only)")
     op = ROW_OPS.get(program.op)
-    if op is None or len(op.inputs) != 1:
+    # a fused row reads column i at element i: not grouped columns
+    if op is None or len(op.inputs) != 1 or op.grouped_columns:
         raise Unsupported(f"fusion into {program.op}")
     o = _Op(program.op, op)
     if any(f"{a}[" in _fast(o) for a in ("acc", "rin", "rout")):  # the fused loop passes no row operands

@@ -1,6 +1,6 @@
-"""Group and batch normalization, forward and backward: fused C loops (statistics in double; float16/bfloat16
-widened on load and rounded once on store). The layer and RMS norms, both ways, are row ops of the row-op
-table (kernels_row_ops.py)."""
+"""Batch normalization, forward and backward: fused C loops (statistics in double; float16/bfloat16 widened on
+load and rounded once on store). The layer, RMS and group norms, both ways, are row ops of the row-op table
+(kernels_row_ops.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ def _fns(name: str) -> dict[str, Any]:
     return {dt: getattr(lib, f"rumus_{name}_{sfx}") for dt, sfx in _SFX.items()}
 
 
-_GN, _GN_BACK = _fns("group_norm"), _fns("group_norm_backward")
 _BN_STATS, _BN, _BN_BACK = _fns("batch_norm_stats"), _fns("batch_norm"), _fns("batch_norm_backward")
 
 
@@ -30,17 +29,6 @@ def _ncs(x: TensorArg) -> tuple[int, int, int]:
     for d in x.shape[2:]:
         s *= d
     return x.shape[0], x.shape[1], s
-
-
-def group_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    y, (x, w, b) = outputs[0], inputs
-    _GN[x.dtype.name](ptr(x), ptr(w), ptr(b), ptr(y), *_ncs(x), int(attrs["num_groups"]), float(attrs["eps"]))
-
-
-def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
-    (gx, gw, gb), (g, x, w) = outputs, inputs
-    _GN_BACK[x.dtype.name](ptr(g), ptr(x), ptr(w), ptr(gx), ptr(gw), ptr(gb), *_ncs(x), int(attrs["num_groups"]),
-                           float(attrs["eps"]))
 
 
 def batch_norm_stats(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
@@ -63,5 +51,4 @@ def batch_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg
 _DTYPES = (*FLOAT, *HALF)
 # every kernel is named after its op
 KERNELS: list[tuple[str, Kernel, tuple[DType, ...]]] = [
-    (k.__name__, k, _DTYPES) for k in (group_norm, group_norm_backward, batch_norm_stats, batch_norm,
-                                      batch_norm_backward)]
+    (k.__name__, k, _DTYPES) for k in (batch_norm_stats, batch_norm, batch_norm_backward)]

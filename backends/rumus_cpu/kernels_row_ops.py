@@ -1,6 +1,7 @@
 """The row ops of the row-op table (rumus_contracts/ops/row_ops.py): softmax, log_softmax and their fused
 backward ops along attrs['dim'], logsumexp over attrs['dims'], layer_norm and rms_norm and their backward
-ops over the trailing weight dims, rendered to C by row_c.py (csrc/internal/row_loops.h runs them).
+ops over the trailing weight dims, group_norm and its backward over (sample, group) rows with per-channel
+weights (grouped columns), rendered to C by row_c.py (csrc/internal/row_loops.h runs them).
 float16/bfloat16 rows compute in double and round each result once, as every non-contiguous row does."""
 
 from __future__ import annotations
@@ -108,6 +109,43 @@ def norm_backward_kernel(op: str) -> Kernel:
     return kernel
 
 
+def grouped_kernel(op: str) -> Kernel:
+    """Group norm (forward: (x, weight, bias) -> y; backward: (grad, x, weight) -> (dx, dweight, dbias), the
+    weight gradients the entry's column sums) over x [N, C, *] seen as N * G rows of C / G channels of S
+    (the spatial size) contiguous elements, G = attrs['num_groups'], the weight and bias per channel."""
+    entry = ROW_OPS[op]
+    loops = _lib.loops(lib.rumus_rows_find, op, _DTYPES)
+    run = lib.rumus_rows_run_ext
+    backward = bool(entry.column_sums)
+
+    def kernel(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+        o, sums = outputs[0], outputs[1:]
+        x = inputs[1] if backward else inputs[0]
+        groups = int(attrs["num_groups"])
+        s = 1
+        for d in x.shape[2:]:
+            s *= d
+        rows, n = x.shape[0] * groups, x.shape[1] // groups * s
+        if n == 0:  # no elements a row: the weight gradients are sums of nothing
+            for a in sums:
+                _strided(a)[...] = 0
+            return
+        meta = _get(key := ("n", rows, n)) or _store(key, [1, rows, n, n, n, 1, 1])
+        prm = _new("double[6]", [float(attrs["eps"]), 0.0, 0.0, 0.0, float(groups), float(s)])
+        if backward:
+            g, w = inputs[0], inputs[2]
+            ptrs = _new("char *[10]", [at(w), _NULL, *(at(a) for a in sums)])
+            run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(g.buffer), g.offset,
+                _from_buffer(x.buffer), x.offset, ptrs, prm)
+        else:
+            ptrs = _new("char *[10]", [at(inputs[1]), at(inputs[2])])
+            run(loops[x.dtype.name], meta, _from_buffer(o.buffer), o.offset, _from_buffer(x.buffer), x.offset,
+                _NULL, 0, ptrs, prm)
+
+    kernel.__name__ = kernel.__qualname__ = f"cpu_{op}"
+    return kernel
+
+
 def _lse_layout(shape: tuple[int, ...], xst: tuple[int, ...], ost: tuple[int, ...],
                 dims: tuple[int, ...]) -> list[int] | None:
     """The row layout of a logsumexp over `dims` (a kept dim of size 0: []); None where the reduced dims do
@@ -181,6 +219,8 @@ _NEG_INF_BITS = {"float16": 0xFC00, "bfloat16": 0xFF80}  # -inf in the 16-bit wo
 
 def _kernel(op: str) -> Kernel:
     entry = ROW_OPS[op]
+    if entry.grouped_columns:
+        return grouped_kernel(op)
     if entry.per_row:
         return logsumexp_kernel()
     if entry.column_sums:

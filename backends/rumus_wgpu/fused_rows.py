@@ -43,7 +43,8 @@ def render(program: FusedRowProgram, t: int) -> str:
     if chain.dtype.name != "float32":
         raise Unsupported(f"fusion of {chain.dtype.name} chains into a row op on WebGPU")
     op = ROW_OPS.get(program.op)
-    if op is None or len(op.inputs) != 1 or not op.passes:
+    # a fused row reads column i at element i: not grouped columns
+    if op is None or len(op.inputs) != 1 or not op.passes or op.grouped_columns:
         raise Unsupported(f"fusion into {program.op}")
     n_out, n_in, ncol = 1 + len(chain.outputs), chain.n_inputs, len(op.columns)
     nops = n_out + n_in

@@ -1,16 +1,16 @@
 """Group and batch normalization, and the backward ops of layer, RMS, group and batch norm
 (shaders/nn_norm.wgsl; layer and RMS norm forward are row ops of the row-op table: softmax.py).
 
-Reductions run in groups: a power-of-two group of invocations (about 8 elements each, up to 256;
-short rows pack several groups per workgroup) per row or per parameter, summing in workgroup memory
-(the group kernels share shaders/row_group.wgsl's entry). Group norm is a row kernel. The layer / RMS /
-group norm backward ops take two steps: rows (gx, and each row's mean / rstd into a scratch buffer),
-then the weight / bias gradients: a group per parameter for group norm, and for layer / RMS norm column
-sums over the rows (`param_columns`: coalesced reads, the rows split over the grid, then each column's
-splits folded in order, so the result is deterministic). Layer / RMS norm's rows step is a row op too
-(the table's entry of the backward op's name where it holds one, else row_wgsl.NORM_DX), keeping each
-row's (mean, rstd). Batch norm's statistics and backward run a group per channel; its forward is
-elementwise. Inputs are contiguous (the schemas say so), with offsets.
+Group norm forward is a row op of the table over (sample, group) rows, its weight and bias grouped
+columns (softmax.launch's column_groups). The layer / RMS / group norm backward ops take two steps: rows
+(gx, and each row's mean / rstd into a scratch buffer), a row op too (the table's entry of the backward
+op's name where the row shader holds it, else row_wgsl.NORM_DX), then the weight / bias gradients: a
+group of invocations per parameter for group norm (`param_grads`), and for layer / RMS norm column sums
+over the rows (`param_columns`: coalesced reads, the rows split over the grid, then each column's splits
+folded in order, so the result is deterministic). Reductions of the group kernels run in power-of-two
+groups of invocations (about 8 elements each, up to 256; several groups a workgroup), summing in
+workgroup memory (shaders/row_group.wgsl's entry). Batch norm's statistics and backward run a group per
+channel; its forward is elementwise. Inputs are contiguous (the schemas say so), with offsets.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .nn_common import dispatch
 from .reduce import COLUMN_MIN_ROWS, COLUMN_THREADS
 from .softmax import launch, layouts, planned
 
-CENTRED, BIAS, TRAINING = 1, 2, 4
+BIAS, TRAINING = 2, 4  # nn_norm.wgsl's Config.flags
 GROUP = ("row_group",)  # the group kernels' shared entry (shaders/row_group.wgsl)
 GRID = ("grid",)  # the one-item-per-invocation launch (shaders/grid.wgsl)
 
@@ -60,34 +60,10 @@ def _spatial(x: TensorArg) -> int:
 
 
 class _Rows:
-    """x seen as rows of `length` contiguous elements; element j of row r uses parameter
-    (r % groups) * cg + j // inner."""
+    """x seen as rows of `length` contiguous elements."""
 
-    def __init__(self, rows: int, length: int, groups: int, cg: int, inner: int) -> None:
-        self.rows, self.length, self.groups, self.cg, self.inner = rows, length, groups, cg, inner
-        self.group = group_size(length)
-
-    def forward(self, dev: Any, y: TensorArg, x: TensorArg, w: TensorArg, b: TensorArg, flags: int,
-                eps: float) -> None:
-        """Group norm: y = norm(x) * w + b over the rows."""
-        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=flags, eps=eps,
-                        offsets=[y.offset, x.offset, w.offset, b.offset])
-        dispatch(dev, "nn_norm", "rows_stats+rows", x.dtype, [y.buffer, x.buffer, w.buffer, b.buffer], words,
-                 self.rows, 256 // self.group, GROUP)
-
-    def backward(self, dev: Any, gx: TensorArg, gw: TensorArg, gb: TensorArg, g: TensorArg, x: TensorArg,
-                 w: TensorArg, eps: float, outer: int, outer_stride: int, p_stride: int) -> None:
-        """Group norm backward: gx and the row statistics, then a group per parameter."""
-        stats = new_buffer(dev, max(1, self.rows) * 8, "norm statistics scratch")
-        words = _config(self.group, self.length, self.groups, self.cg, self.inner, flags=CENTRED, eps=eps,
-                        offsets=[gx.offset, x.offset, g.offset, w.offset])
-        dispatch(dev, "nn_norm", "rows_stats+rows_backward", x.dtype, [gx.buffer, x.buffer, g.buffer, w.buffer, stats],
-                 words, self.rows, 256 // self.group, GROUP)
-        t = group_size(outer * self.inner)
-        words = _config(t, groups=self.groups, cg=self.cg, inner=self.inner, outer=outer, outer_stride=outer_stride,
-                        p_stride=p_stride, flags=BIAS, offsets=[gw.offset, gb.offset, g.offset, x.offset])
-        dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, gb.buffer, g.buffer, x.buffer, stats], words,
-                 gw.numel, 256 // t, GROUP)
+    def __init__(self, rows: int, length: int) -> None:
+        self.rows, self.length = rows, length
 
     def param_columns(self, dev: Any, gw: TensorArg, gb: TensorArg, has_bias: bool, g: TensorArg, x: TensorArg,
                       stats: Any) -> None:
@@ -114,7 +90,7 @@ def _zero(*outs: TensorArg | None) -> None:
 
 def _trailing_rows(x: TensorArg, w: TensorArg) -> _Rows:
     cols = w.numel
-    return _Rows(x.numel // cols if cols else 0, cols, 1, cols, 1)
+    return _Rows(x.numel // cols if cols else 0, cols)
 
 
 def _keep(op: RowOp) -> tuple[str, str] | None:
@@ -176,30 +152,54 @@ def rms_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg],
     _rows_backward(outputs, inputs, attrs, "rms_norm_backward")
 
 
-def _group_rows(x: TensorArg, num_groups: int) -> _Rows:
-    c, s = x.shape[1], _spatial(x)
-    return _Rows(x.shape[0] * num_groups, (c // num_groups) * s, num_groups, c // num_groups, s)
-
-
 def group_norm(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    """The table's group_norm over N * G rows of C / G channels of S elements (x [N, C, *], S = prod(*))."""
     y = outputs[0]
     if y.numel == 0:
         return
     dev = device_of(outputs, inputs)
     x, w, b = dealias(dev, outputs, list(inputs))[0]
-    _group_rows(x, int(attrs["num_groups"])).forward(dev, y, x, w, b, CENTRED | BIAS, float(attrs["eps"]))
+    groups, c, s = int(attrs["num_groups"]), x.shape[1], _spatial(x)
+    shape, strides = (x.shape[0] * groups, c // groups * s), (c // groups * s, 1)
+    eps = float(attrs["eps"])
+    planned(dev, ("group_norm", *layouts(y, x, w, b), eps, groups),
+            lambda: launch(dev, "group_norm", TensorArg(y.buffer, shape, strides, y.offset, y.dtype),
+                           TensorArg(x.buffer, shape, strides, x.offset, x.dtype), None, 1,
+                           [TensorArg(a.buffer, (c,), (1,), a.offset, a.dtype) for a in (w, b)], [eps],
+                           column_groups=(groups, s)),
+            y.buffer, x.buffer, None, [w.buffer, b.buffer])
 
 
 def group_norm_backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    """gx and each (sample, group) row's (mean, rstd) from the row op, then a group per parameter sums
+    gw = sum g * xhat and gb = sum g over its N runs of S elements."""
     (gx, gw, gb), (g, x, w) = outputs, inputs
     if x.numel == 0:
         _zero(gw, gb)
         return
     dev = device_of(outputs, inputs)
     g, x, w = dealias(dev, outputs, [g, x, w])[0]
-    c, s = x.shape[1], _spatial(x)
-    rows = _group_rows(x, int(attrs["num_groups"]))
-    rows.backward(dev, gx, gw, gb, g, x, w, float(attrs["eps"]), x.shape[0], c * s, s)
+    groups, n, c, s = int(attrs["num_groups"]), x.shape[0], x.shape[1], _spatial(x)
+    rows, cg = n * groups, c // groups
+    op = dx_op("group_norm_backward")
+    keep = _keep(op)
+    if keep is None:
+        raise RumusError("wgpu group_norm_backward: its gx row op names no rstd for the weight gradients")
+    stats = new_buffer(dev, rows * 8, "norm statistics scratch")
+    shape, strides = (rows, cg * s), (cg * s, 1)
+
+    def rows_of(a: TensorArg) -> TensorArg:
+        return TensorArg(a.buffer, shape, strides, a.offset, a.dtype)
+    eps = float(attrs["eps"])
+    planned(dev, ("group_norm_backward", *layouts(gx, g, x, w), eps, groups),
+            lambda: launch(dev, op, rows_of(gx), rows_of(g), rows_of(x), 1,
+                           [TensorArg(w.buffer, (c,), (1,), w.offset, w.dtype)], [eps], keep, stats, (groups, s)),
+            gx.buffer, g.buffer, x.buffer, [w.buffer, stats])
+    t = group_size(n * s)
+    words = _config(t, groups=groups, cg=cg, inner=s, outer=n, outer_stride=c * s, p_stride=s, flags=BIAS,
+                    offsets=[gw.offset, gb.offset, g.offset, x.offset])
+    dispatch(dev, "nn_norm", "param_grads", x.dtype, [gw.buffer, gb.buffer, g.buffer, x.buffer, stats], words,
+             gw.numel, 256 // t, GROUP)
 
 
 def _channel_config(x: TensorArg, flags: int = 0, eps: float = 0.0, offsets: Sequence[int] = ()) -> list[int | float]:

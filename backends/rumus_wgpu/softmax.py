@@ -122,10 +122,11 @@ def _needed(loads: list[str], body: str) -> str:
     return "".join(line for line in loads if re.search(rf"\b{line.split()[1]}\b", body))
 
 
-def _loads(vec: bool, k: int, arrays: tuple[str, str] = ("in0", "in1")) -> list[str]:
+def _loads(vec: bool, k: int, arrays: tuple[str, str] = ("in0", "in1"), grouped: bool = False) -> list[str]:
     """Load k of a step: the k-th of the invocation's strided units from r (vec4 or scalar): x (v), w from
-    the second input, c and d from the column operands at the element's place in the row. arrays: the
-    vec4 bindings of the inputs (in0 / in1, or the aligned views of scalar rows)."""
+    the second input, c and d from the column operands at the element's place in the row (grouped, scalar
+    rows only: at its channel's, gc0 + place / gin). arrays: the vec4 bindings of the inputs (in0 / in1,
+    or the aligned views of scalar rows)."""
     if vec:
         at = f"r + {4 * k}u * t" if k else "r"
         return [f"        let v{k} = vec4<f32>({arrays[0]}[(ib + {at}) / 4u]);\n",
@@ -133,10 +134,11 @@ def _loads(vec: bool, k: int, arrays: tuple[str, str] = ("in0", "in1")) -> list[
                 f"        let c{k} = vec4<f32>(col0[(cfg.col_off.x + {at}) / 4u]);\n",
                 f"        let d{k} = vec4<f32>(col1[(cfg.col_off.y + {at}) / 4u]);\n"]
     at = f"r + {k}u * t" if k else "r"
+    col = f"gc0 + ({at}) / gin" if grouped else at
     return [f"        let x{k} = f32(in0[u32(base.x + i32({at}) * s_in)]);\n",
             f"        let w{k} = f32(in1[u32(base.x + i32(delta) + i32({at}) * s_in)]);\n",
-            f"        let c{k} = f32(col0[cfg.col_off.x + {at}]);\n",
-            f"        let d{k} = f32(col1[cfg.col_off.y + {at}]);\n"]
+            f"        let c{k} = f32(col0[cfg.col_off.x + {col}]);\n",
+            f"        let d{k} = f32(col1[cfg.col_off.y + {col}]);\n"]
 
 
 def _load_element(e: str) -> list[str]:
@@ -153,11 +155,13 @@ def _store(vec: bool, k: int, expr: str) -> str:
 
 
 def _walk(vec: bool, unroll: int, fold: tuple[str, str] | None, store: str = "",
-          arrays: tuple[str, str] = ("in0", "in1"), span: tuple[str, str] = ("begin", "end"), head: str = "") -> str:
+          arrays: tuple[str, str] = ("in0", "in1"), span: tuple[str, str] = ("begin", "end"), head: str = "",
+          grouped: bool = False) -> str:
     """This invocation's walk over [span) (the chunk [begin, end) unless given): steps of `unroll` loads
     issued before any of them is used (the loads of a step in flight together), then single loads for
     the rest. fold: (the step's fold of loads 0..unroll-1, the fold of one load 0), or None in the store
-    pass, which writes `store` (an expression of x, or v, w, c, d) for every load. head: code run first."""
+    pass, which writes `store` (an expression of x, or v, w, c, d) for every load. head: code run first.
+    grouped: the column operands are read at the element's channel (_loads)."""
     width = "4u * t" if vec else "t"
     first, end = span
     parts = [head] if head else []
@@ -165,7 +169,7 @@ def _walk(vec: bool, unroll: int, fold: tuple[str, str] | None, store: str = "",
 
     def loop(n: int, cond: str, step: str, body: str) -> None:
         code = (f"        {body}\n" if body else "") + "".join(_store(vec, k, store) for k in range(n) if store)
-        loads = _needed([line for k in range(n) for line in _loads(vec, k, arrays)], code)
+        loads = _needed([line for k in range(n) for line in _loads(vec, k, arrays, grouped)], code)
         parts.append(f"    for (; {cond}; r += {step}) {{\n{loads}{code}    }}")
     if unroll > 1:
         # the last load of a step, (unroll - 1) widths on, still inside the chunk
@@ -239,12 +243,12 @@ def softmax_source(op: str | RowOp, scalar: str, vec: bool, mode: str, subgroups
     for i, wk in enumerate(sh.walks):
         fold = _folds(sh, wk, vec, unroll)
         code = (_aligned_walk(unroll, _folds(sh, wk, True, unroll), fold[1]) if aligned
-                else _walk(vec, unroll, fold))
+                else _walk(vec, unroll, fold, grouped=sh.grouped))
         if i:  # the group's merge slots are read until every invocation has its pair: then reused
             walks += ["    workgroupBarrier();", f"    acc = {init};"]
         walks += [code, reduce, "    " + wk.bind] if mode == "single" else [code, reduce]
     out = sh.vec(sh.out) if vec else sh.out
-    store = _walk(vec, unroll, None, out)
+    store = _walk(vec, unroll, None, out, grouped=sh.grouped)
     finish = "    " + sh.finish
     if mode == "partial":
         body = "\n".join([*walks, "    if (valid && lane == 0u) {",
@@ -261,6 +265,8 @@ def softmax_source(op: str | RowOp, scalar: str, vec: bool, mode: str, subgroups
     # the uniform values the table's expressions name
     lets = [f"    let {name} = cfg.{field};" for name, field in zip(sh.param_names, PARAM_FIELDS)]
     lets.append("    let n = f32(cfg.rlen);")
+    if sh.grouped:  # row o's first channel gc0, gin elements a channel (launch's column_groups)
+        lets += ["    let gin = cfg.col_off.w;", "    let gc0 = (o % cfg.col_off.z) * (cfg.rlen / gin);"]
     body = "".join(f"{let}\n" for let in lets if re.search(rf"\b{let.split()[1]}\b", body)) + body
     io_type = "vec4<scalar>" if vec else "scalar"
     extra = [f"var<storage, read> in1: array<{io_type}>;"] if two else []
@@ -292,11 +298,12 @@ def plan_for(dev: Any, rows: Rows, per: int, split: bool = True) -> RowPlan:
 
 def launch(dev: Any, op: str | RowOp, out: TensorArg, x: TensorArg, y: TensorArg | None, dim: int,
            columns: Sequence[TensorArg] = (), params: Sequence[float] = (), keep: tuple[str, ...] = (),
-           kept: Any = None) -> Any:
+           kept: Any = None, column_groups: tuple[int, int] = (1, 1)) -> Any:
     """Record `op` (a name of the row-op table, or an entry) over rows along `dim` of x (and y, laid out
     as x: the backward ops' second input; columns: the op's column operands, contiguous, one element per
     place in the row; params: its parameters' values; keep: per-row expressions stored as f32 into the
-    buffer `kept`, len(keep) per row in row order). Ops over [out, x] alone return what `cached` keeps:
+    buffer `kept`, len(keep) per row in row order; column_groups: (G, S) of an op with grouped columns,
+    whose column operands are G * row length / S long). Ops over [out, x] alone return what `cached` keeps:
     (program, uniform, grid) when it was one dispatch, else a replay(out buffer, x buffer) of the launch;
     the others replay(out, x, y, tail) (`planned`)."""
     sh = _shader(op, keep)
@@ -307,10 +314,14 @@ def launch(dev: Any, op: str | RowOp, out: TensorArg, x: TensorArg, y: TensorArg
     if len(columns) != sh.columns or len(params) != len(sh.params):
         raise RumusError(f"wgpu {op}: {sh.columns} column operands and {len(sh.params)} parameters, got "
                          f"{len(columns)} and {len(params)}")
+    col_groups, inner = column_groups if sh.grouped else (1, 1)
+    if col_groups < 1 or inner < 1 or x.shape[dim] % inner:
+        raise RumusError(f"wgpu {op}: column groups {column_groups} do not fit rows of {x.shape[dim]}")
+    ncol = col_groups * (x.shape[dim] // inner)
     for c in columns:
-        if c.dtype != x.dtype or c.numel != x.shape[dim]:
-            raise RumusError(f"wgpu {op}: a column operand must be {x.shape[dim]} elements of {x.dtype.name}, "
-                             f"got {c.numel} of {c.dtype.name}")
+        if c.dtype != x.dtype or c.numel != ncol:
+            raise RumusError(f"wgpu {op}: a column operand must be {ncol} elements of {x.dtype.name}, got "
+                             f"{c.numel} of {c.dtype.name}")
     rows = Rows(x, out, (dim,))
     rows.rsizes, rows.rstr = [x.shape[dim]], [x.strides[dim]]
     rows.out_rstride = out.strides[dim]
@@ -322,7 +333,7 @@ def launch(dev: Any, op: str | RowOp, out: TensorArg, x: TensorArg, y: TensorArg
                              f"got strides {x.strides} and {y.strides}")
         rows.in1_delta = y.offset - x.offset
     # vec4 loads and stores: rows contiguous, every row start 4-aligned
-    vec = (vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
+    vec = (not sh.grouped and vec_rows(rows, x.dtype) and rows.out_rstride == 1 and rows.out_offset % 4 == 0
            and all(s % 4 == 0 for s in rows.kout) and rows.in1_delta % 4 == 0
            and all(c.offset % 4 == 0 for c in columns))
     split = len(sh.walks) == 1 and not keep  # a later walk needs the whole row's earlier values: one pass
@@ -341,8 +352,9 @@ def launch(dev: Any, op: str | RowOp, out: TensorArg, x: TensorArg, y: TensorArg
     def program(mode: str) -> Any:
         return dev.programs.get(("softmax", op, x.dtype.name, vec, mode, plan.unroll, aligned, keep, sg),
                                 lambda: softmax_source(op, scalar, vec, mode, sg, plan.unroll, aligned, keep))
-    data = rows.pack(t, gx, chunk if splits > 1 else rows.rlen, splits if splits > 1 else 0, params,
-                     [c.offset for c in columns])
+    col_words = [*(c.offset for c in columns), *([0] * (2 - len(columns)))]
+    col_words += [col_groups, inner] if sh.grouped else []  # cfg.col_off.zw
+    data = rows.pack(t, gx, chunk if splits > 1 else rows.rlen, splits if splits > 1 else 0, params, col_words)
     passes = [program("single")] if splits == 1 else [program("partial"), program("final")]
     cols = [c.buffer for c in columns] + ([kept] if keep else [])
 
@@ -442,6 +454,8 @@ def kernels() -> dict[str, Any]:
     table = {}
     for op in filter(_renders, ROW_OPS):
         entry = ROW_OPS[op]
+        if entry.grouped_columns:  # group norm's (sample, group) rows: nn_norm.py
+            continue
         if len(entry.inputs) == 1:
             table[op] = columns_kernel(op) if entry.columns else softmax_kernel(op)
         elif not entry.columns and op.endswith("_backward"):  # the table's (grad, y) backward ops

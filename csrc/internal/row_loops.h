@@ -12,7 +12,9 @@
    row: a class index, a saved logsumexp) are contiguous in row order.
 
    ptrs (RUMUS_ROW_PTRS): column operands [2], column sums [2], row inputs [4], row outputs [2]; NULL where
-   unused. prm: the op's parameters [4]. */
+   unused. prm: the op's parameters [4], then for an entry with grouped columns (row_ops.py's
+   grouped_columns: element i of row r reads column (r % G) * (n / S) + i / S) its G and S [2]; the
+   column operands and sums are then G * n / S long. Other entries read prm[0..3] only. */
 #ifndef RUMUS_ROW_LOOPS_H
 #define RUMUS_ROW_LOOPS_H
 
@@ -51,6 +53,7 @@ typedef struct {
     int nsum;             /* column sums */
     void (*store)(char *d, int64_t j, double v); /* value j of a column sum, rounded once */
     rumus_block_fn block;                        /* the block form, or NULL */
+    int grouped;                                 /* grouped columns: prm[4], prm[5] are (G, S) */
 } rumus_row_entry;
 
 typedef struct {
@@ -59,10 +62,10 @@ typedef struct {
     char *o;
     const char *in[4];
     int nin, nops;
-    double prm[4];
+    double prm[6];        /* the op's parameters, then (G, S): (1, 1) but for grouped columns */
     rumus_row_fn fn;
-    double *acc;          /* column sums: parts x nsum x n accumulators */
-    int64_t rows, parts;
+    double *acc;          /* column sums: parts x nsum x ncol accumulators */
+    int64_t rows, parts, ncol;
     int nsum;
     const rumus_row_entry *e;
     const char *rin[4];
@@ -107,7 +110,7 @@ static void rumus_row_parts(void *p, int64_t s, int64_t e) {
     for (int k = 0; k < j->nops; k++) in[k] = j->in[k];
     for (int64_t t = s; t < e; t++) {
         const int64_t r0 = j->rows * t / j->parts, r1 = j->rows * (t + 1) / j->parts;
-        double *acc = j->acc + t * j->nsum * j->n;
+        double *acc = j->acc + t * j->nsum * j->ncol;
         rumus_kept_iter it;
         rumus_kept_start(&j->L, j->L.nk, r0, &it);
         for (int64_t r = r0; r < r1; r++, rumus_kept_next(&j->L, j->L.nk, &it)) {
@@ -119,7 +122,7 @@ static void rumus_row_parts(void *p, int64_t s, int64_t e) {
 
 /* The column sums: partitions on the pool, then added in partition order (zeros when there are no rows). */
 static void rumus_rows_sums(const rumus_row_entry *e, rumus_row_job *job, int nt, char *const *sums) {
-    const int64_t n = job->n, parts = job->rows < ROW_SUM_PARTS ? job->rows : ROW_SUM_PARTS;
+    const int64_t n = job->ncol, parts = job->rows < ROW_SUM_PARTS ? job->rows : ROW_SUM_PARTS;
     const int64_t width = (int64_t)e->nsum * n;
     if (width == 0) return;
     double *acc = (double *)calloc((size_t)(parts > 0 ? parts * width : width), sizeof(double));
@@ -171,6 +174,10 @@ static void rumus_rows_exec(const rumus_row_entry *e, const int64_t *meta, char 
     for (int k = 0; k < e->nin; k++) job.in[k] = ins[k];
     for (int k = 0; k < e->ncol; k++) job.in[e->nin + k] = ptrs[k];
     for (int k = 0; k < 4; k++) job.prm[k] = prm[k];
+    job.prm[4] = e->grouped ? prm[4] : 1.0;
+    job.prm[5] = e->grouped ? prm[5] : 1.0;
+    /* the column operands' length (grouped: G channels of n / S per row's block) */
+    job.ncol = e->grouped && prm[5] > 0 ? (int64_t)prm[4] * (job.n / (int64_t)prm[5]) : job.n;
     job.fn = e->fn;
     const int64_t work = rows * job.n;
     int nt = e->grain ? rumus_threads_for_units_grain(rows, work, e->grain) : rumus_threads_for_units(rows, work);

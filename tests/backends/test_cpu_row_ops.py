@@ -145,6 +145,14 @@ for rows, cols in ((4096, 64), (600, 4000)):
         loss.backward(rm.tensor(rng.standard_normal(rows).astype(np.float32)))
         out[f"cross_entropy{rows}{len(kw)}"] = loss.detach().numpy()
         out[f"cross_entropy{rows}{len(kw)}grad"] = xg.grad.numpy()
+for shape, groups in (((16, 64, 48, 48), 8), ((130, 6, 5, 5), 3)):  # above the serial bound; many partitions
+    x = rm.tensor(rng.standard_normal(shape).astype(np.float32)).requires_grad_(True)
+    w, b = (rm.tensor(rng.standard_normal(shape[1]).astype(np.float32)).requires_grad_(True) for _ in range(2))
+    y = F.group_norm(x, groups, w, b)
+    y.backward(rm.tensor(rng.standard_normal(shape).astype(np.float32)))
+    out[f"group_norm{shape}"] = y.detach().numpy()
+    for name, t in (("x", x), ("w", w), ("b", b)):
+        out[f"group_norm{shape}d{name}"] = t.grad.numpy()
 np.savez(sys.argv[1], **out)
 print(json.dumps({}))
 """

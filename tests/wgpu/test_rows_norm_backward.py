@@ -48,7 +48,7 @@ def _close(got, want, rows, tol=2e-4):
 
 def test_gx_comes_from_a_row_op():
     # the table's entry where it holds one of this shape, else NORM_DX's; either renders to the row shader
-    for name in ("layer_norm_backward", "rms_norm_backward"):
+    for name in ("layer_norm_backward", "rms_norm_backward", "group_norm_backward"):
         op = dx_op(name)
         assert op is ROW_OPS.get(name) or op is NORM_DX[name]  # the table entry where WGSL renders it
         assert len(op.inputs) == 2 and len(op.columns) == 1 and row_shader(op).walks

@@ -13,7 +13,8 @@ count). Two forms of a row:
 The finalize step runs in double; the float form rounds its values to float once. A per-row output
 (RowOp.per_row) is computed in double from the row values and rounded once; a column sum
 (RowOp.column_sums) adds its element, in double, into the row partition's accumulator, which
-csrc/internal/row_loops.h adds up in partition order and rounds once.
+csrc/internal/row_loops.h adds up in partition order and rounds once. Grouped columns
+(RowOp.grouped_columns) take their (G, S) from prm[4] and prm[5], after the op's parameters.
 Stdlib only: the build imports this without numpy.
 """
 
@@ -36,7 +37,8 @@ ROW_DTYPES: dict[str, tuple[str, str, str, str]] = {
 _TRANSCENDENTAL = ("exp(", "log(")
 # elements below which a row op runs on one thread: memory-bound rows, where a second thread pays only on
 # large inputs (measured for the norms, as csrc/nn_norm.c's other norms)
-_SERIAL_BELOW = {op: 1 << 21 for op in ("layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward")}
+_SERIAL_BELOW = {op: 1 << 21 for op in ("layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward",
+                                         "group_norm", "group_norm_backward")}
 
 
 def _transcendental(src: str) -> bool:
@@ -70,6 +72,8 @@ class _Op:
             raise ValueError(f"row op {name}: only a sum pass may be skipped (Pass.when)")
         if op.per_row and (op.column_sums or op.uses_e()):
             raise ValueError(f"row op {name}: a per-row output names no element and takes no column sums")
+        if op.grouped_columns and (op.per_row or "at(" in op.finalize + "".join(p.then for p in op.passes)):
+            raise ValueError(f"row op {name}: grouped columns are read per element only")
         self.name, self.op = name, op
         self.values = list(op.row_values)
         self.then = [[n for n, _ in split_lets(p.then)] for p in op.passes]
@@ -79,6 +83,7 @@ class _Op:
         self.sums = [src for _, src in op.column_sums]
         self.rins = [nm for nm, _ in op.row_inputs]
         self.index = op.uses_index()
+        self.grouped = op.grouped_columns
         self.gathered = 0  # at(...) values rendered so far: their C names are unique in the file
         # float math only where double would cost a libm call per element (exp, log): the rest in double
         self.floaty = any(_transcendental(t) for t in [*(p.element for p in op.passes), op.out])
@@ -110,14 +115,32 @@ class _Op:
             out.append(_function(f"rx_{self.name}_c{j}_d", "double", sum_scope, src))
         return out
 
+    def col(self, idx: str, lanes: bool = False) -> str:
+        """The column operands' index of the row's element `idx` (grouped: its channel's, see head()). lanes:
+        the float rows' form, rows below 2^31 elements: idx / S as (idx + 0.5) * (1 / S) through int32,
+        which vectorises where an integer division does not (exact: idx + 0.5 is 0.5 / S from a multiple
+        of S, far more than the product's rounding for any row below 2^51 elements)."""
+        if not self.grouped:
+            return idx
+        if lanes:
+            return f"(g_c0 + (int32_t)(((double)(int32_t)({idx}) + 0.5) * g_rin))"
+        return f"(g_c0 + ({idx}) / g_in)"
+
     def sum_lines(self, operands: dict[str, str], indent: str) -> list[str]:
-        """The column sums of element i into the partition's accumulators (acc: one row each)."""
-        lines = []
+        """The column sums of element i into the partition's accumulators (acc: one column operand each)."""
         names = [*self.op.inputs, *self.op.columns, *self.row_names(None), *(["i"] if self.index else [])]
-        for j in range(len(self.sums)):
-            args = ", ".join(operands.get(nm, "d_" + nm) for nm in names)
-            lines.append(f"{indent}for (i = 0; i < n; i++) acc[{j} * n + i] += rx_{self.name}_c{j}_d({args});")
-        return lines
+        if self.grouped:  # channel by channel (its column read once), each channel's run summed, then added
+            operands = {nm: v.replace(self.col("i"), "(g_c0 + ch)").replace(self.col("i", True), "(g_c0 + ch)")
+                        for nm, v in operands.items()}
+        args = ", ".join(operands.get(nm, "d_" + nm) for nm in names)
+        terms = [f"rx_{self.name}_c{j}_d({args})" for j in range(len(self.sums))]
+        if self.grouped and terms:  # every sum in one walk of the row: one read of its operands
+            init = " ".join(f"double sc{j} = 0.0;" for j in range(len(terms)))
+            adds = " ".join(f"sc{j} += {t};" for j, t in enumerate(terms))
+            stores = " ".join(f"acc[{j} * g_nc + g_c0 + ch] += sc{j};" for j in range(len(terms)))
+            return [f"{indent}for (int64_t ch = 0; ch < n / g_in; ch++) {{ {init} "
+                    f"for (i = ch * g_in; i < (ch + 1) * g_in; i++) {{ {adds} }} {stores} }}"]
+        return [f"{indent}for (i = 0; i < n; i++) acc[{j} * n + i] += {t};" for j, t in enumerate(terms)]
 
     def row_result(self, gather: Gather) -> list[str]:
         """A per-row output as d_rowout, in double."""
@@ -211,6 +234,10 @@ class _Op:
             lines += [f"const double d_{p} = prm[{i}];", f"const float c_{p} = (float)d_{p};", f"(void)d_{p};",
                       f"(void)c_{p};"]
         lines += ["const double d_n = (double)n;", "const float c_n = (float)n;", "(void)d_n;", "(void)c_n;"]
+        if self.grouped:  # row r's first channel g_c0, S = g_in elements a channel, g_nc channels in all
+            lines += ["const int64_t g_in = (int64_t)prm[5], g_c0 = (r % (int64_t)prm[4]) * (n / g_in);",
+                      "const int64_t g_nc = (int64_t)prm[4] * (n / g_in);", "const double g_rin = 1.0 / (double)g_in;",
+                      "(void)g_c0;", "(void)g_nc;", "(void)g_rin;"]
         for k, nm in enumerate(self.rins):
             kind = self.op.row_inputs[k][1]
             value = f"(double)((const int64_t *)rin[{k}])[r]" if kind == "int64" else \
@@ -229,7 +256,7 @@ Gather = Callable[[str, str], str]
 def _generic(o: _Op, sfx: str, t: str, load: str, store: str) -> str:
     """A row in double: strided, any stored type (LD widens, ST rounds once)."""
     ld = {n: f"(double){load}(*(const {t} *)(p{i} + i * si))" for i, n in enumerate(o.op.inputs)}
-    ld.update({n: f"(double){load}(*(const {t} *)(p{len(o.op.inputs) + i} + i * (int64_t)sizeof({t})))"
+    ld.update({n: f"(double){load}(*(const {t} *)(p{len(o.op.inputs) + i} + {o.col('i')} * (int64_t)sizeof({t})))"
                for i, n in enumerate(o.op.columns)})
     ld["i"] = "(double)i"
     slot = {n: k for k, n in enumerate((*o.op.inputs, *o.op.columns))}
@@ -296,8 +323,8 @@ def _fast(o: _Op, strided: bool = False) -> str:
         at = {**{n: f"*(const float *)({n} + (i + j) * si)" for n in ins}, **{n: f"{n}[i + j]" for n in cols}}
         at1 = {**{n: f"*(const float *)({n} + i * si)" for n in ins}, **{n: f"{n}[i]" for n in cols}}
     else:
-        at = {n: f"{n}[i + j]" for n in (*ins, *cols)}
-        at1 = {n: f"{n}[i]" for n in (*ins, *cols)}
+        at = {**{n: f"{n}[i + j]" for n in ins}, **{n: f"{n}[{o.col('i + j', True)}]" for n in cols}}
+        at1 = {**{n: f"{n}[i]" for n in ins}, **{n: f"{n}[{o.col('i', True)}]" for n in cols}}
     dat = {n: f"(double){v}" for n, v in at.items()}
     dat1 = {n: f"(double){v}" for n, v in at1.items()}
     # the index through int32 (n <= 2^24 here): int64 -> float conversions do not vectorise before AVX-512DQ
@@ -463,6 +490,8 @@ def render_rows() -> str:
             contiguous = "si == 4" if op.per_row else "so == 4 && si == 4"
             if o.index:  # the float lanes count the index in float: exact below 2^24
                 contiguous += " && n <= 16777216"
+            elif o.grouped:  # the float lanes find a channel through int32 (_Op.col)
+                contiguous += " && n <= 2147483647"
             fast = (f"    if ({contiguous}) {{ rf_{name}((float *)w, in, n, {_ROW_PASS}); return; }}\n"
                     if dt == "float32" else "")
             if dt == "float32" and op.per_row and not o.index:
@@ -471,7 +500,8 @@ def render_rows() -> str:
                          f"    rg_{name}_{sfx}(w, in, n, so, si, {_ROW_PASS});\n}}")
             entries.append(f'    {{"{name}_{sfx}", row_{name}_{sfx}, sizeof({t}), {len(op.inputs)}, {len(op.columns)}, '
                            f'{_grain(op)}, {_SERIAL_BELOW.get(name, 0)}, {len(op.column_sums)}, rs_{sfx}, '
-                           f'{f"rb_{name}" if _blocks(op) and dt == "float32" else "NULL"}}},')
+                           f'{f"rb_{name}" if _blocks(op) and dt == "float32" else "NULL"}, '
+                           f'{int(op.grouped_columns)}}},')
     lines.append("static const rumus_row_entry ROW_TABLE[] = {\n" + "\n".join(entries) + "\n};")
     lines.append(_RUNNERS)
     return "\n".join(lines) + "\n"
@@ -483,7 +513,7 @@ int64_t rumus_rows_find(const char *name) { return RUMUS_FIND_IN(ROW_TABLE, name
 void rumus_rows_run(int64_t loop, const int64_t *meta, char *o, int64_t oo, char *x, int64_t xo, char *y,
                     int64_t yo, char *c0, char *c1, double p0, double p1) {
     char *const ptrs[RUMUS_ROW_PTRS] = {c0, c1};
-    const double prm[4] = {p0, p1, 0.0, 0.0};
+    const double prm[6] = {p0, p1, 0.0, 0.0, 1.0, 1.0};
     rumus_rows_exec(&ROW_TABLE[loop], meta, o, oo, x, xo, y, yo, ptrs, prm);
 }
 

@@ -32,7 +32,12 @@ Two optional fields widen the template (their defaults keep an entry what it was
   sums), whatever its elements hold (an ignored class index);
 - the name `i` in element expressions: the element's index in the row (0..n-1);
 - `at(operand, index)` in row-level lets (`then`, finalize): the element of an input or column operand at
-  `index` in the row, 0 where index is outside 0..n-1 (a class index's logit, its weight).
+  `index` in the row, 0 where index is outside 0..n-1 (a class index's logit, its weight);
+- `grouped_columns`: the column operands hold one value per channel, a row being a block of channels of
+  S elements each, taken from G groups in turn (group norm: row r = (sample, group r % G) of C / G
+  channels of the spatial size S): element i of row r reads column (r % G) * (n / S) + i / S, with G and
+  S given at launch (G = S = 1 is the plain layout). The column operands are then G * n / S long, and so
+  are the column sums, element i of row r adding into its own column.
 
 Stdlib only: the C build imports this file without numpy.
 """
@@ -40,7 +45,7 @@ Stdlib only: the C build imports this file without numpy.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 REDUCTIONS = ("max", "sum")  # max propagates NaN, as torch's amax; sums accumulate in float64 on the CPU
 
@@ -72,6 +77,7 @@ class RowOp:
     row_inputs  -- (name, "T" | "int64") operands of one value per row (module docstring); at most four.
     row_outputs -- (name, expression) further per-row outputs (module docstring); at most two.
     zero_if  -- a condition under which the row writes 0 without being walked (module docstring).
+    grouped_columns -- the columns are per channel of (sample, group) rows (module docstring).
     Every expression may also use `n`, the row length."""
 
     inputs: tuple[str, ...]
@@ -85,6 +91,7 @@ class RowOp:
     row_inputs: tuple[tuple[str, str], ...] = ()
     row_outputs: tuple[tuple[str, str], ...] = ()
     zero_if: str = ""
+    grouped_columns: bool = False
 
     @property
     def row_values(self) -> tuple[str, ...]:
@@ -177,3 +184,6 @@ ROW_OPS: dict[str, RowOp] = {
         params=(("ignore_index", -100.0), ("label_smoothing", 0.0), ("wsum", 0.0)),
         row_inputs=(("g", "T"), ("t", "int64"), ("lse", "T")), zero_if="t == ignore_index"),
 }
+# group norm: the layer norm's rows over (sample, group) blocks, its weight and bias one per channel
+ROW_OPS["group_norm"] = replace(ROW_OPS["layer_norm"], grouped_columns=True)
+ROW_OPS["group_norm_backward"] = replace(ROW_OPS["layer_norm_backward"], grouped_columns=True)

@@ -9,7 +9,8 @@ shuffles or workgroup memory), and walks the row once per Walk, then once more t
   walk of one sum keeps it in acc.y). A pass's `then` lets follow its walk's merge.
 Other shapes raise Unsupported (the backend then claims no kernel for the op). Element code is over
 `x` (the first input), `w` (the second), `c` and `d` (the column operands, read at the element's place
-in the row), scalars or vec4 (`v` for x there), `n` (the row length) and the params (uniform values):
+in the row, or at its channel's for grouped columns: RowShader.grouped), scalars or vec4 (`v` for x
+there), `n` (the row length) and the params (uniform values):
 WGSL's built-ins act per component, and a scalar operand of + - * / meets a vector as the table writes
 it. index_shader renders the entries that read per-row operands (cross-entropy's class index and saved
 logsumexp: row_inputs, zero_if, at() in row-level lets, per_row, row_outputs, a sum pass's `when`) into
@@ -31,12 +32,12 @@ _CALLS = {"exp": "exp", "log": "log", "sqrt": "sqrt", "rsqrt": "inverseSqrt", "a
 INPUT_NAMES = ("x", "w")  # the shader's names of the first and second input's element
 COLUMN_NAMES = ("c", "d")  # ... and of the column operands' (a norm's weight and bias)
 PARAM_FIELDS = ("param0", "param1")  # the params' f32 fields of shaders/rows.wgsl's Config
-_ROW_OP_FIELDS = {"inputs", "passes", "finalize", "out", "columns", "params"}  # what row_shader renders
+_ROW_OP_FIELDS = {"inputs", "passes", "finalize", "out", "columns", "params", "grouped_columns"}  # row_shader's
 _PASS_FIELDS = {"value", "reduce", "element", "then"}
 _SLOTS = {1: ("y",), 2: ("x", "y")}  # the acc components of a walk's sums
 # names the shader's main uses: a row value, let or param of the table must not shadow them
 _RESERVED = {*INPUT_NAMES, *COLUMN_NAMES, "v", "n", "t", "r", "o", "e", "lane", "valid", "base", "ib", "ob", "begin",
-             "end", "delta", "acc", "ninf", "vlid", "pos", "s_in", "sout", "cfg"}
+             "end", "delta", "acc", "ninf", "vlid", "pos", "s_in", "sout", "cfg", "gc0", "gin"}
 
 
 class _WgslRenderer(Renderer):
@@ -100,6 +101,7 @@ class RowShader:
     param_names: tuple[str, ...]
     columns_in_folds: bool  # whether a walk's elements read a column operand
     keep: tuple[str, ...] = ()  # per-row values the kernel stores besides the output (row_shader's keep)
+    grouped: bool = False  # grouped columns (RowOp.grouped_columns): the kernel reads them per channel
 
     @property
     def element(self) -> str:
@@ -189,7 +191,7 @@ def row_shader(op: str | RowOp, keep: tuple[str, ...] = ()) -> RowShader:
     in_folds = any(_uses(p.element, set(op.columns)) for p in op.passes)
     return RowShader(kind, tuple(walks), "\n    ".join(finish), _expr(op.out, scope), len(op.inputs),
                      len(op.columns), tuple(v for _, v in op.params), tuple(n for n, _ in op.params), in_folds,
-                     tuple(_expr(k, scope) for k in keep))
+                     tuple(_expr(k, scope) for k in keep), op.grouped_columns)
 
 
 # The norms' dx as row ops (inputs: the incoming grad g, then x; the weight a column operand), for the
@@ -209,6 +211,8 @@ NORM_DX: dict[str, RowOp] = {
         "rstd = 1 / sqrt(ss / n + eps)", "rstd * (g * w - x * rstd * (rstd * sgx / n))",
         columns=("w",), params=(("eps", 1e-6),)),
 }
+# group norm's dx: the layer norm's over (sample, group) rows, the weight one per channel
+NORM_DX["group_norm_backward"] = dataclasses.replace(NORM_DX["layer_norm_backward"], grouped_columns=True)
 
 
 # ---- row ops over per-row operands (a class index, a saved per-row value): cross-entropy --------------
