@@ -45,26 +45,21 @@ def _weights(w: TensorArg, classes: int, dtype: Any) -> tuple[Any, float, Any]:
 
 
 def _targets(op: str, t: TensorArg, classes: int, ignore_index: int) -> tuple[np.ndarray, Any]:
-    """The targets as a contiguous int64 array (kept alive by the caller) and its pointer."""
+    """The targets as a contiguous int64 array of t's length (kept alive by the caller), checked, and its
+    pointer."""
     buf = t.buffer
     n = t.numel
     if n <= _FEW and buf.dtype == np.int64:  # a few int64 targets (a small batch): checked in Python, no copy
-        for v in buf[t.offset:t.offset + n].tolist():  # numpy's ufuncs cost microseconds each on tiny arrays
+        view = buf[t.offset:t.offset + n]
+        for v in view.tolist():  # numpy's ufuncs cost microseconds each on tiny arrays
             if v != ignore_index and (v < 0 or v >= classes):
                 _out_of_range(op, classes, ignore_index, v)
-        return buf, ffi.cast("char *", _from_buffer(buf)) + t.offset * 8
-    host = _checked(op, t, classes, ignore_index)
-    return host, ffi.cast("char *", _from_buffer(host))
-
-
-def _checked(op: str, t: TensorArg, classes: int, ignore_index: int) -> np.ndarray:
-    """The targets as a contiguous int64 array, every one a class or ignore_index."""
-    buf = t.buffer
-    host = np.ascontiguousarray(np.asarray(buf)[t.offset:t.offset + t.numel], dtype=np.int64)
+        return view, ffi.cast("char *", _from_buffer(buf)) + t.offset * 8
+    host = np.ascontiguousarray(np.asarray(buf)[t.offset:t.offset + n], dtype=np.int64)
     bad = (host != ignore_index) & ((host < 0) | (host >= classes))
     if bad.any():
         _out_of_range(op, classes, ignore_index, int(host[bad][0]))
-    return host
+    return host, ffi.cast("char *", _from_buffer(host))
 
 
 _FEW = 32
@@ -76,50 +71,53 @@ def _out_of_range(op: str, classes: int, ignore_index: int, got: int) -> None:
 
 
 def _forward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
+    _forward_rows(outputs, inputs, attrs)
+
+
+def _forward_rows(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> np.ndarray:
+    """cross_entropy_fwd; returns the checked targets (int64, one per row)."""
     (loss, lse), (x, t, w) = outputs, inputs
     m, c = x.shape
     if m == 0:
-        return
+        return np.zeros(0, np.int64)
     ignore = int(attrs["ignore_index"])
-    keep, tp = _targets("cross_entropy", t, c, ignore)
+    targets, tp = _targets("cross_entropy", t, c, ignore)
     wp, _, ones = _weights(w, c, x.dtype)
     meta = _new("int64_t[]", [1, m, 1, c, c, 0, 1])  # rows of c logits; one loss per row
     lib.rumus_rows_run_ext(_FWD[x.dtype.name], meta, _from_buffer(loss.buffer), loss.offset, _from_buffer(x.buffer),
                            x.offset, _NULL, 0, _new("char *[10]", [wp, _NULL, _NULL, _NULL, tp, _NULL, _NULL, _NULL,
                                                                    at(lse)]),
                            _new("double[4]", [float(ignore), float(attrs["label_smoothing"])]))
-    del keep, ones
+    del ones
+    return targets
 
 
 def _mean(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:
     """The per-row kernel into a scratch row, then its sum and the weights' sum in float64 on the host, where
     the targets already are (their check reads them): one op for PyTorch's mean instead of five."""
-    (loss, lse, total), (x, t, w) = outputs, inputs
+    (loss, lse, total), (x, _, w) = outputs, inputs
     m, c = x.shape
     rows = np.empty(m, x.dtype.numpy)
-    if m:
-        _forward([TensorArg(rows, (m,), (1,), 0, x.dtype), lse], inputs, attrs)
+    targets = _forward_rows([TensorArg(rows, (m,), (1,), 0, x.dtype), lse], inputs, attrs)
     ignore = int(attrs["ignore_index"])
-    tb = t.buffer
-    if m <= _FEW and tb.dtype == np.int64:  # a small batch: Python on the few values (numpy ufuncs cost more)
-        kept = [v for v in tb[t.offset:t.offset + m].tolist() if v != ignore]  # checked by _forward
-        if w.shape:
-            weights = np.asarray(w.buffer)[w.offset:w.offset + c].tolist()
-            w_sum = math.fsum(weights[v] for v in kept)
+    weights = np.asarray(w.buffer)[w.offset:w.offset + c] if w.shape else None
+    if m <= _FEW:  # a small batch: Python on the few values (numpy's ufuncs cost microseconds each)
+        kept = [v for v in targets.tolist() if v != ignore]
+        if weights is not None:
+            listed = weights.tolist()
+            w_sum = math.fsum(listed[v] for v in kept)
         else:
             w_sum = float(len(kept))
         r_sum = math.fsum(rows.tolist())
     else:
-        targets = _checked("cross_entropy", t, c, ignore)
         valid = targets != ignore
-        if w.shape:
-            w_sum = float(np.sum(np.asarray(w.buffer)[w.offset:w.offset + c][targets[valid]], dtype=np.float64))
-        else:
-            w_sum = float(np.count_nonzero(valid))
+        w_sum = float(np.sum(weights[targets[valid]], dtype=np.float64) if weights is not None
+                      else np.count_nonzero(valid))
         r_sum = float(np.sum(rows, dtype=np.float64))
     np.asarray(total.buffer)[total.offset] = w_sum
+    # r_sum / w_sum as IEEE (and PyTorch) divides: x / 0 is +-inf, 0 / 0 NaN
     np.asarray(loss.buffer)[loss.offset] = r_sum / w_sum if w_sum else math.copysign(math.inf, r_sum) if r_sum \
-        else math.nan  # x / 0 as IEEE (and PyTorch) divides
+        else math.nan
 
 
 def _backward(outputs: Sequence[TensorArg], inputs: Sequence[TensorArg], attrs: Mapping[str, Any]) -> None:

@@ -75,7 +75,9 @@ class _Saved:
 # fails if an interpreter counts otherwise.
 _LOOP_REFS = 4
 # rm.compile's recorder while it captures: how many references to a storage the recorded calls hold, which are
-# not another tensor's (compile/capture.py sets it with the dispatcher's _capture)
+# not another tensor's (compile/capture.py sets it with the dispatcher's _capture). Another thread's backward
+# during a capture reads 0 for its own storages: the recorder holds only the capturing thread's (kept alive,
+# so their ids are not reused)
 held_by_capture: Callable[[Any], int] | None = None
 
 

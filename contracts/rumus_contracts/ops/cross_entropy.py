@@ -160,15 +160,8 @@ def _fwd_samples(rng: np.random.Generator) -> list[Sample]:
 
 
 def _mean_samples(rng: np.random.Generator) -> list[Sample]:
-    out = []
-    for m, c in CASES:
-        for attrs in _attr_sets(m, c):
-            for weighted in (False, True):
-                out.append(Sample(_inputs(rng, m, c, attrs, weighted), attrs, grad=False,
-                                  name=f"({m},{c}){attrs}{'/w' if weighted else ''}"))
     x, t, w = _inputs(rng, 3, 4, {}, False)
-    out.append(Sample([x, np.full(3, -100), w], {}, grad=False, name="(3,4) every row ignored: NaN"))
-    return out
+    return [*_fwd_samples(rng), Sample([x, np.full(3, -100), w], {}, grad=False, name="(3,4) every row ignored: NaN")]
 
 
 def _bwd_samples(rng: np.random.Generator) -> list[Sample]:
