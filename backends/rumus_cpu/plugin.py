@@ -22,7 +22,7 @@ KERNEL_MODULES: tuple[str, ...] = (
     "kernels_quant",
     "kernels_nn",
     "kernels_nn_conv", "kernels_nn_norm",
-    "kernels_attention", "kernels_row_ops", "kernels_cross_entropy",
+    "kernels_attention", "kernels_row_ops", "kernels_cross_entropy", "kernels_rnn",
     "kernels_sort", "kernels_scan",
     "kernels_amp",
     "kernels_half_widened",

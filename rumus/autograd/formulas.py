@@ -7,10 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .. import _creation
 from .. import _math as M
 from .. import _views
 from .._dispatch import FORMULAS
+from ..ops import get as _op
 from ..tensor import Tensor
+from . import kernel_lookup  # has_kernel, looked up per call (tests swap it)
+from .grad_mode import state as grad_state
 from .graph import Context, _unbroadcast
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -120,16 +124,37 @@ def _cos(ctx: Context, g: Tensor) -> tuple[Tensor]:
     return (M.neg(M.mul(g, M.sin(ctx.inputs[0]))),)
 
 
+def tanh_grad(g: Tensor, y: Tensor) -> Tensor:
+    """g * (1 - y * y) from tanh's output y: the fused tanh_backward where y's backend has it and no graph is
+    being built (it is differentiable in g only), else core ops, rounded in the same order."""
+    if not grad_state.enabled and kernel_lookup.has_kernel("tanh_backward", y):
+        return _op("tanh_backward")(g, y)
+    return M.mul(g, M.sub(1.0, M.mul(y, y)))
+
+
+def sigmoid_grad(g: Tensor, y: Tensor) -> Tensor:
+    """g * (y * (1 - y)) from sigmoid's output y, as tanh_grad."""
+    if not grad_state.enabled and kernel_lookup.has_kernel("sigmoid_backward", y):
+        return _op("sigmoid_backward")(g, y)
+    return M.mul(g, M.mul(y, M.sub(1.0, y)))
+
+
+def relu_grad(g: Tensor, y: Tensor) -> Tensor:
+    """relu's backward from its output y (y > 0 exactly where the input was): the fused relu_backward (a select,
+    differentiable in g), or where(y > 0, g, 0) in core ops where y's backend lacks it."""
+    if kernel_lookup.has_kernel("relu_backward", y):
+        return _op("relu_backward")(g, y)
+    return M.where(M.gt(y, 0), g, _creation.zeros_like(g))
+
+
 @formula("tanh", outputs=True)
 def _tanh(ctx: Context, g: Tensor) -> tuple[Tensor]:
-    y = ctx.outputs[0]
-    return (M.mul(g, M.sub(1.0, M.mul(y, y))),)
+    return (tanh_grad(g, ctx.outputs[0]),)
 
 
 @formula("sigmoid", outputs=True)
 def _sigmoid(ctx: Context, g: Tensor) -> tuple[Tensor]:
-    y = ctx.outputs[0]
-    return (M.mul(g, M.mul(y, M.sub(1.0, y))),)
+    return (sigmoid_grad(g, ctx.outputs[0]),)
 
 
 @formula("clamp", inputs=True)

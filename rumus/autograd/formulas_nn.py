@@ -14,7 +14,7 @@ from .. import _math as M
 from .. import _views
 from ..ops import get as _op
 from ..tensor import Tensor
-from .formulas import formula
+from .formulas import formula, relu_grad, tanh_grad
 from .grad_mode import state as grad_state
 from .kernel_lookup import has_kernel
 from .graph import Context
@@ -61,17 +61,33 @@ def _linear(ctx: Context, g: Tensor) -> tuple[Tensor | None, Tensor | None, Tens
         x2 = x if x.ndim == 2 else x.reshape(-1, w.shape[1])
         fx, fw, fb = _op("linear_backward").multi(g2, x2, w)
         return (fx if x.ndim == 2 else fx.reshape(x.shape)), fw, fb
-    gx: Tensor | None = None
-    gw: Tensor | None = None
-    gb: Tensor | None = None
-    if need_x:
-        gx = _op("matmul")(g2, w)
-        gx = gx if x.ndim == 2 else gx.reshape(x.shape)
-    if need_w:
-        gw = _op("matmul")(g2.mT, x if x.ndim == 2 else x.reshape(-1, w.shape[1]))
-    if need_b:
-        gb = _views.drop_dims(_op("sum")(g2, dims=(0,)), (0,))
+    gx, gw, gb = _linear_grads(g2, x if x.ndim == 2 else x.reshape(-1, w.shape[1]), w, need_x, need_w, need_b)
+    return (gx if gx is None or x.ndim == 2 else gx.reshape(x.shape)), gw, gb
+
+
+def _linear_grads(g2: Tensor, x2: Tensor, w: Tensor, need_x: bool, need_w: bool, need_b: bool
+                  ) -> tuple[Tensor | None, Tensor | None, Tensor | None]:
+    """x's, the weight's and the bias's gradients of x2 [rows, in] @ w.T + b from g2 [rows, out], the ones
+    asked for, as differentiable ops."""
+    gx = _op("matmul")(g2, w) if need_x else None
+    gw = _op("matmul")(g2.mT, x2) if need_w else None
+    gb = _views.drop_dims(_op("sum")(g2, dims=(0,)), (0,)) if need_b else None
     return gx, gw, gb
+
+
+@formula("rnn_cell", inputs=True, outputs=True)
+def _rnn_cell(ctx: Context, g: Tensor) -> tuple[Tensor | None, ...]:
+    # the four in one op where no graph is being built (the backend's kernel or the op's composite); under
+    # create_graph the same steps as differentiable ops
+    need = ctx.needs_input_grad
+    _, h, w, _ = ctx.inputs
+    out = ctx.outputs[0]
+    act = ctx.attrs["nonlinearity"]
+    if not grad_state.enabled:
+        grads = _op("rnn_cell_backward").multi(g, h, w, out, nonlinearity=act)
+        return tuple(t if n else None for t, n in zip(grads, need))
+    d = tanh_grad(g, out) if act == "tanh" else relu_grad(g, out)
+    return ((d if need[0] else None), *_linear_grads(d, h, w, need[1], need[2], need[3]))
 
 
 @formula("conv2d_backward_input", inputs=True)

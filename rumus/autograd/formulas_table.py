@@ -110,3 +110,5 @@ def _register_fused(name: str, params: tuple[str, ...], n_inputs: int) -> None:
 for _op_name, _expr in EXPRESSIONS.items():
     if _expr.grad:
         _register(_op_name, _expr)
+    if _expr.grad_out is not None:  # the forward's formula is formulas.py's (from the output); the fused op's here
+        _register_fused(backward_name(_op_name, "x"), tuple(_expr.params), 1)

@@ -20,6 +20,7 @@ from .. import _creation
 from .. import _math as M
 from ..tensor import Tensor
 from . import functional as F
+from ._functional_rnn import rnn_step
 from . import init
 from .module import Module
 from .parameter import Parameter
@@ -32,9 +33,9 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 State = Any  # a Tensor, or (h, c) for LSTM
 
 
-def _rnn_cell(act: Callable[[Tensor], Tensor]) -> Callable[..., Tensor]:
+def _rnn_cell(nonlinearity: str) -> Callable[..., Tensor]:
     def cell(xw: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
-        return act(M.add(xw, F.linear(h, w_hh, b_hh)))
+        return rnn_step(xw, h, w_hh, b_hh, nonlinearity)
     return cell
 
 
@@ -56,7 +57,7 @@ def _gru_cell(xw: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tenso
 
 
 def _cell_for(mode: str) -> Callable[..., Any]:
-    cells: dict[str, Callable[..., Any]] = {"RNN_TANH": _rnn_cell(M.tanh), "RNN_RELU": _rnn_cell(M.relu),
+    cells: dict[str, Callable[..., Any]] = {"RNN_TANH": _rnn_cell("tanh"), "RNN_RELU": _rnn_cell("relu"),
                                             "LSTM": _lstm_cell, "GRU": _gru_cell}
     return cells[mode]
 
@@ -303,7 +304,7 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         xw, h, unbatched = self._prepare(input, hx, 1)
-        out = _rnn_cell(M.tanh if self.nonlinearity == "tanh" else M.relu)(xw, h, self.weight_hh, self.bias_hh)
+        out = rnn_step(xw, h, self.weight_hh, self.bias_hh, self.nonlinearity)
         return out.squeeze(0) if unbatched else out
 
 

@@ -1,4 +1,5 @@
-"""ONNX lowerings of matmul (NumPy semantics on both sides) and linear (x @ weight.T + bias)."""
+"""ONNX lowerings of matmul (NumPy semantics on both sides), linear (x @ weight.T + bias) and an Elman RNN
+step (act(xw + h @ w_hh.T + b_hh))."""
 
 from __future__ import annotations
 
@@ -18,4 +19,11 @@ def _linear(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Ma
             OnnxNode("Add", [prod, b], list(outs))]
 
 
-LOWERINGS: dict[str, Lowering] = {"matmul": one("MatMul"), "linear": _linear}
+def _rnn_cell(ctx: LoweringContext, ins: Sequence[str], outs: Sequence[str], a: Mapping[str, Any]) -> list[OnnxNode]:
+    xw, h, w, b = ins  # h is [rows, hidden] (the schema's rule): one Gemm, as linear's 2-D case
+    hw, pre = ctx.fresh("rnn_hw"), ctx.fresh("rnn_pre")
+    return [OnnxNode("Gemm", [h, w, b], [hw], {"transB": 1}), OnnxNode("Add", [xw, hw], [pre]),
+            OnnxNode("Tanh" if a["nonlinearity"] == "tanh" else "Relu", [pre], list(outs))]
+
+
+LOWERINGS: dict[str, Lowering] = {"matmul": one("MatMul"), "linear": _linear, "rnn_cell": _rnn_cell}

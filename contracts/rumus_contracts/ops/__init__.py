@@ -10,7 +10,7 @@ from . import (
     activation, elementwise, fixed, indexing, linalg, memory, nn, nn_conv, nn_norm, nn_pool, optim, quant, reduction,
     sorting, structural,
 )
-from . import amp, attention, cross_entropy, nn_linear, softmax_backward
+from . import amp, attention, cross_entropy, nn_linear, nn_rnn, softmax_backward
 
 MODULES: tuple[ModuleType, ...] = (
     elementwise, reduction, linalg, memory, optim,  # the foundation
@@ -19,6 +19,7 @@ MODULES: tuple[ModuleType, ...] = (
     activation, indexing, nn,  # nn stack: activations, embedding/gather, dropout, losses, attention
     nn_conv, nn_pool, nn_norm,  # nn stack: convolution, pooling, normalization
     nn_linear,  # a Linear layer with its bias as one op
+    nn_rnn,  # one step of an Elman RNN as one op
     attention,  # fused FlashAttention forward and backward
     softmax_backward,  # fused softmax / log_softmax backward
     cross_entropy,  # fused cross-entropy forward / backward over class indices

@@ -55,6 +55,12 @@ def _backward_samples(domains: dict[str, Domain], binary: bool,
     return gen
 
 
+def _activation_outputs(rng: np.random.Generator, shape: Any) -> np.ndarray:
+    """Outputs of tanh and sigmoid: the open interval (-1, 1) holds both ranges' insides."""
+    out: np.ndarray = rng.uniform(-0.99, 0.99, shape)
+    return out
+
+
 def register_backward(registry: OpRegistry, op: str, domains: dict[str, Domain],
                       attr_sets: tuple[dict[str, Any], ...] = ({},)) -> None:
     """Register the fused backward ops of `op`, sampled on the forward op's input domains."""
@@ -62,10 +68,12 @@ def register_backward(registry: OpRegistry, op: str, domains: dict[str, Domain],
         if fwd != op:
             continue
         binary = len(e.inputs) == 3
-        ins = ("grad", "a", "b") if binary else ("grad", "x")
+        from_output = e.inputs == ("g", "y")  # tanh_backward(grad, out): the derivative in the result
+        ins = ("grad", "a", "b") if binary else ("grad", "out") if from_output else ("grad", "x")
         registry.register(OpSchema(
             name, ins, elementwise(name), attrs=dict(e.params), broadcast=True,
             dtypes=tuple(parse_dtype(n) for n in GROUPS[e.dtypes]),
             differentiable=("grad",), reference=evaluator(e),
-            samples=_backward_samples(domains, binary, attr_sets),
-            doc=f"grad * d{op}/d{wrt}: the fused backward of {op} (differentiable in grad only)"))
+            samples=_backward_samples({"x": _activation_outputs} if from_output else domains, binary, attr_sets),
+            doc=f"grad * d{op}/d{'x from its output' if from_output else wrt}: the fused backward of {op} "
+                f"(differentiable in grad only)"))

@@ -30,6 +30,9 @@ class Expr:
     params  -- attributes and their defaults, in the order backends pass them (at most two).
     grad    -- per differentiable input, d body / d input (constants "0" and "1" need no kernel); one
                that names the incoming gradient g is the backward body itself.
+    grad_out -- d body / d x written in the result y, for the ops whose derivative is cheapest from their
+               output (tanh, sigmoid): its fused backward `<op>_backward` takes (g, y), as PyTorch's
+               tanh_backward(grad_output, output) does; the core's formula saves the output for it.
     """
 
     body: str
@@ -38,11 +41,12 @@ class Expr:
     result: str = "same"
     params: dict[str, float] = field(default_factory=dict)
     grad: dict[str, str] = field(default_factory=dict)
+    grad_out: str | None = None
 
 
 def unary(body: str, dtypes: str = "float", grad: str | None = None, result: str = "same",
-          **params: float) -> Expr:
-    return Expr(body, dtypes, ("x",), result, params, {"x": grad} if grad else {})
+          grad_out: str | None = None, **params: float) -> Expr:
+    return Expr(body, dtypes, ("x",), result, params, {"x": grad} if grad else {}, grad_out)
 
 
 def binary(body: str, dtypes: str = "numeric", result: str = "same", **grad: str) -> Expr:
@@ -63,8 +67,10 @@ EXPRESSIONS: dict[str, Expr] = {
     "rsqrt": unary("rsqrt(x)"),
     "sin": unary("sin(x)"),
     "cos": unary("cos(x)"),
-    "tanh": unary("tanh(x)"),
-    "sigmoid": unary("sigmoid(x)"),
+    # from the output, each product rounded in the order of the formula's ops before the fused op (and of
+    # PyTorch's tanh_backward / sigmoid_backward): g * (1 - y * y), g * (y * (1 - y))
+    "tanh": unary("tanh(x)", grad_out="1 - y * y"),
+    "sigmoid": unary("sigmoid(x)", grad_out="y * (1 - y)"),
     "log1p": unary("log1p(x)", grad="1 / (1 + x)"),
     "expm1": unary("expm1(x)", grad="exp(x)"),
     "floor": unary("floor(x)", grad="0"),
@@ -137,11 +143,14 @@ def backward_name(op: str, wrt: str) -> str:
 
 
 def backward_ops() -> dict[str, tuple[str, str, Expr]]:
-    """{fused backward op: (forward op, input, its Expr: g * derivative over (g, *inputs))}.
+    """{fused backward op: (forward op, input, its Expr: g * derivative over (g, *inputs))}; an op with
+    `grad_out` has one over (g, y) instead, its input named "y".
 
     Constant derivatives ("0", "1") get no op: the core's formula handles them without a kernel."""
     out = {}
     for op, e in EXPRESSIONS.items():
+        if e.grad_out is not None:
+            out[f"{op}_backward"] = (op, "y", Expr(f"g * ({e.grad_out})", "float", ("g", "y"), "same", dict(e.params)))
         for wrt, d in e.grad.items():
             if d.strip() in ("0", "1"):
                 continue
