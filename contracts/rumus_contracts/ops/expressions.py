@@ -111,8 +111,10 @@ EXPRESSIONS: dict[str, Expr] = {
     "gelu": unary("x * phi(x)", grad="phi(x) + x * 0.3989422804014327 * exp(-0.5 * x * x)"),
     "gelu_tanh": unary(
         "0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))",
-        grad="t = tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)); "
-             "0.5 * (1 + t) + 0.5 * x * (1 - t * t) * 0.7978845608028654 * (1 + 0.134145 * x * x)"),
+        # 1 + t = 2 s and 1 - t * t = 4 s (1 - s) with s = sigmoid(2 u): no cancellation where t rounds to -1
+        # (x < -5 in float32, where the tanh form gives 0 for a gradient of about -1e-7)
+        grad="s = sigmoid(1.5957691216057308 * (x + 0.044715 * x * x * x)); "
+             "s * (1 + 2 * x * (1 - s) * 0.7978845608028654 * (1 + 0.134145 * x * x))"),
     "silu": unary("x / (1 + exp(-x))", grad="s = 1 / (1 + exp(-x)); s * (1 + x * (1 - s))"),
     "leaky_relu": unary("where(x > 0, x, x * negative_slope)", grad="where(x > 0, 1, negative_slope)",
                         negative_slope=0.01),
