@@ -7,7 +7,6 @@ from __future__ import annotations
 from .. import _math as M
 from .._dispatch import COMPOSITES
 from ..autograd.formulas import relu_grad, tanh_grad
-from ..autograd.grad_mode import state as grad_state
 from ..ops import get as _op
 from ..tensor import Tensor
 from . import functional as F
@@ -34,13 +33,10 @@ def _rnn_cell_op(xw: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor, nonlinearity
 def rnn_cell_backward(g: Tensor, h: Tensor, w_hh: Tensor, out: Tensor,
                       nonlinearity: str = "tanh") -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """rnn_cell_backward's composite: the activation's derivative from the output, then linear's backward.
-    Differentiable core ops while a graph is being built (create_graph), fused ops otherwise."""
+    Like the op, not differentiable itself (rnn_cell's formula builds create_graph's steps from core ops)."""
     _op("rnn_cell_backward").schema.shape([g.shape, h.shape, w_hh.shape, out.shape], {"nonlinearity": nonlinearity})
     d = tanh_grad(g, out) if nonlinearity == "tanh" else relu_grad(g, out)
-    if grad_state.enabled:
-        gh, gw, gb = F._linear_backward_op(d, h, w_hh)
-    else:
-        gh, gw, gb = _op("linear_backward").multi(d, h, w_hh)
+    gh, gw, gb = _op("linear_backward").multi(d, h, w_hh)
     return d, gh, gw, gb
 
 
